@@ -1,0 +1,59 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dsl/source.hpp"
+
+namespace dtplan::dsl {
+
+enum class severity { error, warning, note };
+
+/// A secondary message; with a valid span it is printed with its own
+/// location and source line, without one as a bare `note: ...` line.
+struct note {
+  span where;
+  std::string message;
+};
+
+/// One finding about the input. Diagnostics are values: stages append them
+/// and the driver prints the whole list once.
+struct diagnostic {
+  severity level = severity::error;
+  span where;
+  std::string message;
+  std::vector<note> notes;
+};
+
+/// The diagnostics of one run, in the order they were reported.
+class diagnostics {
+ public:
+  diagnostic& error(span where, std::string message);
+  diagnostic& warning(span where, std::string message);
+  void add(diagnostic d) { list_.push_back(std::move(d)); }
+
+  [[nodiscard]] bool has_errors() const;
+  [[nodiscard]] std::size_t error_count() const;
+  [[nodiscard]] std::vector<diagnostic> const& list() const { return list_; }
+  [[nodiscard]] bool empty() const { return list_.empty(); }
+  void clear() { list_.clear(); }
+
+ private:
+  std::vector<diagnostic> list_;
+};
+
+/// Renders one diagnostic clang-style:
+/// `FILE:LINE:COL: error: message`, the source line prefixed by its number,
+/// a caret under the span (`^~~~`), then the notes. Ends with a newline.
+std::string format(diagnostic const& d, source_manager const& sources);
+
+/// Renders every diagnostic in order.
+std::string format(diagnostics const& ds, source_manager const& sources);
+
+/// The `file:line:col` of a span, or "<unknown>" for an invalid one.
+std::string location(span where, source_manager const& sources);
+
+/// The closest of `candidates` to `word` by edit distance, if close enough
+/// to be a plausible typo (for "did you mean 'x'?").
+std::string closest(std::string_view word, std::vector<std::string> const& candidates);
+
+}  // namespace dtplan::dsl

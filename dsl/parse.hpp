@@ -1,0 +1,23 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "dsl/ast.hpp"
+#include "dsl/diagnostics.hpp"
+#include "dsl/source.hpp"
+
+namespace dtplan::dsl {
+
+/// Parses a whole .dtp file. On a syntax error reports it (with the span of
+/// the offending token and what was expected) and returns nothing. Rejects
+/// text that is not UTF-8/ASCII text (NUL bytes, invalid UTF-8) and an empty
+/// file, each with its own diagnostic. Never throws, never recurses without
+/// bound: deeply nested input ends in a diagnostic.
+std::optional<ast::file> parse(source_manager const& sources, std::uint32_t file, diagnostics& diags);
+
+/// Parses one value as it would appear on the right of `=` (used by
+/// `--set BLOCK.KEY=VALUE`, so the command line shares the file's grammar).
+std::optional<ast::value> parse_value(source_manager const& sources, std::uint32_t file,
+                                      diagnostics& diags);
+
+}  // namespace dtplan::dsl

@@ -1,0 +1,62 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtplan::dsl {
+
+/// A half-open byte range [begin, end) in one source file. `file` indexes the
+/// `source_manager` that owns the text; a default span points nowhere.
+struct span {
+  std::uint32_t file = no_file;
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+
+  static constexpr std::uint32_t no_file = 0xffffffffu;
+  [[nodiscard]] bool valid() const { return file != no_file; }
+  [[nodiscard]] std::uint32_t size() const { return end - begin; }
+  friend bool operator==(span const&, span const&) = default;
+};
+
+/// A 1-based line and column (columns count bytes, tabs count one).
+struct position {
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+/// One text buffer with its display name ("plans/7b_2node.dtp", "<catalog>").
+class source_file {
+ public:
+  source_file(std::string name, std::string text, bool builtin = false);
+
+  [[nodiscard]] std::string const& name() const { return name_; }
+  [[nodiscard]] std::string_view text() const { return text_; }
+  [[nodiscard]] bool builtin() const { return builtin_; }
+  [[nodiscard]] position position_of(std::uint32_t offset) const;
+  /// The text of the 1-based line `line`, without its newline.
+  [[nodiscard]] std::string_view line_text(std::uint32_t line) const;
+
+ private:
+  std::string name_;
+  std::string text_;
+  bool builtin_;
+  std::vector<std::uint32_t> line_starts_;
+};
+
+/// Owns every source file of a run (the user's file, the built-in catalog,
+/// `--set` snippets) so that spans stay valid for the whole pipeline.
+class source_manager {
+ public:
+  std::uint32_t add(std::string name, std::string text, bool builtin = false);
+  [[nodiscard]] source_file const& file(std::uint32_t id) const { return *files_.at(id); }
+  [[nodiscard]] std::size_t size() const { return files_.size(); }
+  /// The source text a span covers.
+  [[nodiscard]] std::string_view text(span s) const;
+
+ private:
+  std::vector<std::unique_ptr<source_file>> files_;
+};
+
+}  // namespace dtplan::dsl

@@ -1,0 +1,180 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/source.hpp"
+#include "planner/units.hpp"
+
+/// The typed intermediate representation a .dtp file lowers to: names
+/// resolved, units normalised to base units, defaults filled. `model` and
+/// `cluster` say what is trained on what; `strategy` says how (plain data
+/// that text, search and tests can all produce).
+namespace dtplan::planner {
+
+using dsl::span;
+
+enum class precision { bf16, fp16, fp32, fp8 };
+enum class mlp_kind { gelu, swiglu };
+enum class attention_kind { flash, standard };
+enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
+enum class checkpoint_mode { none, selective, full };
+/// A parallel dimension of the rank layout.
+enum class axis { tp, cp, dp, pp };
+
+char const* name(precision);
+char const* name(mlp_kind);
+char const* name(attention_kind);
+char const* name(optimizer_kind);
+char const* name(checkpoint_mode);
+char const* name(axis);
+
+/// Where each key of a block was written (key name -> span of the key), so
+/// later stages can point at the key that breaks a plan.
+using key_spans = std::map<std::string, span, std::less<>>;
+
+struct model {
+  std::string name;
+  span where;  ///< the block header
+  std::string description;
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;  ///< = heads unless set
+  std::int64_t ffn = 0;       ///< = 4 * hidden unless set
+  mlp_kind mlp = mlp_kind::gelu;
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 0;
+  bool tied_embeddings = false;
+  attention_kind attention = attention_kind::flash;
+  precision prec = precision::bf16;
+  optimizer_kind optimizer = optimizer_kind::adam;
+  std::int64_t experts = 1;
+  std::int64_t experts_per_token = 1;
+  key_spans keys;
+};
+
+struct gpu {
+  std::string name;
+  span where;
+  bytes memory;
+  flop_rate peak_flops;       ///< dense bf16/fp16 tensor peak
+  flop_rate peak_flops_fp8;   ///< dense fp8 peak (= peak_flops where the GPU has no fp8)
+  flop_rate peak_flops_fp32;  ///< dense fp32/tf32 matmul peak
+  bandwidth hbm_bandwidth;
+  bandwidth intra_node;       ///< scale-up link per GPU per direction
+  double matmul_efficiency = 0.7;  ///< share of peak a large matmul reaches
+  bytes reserved;                  ///< never available to the job
+  // Extensions (catalog defaults a cluster may override):
+  seconds intra_latency;
+  seconds inter_latency;
+  double comm_efficiency = 0.8;  ///< share of link bandwidth a large collective reaches
+  double hbm_efficiency = 0.8;   ///< share of HBM bandwidth a streaming kernel reaches
+  key_spans keys;
+};
+
+struct cluster {
+  std::string name;
+  span where;
+  std::int64_t nodes = 0;
+  std::int64_t gpus_per_node = 0;
+  gpu device;
+  bandwidth intra_node;  ///< per GPU, per direction
+  bandwidth inter_node;  ///< per node, all NICs together, per direction
+  seconds intra_latency;
+  seconds inter_latency;
+  double comm_efficiency = 0.8;
+  key_spans keys;
+
+  [[nodiscard]] std::int64_t gpus() const { return nodes * gpus_per_node; }
+};
+
+struct training {
+  span where;
+  std::int64_t global_batch = 0;  ///< sequences per optimizer step
+  std::optional<double> base_lr;
+  std::optional<std::int64_t> base_batch;
+  key_spans keys;
+};
+
+/// The ZeRO/FSDP shard group: all data-parallel ranks, the ranks of one
+/// node (hybrid sharding), or a fixed number of ranks.
+struct shard_group {
+  enum class kind { all, node, size };
+  kind k = kind::all;
+  std::int64_t size = 0;  ///< for kind::size
+  friend bool operator==(shard_group const&, shard_group const&) = default;
+};
+std::string to_string(shard_group const&);
+
+/// Rank layout, innermost (fastest-varying) axis first.
+using rank_order = std::array<axis, 4>;
+inline constexpr rank_order default_order{axis::tp, axis::cp, axis::dp, axis::pp};
+std::string to_string(rank_order const&);  ///< "tp-cp-dp-pp"
+
+/// A concrete strategy: every key has exactly one value.
+struct strategy {
+  std::int64_t dp = 1;
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t cp = 1;
+  std::int64_t ep = 1;
+  int zero = 0;
+  shard_group shard;
+  checkpoint_mode checkpoint = checkpoint_mode::none;
+  std::int64_t micro_batch = 1;
+  bool sequence_parallel = false;
+  std::int64_t virtual_stages = 1;
+  rank_order order = default_order;
+
+  friend bool operator==(strategy const&, strategy const&) = default;
+};
+
+/// What a strategy block says of one key: nothing (the default), one value,
+/// a set `{...}`, a range `a..b` (integer keys only) or `auto`.
+template <class T>
+struct key_choice {
+  enum class form { unset, single, set, range, any };
+  form f = form::unset;
+  std::vector<T> values;  ///< single: one value; set: the values in order written
+  std::int64_t low = 0;   ///< range bounds, inclusive
+  std::int64_t high = 0;
+  span key;    ///< where the key was written
+  span value;  ///< where its value was written
+
+  [[nodiscard]] bool is_free() const { return f == form::set || f == form::range || f == form::any; }
+  [[nodiscard]] bool is_set() const { return f != form::unset; }
+};
+
+/// A strategy block as written: fixed when every key is unset or single.
+struct strategy_spec {
+  std::string name;  ///< "" for an unnamed block (reported as "strategy#N")
+  span where;        ///< the block header
+  key_choice<std::int64_t> dp, tp, pp, cp, ep, zero, micro_batch, virtual_stages;
+  key_choice<shard_group> shard;
+  key_choice<checkpoint_mode> checkpoint;
+  key_choice<bool> sequence_parallel;
+  key_choice<rank_order> order;
+
+  [[nodiscard]] bool is_free() const;
+  /// The concrete strategy of a fixed spec, defaults filled; dp is 0 when
+  /// not written (the checker derives it), sequence_parallel follows tp.
+  [[nodiscard]] strategy fixed() const;
+  /// The span of a key by name ("tp", "zero", ...), or the header when unset.
+  [[nodiscard]] span key_span(std::string_view key) const;
+};
+
+/// A lowered .dtp file: the model, the cluster, the training run and the
+/// strategies to check, cost or search.
+struct program {
+  std::string file;
+  model m;
+  cluster c;
+  training t;
+  std::vector<strategy_spec> strategies;
+};
+
+}  // namespace dtplan::planner

@@ -1,0 +1,129 @@
+#include "planner/layout.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace dtplan::planner {
+
+rank_layout::rank_layout(strategy const& s, std::int64_t gpus_per_node)
+    : gpus_per_node_(std::max<std::int64_t>(1, gpus_per_node)) {
+  sizes_[static_cast<int>(axis::tp)] = s.tp;
+  sizes_[static_cast<int>(axis::cp)] = s.cp;
+  sizes_[static_cast<int>(axis::dp)] = s.dp;
+  sizes_[static_cast<int>(axis::pp)] = s.pp;
+  std::int64_t stride = 1;
+  for (axis a : s.order) {
+    strides_[static_cast<int>(a)] = stride;
+    stride *= sizes_[static_cast<int>(a)];
+  }
+  world_ = stride;
+}
+
+coords rank_layout::of(std::int64_t rank) const {
+  coords c{};
+  for (int a = 0; a < 4; ++a) c[a] = (rank / strides_[a]) % sizes_[a];
+  return c;
+}
+
+std::int64_t rank_layout::rank_of(coords const& c) const {
+  std::int64_t r = 0;
+  for (int a = 0; a < 4; ++a) r += c[a] * strides_[a];
+  return r;
+}
+
+std::vector<std::int64_t> rank_layout::group_of(axis a, std::int64_t rank) const {
+  auto c = of(rank);
+  auto i = static_cast<int>(a);
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(sizes_[i]));
+  for (std::int64_t k = 0; k < sizes_[i]; ++k) {
+    c[i] = k;
+    out.push_back(rank_of(c));
+  }
+  return out;
+}
+
+group_placement rank_layout::placement_of(std::vector<std::int64_t> const& ranks) const {
+  std::vector<std::int64_t> nodes;
+  nodes.reserve(ranks.size());
+  for (auto r : ranks) nodes.push_back(node_of(r));
+  std::sort(nodes.begin(), nodes.end());
+  group_placement p;
+  p.size = static_cast<std::int64_t>(ranks.size());
+  p.nodes = 0;
+  p.max_per_node = 0;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i;
+    while (j < nodes.size() && nodes[j] == nodes[i]) ++j;
+    ++p.nodes;
+    p.max_per_node = std::max<std::int64_t>(p.max_per_node, static_cast<std::int64_t>(j - i));
+    i = j;
+  }
+  return p;
+}
+
+template <class F>
+group_placement rank_layout::worst_over_ranks(F const& group_for) const {
+  group_placement worst = placement_of(group_for(0));
+  // Groups of a regular layout repeat with the node boundary; checking one
+  // group per node start (and rank 0) covers every distinct shape cheaply.
+  std::set<std::int64_t> seen{0};
+  for (std::int64_t r = 0; r < world_; r += gpus_per_node_) {
+    for (std::int64_t off : {std::int64_t{0}, gpus_per_node_ - 1}) {
+      std::int64_t rank = std::min(world_ - 1, r + off);
+      if (!seen.insert(rank).second) continue;
+      auto p = placement_of(group_for(rank));
+      if (p.nodes > worst.nodes || (p.nodes == worst.nodes && p.max_per_node > worst.max_per_node))
+        worst = p;
+    }
+    if (seen.size() > 4096) break;  // huge clusters: the pattern has repeated long before
+  }
+  return worst;
+}
+
+group_placement rank_layout::placement(axis a) const {
+  return worst_over_ranks([&](std::int64_t r) { return group_of(a, r); });
+}
+
+std::vector<std::int64_t> rank_layout::shard_group_of(std::int64_t rank, std::int64_t shard_size) const {
+  auto dp_group = group_of(axis::dp, rank);
+  auto d = of(rank)[static_cast<int>(axis::dp)];
+  auto first = (d / shard_size) * shard_size;
+  return {dp_group.begin() + first, dp_group.begin() + first + shard_size};
+}
+
+std::vector<std::int64_t> rank_layout::replicate_group_of(std::int64_t rank, std::int64_t shard_size) const {
+  auto dp_group = group_of(axis::dp, rank);
+  auto d = of(rank)[static_cast<int>(axis::dp)];
+  std::vector<std::int64_t> out;
+  for (auto k = d % shard_size; k < static_cast<std::int64_t>(dp_group.size()); k += shard_size)
+    out.push_back(dp_group[static_cast<std::size_t>(k)]);
+  return out;
+}
+
+group_placement rank_layout::shard_placement(std::int64_t shard_size) const {
+  return worst_over_ranks([&](std::int64_t r) { return shard_group_of(r, shard_size); });
+}
+
+group_placement rank_layout::replicate_placement(std::int64_t shard_size) const {
+  return worst_over_ranks([&](std::int64_t r) { return replicate_group_of(r, shard_size); });
+}
+
+std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node) {
+  switch (s.shard.k) {
+    case shard_group::kind::all: return s.dp;
+    case shard_group::kind::size: return s.shard.size;
+    case shard_group::kind::node: {
+      rank_layout layout(s, gpus_per_node);
+      auto p = layout.placement(axis::dp);
+      // The dp ranks of one node form the shard group only when every
+      // node holds the same whole number of them.
+      if (p.max_per_node <= 0 || s.dp % p.max_per_node != 0) return 0;
+      auto shard = layout.shard_group_of(0, p.max_per_node);
+      return layout.placement_of(shard).nodes == 1 ? p.max_per_node : 0;
+    }
+  }
+  return s.dp;
+}
+
+}  // namespace dtplan::planner

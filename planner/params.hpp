@@ -1,0 +1,26 @@
+#pragma once
+#include <cstdint>
+
+#include "planner/ir.hpp"
+
+namespace dtplan::planner {
+
+/// Parameter counts of a decoder-only transformer, from its shape.
+struct param_counts {
+  std::int64_t embedding = 0;   ///< vocab x hidden (input embedding)
+  std::int64_t output = 0;      ///< vocab x hidden unless tied, else 0
+  std::int64_t attention = 0;   ///< per layer: q, k, v (GQA-aware), o projections + biases
+  std::int64_t mlp = 0;         ///< per layer: all experts' matrices (2 for gelu, 3 for swiglu)
+  std::int64_t mlp_active = 0;  ///< per layer: the experts_per_token that one token uses
+  std::int64_t norms = 0;       ///< per layer: the two norms
+  std::int64_t final_norm = 0;
+  std::int64_t router = 0;      ///< per layer: MoE router, 0 without experts
+  std::int64_t per_layer = 0;   ///< attention + mlp + norms + router
+  std::int64_t total = 0;       ///< every parameter
+  std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
+                                ///< (layers' matrices with active experts + output/logits)
+};
+
+param_counts count_params(model const& m);
+
+}  // namespace dtplan::planner
