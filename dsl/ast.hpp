@@ -88,6 +88,15 @@ struct file {
   std::vector<block> blocks;
 };
 
+/// A command-line override `TARGET.KEY=VALUE` (`--set cluster.nodes=4`):
+/// TARGET is a block kind (every block of that kind) or a block name.
+struct setting {
+  span where;
+  identifier target;
+  identifier key;
+  value rhs;
+};
+
 /// The span of any value alternative.
 span where_of(value const& v);
 span where_of(scalar const& v);

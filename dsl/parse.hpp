@@ -20,4 +20,9 @@ std::optional<ast::file> parse(source_manager const& sources, std::uint32_t file
 std::optional<ast::value> parse_value(source_manager const& sources, std::uint32_t file,
                                       diagnostics& diags);
 
+/// Parses `TARGET.KEY=VALUE`, the argument of `--set`, with the same value
+/// grammar as a file.
+std::optional<ast::setting> parse_setting(source_manager const& sources, std::uint32_t file,
+                                          diagnostics& diags);
+
 }  // namespace dtplan::dsl
