@@ -125,7 +125,7 @@ std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap) 
 // other key is enumerated inside it.
 struct work_item {
   std::int64_t tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
-  rank_order order = default_order;
+  std::vector<rank_order> orders;
   std::int64_t candidates = 0;  // the size of its sub-tree
 };
 
@@ -260,7 +260,7 @@ class space_view {
                                            virtual_stages(w.pp).size() * micro_batch(w.dp).size());
     std::int64_t n = 0;
     for (auto z : zero_) n += static_cast<std::int64_t>(shard(static_cast<int>(z), w.dp).size()) * inner;
-    return n;
+    return n * static_cast<std::int64_t>(w.orders.size());
   }
 
  private:
@@ -375,7 +375,7 @@ class searcher {
         s.cp = w.cp;
         s.dp = w.dp;
         s.ep = w.ep;
-        s.order = w.order;
+        s.order = w.orders.front();
         s.zero = static_cast<int>(z);
         s.shard = shard_group{};
         s.checkpoint = c;
@@ -397,18 +397,36 @@ class searcher {
       if (options_.explain) st.memory_structures.emplace_back(w, *needs);
       return;
     }
-    auto const legal_before = st.illegal;
-    std::int64_t seen = 0;
+    auto const illegal_before = st.illegal;
     strategy s;
     s.tp = w.tp;
     s.pp = w.pp;
     s.cp = w.cp;
     s.dp = w.dp;
     s.ep = w.ep;
-    s.order = w.order;
+    auto const& orders = w.orders;
+    auto const n_orders = orders.size();
+    // The size of a `node` shard group depends on the order; computed once.
+    std::vector<std::int64_t> node_shard(n_orders, 0);
+    bool node_needed = false;
+    for (auto z : space_.zero())
+      for (auto const& g : space_.shard(static_cast<int>(z), w.dp))
+        node_needed = node_needed || g.k == shard_group::kind::node;
+    if (node_needed)
+      for (std::size_t o = 0; o < n_orders; ++o) {
+        strategy t = s;
+        t.order = orders[o];
+        t.shard = shard_group{shard_group::kind::node, 0};
+        node_shard[o] = shard_size(t, p_.c.gpus_per_node);
+      }
     auto sps = space_.sequence_parallel(w.tp);
     auto vss = space_.virtual_stages(w.pp);
     auto mbs = space_.micro_batch(w.dp);
+    std::vector<char> fits_so_far(n_orders);
+    // estimate_memory reads the order only through the shard group's size
+    // (shard_size), so one estimate serves every order with the same size.
+    std::vector<std::pair<std::int64_t, memory_breakdown>> memo;
+    memo.reserve(n_orders);
     for (auto z : space_.zero()) {
       s.zero = static_cast<int>(z);
       for (auto const& shard : space_.shard(s.zero, w.dp)) {
@@ -419,30 +437,42 @@ class searcher {
             s.sequence_parallel = sp;
             for (auto v : vss) {
               s.virtual_stages = v;
+              std::fill(fits_so_far.begin(), fits_so_far.end(), char{1});
               for (std::size_t i = 0; i < mbs.size(); ++i) {
                 s.micro_batch = mbs[i];
-                ++seen;
-                if (!is_legal(p_, s)) {
-                  ++st.illegal;
-                  continue;
+                memo.clear();
+                for (std::size_t o = 0; o < n_orders; ++o) {
+                  if (!fits_so_far[o]) continue;
+                  s.order = orders[o];
+                  if (!is_legal(p_, s)) {
+                    ++st.illegal;
+                    continue;
+                  }
+                  std::int64_t size = shard.k == shard_group::kind::all    ? w.dp
+                                      : shard.k == shard_group::kind::node ? node_shard[o]
+                                                                           : shard.size;
+                  auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
+                  if (hit == memo.end()) {
+                    memo.emplace_back(size, estimate_memory(p_, s));
+                    hit = memo.end() - 1;
+                  }
+                  auto const& mem = hit->second;
+                  if (!mem.fits()) {
+                    // Every larger micro-batch needs at least as much.
+                    fits_so_far[o] = 0;
+                    st.memory_cut += static_cast<std::int64_t>(mbs.size() - i);
+                    continue;
+                  }
+                  ++st.valid;
+                  evaluate_candidate(st, s, mem.total);
                 }
-                auto mem = estimate_memory(p_, s);
-                if (!mem.fits()) {
-                  // Every larger micro-batch needs at least as much.
-                  auto rest = static_cast<std::int64_t>(mbs.size() - i);
-                  st.memory_cut += rest;
-                  seen += rest - 1;
-                  break;
-                }
-                ++st.valid;
-                evaluate_candidate(st, s, mem.total);
               }
             }
           }
         }
       }
     }
-    if (options_.explain && st.illegal - legal_before == seen && seen > 0) st.illegal_structures.push_back(w);
+    if (options_.explain && st.illegal - illegal_before == w.candidates) st.illegal_structures.push_back(w);
   }
 
   void evaluate_candidate(thread_state& st, strategy const& s, bytes memory) {
@@ -488,7 +518,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     s.cp = w.cp;
     s.dp = w.dp;
     s.ep = w.ep;
-    s.order = w.order;
+    s.order = w.orders.front();
     s.sequence_parallel = w.tp > 1;
     auto r = check(p, spec, s);
     std::string why = "not legal";
@@ -557,8 +587,9 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   if (all.memory_cut > 0)
     out.push_back(fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
                               grouped(all.memory_cut), usable));
-  if (all.illegal > 0)
-    out.push_back(fmt::format("{} other candidates are not legal", grouped(all.illegal)));
+  std::int64_t other = all.illegal;
+  for (auto const& w : all.illegal_structures) other -= w.candidates;
+  if (other > 0) out.push_back(fmt::format("{} other candidates are not legal", grouped(other)));
 
   std::int64_t above = 0;
   double least = infinity;
@@ -598,12 +629,11 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
         if (cp <= 0 || gpus % (tp * pp) != 0 || (gpus / (tp * pp)) % cp != 0) continue;
         auto dp = gpus / (tp * pp * cp);
         if (!space.dp_allowed(dp)) continue;
-        for (auto ep : space.ep())
-          for (auto const& order : space.orders(tp, pp, cp, dp)) {
-            work_item w{tp, pp, cp, dp, ep, order, 0};
-            w.candidates = space.count(w);
-            if (w.candidates > 0) items.push_back(w);
-          }
+        for (auto ep : space.ep()) {
+          work_item w{tp, pp, cp, dp, ep, space.orders(tp, pp, cp, dp), 0};
+          w.candidates = space.count(w);
+          if (w.candidates > 0) items.push_back(std::move(w));
+        }
       }
     }
   }
@@ -668,7 +698,7 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   if (all.top.size() > k) all.top.resize(k);
   // Threads finish structures in any order: sort what explain reports.
   auto by_structure = [](work_item const& a, work_item const& b) {
-    return std::tuple{a.tp, a.pp, a.cp, a.dp, a.ep, a.order} < std::tuple{b.tp, b.pp, b.cp, b.dp, b.ep, b.order};
+    return std::tuple{a.tp, a.pp, a.cp, a.dp, a.ep} < std::tuple{b.tp, b.pp, b.cp, b.dp, b.ep};
   };
   std::sort(all.illegal_structures.begin(), all.illegal_structures.end(), by_structure);
   std::sort(all.memory_structures.begin(), all.memory_structures.end(),
