@@ -275,6 +275,9 @@ class file_parser {
       else if (text_[pos++] == '{') return pos;
     }
     while (pos < text_.size() && text_[pos] != '\n') ++pos;
+    // A brace on the next line belongs to this header too.
+    if (auto next = skip_blank_lines(text_, pos); next < text_.size() && text_[next] == '{')
+      return next + 1;
     return pos;
   }
 
