@@ -134,6 +134,8 @@ class lowerer {
   std::optional<std::size_t> pick_root(kind k, std::uint32_t file);
   std::optional<std::size_t> lookup(kind k, std::string const& name, bool builtin_only) const;
   void missing(entry const& e, std::string_view key);
+  /// The span of key `a`, or of `b` when only `b` was written in the user's file.
+  span user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const;
 
   dsl::source_manager& sources_;
   dsl::diagnostics& diags_;
@@ -720,6 +722,17 @@ std::string missing_keys(key_spans const& present, std::vector<std::string> cons
 
 }  // namespace
 
+span lowerer::user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const {
+  // Prefer pointing at what the user wrote over the catalog text it derives from.
+  auto sa = keys.count(a) ? keys.find(a)->second : fallback;
+  auto sb = keys.count(b) ? keys.find(b)->second : fallback;
+  bool a_builtin = !sa.valid() || sources_.file(sa.file).builtin();
+  bool b_builtin = !sb.valid() || sources_.file(sb.file).builtin();
+  if (a_builtin && !b_builtin) return sb;
+  if (a_builtin && b_builtin) return fallback;
+  return sa;
+}
+
 std::optional<model> lowerer::finish_model(std::size_t i) {
   auto const& e = entries_[i];
   if (!e.ok) return std::nullopt;
@@ -734,16 +747,7 @@ std::optional<model> lowerer::finish_model(std::size_t i) {
     missing(e, absent);
     return std::nullopt;
   }
-  // Prefer pointing at what the user wrote over the catalog text it derives from.
-  auto at = [&](std::string_view a, std::string_view b) {
-    auto sa = m.keys.count(a) ? m.keys.find(a)->second : m.where;
-    auto sb = m.keys.count(b) ? m.keys.find(b)->second : m.where;
-    bool a_builtin = !sa.valid() || sources_.file(sa.file).builtin();
-    bool b_builtin = !sb.valid() || sources_.file(sb.file).builtin();
-    if (a_builtin && !b_builtin) return sb;
-    if (a_builtin && b_builtin) return m.where;
-    return sa;
-  };
+  auto at = [&](std::string_view a, std::string_view b) { return user_key(m.keys, a, b, m.where); };
   if (!m.keys.count("kv_heads")) m.kv_heads = m.heads;
   if (!m.keys.count("ffn")) {
     if (m.hidden > INT64_MAX / 4) {
@@ -791,7 +795,7 @@ std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
   // tf32 runs at half the 16-bit tensor rate on A100, H100, H200 and B200.
   if (!g.keys.count("peak_flops_fp32")) g.peak_flops_fp32 = g.peak_flops / 2;
   if (g.reserved >= g.memory) {
-    auto where = g.keys.count("reserved") ? g.keys.find("reserved")->second : g.where;
+    auto where = user_key(g.keys, "reserved", "memory", g.where);
     diags_.error(where, fmt::format("'reserved' ({}) leaves nothing of 'memory' ({}) for the job",
                                     to_string(g.reserved), to_string(g.memory)));
     return std::nullopt;
@@ -801,20 +805,15 @@ std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
 
 std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   auto const& e = entries_[i];
-  if (!e.ok) return std::nullopt;
   auto d = std::get<cluster_draft>(e.result);
   auto& c = d.c;
   c.name = e.name;
   c.where = e.b->header;
-  auto absent = missing_keys(c.keys, {"nodes", "gpus_per_node", "gpu"});
-  if (!absent.empty()) {
-    auto pos = absent.rfind(" or ");
-    if (pos != std::string::npos) absent.replace(pos, 4, " and ");
-    missing(e, absent);
-    return std::nullopt;
-  }
-  auto g = lookup(kind::gpu, d.gpu_name, e.builtin && !sources_.file(d.gpu_where.file).builtin());
-  if (!g) {
+  // The gpu name is checked even when other keys of the block are wrong.
+  std::optional<std::size_t> g;
+  if (!d.gpu_name.empty())
+    g = lookup(kind::gpu, d.gpu_name, e.builtin && !sources_.file(d.gpu_where.file).builtin());
+  if (!d.gpu_name.empty() && !g) {
     std::vector<std::string> candidates;
     for (auto const& other : entries_)
       if (other.k == kind::gpu && other.registered) candidates.push_back(other.name);
@@ -826,6 +825,14 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
     for (auto const& other : entries_)
       if (other.k == kind::gpu && other.builtin && other.registered) builtin.push_back(other.name);
     diag.notes.push_back({{}, fmt::format("the built-in gpus are {}", fmt::join(builtin, ", "))});
+    return std::nullopt;
+  }
+  if (!e.ok) return std::nullopt;
+  auto absent = missing_keys(c.keys, {"nodes", "gpus_per_node", "gpu"});
+  if (!absent.empty()) {
+    auto pos = absent.rfind(" or ");
+    if (pos != std::string::npos) absent.replace(pos, 4, " and ");
+    missing(e, absent);
     return std::nullopt;
   }
   if (!lower_entry(*g)) return std::nullopt;
