@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/parse.hpp"
+#include "planner/lower.hpp"
 
 using namespace dtplan::dsl;
 
@@ -34,6 +35,30 @@ std::string generate(std::size_t lines) {
         i, i, 1'000 + i, i, 1 + i % 8);
     n += 12;
   }
+  return text;
+}
+
+// A plan lowering accepts: a model, a cluster, training, then strategies
+// with every form a strategy key takes, until `lines` lines.
+std::string generate_plan(std::size_t lines) {
+  std::string text =
+      "model m : llama2_7b {\n  seq_len = 8_192\n  description = \"bench\"\n}\n"
+      "cluster c {\n  nodes = 2\n  gpus_per_node = 8\n  gpu = H100_SXM\n"
+      "  intra_node = 450 GB/s\n  inter_node = 8 x 100 Gbit/s\n  inter_latency = 5 us\n}\n"
+      "training { global_batch = 256; base_lr = 3e-4; base_batch = 128 }\n";
+  for (std::size_t i = 0; static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) < lines;
+       ++i)
+    text += fmt::format(
+        "strategy s{} {{  # candidate {}\n"
+        "  tp = {{1, 2, 4, 8}}\n"
+        "  pp = 1..4\n"
+        "  zero = auto\n"
+        "  checkpoint = selective\n"
+        "  micro_batch = {}\n"
+        "  sequence_parallel = true\n"
+        "  order = \"tp-cp-dp-pp\"\n"
+        "}}\n",
+        i, i, 1 + i % 4);
   return text;
 }
 
@@ -70,5 +95,26 @@ int main() {
   fmt::print("parse: min {:.2f} ms, median {:.2f} ms, max {:.2f} ms per run, {:.1f} MB/s (median)\n",
              ms.front(), median, ms.back(), static_cast<double>(text.size()) / 1e3 / median);
   if (!ok) fmt::print("parse: the generated file did not parse\n");
+
+  auto plan = generate_plan(10'000);
+  auto plan_lines = static_cast<std::size_t>(std::count(plan.begin(), plan.end(), '\n'));
+  std::size_t strategies = 0;
+  std::string errors;
+  auto lower_ms = time_runs(runs, [&] {
+    source_manager sources;
+    diagnostics diags;
+    auto id = sources.add("plan.dtp", plan);
+    auto program = dtplan::planner::load(sources, id, {}, diags);
+    strategies = program ? program->strategies.size() : 0;
+    if (!program) errors = format(diags, sources).substr(0, 400);
+  });
+  double lower_median = lower_ms[lower_ms.size() / 2];
+  fmt::print("parse+lower: {} lines, {} bytes, {} strategies, {} runs\n", plan_lines, plan.size(),
+             strategies, runs);
+  fmt::print(
+      "parse+lower: min {:.2f} ms, median {:.2f} ms, max {:.2f} ms per run, {:.1f} MB/s (median)\n",
+      lower_ms.front(), lower_median, lower_ms.back(),
+      static_cast<double>(plan.size()) / 1e3 / lower_median);
+  if (!errors.empty()) fmt::print("parse+lower: the generated plan did not lower:\n{}", errors);
   return 0;
 }
