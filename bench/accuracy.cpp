@@ -30,11 +30,12 @@ struct figures {
   double overlap_slowdown;
   double step_overhead_s;
   double kernel_latency_us;
+  double attention_efficiency;
 };
 
 figures figures_of(gpu const& g) {
   return {g.matmul_efficiency, g.hbm_efficiency, g.comm_efficiency, g.overlap_slowdown, g.step_overhead.value(),
-          g.kernel_latency.value() * 1e6};
+          g.kernel_latency.value() * 1e6, g.attention_efficiency};
 }
 
 void apply(calibration_run& r, figures const& f) {
@@ -45,6 +46,7 @@ void apply(calibration_run& r, figures const& f) {
   g.overlap_slowdown = f.overlap_slowdown;
   g.step_overhead = seconds(f.step_overhead_s);
   g.kernel_latency = seconds(f.kernel_latency_us * 1e-6);
+  g.attention_efficiency = f.attention_efficiency;
   r.prog.c.comm_efficiency = f.comm_efficiency;
 }
 
@@ -73,6 +75,7 @@ figures fit(std::vector<calibration_run>& runs, figures start, analytic_cost_mod
       {&figures::matmul_efficiency, 0.30, 1.00, 0.01}, {&figures::hbm_efficiency, 0.40, 0.95, 0.05},
       {&figures::comm_efficiency, 0.30, 1.00, 0.05},   {&figures::overlap_slowdown, 0.00, 0.50, 0.02},
       {&figures::step_overhead_s, 0.00, 0.50, 0.01},   {&figures::kernel_latency_us, 0.0, 20.0, 1.0},
+      {&figures::attention_efficiency, 0.15, 0.90, 0.01},
   };
   figures best = start;
   double best_obj = objective(runs, best, model);
@@ -141,9 +144,10 @@ int main(int argc, char** argv) {
     for (auto& [gpu_name, group] : by_gpu) {
       auto const f = fit(group, figures_of(group.front().prog.c.device), model);
       fmt::print("{} ({} runs): matmul_efficiency = {:.2f}, hbm_efficiency = {:.2f}, comm_efficiency = {:.2f}, "
-                 "overlap_slowdown = {:.2f}, step_overhead = {:.2f} s, kernel_latency = {:.0f} us\n",
+                 "overlap_slowdown = {:.2f}, step_overhead = {:.2f} s, kernel_latency = {:.0f} us, "
+                 "attention_efficiency = {:.2f}\n",
                  gpu_name, group.size(), f.matmul_efficiency, f.hbm_efficiency, f.comm_efficiency,
-                 f.overlap_slowdown, f.step_overhead_s, f.kernel_latency_us);
+                 f.overlap_slowdown, f.step_overhead_s, f.kernel_latency_us, f.attention_efficiency);
     }
     return 0;
   }

@@ -173,10 +173,10 @@ std::optional<gpu> catalog_gpu(std::string_view name) {
 std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb) {
   std::string t = lower(text);
   if (t.find("h100") != std::string::npos) {
-    auto g = catalog_gpu("h100_sxm");
-    // The 96 GB HBM2e part (Grand Teton) differs only in capacity for the planner.
-    if (memory_gb && *memory_gb > 90) g->memory = bytes(*memory_gb * 1073741824.0);
-    return g;
+    // The 96 GB HBM2e part capped at 500 W (Grand Teton) has neither the
+    // H100 SXM's HBM3 bandwidth nor its clocks: not a catalog GPU.
+    if ((memory_gb && *memory_gb > 90) || t.find("hbm2e") != std::string::npos) return std::nullopt;
+    return catalog_gpu("h100_sxm");
   }
   if (t.find("a100") != std::string::npos) {
     bool is80 = t.find("80gb") != std::string::npos || (memory_gb && *memory_gb >= 79);
