@@ -183,4 +183,11 @@ struct program {
   std::vector<strategy_spec> strategies;
 };
 
+/// The IR as readable text (`dtplan --dump ir`): every resolved value with
+/// its unit, defaults filled, each strategy key with its form.
+std::string dump(program const& p);
+
+/// A strategy as one line: "dp 16, tp 1, pp 1, cp 1, zero 1, ...".
+std::string describe(strategy const& s);
+
 }  // namespace dtplan::planner
