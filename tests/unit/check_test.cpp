@@ -261,3 +261,32 @@ TEST_CASE("fixes are ordered by the resulting total, at most three", "[check][fi
   changed.micro_batch = 3;
   CHECK_FALSE(check(p, w.spec, changed).legal);
 }
+
+TEST_CASE("is_legal agrees with check on a sweep of strategies", "[check]") {
+  auto p = two_nodes_7b();
+  strategy_spec spec;
+  spec.name = "sweep";
+  int legal = 0, total = 0;
+  for (std::int64_t tp : {1, 2, 3, 4, 8, 16})
+    for (std::int64_t pp : {1, 2, 3, 4, 5})
+      for (std::int64_t mb : {1, 2, 3})
+        for (std::int64_t v : {1, 2})
+          for (int zero : {0, 3}) {
+            strategy s;
+            s.dp = 0;
+            s.tp = tp;
+            s.pp = pp;
+            s.micro_batch = mb;
+            s.virtual_stages = v;
+            s.zero = zero;
+            s.sequence_parallel = tp > 1;
+            auto r = check(p, spec, s);
+            ++total;
+            if (!r.legal) continue;
+            ++legal;
+            CHECK(r.s.dp * tp * pp == 16);
+            CHECK(is_legal(p, r.s));
+          }
+  CHECK(total == 360);
+  CHECK(legal == 76);  // 12 (tp, pp) pairs x 2 micro-batches, 7 of them also interleaved; x 2 zero
+}
