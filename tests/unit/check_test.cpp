@@ -5,6 +5,7 @@
 #include "dsl/diagnostics.hpp"
 #include "memory_fixtures.hpp"
 #include "planner/check.hpp"
+#include "planner/params.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -289,4 +290,19 @@ TEST_CASE("is_legal agrees with check on a sweep of strategies", "[check]") {
           }
   CHECK(total == 360);
   CHECK(legal == 76);  // 12 (tp, pp) pairs x 2 micro-batches, 7 of them also interleaved; x 2 zero
+}
+
+TEST_CASE("absurd values are errors, not overflows", "[check]") {
+  auto p = two_nodes_7b();
+  written huge("strategy huge {\n  tp = 4611686018427387904\n  pp = 4\n}\n");
+  CHECK(huge.run(p).diags.at(0).message == "tp = 4611686018427387904 exceeds the 16 GPUs of cluster 'two_nodes'");
+  written chunks("strategy chunks {\n  pp = 2\n  virtual_stages = 4611686018427387904\n}\n");
+  CHECK(chunks.run(p).diags.at(0).message ==
+        "virtual_stages = 4611686018427387904 exceeds the 32 layers of model 'llama2_7b'");
+  written batch("strategy batch {\n  micro_batch = 4611686018427387904\n}\n");
+  CHECK(batch.run(p).diags.at(0).message == "micro_batch = 4611686018427387904 exceeds global_batch = 256");
+  auto m = test::llama2_7b();
+  m.hidden = 4'000'000'000'000;
+  m.heads = 1;
+  CHECK(count_params(m).total == std::numeric_limits<std::int64_t>::max());
 }
