@@ -173,10 +173,10 @@ std::optional<gpu> catalog_gpu(std::string_view name) {
 std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb) {
   std::string t = lower(text);
   if (t.find("h100") != std::string::npos) {
-    auto g = catalog_gpu("h100_sxm");
-    // The 96 GB HBM2e part (Grand Teton) differs only in capacity for the planner.
-    if (memory_gb && *memory_gb > 90) g->memory = bytes(*memory_gb * 1073741824.0);
-    return g;
+    // The 96 GB HBM2e part capped at 500 W (Grand Teton) has neither the
+    // H100 SXM's HBM3 bandwidth nor its clocks: not a catalog GPU.
+    if ((memory_gb && *memory_gb > 90) || t.find("hbm2e") != std::string::npos) return std::nullopt;
+    return catalog_gpu("h100_sxm");
   }
   if (t.find("a100") != std::string::npos) {
     bool is80 = t.find("80gb") != std::string::npos || (memory_gb && *memory_gb >= 79);
@@ -270,7 +270,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     else if (contains(prec, "bf16")) m.prec = precision::bf16;
     else if (contains(prec, "fp16") || contains(prec, "16-bit")) m.prec = precision::fp16;
     else skip(fmt::format("precision '{}' not recognised", prec));
-    std::string_view notes = row["notes"];
     std::string_view framework = row["framework"];
     if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
     if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
@@ -350,7 +349,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       run.tokens_per_s_per_gpu = tokens / run.step_time->value() / static_cast<double>(num_gpus);
     if (!run.step_time) skip("no step time or tokens/s published");
     if (auto pm = number(row["peak_mem_GiB"]); pm && *pm > 0) run.peak_memory = bytes(*pm * 1073741824.0);
-    if (contains(notes, "mis-scaled")) skip("source column mis-scaled");
 
     m.name = std::string(row["model"]);
     run.prog.file = path;
@@ -416,6 +414,51 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+}  // namespace dtplan::bench
+
+#include "planner/cost_model.hpp"
+
+namespace dtplan::bench {
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto const n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model) {
+  accuracy_summary out;
+  std::vector<double> all, tier_a;
+  for (auto const& r : runs) {
+    if (!r.representable() || !r.step_time) continue;
+    auto const t = model.step_time(r.prog, r.s);
+    run_prediction p;
+    p.id = r.id;
+    p.tier = r.tier;
+    p.measured = *r.step_time;
+    p.predicted = t.step;
+    p.error = (t.step - *r.step_time) / *r.step_time;
+    auto const gpus = static_cast<double>(std::max<std::int64_t>(1, r.prog.c.gpus()));
+    double const tokens = static_cast<double>(r.prog.t.global_batch * r.prog.m.seq_len);
+    p.measured_tokens_per_gpu = tokens / r.step_time->value() / gpus;
+    p.predicted_tokens_per_gpu = tokens / t.step.value() / gpus;
+    all.push_back(std::fabs(p.error));
+    if (r.tier == 'A') tier_a.push_back(std::fabs(p.error));
+    if (std::fabs(p.error) > out.worst) {
+      out.worst = std::fabs(p.error);
+      out.worst_id = p.id;
+    }
+    out.rows.push_back(std::move(p));
+  }
+  out.median = median_of(all);
+  out.median_a = median_of(tier_a);
+  out.worst_a = tier_a.empty() ? 0 : *std::max_element(tier_a.begin(), tier_a.end());
+  return out;
 }
 
 }  // namespace dtplan::bench

@@ -63,3 +63,33 @@ std::optional<planner::bandwidth> parse_link(std::string_view text, std::int64_t
 std::vector<calibration_run> load_vtrain(std::string const& path);
 
 }  // namespace dtplan::bench
+
+namespace dtplan::planner {
+class cost_model;
+}
+
+namespace dtplan::bench {
+
+/// One representable run costed by a model.
+struct run_prediction {
+  std::string id;
+  char tier = 'C';
+  planner::seconds measured;
+  planner::seconds predicted;
+  double error = 0;  ///< (predicted - measured) / measured
+  double measured_tokens_per_gpu = 0;
+  double predicted_tokens_per_gpu = 0;
+};
+
+/// Median and worst absolute relative error of step time.
+struct accuracy_summary {
+  std::vector<run_prediction> rows;
+  double median = 0, worst = 0;      ///< all representable runs
+  double median_a = 0, worst_a = 0;  ///< tier A only
+  std::string worst_id;
+};
+
+/// Costs every representable run with `model` and summarises the errors.
+accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model);
+
+}  // namespace dtplan::bench
