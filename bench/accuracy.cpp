@@ -72,8 +72,8 @@ figures fit(std::vector<calibration_run>& runs, figures start, analytic_cost_mod
     double low, high, step;
   };
   std::vector<knob> const knobs{
-      {&figures::matmul_efficiency, 0.30, 1.00, 0.01}, {&figures::hbm_efficiency, 0.40, 0.95, 0.05},
-      {&figures::comm_efficiency, 0.30, 1.00, 0.05},   {&figures::overlap_slowdown, 0.00, 0.50, 0.02},
+      {&figures::matmul_efficiency, 0.40, 0.95, 0.01}, {&figures::hbm_efficiency, 0.50, 0.95, 0.05},
+      {&figures::comm_efficiency, 0.50, 0.95, 0.05},   {&figures::overlap_slowdown, 0.00, 0.30, 0.02},
       {&figures::step_overhead_s, 0.00, 0.50, 0.01},   {&figures::kernel_latency_us, 0.0, 20.0, 1.0},
       {&figures::attention_efficiency, 0.15, 0.90, 0.01},
   };
