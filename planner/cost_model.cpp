@@ -252,16 +252,18 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       auto const rs_head = collective_time(collective::reduce_scatter, head_size, shard, shard_link);
       seconds const fwd_compute = sc.layer_forward;
       seconds const bwd_compute = sc.layer_backward + sc.layer_recompute;
+      // The embedding/logits unit is gathered first in each pass and its
+      // gradients reduced last: never hidden.
       seconds const fwd_exposed = ag_head + ag + max(seconds(0), ag - fwd_compute) * (layers - 1);
-      seconds const bwd_exposed = rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1);
+      seconds const bwd_exposed = ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1);
       std::int64_t const gathers = 2 * sc.layers * micro;
       std::int64_t const scatters = sc.layers * micro;
       // Split the exposed time over the two entries in proportion to their traffic.
-      seconds const ag_total = ag * static_cast<double>(gathers) + ag_head * md;
+      seconds const ag_total = ag * static_cast<double>(gathers) + ag_head * (2 * md);
       seconds const rs_total = rs * static_cast<double>(scatters) + rs_head * md;
       seconds const exposed_total = (fwd_exposed + bwd_exposed) * md;
       double const ag_share = ag_total / (ag_total + rs_total);
-      cb.add(collective::all_gather, grp, shard, layer_size, gathers + micro, ag_total, exposed_total * ag_share, shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
+      cb.add(collective::all_gather, grp, shard, layer_size, gathers + 2 * micro, ag_total, exposed_total * ag_share, shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
       cb.add(collective::reduce_scatter, grp, shard, layer_size, scatters + micro, rs_total, exposed_total * (1 - ag_share), shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
       if (shard < sync_ranks) {
         // Hybrid sharding: each shard's gradient slice is all-reduced across
