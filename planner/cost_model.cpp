@@ -296,8 +296,8 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
            one * static_cast<double>(count), link.kind);
   }
 
-  t.comm = std::move(cb.entries);
   t.exposed_comm = cb.exposed();
+  t.comm = std::move(cb.entries);
   // Overlapped communication competes with the compute under it for SMs and
   // HBM: the hidden part slows that compute by overlap_slowdown.
   t.compute = per_micro * md + cb.hidden * g.overlap_slowdown;
