@@ -46,7 +46,9 @@ std::vector<std::string> const& keys_of(kind k) {
        "tied_embeddings", "attention", "precision", "optimizer", "experts", "experts_per_token"},
       {"description", "memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
        "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
-       "comm_efficiency", "hbm_efficiency"},
+       "comm_efficiency", "hbm_efficiency",
+       // time-model figures (planner/compute.hpp, calibrated by bench/accuracy)
+       "sm_count", "attention_efficiency", "kernel_latency", "overlap_slowdown", "step_overhead"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
       {"description", "global_batch", "base_lr", "base_batch"},
@@ -500,6 +502,18 @@ bool lowerer::apply(gpu& g, ast::assignment const& a) {
     auto x = measure(dimension::fraction, true);
     if (x) (key == "matmul_efficiency" ? g.matmul_efficiency : key == "comm_efficiency" ? g.comm_efficiency : g.hbm_efficiency) = *x;
     ok = x.has_value();
+  } else if (key == "attention_efficiency" || key == "overlap_slowdown") {
+    auto x = measure(dimension::fraction, key == "attention_efficiency");
+    if (x) (key == "attention_efficiency" ? g.attention_efficiency : g.overlap_slowdown) = *x;
+    ok = x.has_value();
+  } else if (key == "kernel_latency" || key == "step_overhead") {
+    auto x = measure(dimension::time, false);
+    if (x) (key == "kernel_latency" ? g.kernel_latency : g.step_overhead) = seconds(*x);
+    ok = x.has_value();
+  } else if (key == "sm_count") {
+    auto n = conv_.count(v, key, "of streaming multiprocessors", 1);
+    if (n) g.sm_count = *n;
+    ok = n.has_value();
   }
   if (ok) g.keys[key] = a.key.where;
   return ok;
