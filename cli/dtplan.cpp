@@ -1,3 +1,358 @@
-// Placeholder until the driver lands: keeps the build whole.
+// dtplan: the command-line driver. A straight line of stages (parse, lower,
+// check and cost, search, emit); it stops at the first stage that fails and
+// prints the collected diagnostics once. It never parses DSL text itself.
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdio>
-int main() { std::puts("dtplan " DTPLAN_VERSION); }
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/emit.hpp"
+#include "codegen/graphviz.hpp"
+#include "codegen/report.hpp"
+#include "dsl/diagnostics.hpp"
+#include "dsl/parse.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/lower.hpp"
+#include "planner/search.hpp"
+
+namespace {
+
+using namespace dtplan;
+
+constexpr int exit_valid = 0;
+constexpr int exit_invalid = 1;
+constexpr int exit_error = 2;
+
+constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
+              [--format text|json] [--emit DIR] [--dot FILE] [--quiet] [--explain]
+              [--threads N] [--dump ast|ir]
+       dtplan --help | --version
+)";
+
+constexpr char const* help = R"(dtplan plans distributed training of a large model on a GPU cluster.
+
+It reads a .dtp file describing a model, a cluster, a training run and
+strategies, checks each fixed strategy (divisibility, memory per GPU), costs
+it (compute, collectives over the topology, overlap, pipeline bubbles) and,
+with --optimize, searches the strategies' free keys for the fastest valid plan.
+
+options:
+  --optimize            search every free strategy of the file (or, when there is
+                        none, the whole strategy space, with the file's fixed
+                        strategies as baselines)
+  --top N               plans to show from the search (default 5)
+  --strategy NAME       only this strategy (checked, searched or emitted)
+  --set BLOCK.KEY=VALUE override a key before checking; BLOCK is a block kind
+                        (every block of that kind) or a block name
+  --format text|json    the report's format on stdout (default text)
+  --emit DIR            write the bundle for the chosen plan: plan.json,
+                        sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/
+  --dot FILE            write only the sharding diagram (Graphviz)
+  --explain             say where time goes as the plan scales and why the
+                        search rejected whole regions
+  --threads N           search threads (default: all cores; results are the
+                        same for any N)
+  --quiet               one line per plan; no warnings, no progress
+  --dump ast|ir         print the syntax tree or the lowered IR and stop
+  --help, --version
+
+exit status: 0 a valid plan, 1 no strategy is valid, 2 an error in the file or
+the command line.
+
+examples:
+  dtplan plans/7b_2node.dtp --optimize
+  dtplan plans/7b_2node.dtp --strategy current --format json
+  dtplan plans/7b_2node.dtp --set cluster.nodes=4 --set current.dp=32
+  dtplan plans/70b_16node_ib.dtp --optimize --top 3 --emit out/70b
+)";
+
+struct options {
+  std::string file;
+  bool optimize = false;
+  int top = 5;
+  std::optional<std::string> strategy;
+  std::vector<std::string> settings;
+  bool json = false;
+  std::optional<std::string> emit_dir;
+  std::optional<std::string> dot_file;
+  bool quiet = false;
+  bool explain = false;
+  unsigned threads = 0;
+  std::optional<std::string> dump;
+};
+
+int usage_error(std::string const& message) {
+  fmt::print(stderr, "dtplan: error: {}\n{}", message, usage);
+  return exit_error;
+}
+
+std::optional<long> parse_count(std::string_view text, long low, long high) {
+  long v = 0;
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    v = v * 10 + (ch - '0');
+  }
+  if (v < low || v > high) return std::nullopt;
+  return v;
+}
+
+// Returns an exit status when the command line ends the run (help, errors).
+std::optional<int> parse_args(int argc, char** argv, options& o) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    auto a = args[i];
+    auto value = [&](std::string_view flag) -> std::optional<std::string> {
+      if (auto eq = a.find('='); eq != std::string_view::npos && a.substr(0, eq) == flag)
+        return std::string(a.substr(eq + 1));
+      if (i + 1 >= args.size()) return std::nullopt;
+      return std::string(args[++i]);
+    };
+    auto is = [&](std::string_view flag) { return a == flag || a.starts_with(std::string(flag) + "="); };
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}\n{}", usage, help);
+      return exit_valid;
+    }
+    if (a == "--version") {
+      fmt::print("dtplan {}\n", DTPLAN_VERSION);
+      return exit_valid;
+    }
+    if (a == "--optimize") { o.optimize = true; continue; }
+    if (a == "--quiet" || a == "-q") { o.quiet = true; continue; }
+    if (a == "--explain") { o.explain = true; continue; }
+    if (is("--top")) {
+      auto v = value("--top");
+      auto n = v ? parse_count(*v, 1, 1000) : std::nullopt;
+      if (!n) return usage_error("--top needs a number from 1 to 1000");
+      o.top = static_cast<int>(*n);
+      continue;
+    }
+    if (is("--threads")) {
+      auto v = value("--threads");
+      auto n = v ? parse_count(*v, 1, 1024) : std::nullopt;
+      if (!n) return usage_error("--threads needs a number from 1 to 1024");
+      o.threads = static_cast<unsigned>(*n);
+      continue;
+    }
+    if (is("--strategy")) {
+      auto v = value("--strategy");
+      if (!v || v->empty()) return usage_error("--strategy needs a strategy name");
+      o.strategy = *v;
+      continue;
+    }
+    if (is("--set")) {
+      auto v = value("--set");
+      if (!v) return usage_error("--set needs BLOCK.KEY=VALUE");
+      o.settings.push_back(*v);
+      continue;
+    }
+    if (is("--format")) {
+      auto v = value("--format");
+      if (!v || (*v != "text" && *v != "json")) return usage_error("--format needs 'text' or 'json'");
+      o.json = *v == "json";
+      continue;
+    }
+    if (is("--emit")) {
+      auto v = value("--emit");
+      if (!v || v->empty()) return usage_error("--emit needs a directory");
+      o.emit_dir = *v;
+      continue;
+    }
+    if (is("--dot")) {
+      auto v = value("--dot");
+      if (!v || v->empty()) return usage_error("--dot needs a file name");
+      o.dot_file = *v;
+      continue;
+    }
+    if (is("--dump")) {
+      auto v = value("--dump");
+      if (!v || (*v != "ast" && *v != "ir")) return usage_error("--dump needs 'ast' or 'ir'");
+      o.dump = *v;
+      continue;
+    }
+    if (a.starts_with("-") && a != "-") {
+      auto known = std::vector<std::string>{"--optimize", "--top", "--strategy", "--set", "--format",
+                                            "--emit", "--dot", "--quiet", "--explain", "--threads",
+                                            "--dump", "--help", "--version"};
+      auto near = dsl::closest(a, known);
+      return usage_error(near.empty() ? fmt::format("unknown option '{}'", a)
+                                      : fmt::format("unknown option '{}'; did you mean '{}'?", a, near));
+    }
+    if (!o.file.empty()) return usage_error(fmt::format("more than one input file ('{}' and '{}')", o.file, a));
+    o.file = std::string(a);
+  }
+  if (o.file.empty()) return usage_error("no input file");
+  return std::nullopt;
+}
+
+std::optional<std::string> read_file(std::string const& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
+
+struct run {
+  options const& o;
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+
+  // Prints what was collected; warnings are dropped with --quiet.
+  void flush() {
+    for (auto const& d : diags.list())
+      if (!(o.quiet && d.level == dsl::severity::warning)) fmt::print(stderr, "{}", dsl::format(d, sources));
+    diags.clear();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (auto status = parse_args(argc, argv, o)) return *status;
+  run r{o, {}, {}};
+
+  auto text = read_file(o.file);
+  if (!text) {
+    fmt::print(stderr, "dtplan: error: cannot read '{}'\n", o.file);
+    return exit_error;
+  }
+  auto file = r.sources.add(o.file == "-" ? "<stdin>" : o.file, std::move(*text));
+
+  if (o.dump == "ast") {
+    auto tree = dsl::parse(r.sources, file, r.diags);
+    r.flush();
+    if (!tree) return exit_error;
+    fmt::print("{}", dsl::ast::dump(*tree, r.sources));
+    return exit_valid;
+  }
+
+  planner::lower_options lowering;
+  for (auto const& s : o.settings) {
+    auto id = r.sources.add("<--set>", s);
+    if (auto setting = dsl::parse_setting(r.sources, id, r.diags)) lowering.settings.push_back(*setting);
+  }
+  std::optional<planner::program> program;
+  if (!r.diags.has_errors()) program = planner::load(r.sources, file, lowering, r.diags);
+  if (!program || r.diags.has_errors()) {
+    r.flush();
+    return exit_error;
+  }
+  if (o.dump == "ir") {
+    r.flush();
+    fmt::print("{}", planner::dump(*program));
+    return exit_valid;
+  }
+
+  // Which strategies: --strategy picks one; otherwise every one of the file.
+  std::vector<planner::strategy_spec const*> fixed, free;
+  bool found = !o.strategy;
+  for (auto const& spec : program->strategies) {
+    if (o.strategy && spec.name != *o.strategy) continue;
+    found = true;
+    (spec.is_free() ? free : fixed).push_back(&spec);
+  }
+  if (!found) {
+    std::vector<std::string> names;
+    for (auto const& spec : program->strategies) names.push_back(spec.name);
+    auto near = dsl::closest(*o.strategy, names);
+    r.flush();
+    return usage_error(fmt::format("no strategy '{}' in '{}'{}", *o.strategy, o.file,
+                                   near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+  }
+  if (!o.optimize && fixed.empty()) {
+    r.flush();
+    return usage_error(fmt::format(
+        "'{}' has no fixed strategy to check; --optimize searches its free strategies", o.file));
+  }
+
+  planner::analytic_cost_model model;
+  std::vector<planner::plan> plans;
+  for (auto const* spec : fixed) plans.push_back(planner::evaluate(*program, *spec, spec->fixed(), model, spec->name));
+  if (!o.optimize)
+    for (auto const* spec : free)
+      r.diags.add({dsl::severity::note, spec->where,
+                   fmt::format("strategy '{}' has free keys: --optimize searches it", spec->name), {}});
+
+  codegen::report rep;
+  rep.program = &*program;
+  rep.sources = &r.sources;
+  if (o.optimize) {
+    planner::search_options so;
+    so.top = o.top;
+    so.threads = o.threads;
+    so.explain = o.explain;
+    so.progress = !o.quiet && isatty(STDERR_FILENO);
+    std::vector<planner::strategy_spec> spaces;
+    for (auto const* spec : free) spaces.push_back(*spec);
+    if (spaces.empty()) spaces.push_back(planner::search_everything());
+    planner::search_stats total;
+    for (auto const& space : spaces) {
+      auto result = planner::search(*program, space, model, so);
+      total.candidates += result.stats.candidates;
+      total.valid += result.stats.valid;
+      total.elapsed += result.stats.elapsed;
+      for (auto& pl : result.best) plans.push_back(std::move(pl));
+      for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
+      if (result.best.empty())
+        r.diags.add({dsl::severity::error, space.where,
+                     fmt::format("no valid plan in the space of strategy '{}' ({} candidates)", space.name,
+                                 result.stats.candidates),
+                     {}});
+    }
+    rep.stats = total;
+  }
+  for (auto const& pl : plans)
+    for (auto const& d : pl.errors) r.diags.add(d);
+
+  // The chosen plan for --emit and --dot: the named strategy, else the best
+  // search result, else the first valid plan of the file.
+  planner::plan const* chosen = nullptr;
+  for (auto const& pl : plans)
+    if (pl.valid && pl.time && (!chosen || (o.optimize && pl.from_search && !chosen->from_search))) chosen = &pl;
+  if (o.explain && chosen) {
+    for (auto& line : planner::explain_scaling(*program, *chosen, model)) rep.explanations.push_back(std::move(line));
+  }
+  rep.plans = &plans;
+
+  r.flush();
+  if (o.json) fmt::print("{}", codegen::to_json(rep));
+  else if (o.quiet) fmt::print("{}", codegen::to_summary(rep));
+  else fmt::print("{}", codegen::to_text(rep, o.explain));
+
+  if ((o.emit_dir || o.dot_file) && !chosen) {
+    fmt::print(stderr, "dtplan: error: no valid plan to emit\n");
+    return exit_invalid;
+  }
+  if (o.emit_dir) {
+    if (!codegen::emit_bundle(*program, *chosen, codegen::to_json({rep.program, &plans, rep.stats, {}, &r.sources}),
+                              *o.emit_dir, r.diags)) {
+      r.flush();
+      return exit_error;
+    }
+    if (!o.quiet) fmt::print(stderr, "dtplan: wrote the bundle for '{}' to {}\n", chosen->name, *o.emit_dir);
+  }
+  if (o.dot_file) {
+    std::ofstream out(*o.dot_file, std::ios::binary);
+    out << codegen::to_dot(*program, *chosen);
+    if (!out) {
+      fmt::print(stderr, "dtplan: error: cannot write '{}'\n", *o.dot_file);
+      return exit_error;
+    }
+  }
+  r.flush();
+  return chosen ? exit_valid : exit_invalid;
+}

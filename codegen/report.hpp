@@ -3,19 +3,32 @@
 #include <string>
 #include <vector>
 
+#include "dsl/source.hpp"
 #include "planner/ir.hpp"
 #include "planner/plan.hpp"
 #include "planner/search.hpp"
 
 namespace dtplan::codegen {
 
-/// The JSON document of DSL.md section 4 for a run.
-std::string to_json(planner::program const& p, std::vector<planner::plan> const& plans,
-                    std::optional<planner::search_stats> const& stats);
+/// What a run of dtplan reports: the program, the plans (strategies from
+/// the file first, then search results best first) and the search figures.
+struct report {
+  planner::program const* program = nullptr;
+  std::vector<planner::plan> const* plans = nullptr;
+  std::optional<planner::search_stats> stats;        ///< only with --optimize
+  std::vector<std::string> explanations;             ///< --explain: search regions, scaling
+  dsl::source_manager const* sources = nullptr;      ///< to turn spans into line:col
+};
 
-/// The readable report of the same run (memory and time breakdowns, each
-/// collective, throughput, bottleneck, advice).
-std::string to_text(planner::program const& p, std::vector<planner::plan> const& plans,
-                    std::optional<planner::search_stats> const& stats, bool explain);
+/// The JSON document of DSL.md section 4.
+std::string to_json(report const& r);
+
+/// The readable report: per plan the strategy, the memory and time
+/// breakdowns, each collective, throughput, bottleneck and advice; with
+/// search results, the speed-up over each strategy of the file.
+std::string to_text(report const& r, bool explain);
+
+/// One line per plan (`--quiet`): name, validity, step time, memory.
+std::string to_summary(report const& r);
 
 }  // namespace dtplan::codegen

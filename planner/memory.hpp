@@ -28,6 +28,10 @@ struct memory_breakdown {
   bytes total;        ///< the sum of the five above
   std::int64_t in_flight = 1;  ///< micro-batches whose activations stage 0 holds at once
   std::vector<memory_term> detail;
+  // Additions (memory helper):
+  std::int64_t stage = 0;         ///< the most loaded pipeline stage these figures are for
+  std::int64_t stage_layers = 0;  ///< transformer layers on that stage
+  std::string stage_note;         ///< "stage 0 of 4 (embedding, 8 layers)"
 
   [[nodiscard]] bool fits() const { return total <= usable; }
 };
@@ -35,6 +39,44 @@ struct memory_breakdown {
 /// Counts every term of COSTMODEL.md section 2. Assumes the strategy is
 /// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
 memory_breakdown estimate_memory(program const& p, strategy const& s);
+
+/// Model state of `params` parameters held by one GPU before ZeRO, sharded
+/// over `shard` data-parallel ranks by ZeRO `stage` (1: optimizer state and
+/// master weights, 2: + gradients, 3: + weights). Bytes per parameter:
+/// bf16/fp16 mixed precision 2 weights + 2 gradients + 4 fp32 master +
+/// moments (adam/adamw 8, sgd_momentum 4, sgd 0), so K = 12 for Adam as in
+/// the ZeRO paper; fp32 4 + 4 + moments, no master copy; fp8 as Transformer
+/// Engine: bf16 weights and gradients, fp32 master and moments (the same
+/// bytes as bf16; its transient fp8 weight casts are not counted).
+struct model_state {
+  bytes weights;
+  bytes gradients;
+  bytes optimizer;  ///< moments + master weights
+  [[nodiscard]] bytes total() const { return weights + gradients + optimizer; }
+};
+model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard);
+
+/// The vocabulary as Megatron pads it: a multiple of 128 x tp.
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp);
+
+/// Layers per pipeline chunk when `layers` are spread over `chunks` =
+/// pp x virtual_stages chunks: the first layers % chunks chunks take one
+/// more ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3"). Chunk c
+/// runs on stage c % pp.
+std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks);
+
+/// The per-tensor accounting behind `activations_per_layer`, one term per
+/// stored tensor (bytes for one layer and one micro-batch on one GPU).
+/// With kv_heads = heads, gelu, ffn = 4h and standard attention it sums to
+/// Korthikanti et al.'s closed forms exactly. Conventions: gelu models keep
+/// dropout masks (1 byte per element; GPT), swiglu models have no dropout
+/// (LLaMA); flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
+/// instead of the a.s^2 scores; selective recomputation drops the core
+/// attention's internals; full keeps only the layer input; context
+/// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors
+/// (fp8 stores them in 16 bits). Mixture of experts multiplies the MLP
+/// intermediates by experts_per_token.
+std::vector<memory_term> activation_terms(model const& m, strategy const& s);
 
 /// Per transformer layer and one micro-batch: the bytes of activations kept
 /// for the backward pass, per Korthikanti et al. generalised to GQA, SwiGLU

@@ -21,6 +21,12 @@ struct param_counts {
                                 ///< (layers' matrices with active experts + output/logits)
 };
 
+/// Counts the parameters of `m`. The IR has no bias key, so the convention
+/// follows the MLP kind: gelu models follow GPT (LayerNorm with weight and
+/// bias, biases on every linear layer), swiglu models follow LLaMA (RMSNorm
+/// weight only, no biases). Positional embeddings are not counted (rotary
+/// embeddings have none; GPT-3's learned positions are seq_len x hidden,
+/// 0.01 % of 175B). The vocabulary is counted unpadded.
 param_counts count_params(model const& m);
 
 }  // namespace dtplan::planner

@@ -24,6 +24,7 @@ struct throughput {
 /// A strategy checked and costed: what the report and the JSON print.
 struct plan {
   std::string name;   ///< "current", "search#1", ...
+  bool from_search = false;  ///< found by --optimize (else a strategy written in the file)
   span where;         ///< the strategy block, when it came from the file
   strategy s;         ///< dp derived
   std::int64_t grad_accum = 1;

@@ -1,0 +1,328 @@
+#include "codegen/report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "codegen/json_writer.hpp"
+#include "planner/params.hpp"
+
+namespace dtplan::codegen {
+
+using namespace planner;
+
+namespace {
+
+std::int64_t whole(bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
+
+// "454 k", "1.05 M": counts a user reads at a glance.
+std::string count(double v) {
+  if (std::fabs(v) >= 1e9) return three_digits(v / 1e9) + " G";
+  if (std::fabs(v) >= 1e6) return three_digits(v / 1e6) + " M";
+  if (std::fabs(v) >= 1e3) return three_digits(v / 1e3) + " k";
+  return three_digits(v) + " ";
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+std::string billions(std::int64_t n) { return fmt::format("{:.2f} B", static_cast<double>(n) / 1e9); }
+
+std::vector<plan const*> baselines(std::vector<plan> const& plans) {
+  std::vector<plan const*> out;
+  for (auto const& pl : plans)
+    if (!pl.from_search && pl.valid && pl.time) out.push_back(&pl);
+  return out;
+}
+
+void write_diags(json_writer& w, char const* key, plan const& pl, dsl::severity level,
+                 dsl::source_manager const* sources) {
+  w.key(key).begin_array();
+  for (auto const& d : pl.errors) {
+    if (d.level != level) continue;
+    w.begin_object();
+    dsl::position pos;
+    if (sources && d.where.valid() && d.where.file < sources->size())
+      pos = sources->file(d.where.file).position_of(d.where.begin);
+    w.key("line").value(static_cast<std::int64_t>(pos.line));
+    w.key("col").value(static_cast<std::int64_t>(pos.column));
+    w.key("message").value(d.message);
+    w.key("notes").begin_array();
+    for (auto const& n : d.notes) w.value(n.message);
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+}
+
+void write_strategy(json_writer& w, plan const& pl) {
+  auto const& s = pl.s;
+  w.key("strategy").begin_object();
+  w.key("dp").value(s.dp).key("tp").value(s.tp).key("pp").value(s.pp).key("cp").value(s.cp);
+  w.key("ep").value(s.ep);
+  w.key("zero").value(s.zero);
+  w.key("shard");
+  if (s.shard.k == shard_group::kind::size) w.value(s.shard.size);
+  else w.value(to_string(s.shard));
+  w.key("checkpoint").value(name(s.checkpoint));
+  w.key("micro_batch").value(s.micro_batch);
+  w.key("grad_accum").value(pl.grad_accum);
+  w.key("virtual_stages").value(s.virtual_stages);
+  w.key("sequence_parallel").value(s.sequence_parallel);
+  w.key("order").value(to_string(s.order));
+  w.end_object();
+}
+
+void write_memory(json_writer& w, memory_breakdown const& m) {
+  w.key("memory").begin_object();
+  w.key("capacity_bytes").value(whole(m.capacity));
+  w.key("usable_bytes").value(whole(m.usable));
+  w.key("total_bytes").value(whole(m.total));
+  w.key("weights_bytes").value(whole(m.weights));
+  w.key("gradients_bytes").value(whole(m.gradients));
+  w.key("optimizer_bytes").value(whole(m.optimizer));
+  w.key("activations_bytes").value(whole(m.activations));
+  w.key("buffers_bytes").value(whole(m.buffers));
+  w.key("in_flight_micro_batches").value(m.in_flight);
+  w.key("detail").begin_array();
+  for (auto const& t : m.detail)
+    w.begin_object().key("term").value(t.name).key("bytes").value(whole(t.size)).end_object();
+  w.end_array();
+  w.end_object();
+}
+
+void write_time(json_writer& w, time_breakdown const& t) {
+  w.key("time").begin_object();
+  w.key("step_s").value(t.step.value());
+  w.key("compute_s").value(t.compute.value());
+  w.key("recompute_s").value(t.recompute.value());
+  w.key("exposed_comm_s").value(t.exposed_comm.value());
+  w.key("bubble_s").value(t.bubble.value());
+  w.key("optimizer_s").value(t.optimizer.value());
+  w.key("overhead_s").value(t.overhead.value());
+  w.key("comm").begin_array();
+  for (auto const& c : t.comm) {
+    w.begin_object();
+    w.key("collective").value(name(c.op));
+    w.key("group").value(name(c.group));
+    w.key("ranks").value(c.ranks);
+    w.key("bytes").value(whole(c.size));
+    w.key("count").value(c.count);
+    w.key("seconds").value(c.time.value());
+    w.key("exposed_s").value(c.exposed.value());
+    w.key("link").value(name(c.link));
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_throughput(json_writer& w, throughput const& r) {
+  w.key("throughput").begin_object();
+  w.key("tokens_per_s").value(r.tokens_per_s);
+  w.key("samples_per_s").value(r.samples_per_s);
+  w.key("model_flops_per_step").value(r.model_flops_per_step.value());
+  w.key("hardware_flops_per_step").value(r.hardware_flops_per_step.value());
+  w.key("model_tflops_per_gpu").value(r.model_flops_per_gpu.value() / 1e12);
+  w.key("hardware_tflops_per_gpu").value(r.hardware_flops_per_gpu.value() / 1e12);
+  w.key("mfu").value(r.mfu);
+  w.key("hfu").value(r.hfu);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string to_json(report const& r) {
+  auto const& p = *r.program;
+  json_writer w;
+  w.begin_object();
+  w.key("file").value(p.file);
+  auto params = count_params(p.m);
+  w.key("model").begin_object();
+  w.key("name").value(p.m.name);
+  w.key("params").value(params.total);
+  w.key("layers").value(p.m.layers);
+  w.key("hidden").value(p.m.hidden);
+  w.key("heads").value(p.m.heads);
+  w.key("kv_heads").value(p.m.kv_heads);
+  w.key("ffn").value(p.m.ffn);
+  w.key("mlp").value(name(p.m.mlp));
+  w.key("vocab").value(p.m.vocab);
+  w.key("seq_len").value(p.m.seq_len);
+  w.key("tied_embeddings").value(p.m.tied_embeddings);
+  w.key("attention").value(name(p.m.attention));
+  w.key("precision").value(name(p.m.prec));
+  w.key("optimizer").value(name(p.m.optimizer));
+  w.key("experts").value(p.m.experts);
+  w.key("experts_per_token").value(p.m.experts_per_token);
+  w.end_object();
+  w.key("cluster").begin_object();
+  w.key("name").value(p.c.name);
+  w.key("gpus").value(p.c.gpus());
+  w.key("nodes").value(p.c.nodes);
+  w.key("gpus_per_node").value(p.c.gpus_per_node);
+  w.key("gpu").value(p.c.device.name);
+  w.key("gpu_memory_bytes").value(whole(p.c.device.memory));
+  w.key("intra_node_bytes_per_s").value(p.c.intra_node.value());
+  w.key("inter_node_bytes_per_s").value(p.c.inter_node.value());
+  w.end_object();
+  w.key("training").begin_object();
+  w.key("global_batch").value(p.t.global_batch);
+  w.key("tokens_per_step").value(p.t.global_batch * p.m.seq_len);
+  w.end_object();
+  auto base = baselines(*r.plans);
+  w.key("plans").begin_array();
+  for (auto const& pl : *r.plans) {
+    w.begin_object();
+    w.key("name").value(pl.name);
+    w.key("source").value(pl.from_search ? "search" : "file");
+    write_strategy(w, pl);
+    w.key("valid").value(pl.valid);
+    write_diags(w, "errors", pl, dsl::severity::error, r.sources);
+    write_diags(w, "warnings", pl, dsl::severity::warning, r.sources);
+    write_memory(w, pl.memory);
+    if (pl.valid && pl.time) {
+      write_time(w, *pl.time);
+      write_throughput(w, pl.rate);
+      w.key("bottleneck").value(pl.bottleneck);
+      w.key("advice").begin_array();
+      for (auto const& a : pl.advice) w.value(a);
+      w.end_array();
+      if (pl.from_search && !base.empty()) {
+        w.key("speedup").begin_object();
+        for (auto const* b : base) w.key(b->name).value(b->time->step / pl.time->step);
+        w.end_object();
+      }
+    }
+    w.end_object();
+  }
+  w.end_array();
+  if (r.stats) {
+    w.key("search").begin_object();
+    w.key("candidates").value(r.stats->candidates);
+    w.key("valid").value(r.stats->valid);
+    w.key("seconds").value(r.stats->elapsed.value());
+    w.end_object();
+  }
+  if (!r.explanations.empty()) {
+    w.key("explain").begin_array();
+    for (auto const& e : r.explanations) w.value(e);
+    w.end_array();
+  }
+  w.end_object();
+  return w.str();
+}
+
+namespace {
+
+void text_memory(std::string& out, memory_breakdown const& m) {
+  out += fmt::format("  memory per GPU (most loaded)   {:>10} of {} usable ({} on the GPU)\n",
+                     to_string(m.total), to_string(m.usable), to_string(m.capacity));
+  auto line = [&](char const* label, bytes b) {
+    out += fmt::format("    {:<28} {:>10}\n", label, to_string(b));
+  };
+  line("weights", m.weights);
+  line("gradients", m.gradients);
+  line("optimizer state", m.optimizer);
+  line("activations", m.activations);
+  line("buffers", m.buffers);
+  for (auto const& t : m.detail) out += fmt::format("      {:<40} {:>10}\n", t.name, to_string(t.size));
+  out += fmt::format("    micro-batches in flight      {:>10}\n", m.in_flight);
+}
+
+void text_time(std::string& out, time_breakdown const& t) {
+  out += fmt::format("  time per step                  {:>10}\n", to_string(t.step));
+  auto line = [&](char const* label, seconds s) {
+    double share = t.step.value() > 0 ? s / t.step : 0;
+    out += fmt::format("    {:<28} {:>10} {:>7}\n", label, to_string(s), percent(share));
+  };
+  line("compute", t.compute);
+  line("recomputation", t.recompute);
+  line("exposed communication", t.exposed_comm);
+  line("pipeline bubble", t.bubble);
+  line("optimizer step", t.optimizer);
+  line("per-step overhead", t.overhead);
+  if (t.comm.empty()) return;
+  out += "  collectives\n";
+  out += fmt::format("    {:<15} {:<9} {:>5} {:>11} {:>6} {:<5} {:>10} {:>10}\n", "collective", "group",
+                     "ranks", "size", "count", "link", "time", "exposed");
+  for (auto const& c : t.comm)
+    out += fmt::format("    {:<15} {:<9} {:>5} {:>11} {:>6} {:<5} {:>10} {:>10}\n", name(c.op),
+                       name(c.group), c.ranks, to_string(c.size), c.count, name(c.link),
+                       to_string(c.time), to_string(c.exposed));
+}
+
+void text_rate(std::string& out, program const& p, throughput const& r) {
+  out += fmt::format("  throughput                     {}tokens/s ({}tokens/s per GPU), {} samples/s\n",
+                     count(r.tokens_per_s), count(r.tokens_per_s / static_cast<double>(p.c.gpus())),
+                     three_digits(r.samples_per_s));
+  out += fmt::format("  per GPU                        model {} (MFU {}), hardware {} (HFU {})\n",
+                     to_string(r.model_flops_per_gpu), percent(r.mfu),
+                     to_string(r.hardware_flops_per_gpu), percent(r.hfu));
+}
+
+}  // namespace
+
+std::string to_text(report const& r, bool explain) {
+  auto const& p = *r.program;
+  auto const& m = p.m;
+  auto const& c = p.c;
+  std::string out;
+  out += fmt::format("{}\n", p.file);
+  out += fmt::format(
+      "  model     {}: {} parameters; {} layers, hidden {}, {} heads ({} kv), ffn {} {}, vocab {}, "
+      "seq_len {}; {}, {}\n",
+      m.name, billions(count_params(m).total), m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
+      name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
+  out += fmt::format("  cluster   {}: {} x {} {} = {} GPUs; {} per GPU inside a node", c.name, c.nodes,
+                     c.gpus_per_node, c.device.name, c.gpus(), to_string(c.intra_node));
+  if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
+  out += "\n";
+  out += fmt::format("  training  global batch {} sequences = {}tokens per step\n", p.t.global_batch,
+                     count(static_cast<double>(p.t.global_batch * m.seq_len)));
+  if (r.stats)
+    out += fmt::format("  search    {} candidates, {} valid, {}\n", r.stats->candidates, r.stats->valid,
+                       to_string(r.stats->elapsed));
+  auto base = baselines(*r.plans);
+  for (auto const& pl : *r.plans) {
+    out += "\n";
+    out += fmt::format("{} '{}'  [{}]\n", pl.from_search ? "plan" : "strategy", pl.name,
+                       pl.valid ? "valid" : "invalid");
+    out += fmt::format("  {}, grad_accum {}\n", describe(pl.s), pl.grad_accum);
+    for (auto const& d : pl.errors)
+      if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
+    if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);
+    if (!pl.valid || !pl.time) continue;
+    text_time(out, *pl.time);
+    text_rate(out, p, pl.rate);
+    if (pl.from_search)
+      for (auto const* b : base)
+        out += fmt::format("  vs '{}'                      {}x the speed ({} -> {})\n", b->name,
+                           three_digits(b->time->step / pl.time->step), to_string(b->time->step),
+                           to_string(pl.time->step));
+    if (!pl.bottleneck.empty()) out += fmt::format("  bottleneck     {}\n", pl.bottleneck);
+    if (!pl.advice.empty()) {
+      out += "  advice\n";
+      for (auto const& a : pl.advice) out += fmt::format("    - {}\n", a);
+    }
+  }
+  if (explain && !r.explanations.empty()) {
+    out += "\nexplain\n";
+    for (auto const& e : r.explanations) out += fmt::format("  {}\n", e);
+  }
+  return out;
+}
+
+std::string to_summary(report const& r) {
+  std::string out;
+  for (auto const& pl : *r.plans) {
+    if (pl.valid && pl.time)
+      out += fmt::format("{}: valid, {} per step, {}tokens/s, MFU {}, {} per GPU\n", pl.name,
+                         to_string(pl.time->step), count(pl.rate.tokens_per_s), percent(pl.rate.mfu),
+                         to_string(pl.memory.total));
+    else
+      out += fmt::format("{}: invalid\n", pl.name);
+  }
+  return out;
+}
+
+}  // namespace dtplan::codegen

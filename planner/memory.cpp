@@ -1,0 +1,273 @@
+#include "planner/memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/layout.hpp"
+#include "planner/params.hpp"
+
+namespace dtplan::planner {
+
+namespace {
+
+// 25 MiB is PyTorch DDP's default bucket_cap_mb; two buckets are in flight
+// (one filling while the previous one is reduced).
+constexpr double ddp_bucket = 25.0 * 1024 * 1024;
+
+struct per_param {
+  double weights = 2, gradients = 2, master = 4, moments = 8;
+};
+
+per_param state_bytes(precision prec, optimizer_kind opt) {
+  per_param b;
+  if (prec == precision::fp32) b = {4, 4, 0, 0};
+  switch (opt) {
+    case optimizer_kind::adam:
+    case optimizer_kind::adamw: b.moments = 8; break;
+    case optimizer_kind::sgd_momentum: b.moments = 4; break;
+    case optimizer_kind::sgd: b.moments = 0; break;
+  }
+  return b;
+}
+
+// Bytes of one stored activation element: 16-bit tensors in bf16/fp16/fp8,
+// 32-bit when the model trains in fp32.
+double element_bytes(precision prec) { return prec == precision::fp32 ? 4 : 2; }
+
+std::string params_text(double n) {
+  if (n >= 1e9) return three_digits(n / 1e9) + "B params";
+  if (n >= 1e6) return three_digits(n / 1e6) + "M params";
+  return fmt::format("{:.0f} params", n);
+}
+
+std::string sharded_text(int zero, int from_stage, std::int64_t shard) {
+  if (zero < from_stage || shard <= 1) return "";
+  return fmt::format(", ZeRO-{} over {}", zero, shard);
+}
+
+}  // namespace
+
+model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard) {
+  auto b = state_bytes(prec, opt);
+  double const n = shard > 1 ? double(shard) : 1.0;
+  model_state st;
+  st.weights = bytes(params * b.weights / (zero >= 3 ? n : 1.0));
+  st.gradients = bytes(params * b.gradients / (zero >= 2 ? n : 1.0));
+  st.optimizer = bytes(params * (b.master + b.moments) / (zero >= 1 ? n : 1.0));
+  return st;
+}
+
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) {
+  std::int64_t const multiple = 128 * std::max<std::int64_t>(1, tp);
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks) {
+  chunks = std::max<std::int64_t>(1, chunks);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), layers / chunks);
+  for (std::int64_t c = 0; c < layers % chunks; ++c) ++out[static_cast<std::size_t>(c)];
+  return out;
+}
+
+std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
+  double const t = double(std::max<std::int64_t>(1, s.tp));
+  bool const sp = s.sequence_parallel && s.tp > 1;
+  double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
+  double const e = element_bytes(m.prec);
+  double const seq = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp));
+  double const tokens = seq * double(s.micro_batch);
+  double const h = double(m.hidden);
+  double const a = double(m.heads);
+  std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  double const kv_width = m.heads > 0 ? double(kv_heads * (m.hidden / m.heads)) : h;
+  double const ffn = double(m.ffn > 0 ? m.ffn : 4 * m.hidden);
+  double const active = double(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+  bool const dropout = m.mlp == mlp_kind::gelu;
+  std::string const div = sp ? "/t" : "";
+
+  std::vector<memory_term> out;
+  auto add = [&](std::string name, double v) { out.push_back({std::move(name), bytes(v)}); };
+
+  if (s.checkpoint == checkpoint_mode::full) {
+    add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
+    return out;
+  }
+  add("attention norm input", e * tokens * h / rep);
+  add("q, k, v projection input", e * tokens * h / rep);
+  add("q and k (for q.k^T)", e * tokens * (h + kv_width) / t);
+  add("v", e * tokens * kv_width / t);
+  if (s.checkpoint == checkpoint_mode::none) {
+    double const scores = a * seq * seq * double(s.micro_batch) / t;
+    if (m.attention == attention_kind::standard) {
+      add("softmax output (a.s^2)", e * scores);
+      if (dropout) {
+        add("attention dropout mask (a.s^2)", scores);
+        add("attention dropout output (a.s^2)", e * scores);
+      }
+    } else {
+      add("flash attention softmax statistics (fp32)", 4 * a * tokens / t);
+    }
+  }
+  add("attention output (o projection input)", e * tokens * h / t);
+  if (dropout) add("attention residual dropout mask", tokens * h / rep);
+  add("mlp norm input", e * tokens * h / rep);
+  add("mlp input", e * tokens * h / rep);
+  if (m.mlp == mlp_kind::gelu) {
+    add("gelu input", e * active * tokens * ffn / t);
+    add("gelu output (second matrix input)", e * active * tokens * ffn / t);
+    add("mlp residual dropout mask", tokens * h / rep);
+  } else {
+    add("swiglu gate output", e * active * tokens * ffn / t);
+    add("swiglu up output", e * active * tokens * ffn / t);
+    add("swiglu product (down projection input)", e * active * tokens * ffn / t);
+  }
+  if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+  return out;
+}
+
+bytes activations_per_layer(model const& m, strategy const& s) {
+  bytes sum;
+  for (auto const& term : activation_terms(m, s)) sum += term.size;
+  return sum;
+}
+
+memory_breakdown estimate_memory(program const& p, strategy const& s) {
+  model const& m = p.m;
+  auto const counts = count_params(m);
+  std::int64_t const tp = std::max<std::int64_t>(1, s.tp);
+  std::int64_t const pp = std::max<std::int64_t>(1, s.pp);
+  std::int64_t const v = std::max<std::int64_t>(1, s.virtual_stages);
+  std::int64_t const ep = std::max<std::int64_t>(1, s.ep);
+  std::int64_t const dp = std::max<std::int64_t>(1, s.dp);
+  std::int64_t const grad_accum =
+      std::max<std::int64_t>(1, p.t.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
+  std::int64_t shard = shard_size(s, p.c.gpus_per_node);
+  if (shard <= 0) shard = dp;
+  bool const sp = s.sequence_parallel && tp > 1;
+  double const rep = sp ? double(tp) : 1.0;
+  double const e = element_bytes(m.prec);
+  double const tokens = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp)) * double(s.micro_batch);
+  double const h = double(m.hidden);
+  std::int64_t const vocab = padded_vocab(m.vocab, tp);
+  bool const dropout = m.mlp == mlp_kind::gelu;
+
+  // Norms (and row-parallel biases) are replicated across tp; the rest splits.
+  double const layer_params = double(counts.attention) / double(tp) +
+                              double(counts.mlp) / double(tp * ep) + double(counts.norms + counts.router);
+  double const vocab_params = double(vocab) * h / double(tp);
+  auto const chunk_layers = layers_per_chunk(m.layers, pp * v);
+  bytes const act_layer = activations_per_layer(m, s);
+
+  strategy no_recompute = s;
+  no_recompute.checkpoint = checkpoint_mode::none;
+  bytes const recompute_working =
+      s.checkpoint == checkpoint_mode::none ? bytes{} : activations_per_layer(m, no_recompute) - act_layer;
+
+  memory_breakdown best;
+  bool have = false;
+  for (std::int64_t r = 0; r < pp; ++r) {
+    bool const first = r == 0;
+    bool const last = r == pp - 1;
+    std::int64_t layers = 0;
+    for (std::int64_t k = 0; k < v; ++k) layers += chunk_layers[static_cast<std::size_t>(r + k * pp)];
+
+    memory_breakdown b;
+    b.capacity = p.c.device.memory;
+    b.usable = p.c.device.memory - p.c.device.reserved;
+    b.stage = r;
+    b.stage_layers = layers;
+    auto add = [&](bytes& into, std::string name, bytes size) {
+      if (size.value() <= 0) return;
+      into += size;
+      b.detail.push_back({std::move(name), size});
+    };
+
+    // Megatron keeps a copy of a tied embedding on the last stage for the logits.
+    bool const holds_output = last && (!m.tied_embeddings || pp > 1);
+    double params = double(layers) * layer_params;
+    if (first) params += vocab_params;
+    if (holds_output) params += vocab_params;
+    if (last) params += double(counts.final_norm);
+    auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard);
+    auto const bpp = state_bytes(m.prec, m.optimizer);
+    add(b.weights, fmt::format("weights ({}, {} x {} B{})", name(m.prec), params_text(params), bpp.weights,
+                               sharded_text(s.zero, 3, shard)),
+        st.weights);
+    add(b.gradients, fmt::format("gradients ({} x {} B{})", params_text(params), bpp.gradients,
+                                 sharded_text(s.zero, 2, shard)),
+        st.gradients);
+    auto const opt_state = st.optimizer;
+    double const opt_per = bpp.master + bpp.moments;
+    if (opt_per > 0) {
+      add(b.optimizer, fmt::format("optimizer moments ({} x {} B{})", name(m.optimizer), bpp.moments,
+                                   sharded_text(s.zero, 1, shard)),
+          opt_state * (bpp.moments / opt_per));
+      add(b.optimizer, fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp.master,
+                                   sharded_text(s.zero, 1, shard)),
+          opt_state * (bpp.master / opt_per));
+    }
+
+    // 1F1B: stage r holds min(pp - r, m) micro-batches. Interleaved
+    // (Megatron): stage r warms up with 2 (pp - r - 1) + (v - 1) pp chunks
+    // and holds one more in the steady state; on stage 0 that is
+    // pp (1 + (pp - 1) / (pp v)) micro-batches' worth of its layers
+    // (Narayanan et al. 2021).
+    double held_layers = 0;
+    std::int64_t in_flight = 0;
+    if (v == 1) {
+      in_flight = std::min(pp - r, grad_accum);
+      held_layers = double(in_flight * layers);
+    } else {
+      std::int64_t const chunks = std::min(grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
+      in_flight = (chunks + v - 1) / v;
+      held_layers = double(chunks) * double(layers) / double(v);
+    }
+    b.in_flight = in_flight;
+    add(b.activations,
+        fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})",
+                    layers, v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
+                    to_string(act_layer), name(s.checkpoint)),
+        act_layer * held_layers);
+    if (layers > 0)
+      add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
+          recompute_working);
+    if (first) {
+      double const emb = e * tokens * h / rep + (dropout ? tokens * h / rep : 0.0);
+      add(b.activations, fmt::format("embedding output ({} micro-batches)", in_flight),
+          bytes(emb * double(in_flight)));
+    }
+    if (last) {
+      add(b.activations, "final norm input", bytes(e * tokens * h / rep));
+      add(b.activations, fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)),
+          bytes(e * tokens * double(vocab) / double(tp)));
+      add(b.activations, "logits in fp32 for the loss (softmax kept for backward)",
+          bytes(4 * tokens * double(vocab) / double(tp)));
+      add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
+    }
+
+    if (s.zero <= 2 && dp > 1)
+      add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    if (s.zero == 3 && shard > 1)
+      add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer",
+          bytes(2 * layer_params * bpp.weights));
+    if (tp > 1)
+      add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
+    if (pp > 1)
+      add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
+
+    b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
+    std::string owns;
+    if (first) owns += "embedding, ";
+    if (last) owns += "logits, ";
+    b.stage_note = fmt::format("stage {} of {} ({}{} layers)", r, pp, owns, layers);
+    if (!have || best.total < b.total) {
+      best = std::move(b);
+      have = true;
+    }
+  }
+  return best;
+}
+
+}  // namespace dtplan::planner

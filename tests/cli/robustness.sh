@@ -1,0 +1,44 @@
+# No input crashes or hangs the driver: truncated, binary, huge and deeply
+# nested files each end with a diagnostic and exit status 2.
+source "$(dirname "$0")/lib.sh"
+
+plan=plans/7b_2node.dtp
+size=$(wc -c <"$plan")
+for cut in 1 7 40 100 200 333 500 700 $((size - 3)); do
+  [ "$cut" -lt "$size" ] || continue
+  head -c "$cut" "$plan" >"$TMP/trunc.dtp"
+  start=$(date +%s%N)
+  expect_status 2 "$DTPLAN" "$TMP/trunc.dtp"
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "truncated at $cut bytes: exit 2 in $ms ms"
+  expect_contains "$TMP/err" "trunc.dtp:"
+  expect_contains "$TMP/err" "error:"
+done
+
+head -c 4096 /dev/urandom >"$TMP/binary.dtp"
+expect_status 2 "$DTPLAN" "$TMP/binary.dtp"
+expect_contains "$TMP/err" "file is not text"
+
+: >"$TMP/empty.dtp"
+expect_status 2 "$DTPLAN" "$TMP/empty.dtp"
+expect_contains "$TMP/err" "file is empty"
+
+# 10 MB: a valid head followed by a long run of junk assignments.
+{ cat "$plan"; yes 'strategy s { tp = 2 pp = 3 }' | head -c 10000000; } >"$TMP/huge.dtp"
+start=$(date +%s%N)
+expect_status 2 "$DTPLAN" "$TMP/huge.dtp"
+echo "10 MB file: exit 2 in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+expect_contains "$TMP/err" "huge.dtp:"
+
+# 100,000 nested braces and brackets.
+{ printf 'model m {\n layers = '; head -c 100000 /dev/zero | tr '\0' '{'; } >"$TMP/deep.dtp"
+start=$(date +%s%N)
+expect_status 2 "$DTPLAN" "$TMP/deep.dtp"
+echo "100,000-deep braces: exit 2 in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+expect_contains "$TMP/err" "deep.dtp:2:"
+
+printf 'model m {\n layers = 99999999999999999999999\n}\n' >"$TMP/overflow.dtp"
+expect_status 2 "$DTPLAN" "$TMP/overflow.dtp"
+expect_contains "$TMP/err" "does not fit in 64 bits"
+
+finish

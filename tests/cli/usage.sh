@@ -1,0 +1,41 @@
+# The command line: help, version, usage errors (exit 2), overrides, formats.
+source "$(dirname "$0")/lib.sh"
+
+expect_status 0 "$DTPLAN" --help
+expect_contains "$TMP/out" "usage: dtplan FILE"
+expect_contains "$TMP/out" "examples:"
+expect_status 0 "$DTPLAN" --version
+expect_contains "$TMP/out" "dtplan "
+expect_status 2 "$DTPLAN"
+expect_contains "$TMP/err" "dtplan: error: no input file"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --optimise
+expect_contains "$TMP/err" "unknown option '--optimise'; did you mean '--optimize'?"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --format yaml
+expect_contains "$TMP/err" "--format needs 'text' or 'json'"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --top 0
+expect_status 2 "$DTPLAN" does/not/exist.dtp
+expect_contains "$TMP/err" "dtplan: error: cannot read 'does/not/exist.dtp'"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --strategy curent
+expect_contains "$TMP/err" "no strategy 'curent' in 'plans/7b_2node.dtp'; did you mean 'current'?"
+
+# --set goes through the file's grammar and lowering.
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set cluster.nodes=two
+expect_contains "$TMP/err" "<--set>:1:"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set cluster.inter_node=80GiB
+expect_contains "$TMP/err" "<--set>:1:"
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --set cluster.nodes=4 --set current.dp=32 --format json
+expect_contains "$TMP/out" "\"gpus\": 32"
+expect_contains "$TMP/out" "\"dp\": 32"
+
+# --dump shows each stage.
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --dump ast
+expect_contains "$TMP/out" "layers"
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --dump ir
+expect_contains "$TMP/out" "inter_node"
+
+# A file whose strategies are all free needs --optimize.
+printf 'model m : llama2_7b {}\ncluster c { nodes = 1\n gpus_per_node = 8\n gpu = H100_SXM }\ntraining { global_batch = 64 }\nstrategy s { tp = auto }\n' >"$TMP/free.dtp"
+expect_status 2 "$DTPLAN" "$TMP/free.dtp"
+expect_contains "$TMP/err" "has no fixed strategy to check; --optimize searches its free strategies"
+
+finish

@@ -1,0 +1,54 @@
+#include <catch2/catch.hpp>
+
+#include "dsl/diagnostics.hpp"
+
+using namespace dtplan::dsl;
+
+TEST_CASE("a diagnostic prints clang style with a caret under its span") {
+  source_manager sm;
+  auto id = sm.add("plans/x.dtp", "strategy current {\n  zero        = 0\n}\n");
+  diagnostics ds;
+  auto& d = ds.error({id, 21, 25}, "strategy 'current' needs 118.4 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)");
+  d.notes.push_back({{}, "optimizer state is 84.0 GiB of it; zero = 1 brings the total to 36.2 GiB"});
+  CHECK(format(ds, sm) ==
+        "plans/x.dtp:2:3: error: strategy 'current' needs 118.4 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)\n"
+        "    2 |   zero        = 0\n"
+        "      |   ^~~~\n"
+        "note: optimizer state is 84.0 GiB of it; zero = 1 brings the total to 36.2 GiB\n");
+  CHECK(ds.has_errors());
+  CHECK(ds.error_count() == 1);
+}
+
+TEST_CASE("notes with a location show their own line") {
+  source_manager sm;
+  auto id = sm.add("a.dtp", "x = 1\nx = 2\n");
+  diagnostics ds;
+  ds.warning({id, 6, 7}, "duplicate key 'x'").notes.push_back({{id, 0, 1}, "first set here"});
+  CHECK(format(ds, sm) ==
+        "a.dtp:2:1: warning: duplicate key 'x'\n"
+        "    2 | x = 2\n"
+        "      | ^\n"
+        "a.dtp:1:1: note: first set here\n"
+        "    1 | x = 1\n"
+        "      | ^\n");
+  CHECK_FALSE(ds.has_errors());
+}
+
+TEST_CASE("a caret at the end of a line and control bytes stay aligned") {
+  source_manager sm;
+  auto id = sm.add("b.dtp", "a\x01 = \n");
+  diagnostics ds;
+  ds.error({id, 5, 5}, "expected a value after '=', got end of line");
+  CHECK(format(ds, sm) ==
+        "b.dtp:1:6: error: expected a value after '=', got end of line\n"
+        "    1 | a? = \n"
+        "      |      ^\n");
+}
+
+TEST_CASE("did you mean finds near misses only") {
+  std::vector<std::string> keys{"layers", "hidden", "heads", "kv_heads", "seq_len"};
+  CHECK(closest("layer", keys) == "layers");
+  CHECK(closest("hiden", keys) == "hidden");
+  CHECK(closest("kvheads", keys) == "kv_heads");
+  CHECK(closest("optimizer", keys).empty());
+}

@@ -1,0 +1,60 @@
+#include <catch2/catch.hpp>
+
+#include "planner/layout.hpp"
+
+using namespace dtplan::planner;
+
+namespace {
+strategy make(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t cp, rank_order order = default_order) {
+  strategy s;
+  s.dp = dp, s.tp = tp, s.pp = pp, s.cp = cp, s.order = order;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("the default order keeps tp innermost and inside a node") {
+  rank_layout l(make(4, 2, 2, 1), 8);
+  CHECK(l.world() == 16);
+  CHECK(l.group_of(axis::tp, 5) == std::vector<std::int64_t>{4, 5});
+  CHECK(l.group_of(axis::dp, 5) == std::vector<std::int64_t>{1, 3, 5, 7});
+  CHECK(l.group_of(axis::pp, 5) == std::vector<std::int64_t>{5, 13});
+  auto c = l.of(13);
+  CHECK(c[static_cast<int>(axis::tp)] == 1);
+  CHECK(c[static_cast<int>(axis::dp)] == 2);
+  CHECK(c[static_cast<int>(axis::pp)] == 1);
+  CHECK(l.rank_of(c) == 13);
+  CHECK_FALSE(l.placement(axis::tp).crosses_nodes());
+  CHECK_FALSE(l.placement(axis::dp).crosses_nodes());
+  auto pp = l.placement(axis::pp);
+  CHECK(pp.nodes == 2);
+  CHECK(pp.max_per_node == 1);
+}
+
+TEST_CASE("an order with dp innermost puts tp across nodes") {
+  rank_layout l(make(8, 2, 1, 1, {axis::dp, axis::tp, axis::cp, axis::pp}), 8);
+  CHECK(l.group_of(axis::tp, 0) == std::vector<std::int64_t>{0, 8});
+  CHECK(l.placement(axis::tp).nodes == 2);
+  CHECK(l.placement(axis::dp).nodes == 1);
+}
+
+TEST_CASE("hybrid sharding splits dp into node-local shards and cross-node replicas") {
+  strategy s = make(16, 1, 1, 1);
+  s.shard.k = shard_group::kind::node;
+  CHECK(shard_size(s, 8) == 8);
+  rank_layout l(s, 8);
+  CHECK(l.shard_group_of(9, 8) == std::vector<std::int64_t>{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(l.replicate_group_of(9, 8) == std::vector<std::int64_t>{1, 9});
+  CHECK(l.shard_placement(8).nodes == 1);
+  CHECK(l.replicate_placement(8).nodes == 2);
+  s.shard = {shard_group::kind::all, 0};
+  CHECK(shard_size(s, 8) == 16);
+  s.shard = {shard_group::kind::size, 4};
+  CHECK(shard_size(s, 8) == 4);
+}
+
+TEST_CASE("a group spread over nodes reports its worst placement") {
+  rank_layout l(make(3, 1, 1, 1), 2);  // 3 ranks, 2 per node
+  auto p = l.placement(axis::dp);
+  CHECK(p.nodes == 2);
+  CHECK(p.max_per_node == 2);
+}

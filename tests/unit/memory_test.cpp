@@ -1,0 +1,156 @@
+#include <catch2/catch.hpp>
+
+#include "memory_fixtures.hpp"
+#include "planner/memory.hpp"
+#include "planner/params.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+
+namespace {
+double gb(bytes b) { return b.value() / 1e9; }
+}  // namespace
+
+TEST_CASE("mixed precision with Adam is 16 bytes per parameter", "[memory][golden]") {
+  auto st = model_state_bytes(7e9, precision::bf16, optimizer_kind::adam, 0, 64);
+  CHECK(st.weights.value() == 14e9);
+  CHECK(st.gradients.value() == 14e9);
+  CHECK(st.optimizer.value() == 84e9);
+  CHECK(st.total().value() == 112e9);
+  CHECK(model_state_bytes(7e9, precision::fp16, optimizer_kind::adamw, 0, 1).total().value() == 112e9);
+}
+
+TEST_CASE("ZeRO paper: psi = 7.5B, N = 64", "[memory][golden]") {
+  auto total = [](int stage) {
+    return three_digits(gb(model_state_bytes(7.5e9, precision::bf16, optimizer_kind::adam, stage, 64).total()));
+  };
+  CHECK(total(0) == "120");
+  CHECK(total(1) == "31.4");
+  CHECK(total(2) == "16.6");
+  CHECK(total(3) == "1.88");  // the paper rounds 1.875 GB to "1.9 GB"
+  CHECK(model_state_bytes(7.5e9, precision::bf16, optimizer_kind::adam, 3, 64).total().value() == 1.875e9);
+  CHECK(model_state_bytes(7.5e9, precision::bf16, optimizer_kind::adam, 1, 64).total().value() ==
+        4 * 7.5e9 + 12 * 7.5e9 / 64);
+  CHECK(model_state_bytes(7.5e9, precision::bf16, optimizer_kind::adam, 2, 64).total().value() ==
+        2 * 7.5e9 + 14 * 7.5e9 / 64);
+}
+
+TEST_CASE("model state per precision and optimizer", "[memory]") {
+  auto fp32 = model_state_bytes(1e9, precision::fp32, optimizer_kind::adam, 0, 1);
+  CHECK(fp32.weights.value() == 4e9);
+  CHECK(fp32.gradients.value() == 4e9);
+  CHECK(fp32.optimizer.value() == 8e9);
+  CHECK(model_state_bytes(1e9, precision::bf16, optimizer_kind::sgd_momentum, 0, 1).optimizer.value() == 8e9);
+  CHECK(model_state_bytes(1e9, precision::bf16, optimizer_kind::sgd, 0, 1).optimizer.value() == 4e9);
+  CHECK(model_state_bytes(1e9, precision::fp32, optimizer_kind::sgd, 0, 1).optimizer.value() == 0);
+  CHECK(model_state_bytes(1e9, precision::fp8, optimizer_kind::adam, 0, 1).total().value() == 16e9);
+}
+
+namespace {
+// Korthikanti et al. 2022, table 2 setting: GPT-3 175B layer, s = 2048, b = 1.
+model korthikanti_model() {
+  auto m = test::gpt3_175b();
+  m.attention = attention_kind::standard;
+  return m;
+}
+strategy tp_of(std::int64_t t, bool sp, checkpoint_mode c) {
+  strategy s;
+  s.tp = t;
+  s.sequence_parallel = sp;
+  s.checkpoint = c;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("activation memory reproduces Korthikanti et al. exactly", "[memory][golden]") {
+  auto const m = korthikanti_model();
+  double const s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  double const sbh = s * b * h;
+
+  CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::none)).value() == sbh * (34 + 5 * a * s / h));
+  CHECK(activations_per_layer(m, tp_of(8, false, checkpoint_mode::none)).value() ==
+        sbh * (10 + 24 / t + 5 * a * s / (h * t)));
+  CHECK(activations_per_layer(m, tp_of(8, true, checkpoint_mode::none)).value() ==
+        sbh / t * (34 + 5 * a * s / h));
+  CHECK(activations_per_layer(m, tp_of(8, true, checkpoint_mode::selective)).value() == sbh / t * 34);
+  CHECK(activations_per_layer(m, tp_of(8, false, checkpoint_mode::selective)).value() == sbh * (10 + 24 / t));
+  CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::full)).value() == 2 * sbh);
+  CHECK(activations_per_layer(m, tp_of(8, true, checkpoint_mode::full)).value() == 2 * sbh / t);
+  CHECK(activations_per_layer(m, tp_of(8, false, checkpoint_mode::full)).value() == 2 * sbh);
+}
+
+TEST_CASE("activations generalised: flash, GQA, swiglu, cp, fp32", "[memory]") {
+  auto m = korthikanti_model();
+  m.attention = attention_kind::flash;
+  double const s = 2048, h = 12288, a = 96;
+  // Flash keeps 4.a.s bytes of fp32 statistics instead of 5.a.s^2.
+  CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::none)).value() == s * h * 34 + 4 * a * s);
+
+  auto llama = test::llama3_8b();  // s = 8192, h = 4096, kv width 1024, ffn 14336, flash, no dropout
+  double const ls = 8192, lh = 4096, kv = 1024, f = 14336;
+  double const expect = 2 * ls * (lh + lh + (lh + kv) + kv + lh + lh + lh + 3 * f) + 4 * 32 * ls;
+  CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::none)).value() == expect);
+
+  strategy cp2 = tp_of(1, false, checkpoint_mode::none);
+  cp2.cp = 2;
+  CHECK(activations_per_layer(llama, cp2).value() == expect / 2);
+
+  llama.prec = precision::fp32;
+  CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::full)).value() == 4 * ls * lh);
+}
+
+TEST_CASE("uneven layers: the first chunks take one more", "[memory]") {
+  CHECK(layers_per_chunk(10, 4) == std::vector<std::int64_t>{3, 3, 2, 2});
+  CHECK(layers_per_chunk(48, 5) == std::vector<std::int64_t>{10, 10, 10, 9, 9});
+  CHECK(padded_vocab(32000, 1) == 32000);
+  CHECK(padded_vocab(50257, 1) == 50304);
+  CHECK(padded_vocab(50257, 8) == 51200);
+}
+
+TEST_CASE("llama2_7b on one node: terms and most loaded stage", "[memory]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
+  strategy s;
+  s.dp = 8;
+  s.zero = 1;
+  s.checkpoint = checkpoint_mode::selective;
+  auto mem = estimate_memory(p, s);
+  double const params = 6'738'415'616.0;
+  CHECK(mem.weights.value() == 2 * params);
+  CHECK(mem.gradients.value() == 2 * params);
+  CHECK(mem.optimizer.value() == 12 * params / 8);
+  CHECK(mem.usable.value() == 74.0 * 1073741824.0);
+  CHECK(mem.in_flight == 1);
+  CHECK(mem.stage_note == "stage 0 of 1 (embedding, logits, 32 layers)");
+  bytes sum;
+  for (auto const& t : mem.detail) sum += t.size;
+  CHECK(sum == mem.total);
+  CHECK(mem.total == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers);
+  CHECK(to_string(mem.total) == "51.4 GiB");
+
+  // With pp = 4 stage 0 holds 4 micro-batches of 8 layers.
+  s.dp = 2;
+  s.pp = 4;
+  auto piped = estimate_memory(p, s);
+  CHECK(piped.stage == 0);
+  CHECK(piped.in_flight == 4);
+  CHECK(piped.stage_layers == 8);
+
+  // Interleaving with v = 2: pp (1 + (pp-1)/(pp v)) = 5.5 micro-batches' worth.
+  s.virtual_stages = 2;
+  auto inter = estimate_memory(p, s);
+  CHECK(inter.in_flight == 6);
+  auto const act = activations_per_layer(p.m, s);
+  CHECK(inter.detail[4].size == act * (8 * 5.5));
+}
+
+TEST_CASE("the logits can make the last stage the most loaded", "[memory]") {
+  auto m = test::llama3_8b();
+  auto p = test::program_of(m, test::nodes_of("one_node", 1, test::h100_sxm()), 16);
+  strategy s;
+  s.dp = 1;
+  s.pp = 8;
+  s.checkpoint = checkpoint_mode::full;
+  auto mem = estimate_memory(p, s);
+  CHECK(mem.stage == 7);
+  CHECK(mem.stage_note == "stage 7 of 8 (logits, 4 layers)");
+}

@@ -1,0 +1,66 @@
+#include <catch2/catch.hpp>
+
+#include "memory_fixtures.hpp"
+#include "planner/params.hpp"
+
+using namespace dtplan;
+using planner::count_params;
+
+namespace {
+double billions(planner::model const& m) { return double(count_params(m).total) / 1e9; }
+}  // namespace
+
+TEST_CASE("published parameter counts within 0.5 %", "[params]") {
+  CHECK(billions(test::llama2_7b()) == Approx(6.74).epsilon(0.005));
+  CHECK(billions(test::llama3_8b()) == Approx(8.03).epsilon(0.005));
+  CHECK(billions(test::llama3_70b()) == Approx(70.6).epsilon(0.005));
+  CHECK(billions(test::llama3_405b()) == Approx(405.9).epsilon(0.005));
+  CHECK(billions(test::gpt3_175b()) == Approx(174.6).epsilon(0.005));
+}
+
+TEST_CASE("llama2_7b counted term by term", "[params]") {
+  auto c = count_params(test::llama2_7b());
+  CHECK(c.embedding == 32000 * 4096);
+  CHECK(c.output == 32000 * 4096);
+  CHECK(c.attention == 4 * 4096 * 4096);
+  CHECK(c.mlp == 3 * 4096 * 11008);
+  CHECK(c.mlp_active == c.mlp);
+  CHECK(c.norms == 2 * 4096);
+  CHECK(c.final_norm == 4096);
+  CHECK(c.router == 0);
+  CHECK(c.total == 6'738'415'616);
+  CHECK(c.matmul == 32 * (4LL * 4096 * 4096 + 3LL * 4096 * 11008) + 32000 * 4096);
+}
+
+TEST_CASE("grouped-query attention shrinks k and v", "[params]") {
+  auto c = count_params(test::llama3_8b());
+  // head_dim 128, 8 kv heads: k and v are 4096 x 1024 each.
+  CHECK(c.attention == 2 * 4096 * 4096 + 2 * 4096 * 1024);
+  CHECK(c.total == 8'030'261'248);
+}
+
+TEST_CASE("gpt convention: biases and layernorm weight+bias", "[params]") {
+  auto m = test::decoder("tiny", 2, 8, 2, 2, 32, planner::mlp_kind::gelu, 10);
+  auto c = count_params(m);
+  CHECK(c.attention == 4 * 64 + 4 * 8);
+  CHECK(c.mlp == 2 * 8 * 32 + 32 + 8);
+  CHECK(c.norms == 4 * 8);
+  CHECK(c.final_norm == 16);
+  CHECK(c.total == 2 * (288 + 552 + 32) + 80 + 80 + 16);
+  m.tied_embeddings = true;
+  CHECK(count_params(m).output == 0);
+  CHECK(count_params(m).total == c.total - 80);
+  CHECK(count_params(m).matmul == c.matmul);
+}
+
+TEST_CASE("mixture of experts stores every expert, a token uses experts_per_token", "[params]") {
+  auto m = test::decoder("moe", 4, 1024, 8, 8, 4096, planner::mlp_kind::swiglu, 1000);
+  m.experts = 8;
+  m.experts_per_token = 2;
+  auto c = count_params(m);
+  CHECK(c.mlp == 8LL * 3 * 1024 * 4096);
+  CHECK(c.mlp_active == 2LL * 3 * 1024 * 4096);
+  CHECK(c.router == 1024 * 8);
+  CHECK(c.per_layer == c.attention + c.mlp + c.norms + c.router);
+  CHECK(c.matmul == 4 * (4LL * 1024 * 1024 + c.mlp_active + c.router) + 1000 * 1024);
+}

@@ -1,0 +1,37 @@
+#include <catch2/catch.hpp>
+
+#include "planner/units.hpp"
+
+using namespace dtplan::planner;
+using namespace dtplan::planner::literals;
+
+TEST_CASE("units combine only in meaningful ways") {
+  bytes b = 14_GB;
+  bandwidth w = 100_Gbitps;
+  CHECK(w.value() == 12.5e9);
+  seconds t = b / w;
+  CHECK(t.value() == Approx(1.12));
+  CHECK((w * t).value() == Approx(14e9));
+  flops f(989e12);
+  CHECK((f / 989_TFLOPps).value() == Approx(1.0));
+  CHECK(b / 7_GB == Approx(2.0));
+  CHECK(max(1_s, 2_s) == 2_s);
+  CHECK(80_GiB == bytes(85899345920.0));
+}
+
+TEST_CASE("every number a user sees carries its unit") {
+  CHECK(to_string(bytes(118.4 * 1073741824.0)) == "118.4 GiB");
+  CHECK(to_string(74_GiB) == "74.0 GiB");
+  CHECK(to_string(bytes(512)) == "512 B");
+  CHECK(to_string(bytes(25e6)) == "23.8 MiB");
+  CHECK(to_string(seconds(1.96)) == "1.96 s");
+  CHECK(to_string(seconds(0.0123)) == "12.3 ms");
+  CHECK(to_string(seconds(5e-6)) == "5.00 us");
+  CHECK(to_string(seconds(123.456)) == "123 s");
+  CHECK(to_string(flop_rate(989e12)) == "989 TFLOP/s");
+  CHECK(to_string(bandwidth(12.5e9)) == "12.5 GB/s");
+  CHECK(to_string(flops(1.234e18)) == "1.23 EFLOP");
+  CHECK(fmt::format("{}", 450_GBps) == "450 GB/s");
+  CHECK(three_digits(9.996) == "10.0");
+  CHECK(three_digits(0.03125) == "0.0312");
+}
