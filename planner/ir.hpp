@@ -73,6 +73,12 @@ struct gpu {
   seconds inter_latency;
   double comm_efficiency = 0.8;  ///< share of link bandwidth a large collective reaches
   double hbm_efficiency = 0.8;   ///< share of HBM bandwidth a streaming kernel reaches
+  // Time-model extensions (calibrated per GPU kind, see bench/accuracy.cpp):
+  std::int64_t sm_count = 108;    ///< streaming multiprocessors: tiles run in waves over them
+  seconds kernel_latency{5e-6};   ///< fixed launch + tail cost of one kernel
+  double attention_efficiency = 0.5;  ///< share of the 16-bit peak a flash attention kernel reaches
+  double overlap_slowdown = 0.1;  ///< compute slow-down while communication overlaps it (0.1 = 10 %)
+  seconds step_overhead{0.02};    ///< fixed per optimizer step (data loading, logging, launch gaps)
   key_spans keys;
 };
 

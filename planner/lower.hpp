@@ -1,6 +1,8 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "dsl/ast.hpp"
@@ -31,5 +33,10 @@ std::optional<program> load(dsl::source_manager& sources, std::uint32_t file,
 /// The names of the built-in GPUs and model presets (for --help and tests).
 std::vector<std::string> catalog_gpu_names();
 std::vector<std::string> catalog_model_names();
+
+/// A built-in GPU or model preset by name, lowered with its defaults filled;
+/// nothing when the catalog has no such name.
+std::optional<gpu> catalog_gpu(std::string_view name);
+std::optional<model> catalog_model(std::string_view name);
 
 }  // namespace dtplan::planner

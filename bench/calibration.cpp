@@ -1,0 +1,438 @@
+#include "bench/calibration.hpp"
+
+#include "planner/lower.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace dtplan::bench {
+
+using namespace planner;
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return lower(hay).find(lower(needle)) != std::string::npos; }
+
+std::optional<double> number(std::string_view text) {
+  auto begin = text.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return std::nullopt;
+  text.remove_prefix(begin);
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> integer(std::string_view text) {
+  auto v = number(text);
+  if (!v || *v != std::floor(*v)) return std::nullopt;
+  return static_cast<std::int64_t>(*v);
+}
+
+std::string read_file(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("cannot read '{}'", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Column lookup by header name.
+struct row_view {
+  std::map<std::string, std::size_t, std::less<>> const& index;
+  std::vector<std::string> const& fields;
+  [[nodiscard]] std::string_view operator[](std::string_view col) const {
+    auto it = index.find(col);
+    if (it == index.end()) throw std::runtime_error(fmt::format("calibration data lacks column '{}'", col));
+    return it->second < fields.size() ? std::string_view(fields[it->second]) : std::string_view();
+  }
+};
+
+int zero_stage(std::string_view text, bool& unknown) {
+  unknown = false;
+  if (text.empty() || contains(text, "none")) return 0;
+  if (contains(text, "SHARD_GRAD_OP")) return 2;
+  if (contains(text, "FULL_SHARD") || contains(text, "FSDP2") || contains(text, "fully sharded")) return 3;
+  if (contains(text, "ZeRO-1")) return 1;
+  if (contains(text, "ZeRO-2")) return 2;
+  if (contains(text, "ZeRO-3")) return 3;
+  unknown = true;
+  return 0;
+}
+
+std::optional<checkpoint_mode> checkpoint_of(std::string_view text) {
+  if (contains(text, "selective")) return checkpoint_mode::selective;
+  if (contains(text, "full")) return checkpoint_mode::full;
+  if (contains(text, "none")) return checkpoint_mode::none;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false;
+  bool any = false;  // the current row has content
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      if (any || !field.empty()) {
+        row.push_back(std::move(field));
+        rows.push_back(std::move(row));
+      }
+      field.clear();
+      row.clear();
+      any = false;
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (any || !field.empty()) {
+    row.push_back(std::move(field));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::optional<gpu> catalog_gpu(std::string_view name) {
+  // Lowering the catalog is not free: keep each GPU once.
+  static std::mutex lock;
+  static std::map<std::string, std::optional<gpu>, std::less<>> cache;
+  std::lock_guard<std::mutex> guard(lock);
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(std::string(name), planner::catalog_gpu(name)).first;
+  return it->second;
+}
+
+std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb) {
+  std::string t = lower(text);
+  if (t.find("h100") != std::string::npos) {
+    // The 96 GB HBM2e part capped at 500 W (Grand Teton) has neither the
+    // H100 SXM's HBM3 bandwidth nor its clocks: not a catalog GPU.
+    if ((memory_gb && *memory_gb > 90) || t.find("hbm2e") != std::string::npos) return std::nullopt;
+    return catalog_gpu("H100_SXM");
+  }
+  if (t.find("a100") != std::string::npos) {
+    bool is80 = t.find("80gb") != std::string::npos || (memory_gb && *memory_gb >= 79);
+    bool is40 = t.find("40gb") != std::string::npos || (memory_gb && *memory_gb < 79);
+    if (is80 && !is40) return catalog_gpu("A100_SXM_80GB");
+    if (is40 && !is80) return catalog_gpu("A100_SXM_40GB");
+    return std::nullopt;
+  }
+  if (t.find("v100") != std::string::npos) return catalog_gpu("V100_SXM_32GB");
+  return std::nullopt;
+}
+
+std::optional<bandwidth> parse_link(std::string_view text, std::int64_t gpus_per_node, bool per_node) {
+  std::string t = lower(text);
+  std::smatch m;
+  auto const per_gpu_text = t.find("per gpu") != std::string::npos;
+  // "NxM Gb/s" or "N x M Gb/s": N links of M Gbit/s each (a node's NICs).
+  static std::regex const multi(R"((\d+)\s*x\s*(\d+(?:\.\d+)?)\s*gb/s)");
+  double bytes_per_s = 0;
+  bool node_total = true;
+  if (std::regex_search(t, m, multi)) {
+    bytes_per_s = std::stod(m[1]) * std::stod(m[2]) * 1e9 / 8;
+  } else if (std::regex_search(t, m, std::regex(R"((\d+)\s*x\s*connectx-6)"))) {
+    bytes_per_s = std::stod(m[1]) * 200e9 / 8;  // ConnectX-6 HDR: 200 Gbit/s each
+  } else if (t.find("omni-path") != std::string::npos) {
+    std::regex_search(t, m, std::regex(R"((\d+)\s*links)"));
+    double links = m.empty() ? 1 : std::stod(m[1]);
+    bytes_per_s = links * 100e9 / 8;  // OPA: 100 Gbit/s per link
+  } else {
+    // Gb/s (bits) and GB/s (bytes) differ only in case: search the original text.
+    std::string orig(text);
+    static std::regex const bits(R"((\d+(?:\.\d+)?)\s*Gb/s)");
+    static std::regex const byts(R"((\d+(?:\.\d+)?)\s*GB/s)");
+    if (std::regex_search(orig, m, bits)) {
+      bytes_per_s = std::stod(m[1]) * 1e9 / 8;
+    } else if (std::regex_search(orig, m, byts)) {
+      bytes_per_s = std::stod(m[1]) * 1e9;
+      if (t.find("bidir") != std::string::npos) bytes_per_s /= 2;
+    } else {
+      return std::nullopt;
+    }
+    node_total = !per_gpu_text;
+  }
+  if (per_node && !node_total) bytes_per_s *= static_cast<double>(gpus_per_node);
+  if (!per_node && node_total && per_gpu_text) bytes_per_s /= static_cast<double>(gpus_per_node);
+  return bandwidth(bytes_per_s);
+}
+
+std::vector<calibration_run> load_calibration_runs(std::string const& path) {
+  auto rows = parse_csv(read_file(path));
+  if (rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+
+  std::vector<calibration_run> runs;
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    row_view row{index, rows[r]};
+    calibration_run run;
+    run.id = std::string(row["case_id"]);
+    run.tier = row["tier"].empty() ? 'C' : row["tier"][0];
+    run.source = std::string(row["source"]);
+    std::vector<std::string> skips;
+    auto skip = [&](std::string why) {
+      if (std::find(skips.begin(), skips.end(), why) == skips.end()) skips.push_back(std::move(why));
+    };
+
+    model& m = run.prog.m;
+    m.name = std::string(row["model"]);
+    m.layers = integer(row["layers"]).value_or(0);
+    m.hidden = integer(row["hidden"]).value_or(0);
+    m.heads = integer(row["heads"]).value_or(0);
+    m.kv_heads = integer(row["kv_heads"]).value_or(m.heads);
+    m.ffn = integer(row["ffn"]).value_or(4 * m.hidden);
+    m.vocab = integer(row["vocab"]).value_or(0);
+    m.seq_len = integer(row["seq_len"]).value_or(0);
+    if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.vocab <= 0 || m.seq_len <= 0)
+      skip("model shape incomplete");
+    std::string_view arch = row["arch_notes"];
+    std::string_view model_name = row["model"];
+    m.mlp = contains(model_name, "llama") ? mlp_kind::swiglu : mlp_kind::gelu;
+    // MPT ties its embeddings; Megatron GPT, Llama 3.1 and GPT-NeoX do not.
+    m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM");
+    bool flash = contains(arch, "FlashAttention") || contains(row["framework"], "torchtitan");
+    m.attention = flash ? attention_kind::flash : attention_kind::standard;
+    m.optimizer = optimizer_kind::adamw;
+    if (contains(arch, "parallel attn+MLP")) skip("parallel attention + MLP block (not modeled)");
+
+    std::string_view prec = row["precision"];
+    if (contains(prec, "float8")) skip("float8 linears (not modeled)");
+    if (contains(prec, "fp8")) m.prec = precision::fp8;
+    else if (contains(prec, "bf16")) m.prec = precision::bf16;
+    else if (contains(prec, "fp16") || contains(prec, "16-bit")) m.prec = precision::fp16;
+    else skip(fmt::format("precision '{}' not recognised", prec));
+    std::string_view framework = row["framework"];
+    if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
+    if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
+    (void)framework;
+
+    auto mem_gb = number(row["gpu_mem_GB"]);
+    auto g = catalog_gpu_for(row["gpu"], mem_gb);
+    cluster& c = run.prog.c;
+    c.gpus_per_node = integer(row["gpus_per_node"]).value_or(8);
+    c.nodes = integer(row["nodes"]).value_or(1);
+    auto num_gpus = integer(row["num_gpus"]).value_or(c.nodes * c.gpus_per_node);
+    if (num_gpus < c.gpus_per_node) {
+      // A single partial node (e.g. 2 of a DGX's 8 GPUs): the job sees those GPUs only.
+      c.gpus_per_node = num_gpus;
+      c.nodes = 1;
+    }
+    if (c.nodes * c.gpus_per_node != num_gpus) skip("GPU count does not match nodes x GPUs per node");
+    if (!g) {
+      skip(fmt::format("GPU '{}' not in the catalog", row["gpu"]));
+    } else {
+      c.device = *g;
+      c.name = g->name;
+      c.intra_node = g->intra_node;
+      c.intra_latency = g->intra_latency;
+      c.inter_latency = g->inter_latency;
+      c.comm_efficiency = g->comm_efficiency;
+      if (auto l = parse_link(row["intra_node"], c.gpus_per_node, false)) c.intra_node = *l;
+      if (auto l = parse_link(row["inter_node"], c.gpus_per_node, true)) {
+        c.inter_node = *l;
+      } else {
+        // H100 clusters of the period: 8 x 400 Gbit/s NICs per node; A100: 8 x 200.
+        c.inter_node = g->name == "H100_SXM" ? bandwidth(400e9) : bandwidth(200e9);
+        if (c.nodes > 1)
+          run.assumptions.push_back(fmt::format("inter-node link not stated: assumed {}", to_string(c.inter_node)));
+      }
+    }
+
+    strategy& s = run.s;
+    s.dp = integer(row["dp"]).value_or(0);
+    s.tp = integer(row["tp"]).value_or(1);
+    s.pp = integer(row["pp"]).value_or(1);
+    s.cp = integer(row["cp"]).value_or(1);
+    s.ep = integer(row["ep"]).value_or(1);
+    s.virtual_stages = integer(row["vpp"]).value_or(1);
+    s.sequence_parallel = contains(row["sp"], "yes");
+    if (s.dp == 0 && s.tp * s.pp * s.cp > 0) s.dp = num_gpus / (s.tp * s.pp * s.cp);
+    if (s.dp * s.tp * s.pp * s.cp != num_gpus) skip("dp x tp x pp x cp does not match the GPU count");
+    bool unknown_zero = false;
+    s.zero = zero_stage(row["zero_or_fsdp"], unknown_zero);
+    if (unknown_zero) skip(fmt::format("sharding '{}' not recognised", row["zero_or_fsdp"]));
+    if (auto ck = checkpoint_of(row["act_recompute"])) {
+      s.checkpoint = *ck;
+      // One checkpointed layer per block is what every listed framework does.
+    } else {
+      skip("activation recomputation not published");
+    }
+    auto mb = integer(row["micro_batch"]);
+    if (!mb || *mb <= 0) skip("no micro_batch published");
+    s.micro_batch = mb.value_or(1);
+
+    run.prog.t.global_batch = integer(row["global_batch_seqs"]).value_or(0);
+    if (run.prog.t.global_batch <= 0) skip("no global batch published");
+    if (s.dp > 0 && s.micro_batch > 0 && run.prog.t.global_batch % (s.dp * s.micro_batch) != 0)
+      skip("global batch not a multiple of dp x micro_batch");
+    else if (s.dp > 0 && s.micro_batch > 0)
+      run.grad_accum = run.prog.t.global_batch / (s.dp * s.micro_batch);
+
+    auto tokens = static_cast<double>(run.prog.t.global_batch) * static_cast<double>(m.seq_len);
+    if (auto st = number(row["step_time_s"]); st && *st > 0) run.step_time = seconds(*st);
+    if (auto tpg = number(row["tokens_per_s_per_gpu"]); tpg && *tpg > 0) run.tokens_per_s_per_gpu = *tpg;
+    if (!run.step_time && run.tokens_per_s_per_gpu && num_gpus > 0)
+      run.step_time = seconds(tokens / (*run.tokens_per_s_per_gpu * static_cast<double>(num_gpus)));
+    if (!run.step_time) {
+      if (auto tps = number(row["tokens_per_s"]); tps && *tps > 0) run.step_time = seconds(tokens / *tps);
+    }
+    if (run.step_time && !run.tokens_per_s_per_gpu && num_gpus > 0)
+      run.tokens_per_s_per_gpu = tokens / run.step_time->value() / static_cast<double>(num_gpus);
+    if (!run.step_time) skip("no step time or tokens/s published");
+    if (auto pm = number(row["peak_mem_GiB"]); pm && *pm > 0) run.peak_memory = bytes(*pm * 1073741824.0);
+
+    m.name = std::string(row["model"]);
+    run.prog.file = path;
+    for (std::size_t i = 0; i < skips.size(); ++i) run.skip_reason += (i ? "; " : "") + skips[i];
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::vector<calibration_run> load_calibration_runs() {
+  return load_calibration_runs(std::string(DTPLAN_BENCH_DATA_DIR) + "/calibration_runs.csv");
+}
+
+std::vector<calibration_run> load_vtrain(std::string const& path) {
+  auto rows = parse_csv(read_file(path));
+  if (rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+  bool multi = index.count("Parameters (billion)") > 0;
+  std::vector<calibration_run> runs;
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    row_view row{index, rows[r]};
+    calibration_run run;
+    run.id = fmt::format("vtrain-{}-{}", multi ? "multi" : "single", r);
+    run.tier = 'B';
+    run.source = "vTrain ground truth (Bang et al., MICRO 2024)";
+    model& m = run.prog.m;
+    m.name = "GPT";
+    m.layers = integer(row["# layers"]).value_or(0);
+    m.hidden = integer(row["hidden size"]).value_or(0);
+    m.heads = integer(row["attention heads"]).value_or(0);
+    m.kv_heads = m.heads;
+    m.ffn = 4 * m.hidden;
+    m.vocab = 51200;
+    m.seq_len = integer(row["sequence length"]).value_or(0);
+    m.attention = attention_kind::standard;
+    m.prec = precision::fp16;
+    m.optimizer = optimizer_kind::adam;
+    auto gpus = integer(multi ? row["# GPUs"] : row["# GPUs"]).value_or(0);
+    cluster& c = run.prog.c;
+    c.device = *catalog_gpu("A100_SXM_80GB");
+    c.name = "vtrain";
+    c.gpus_per_node = std::min<std::int64_t>(8, gpus);
+    c.nodes = c.gpus_per_node > 0 ? gpus / c.gpus_per_node : 0;
+    c.intra_node = bandwidth(150e9);
+    c.inter_node = bandwidth(800e9 / 8);
+    c.intra_latency = c.device.intra_latency;
+    c.inter_latency = c.device.inter_latency;
+    c.comm_efficiency = c.device.comm_efficiency;
+    strategy& s = run.s;
+    s.tp = integer(row["tensor parallelism"]).value_or(1);
+    s.dp = integer(row["data parallelism"]).value_or(1);
+    s.pp = integer(row["pipeline parallelism"]).value_or(1);
+    s.micro_batch = integer(row["micro batch"]).value_or(1);
+    s.checkpoint = checkpoint_mode::full;
+    run.prog.t.global_batch = integer(row["global batch"]).value_or(0);
+    if (s.dp * s.tp * s.pp != gpus || c.nodes * c.gpus_per_node != gpus) run.skip_reason = "GPU count mismatch";
+    if (s.dp > 0 && s.micro_batch > 0) run.grad_accum = std::max<std::int64_t>(1, run.prog.t.global_batch / (s.dp * s.micro_batch));
+    if (auto ms = number(row["iteration time (ms)"])) run.step_time = seconds(*ms / 1e3);
+    if (run.step_time && gpus > 0)
+      run.tokens_per_s_per_gpu = static_cast<double>(run.prog.t.global_batch * m.seq_len) / run.step_time->value() / static_cast<double>(gpus);
+    if (!run.step_time) run.skip_reason = "no iteration time";
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace dtplan::bench
+
+#include "planner/cost_model.hpp"
+
+namespace dtplan::bench {
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto const n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model) {
+  accuracy_summary out;
+  std::vector<double> all, tier_a;
+  for (auto const& r : runs) {
+    if (!r.representable() || !r.step_time) continue;
+    auto const t = model.step_time(r.prog, r.s);
+    run_prediction p;
+    p.id = r.id;
+    p.tier = r.tier;
+    p.measured = *r.step_time;
+    p.predicted = t.step;
+    p.error = (t.step - *r.step_time) / *r.step_time;
+    auto const gpus = static_cast<double>(std::max<std::int64_t>(1, r.prog.c.gpus()));
+    double const tokens = static_cast<double>(r.prog.t.global_batch * r.prog.m.seq_len);
+    p.measured_tokens_per_gpu = tokens / r.step_time->value() / gpus;
+    p.predicted_tokens_per_gpu = tokens / t.step.value() / gpus;
+    all.push_back(std::fabs(p.error));
+    if (r.tier == 'A') tier_a.push_back(std::fabs(p.error));
+    if (std::fabs(p.error) > out.worst) {
+      out.worst = std::fabs(p.error);
+      out.worst_id = p.id;
+    }
+    out.rows.push_back(std::move(p));
+  }
+  out.median = median_of(all);
+  out.median_a = median_of(tier_a);
+  out.worst_a = tier_a.empty() ? 0 : *std::max_element(tier_a.begin(), tier_a.end());
+  return out;
+}
+
+}  // namespace dtplan::bench

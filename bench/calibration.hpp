@@ -1,0 +1,95 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/ir.hpp"
+#include "planner/units.hpp"
+
+/// Published training runs as planner inputs: the loader of
+/// bench/data/calibration_runs.csv (and vtrain's ground truth), used to
+/// calibrate the catalog's efficiency figures and to measure the time
+/// model's accuracy. It knows the CSV's columns and free-text conventions;
+/// it knows nothing of the time model.
+namespace dtplan::bench {
+
+/// One published run: the model and cluster as a program, the published
+/// strategy and what was measured. `skip_reason` is empty when the planner
+/// can represent the run.
+struct calibration_run {
+  std::string id;
+  char tier = 'C';             ///< 'A' (read from the source), 'B', 'C' (second-hand)
+  std::string source;
+  planner::program prog;       ///< model, cluster (GPU from the built-in catalog), training
+  planner::strategy s;         ///< dp set, sequence_parallel as published
+  std::optional<planner::seconds> step_time;   ///< measured, or derived from tokens/s
+  std::optional<double> tokens_per_s_per_gpu;  ///< measured, or derived from the step time
+  std::optional<planner::bytes> peak_memory;   ///< peak memory per GPU where published
+  std::int64_t grad_accum = 1;
+  std::string skip_reason;
+  std::vector<std::string> assumptions;  ///< figures the loader had to assume (e.g. a default link)
+
+  [[nodiscard]] bool representable() const { return skip_reason.empty(); }
+};
+
+/// Splits CSV text into rows of fields: quoted fields may hold commas,
+/// newlines and doubled quotes (""). A trailing newline ends no extra row.
+std::vector<std::vector<std::string>> parse_csv(std::string_view text);
+
+/// Every row of calibration_runs.csv, in file order. Throws
+/// std::runtime_error when the file cannot be read or lacks a column.
+std::vector<calibration_run> load_calibration_runs(std::string const& path);
+/// bench/data/calibration_runs.csv of this source tree.
+std::vector<calibration_run> load_calibration_runs();
+
+/// The catalog GPU a free-text GPU name maps to ("A100-SXM4-80GB (Selene)"
+/// -> A100 80 GB), using the memory column when the name is ambiguous;
+/// nullopt for GPUs the catalog lacks.
+std::optional<planner::gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb);
+/// A built-in catalog GPU by name ("A100_SXM_80GB", "H100_SXM", ...), cached.
+std::optional<planner::gpu> catalog_gpu(std::string_view name);
+
+/// A link bandwidth from the CSV's free text: "8x200 Gb/s HDR InfiniBand
+/// per node" -> 200 GB/s, "600 GB/s bidir per GPU" -> 300 GB/s,
+/// "400 Gb/s per GPU" -> 50 GB/s x gpus_per_node for a node total. `per_node`
+/// says whether the result is wanted per node (inter-node) or per GPU.
+std::optional<planner::bandwidth> parse_link(std::string_view text, std::int64_t gpus_per_node, bool per_node);
+
+/// vtrain's ground_truth_single.csv / ground_truth_multi.csv as runs: A100
+/// 80 GB, 8 GPUs per node, full checkpointing, 1F1B, inter-node 800 Gbit/s
+/// per node, intra-node 150 GB/s, vocabulary 51200, 16-bit (the published
+/// validation setup). Ids are "vtrain-single-N" / "vtrain-multi-N".
+std::vector<calibration_run> load_vtrain(std::string const& path);
+
+}  // namespace dtplan::bench
+
+namespace dtplan::planner {
+class cost_model;
+}
+
+namespace dtplan::bench {
+
+/// One representable run costed by a model.
+struct run_prediction {
+  std::string id;
+  char tier = 'C';
+  planner::seconds measured;
+  planner::seconds predicted;
+  double error = 0;  ///< (predicted - measured) / measured
+  double measured_tokens_per_gpu = 0;
+  double predicted_tokens_per_gpu = 0;
+};
+
+/// Median and worst absolute relative error of step time.
+struct accuracy_summary {
+  std::vector<run_prediction> rows;
+  double median = 0, worst = 0;      ///< all representable runs
+  double median_a = 0, worst_a = 0;  ///< tier A only
+  std::string worst_id;
+};
+
+/// Costs every representable run with `model` and summarises the errors.
+accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model);
+
+}  // namespace dtplan::bench

@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include "bench/calibration.hpp"
+
+using namespace dtplan::bench;
+using namespace dtplan::planner;
+
+TEST_CASE("csv fields may quote commas, newlines and doubled quotes") {
+  auto rows = parse_csv("a,\"b,c\",\"say \"\"hi\"\"\"\n1,,\"x\ny\"\n");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0] == std::vector<std::string>{"a", "b,c", "say \"hi\""});
+  CHECK(rows[1] == std::vector<std::string>{"1", "", "x\ny"});
+}
+
+TEST_CASE("link bandwidths come from the free text") {
+  CHECK(parse_link("8x200 Gb/s HDR InfiniBand per node (Selene)", 8, true)->value() == 200e9);
+  CHECK(parse_link("1600 Gb/s node-node RoCE (section title)", 8, true)->value() == 200e9);
+  CHECK(parse_link("RDMA backend 400 Gb/s per GPU", 8, true)->value() == 400e9);
+  CHECK(parse_link("NVLink3/NVSwitch 600 GB/s bidir per GPU (DGX A100)", 8, false)->value() == 300e9);
+  CHECK(parse_link("Omni-Path (OPA), 4 links per node, dedicated NCCL subnet", 8, true)->value() == 50e9);
+  CHECK(parse_link("4x ConnectX-6 HCAs per node (HDR IB, GPUDirect RDMA)", 8, true)->value() == 100e9);
+  CHECK_FALSE(parse_link("not stated", 8, true));
+}
+
+TEST_CASE("gpu names map to catalog gpus") {
+  CHECK(catalog_gpu_for("A100-SXM4-80GB (Selene)", 80)->name == "A100_SXM_80GB");
+  CHECK(catalog_gpu_for("A100 (DGX A100, 2020 => 40GB)", 40)->name == "A100_SXM_40GB");
+  CHECK(catalog_gpu_for("H100-SXM5-80GB", 80)->name == "H100_SXM");
+  CHECK_FALSE(catalog_gpu_for("MI250X", 128));
+}
+
+TEST_CASE("the calibration file loads every row with its strategy or a skip reason") {
+  auto runs = load_calibration_runs();
+  REQUIRE(runs.size() == 268);
+  auto find = [&](std::string_view id) {
+    auto it = std::find_if(runs.begin(), runs.end(), [&](auto const& r) { return r.id == id; });
+    REQUIRE(it != runs.end());
+    return *it;
+  };
+  auto bloom = find("BLOOM-176B-gbs2048");
+  CHECK(bloom.representable());
+  CHECK(bloom.s.dp == 8);
+  CHECK(bloom.s.tp == 4);
+  CHECK(bloom.s.pp == 12);
+  CHECK(bloom.s.zero == 1);
+  CHECK(bloom.s.checkpoint == checkpoint_mode::full);
+  CHECK(bloom.grad_accum == 128);
+  CHECK(bloom.prog.c.inter_node.value() == 50e9);
+  CHECK(bloom.step_time->value() == 104.7);
+
+  auto mpt = find("MPT-h100_80gb-amp_bf16-7b-s2048-g8-mb6");
+  CHECK(mpt.representable());
+  CHECK(mpt.s.zero == 3);
+  CHECK(mpt.s.dp == 8);
+  CHECK(mpt.prog.m.prec == precision::bf16);
+  CHECK(mpt.prog.m.attention == attention_kind::flash);
+
+  CHECK(find("MPT-h100_80gb-amp_bf16-3b-s2048-g512-mb8").s.zero == 2);
+  CHECK(find("TT-8B-8gpu-FSDP").s.zero == 3);
+  CHECK(find("TT-8B-8gpu-FSDP").prog.m.kv_heads == 8);
+  CHECK(find("TT-8B-8gpu-FSDP+compile+Float8").skip_reason == "float8 linears (not modeled); torch.compile (not modeled); GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
+  CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
+  CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
+  CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);
+}
+
+TEST_CASE("vtrain ground truth loads as A100 runs with full checkpointing") {
+  auto runs = load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/ground_truth_multi.csv");
+  REQUIRE(runs.size() == 109);
+  CHECK(runs[0].s.dp == 64);
+  CHECK(runs[0].s.micro_batch == 8);
+  CHECK(runs[0].prog.c.nodes == 8);
+  CHECK(runs[0].step_time->value() == Approx(3.5665));
+  CHECK(runs[0].s.checkpoint == checkpoint_mode::full);
+}
