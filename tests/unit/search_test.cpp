@@ -37,9 +37,10 @@ void same_entries(std::vector<search_entry> const& a, std::vector<search_entry> 
 
 }  // namespace
 
-TEST_CASE("search finds the brute-force optimum on 50 random small problems") {
-  std::mt19937_64 rng(20261129);
-  test::fake_cost_model model;
+// Searches 50 seeded random problems with `model` and compares the top five
+// with a brute force that checks and costs every strategy one by one.
+void compare_with_brute_force(cost_model const& model, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   int with_valid = 0;
   for (int i = 0; i < 50; ++i) {
     auto p = test::random_problem(rng);
@@ -47,6 +48,7 @@ TEST_CASE("search finds the brute-force optimum on 50 random small problems") {
                     << " layers, hidden " << p.m.hidden << ", global batch " << p.t.global_batch);
     auto expected = test::brute_force(p, model);
     auto got = search(p, search_everything(), model, with_threads(2));
+    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
     if (expected.empty()) {
       CHECK(got.best.empty());
       continue;
@@ -54,13 +56,25 @@ TEST_CASE("search finds the brute-force optimum on 50 random small problems") {
     ++with_valid;
     REQUIRE_FALSE(got.ranked.empty());
     CHECK(got.ranked.front().step == expected.front().step);
-    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
     // The whole top five, ties included, in the same total order.
     expected.resize(std::min<std::size_t>(expected.size(), 5));
     same_entries(got.ranked, expected);
+    // evaluate() costs the plan as the search ranked it.
+    for (std::size_t k = 0; k < got.best.size(); ++k) {
+      REQUIRE(got.best[k].time);
+      CHECK(got.best[k].time->step == got.ranked[k].step);
+    }
   }
   // The generator must exercise the search, not only empty spaces.
   CHECK(with_valid >= 35);
+}
+
+TEST_CASE("search finds the brute-force optimum on 50 random small problems (fake model)") {
+  compare_with_brute_force(test::fake_cost_model{}, 20261129);
+}
+
+TEST_CASE("search finds the brute-force optimum on 50 random small problems (analytic model)") {
+  compare_with_brute_force(analytic_cost_model{}, 4242);
 }
 
 TEST_CASE("search results are identical for 1, 2 and 4 threads") {
