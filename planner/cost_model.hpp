@@ -69,6 +69,10 @@ class analytic_cost_model final : public cost_model {
  public:
   [[nodiscard]] time_breakdown step_time(program const& p, strategy const& s) const override;
   [[nodiscard]] seconds lower_bound(program const& p) const override;
+  /// The terms of step_time that do not depend on communication: compute
+  /// and recomputation of every micro-batch, the pipeline bubble and the
+  /// fixed overhead (planner/cost_bound.cpp); every other term is >= 0.
+  [[nodiscard]] seconds step_lower_bound(program const& p, strategy const& s) const override;
 };
 
 /// Time of one collective of `size` bytes over `ranks` members, each with

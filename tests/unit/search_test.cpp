@@ -77,6 +77,22 @@ TEST_CASE("search finds the brute-force optimum on 50 random small problems (ana
   compare_with_brute_force(analytic_cost_model{}, 4242);
 }
 
+TEST_CASE("the analytic model's per-strategy bound never exceeds its step time") {
+  std::mt19937_64 rng(99);
+  analytic_cost_model model;
+  std::int64_t checked = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto p = test::random_problem(rng);
+    for (auto const& e : test::brute_force(p, model)) {
+      auto bound = model.step_lower_bound(p, e.s);
+      if (bound > e.step) FAIL_CHECK("bound " << bound.value() << " > step " << e.step.value() << " at problem " << i);
+      CHECK(bound >= model.lower_bound(p) * 0.999);
+      ++checked;
+    }
+  }
+  CHECK(checked > 10000);
+}
+
 TEST_CASE("search results are identical for 1, 2 and 4 threads") {
   std::mt19937_64 rng(7);
   test::fake_cost_model model;
