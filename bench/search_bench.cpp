@@ -3,6 +3,7 @@
 // on 64 nodes and a 405B model on 16,384 H100s, everything free.
 #include <fmt/format.h>
 
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -82,15 +83,20 @@ void run(std::string const& label, program const& p, strategy_spec const& spec, 
     search_options o;
     o.threads = threads;
     o.top = 5;
+    auto const cpu_start = std::clock();
     auto r = search(p, spec, model, o);
+    double const cpu = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
     double const secs = r.stats.elapsed.value();
     std::string best = r.best.empty() || !r.best.front().time
                            ? "none"
                            : fmt::format("{} (dp {} tp {} pp {} cp {} zero {} mb {})", r.best.front().time->step,
                                          r.best.front().s.dp, r.best.front().s.tp, r.best.front().s.pp,
                                          r.best.front().s.cp, r.best.front().s.zero, r.best.front().s.micro_batch);
-    fmt::print("{:<34} threads {}  candidates {:>10}  valid {:>9}  {:>12.0f} candidates/s  {:>8.3f} s  best {}\n",
-               label, threads, r.stats.candidates, r.stats.valid, double(r.stats.candidates) / secs, secs, best);
+    // Wall time, and CPU time over all threads (the wall time of a shared
+    // machine says little).
+    fmt::print("{:<30} threads {}  candidates {:>9}  valid {:>7}  {:>10.0f} candidates/s  {:>7.3f} s  cpu {:>7.3f} s  best {}\n",
+               label, threads, r.stats.candidates, r.stats.valid, double(r.stats.candidates) / secs, secs, cpu, best);
+    std::fflush(stdout);
   }
 }
 

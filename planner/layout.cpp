@@ -1,6 +1,7 @@
 #include "planner/layout.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace dtplan::planner {
@@ -81,7 +82,43 @@ group_placement rank_layout::worst_over_ranks(F const& group_for) const {
   return worst;
 }
 
+namespace {
+
+// The placement every group shares when `n` members `stride` ranks apart
+// sit in blocks of n x stride ranks that start at multiples of n x stride
+// (true of an axis's groups, shard and replicate groups), in the cases the
+// numbers alone decide: members a node or more apart, or blocks that tile
+// the nodes evenly. The search costs hundreds of thousands of strategies on
+// clusters of thousands of nodes, where walking the groups dominates.
+std::optional<group_placement> regular_placement(std::int64_t stride, std::int64_t n, std::int64_t g) {
+  group_placement p;
+  p.size = n;
+  if (n <= 1) return p;
+  if (stride >= g) {
+    p.nodes = n;
+    p.max_per_node = 1;
+    return p;
+  }
+  if (g % stride != 0) return std::nullopt;
+  auto const span = n * stride;
+  if (span <= g && g % span == 0) {
+    p.nodes = 1;
+    p.max_per_node = n;
+    return p;
+  }
+  if (span % g == 0) {
+    p.nodes = span / g;
+    p.max_per_node = g / stride;
+    return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 group_placement rank_layout::placement(axis a) const {
+  auto const i = static_cast<int>(a);
+  if (auto p = regular_placement(strides_[i], sizes_[i], gpus_per_node_)) return *p;
   return worst_over_ranks([&](std::int64_t r) { return group_of(a, r); });
 }
 
@@ -102,10 +139,16 @@ std::vector<std::int64_t> rank_layout::replicate_group_of(std::int64_t rank, std
 }
 
 group_placement rank_layout::shard_placement(std::int64_t shard_size) const {
+  auto const d = static_cast<int>(axis::dp);
+  if (shard_size > 0 && sizes_[d] % shard_size == 0)
+    if (auto p = regular_placement(strides_[d], shard_size, gpus_per_node_)) return *p;
   return worst_over_ranks([&](std::int64_t r) { return shard_group_of(r, shard_size); });
 }
 
 group_placement rank_layout::replicate_placement(std::int64_t shard_size) const {
+  auto const d = static_cast<int>(axis::dp);
+  if (shard_size > 0 && sizes_[d] % shard_size == 0)
+    if (auto p = regular_placement(strides_[d] * shard_size, sizes_[d] / shard_size, gpus_per_node_)) return *p;
   return worst_over_ranks([&](std::int64_t r) { return replicate_group_of(r, shard_size); });
 }
 

@@ -232,6 +232,51 @@ TEST_CASE("node_shard_size agrees with shard_size on every small layout") {
     }
 }
 
+TEST_CASE("group placements match a walk over every rank on every small layout") {
+  auto worst = [](rank_layout const& l, auto const& group_for) {
+    group_placement w = l.placement_of(group_for(0));
+    for (std::int64_t r = 1; r < l.world(); ++r) {
+      auto p = l.placement_of(group_for(r));
+      if (p.nodes > w.nodes || (p.nodes == w.nodes && p.max_per_node > w.max_per_node)) w = p;
+    }
+    return w;
+  };
+  auto same = [](group_placement const& a, group_placement const& b) {
+    return a.size == b.size && a.nodes == b.nodes && a.max_per_node == b.max_per_node;
+  };
+  std::int64_t layouts = 0;
+  for (std::int64_t per_node : {1, 2, 4, 8})
+    for (std::int64_t nodes : {1, 2, 4}) {
+      auto gpus = per_node * nodes;
+      for (auto tp : test::divisors_of(gpus))
+        for (auto pp : test::divisors_of(gpus / tp))
+          for (auto cp : test::divisors_of(gpus / tp / pp)) {
+            rank_order order{axis::tp, axis::cp, axis::dp, axis::pp};
+            std::sort(order.begin(), order.end());
+            do {
+              strategy s;
+              s.tp = tp;
+              s.pp = pp;
+              s.cp = cp;
+              s.dp = gpus / (tp * pp * cp);
+              s.order = order;
+              rank_layout l(s, per_node);
+              INFO(per_node << " per node, " << nodes << " nodes, tp " << tp << " pp " << pp << " cp " << cp
+                            << " order " << to_string(order));
+              for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
+                CHECK(same(l.placement(a), worst(l, [&](std::int64_t r) { return l.group_of(a, r); })));
+              for (auto shard : test::divisors_of(s.dp)) {
+                CHECK(same(l.shard_placement(shard), worst(l, [&](std::int64_t r) { return l.shard_group_of(r, shard); })));
+                CHECK(same(l.replicate_placement(shard),
+                           worst(l, [&](std::int64_t r) { return l.replicate_group_of(r, shard); })));
+              }
+              ++layouts;
+            } while (std::next_permutation(order.begin(), order.end()));
+          }
+    }
+  CHECK(layouts > 1000);
+}
+
 TEST_CASE("search of an empty or impossible space returns no plan") {
   auto p = two_nodes();
   test::fake_cost_model model;
