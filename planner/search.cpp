@@ -318,9 +318,18 @@ std::string grouped(std::int64_t n) {
   return out;
 }
 
+// A valid candidate waiting to be costed.
+struct candidate {
+  double bound = 0;
+  strategy s;
+  shard_group costed_shard;  // the size a `node` group resolves to
+  bytes memory;
+};
+
 // What one thread found; merged in the total order at the end.
 struct thread_state {
   std::vector<search_entry> top;
+  std::vector<candidate> waiting;
   std::int64_t valid = 0;
   std::int64_t illegal = 0;
   std::int64_t memory_cut = 0;     // candidates that do not fit (checked or cut off)
@@ -514,24 +523,53 @@ class searcher {
     if (options_.explain && st.illegal - illegal_before == w.candidates) st.illegal_structures.push_back(w);
   }
 
+  // Phase 1 only bounds a candidate; costing waits until every bound is
+  // known, so candidates are costed best bound first and the k-th best is
+  // tight from the start.
   void evaluate_candidate(thread_state& st, strategy const& s, strategy const& as_costed, bytes memory) {
-    auto bound = model_.step_lower_bound(p_, as_costed).value();
-    if (options_.explain) st.bounds.push_back(bound);
-    // Strictly above: a candidate equal to the k-th best may still win the
-    // tie-break.
-    if (bound > kth()) return;
-    auto step = model_.step_time(p_, as_costed).step.value();
-    if (k_ == 0) return;
-    if (st.top.size() == k_ && step > st.top.back().step.value()) return;
-    search_entry e;
-    e.step = seconds(step);
-    e.memory = memory;
-    e.s = s;
-    rank_layout layout(s, p_.c.gpus_per_node);
-    e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
-    offer(st, std::move(e));
+    candidate c;
+    c.bound = model_.step_lower_bound(p_, as_costed).value();
+    c.s = s;
+    c.costed_shard = as_costed.shard;
+    c.memory = memory;
+    if (options_.explain) st.bounds.push_back(c.bound);
+    st.waiting.push_back(c);
   }
 
+ public:
+  // Phase 2: cost the candidates in order of their bound until the bound
+  // passes the k-th best step; every later one is at least as slow.
+  void cost(std::vector<candidate> const& all, thread_state& st, std::atomic<std::size_t>& next) {
+    constexpr std::size_t block = 16;
+    for (;;) {
+      auto first = next.fetch_add(block);
+      if (first >= all.size()) return;
+      auto last = std::min(all.size(), first + block);
+      for (auto i = first; i < last; ++i) {
+        auto const& c = all[i];
+        // Strictly above: a candidate equal to the k-th best may still win
+        // the tie-break.
+        if (c.bound > kth()) {
+          next.store(all.size());
+          return;
+        }
+        strategy as_costed = c.s;
+        as_costed.shard = c.costed_shard;
+        auto step = model_.step_time(p_, as_costed).step.value();
+        if (k_ == 0) continue;
+        if (st.top.size() == k_ && step > st.top.back().step.value()) continue;
+        search_entry e;
+        e.step = seconds(step);
+        e.memory = c.memory;
+        e.s = c.s;
+        rank_layout layout(c.s, p_.c.gpus_per_node);
+        e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
+        offer(st, std::move(e));
+      }
+    }
+  }
+
+ private:
   program const& p_;
   strategy_spec const& spec_;
   cost_model const& model_;
@@ -717,6 +755,19 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
       std::fprintf(stderr, "\r%60s\r", "");
       std::fflush(stderr);
     }
+  }
+
+  {
+    std::vector<candidate> queue;
+    for (auto& st : states) {
+      queue.insert(queue.end(), st.waiting.begin(), st.waiting.end());
+      st.waiting = {};
+    }
+    std::sort(queue.begin(), queue.end(), [](candidate const& a, candidate const& b) { return a.bound < b.bound; });
+    std::atomic<std::size_t> next_cost{0};
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { worker.cost(queue, states[t], next_cost); });
   }
 
   thread_state all;
