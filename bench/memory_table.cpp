@@ -22,7 +22,8 @@ namespace {
 constexpr double gib = 1073741824.0;
 
 bool only_gpu_missing(bench::calibration_run const& run) {
-  return run.skip_reason.find("not in the catalog") != std::string::npos && run.skip_reason.find(';') == std::string::npos;
+  return run.skip_reason.find("not in the catalog") != std::string::npos &&
+         run.skip_reason.find(';') == std::string::npos;
 }
 
 }  // namespace
