@@ -150,21 +150,19 @@ void legend(std::string& o, context const& c, bool condensed) {
   for (auto const& st : styles_used(c)) {
     o += fmt::format("    legend_{0}_a [shape=point, width=0.05, label=\"\"];\n    legend_{0}_b [shape=plaintext, style=\"\", label=\"{1}\"];\n",
                      i, st.meaning);
-    o += fmt::format("    legend_{0}_a -> legend_{0}_b [{1}];\n", i, st.attrs);
+    o += fmt::format("    legend_{0}_a -> legend_{0}_b [{1}];\n    {{ rank=same; legend_{0}_a; legend_{0}_b; }}\n", i, st.attrs);
     ++i;
   }
   o += "  }\n";
 }
 
 std::string header(context const& c) {
-  auto const& s = c.pl.s;
   std::string o = "digraph sharding {\n";
   o += fmt::format("  graph [label=\"{} on {} ({} x {} GPUs): plan '{}'\", labelloc=t, fontname=\"Helvetica\", fontsize=14, "
                    "compound=true, nodesep=0.25, ranksep=0.5];\n",
                    esc(c.p.m.name), esc(c.p.c.name), c.p.c.nodes, c.p.c.gpus_per_node, esc(c.pl.name));
   o += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=9];\n";
   o += "  edge [fontname=\"Helvetica\", fontsize=8];\n";
-  (void)s;
   return o;
 }
 
@@ -185,6 +183,8 @@ std::string full(context const& c) {
   std::set<std::int64_t> drawn;
   for (std::int64_t r = 0; r < world; ++r) drawn.insert(r);
   for (std::int64_t n = 0; n * gpn < world; ++n) full_node(o, c, n);
+  // Stack the machines top to bottom rather than in one wide row.
+  for (std::int64_t n = 1; n * gpn < world; ++n) o += fmt::format("  r{} -> r{} [style=invis];\n", (n - 1) * gpn, n * gpn);
   group_edges(o, c, drawn);
   legend(o, c, false);
   o += "}\n";
@@ -272,7 +272,14 @@ std::string condensed(context const& c) {
   }
   reach(c.l.group_of(axis::tp, 0), tp_style);
   reach(c.l.group_of(axis::cp, 0), cp_style);
-  reach(c.l.group_of(axis::pp, 0), pp_style);
+  // The pipeline as a chain from rank 0 through the boxes of its next stages.
+  std::string prev = "r0";
+  for (auto r : c.l.group_of(axis::pp, 0)) {
+    if (r < gpn) continue;
+    auto box = fmt::format("n{}", box_of(r));
+    if (box != prev) o += fmt::format("  {} -> {} [{}, label=\"pp\"];\n", prev, box, pp_style.attrs);
+    prev = box;
+  }
   legend(o, c, true);
   o += "}\n";
   return o;
