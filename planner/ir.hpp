@@ -54,6 +54,10 @@ struct model {
   optimizer_kind optimizer = optimizer_kind::adam;
   std::int64_t experts = 1;
   std::int64_t experts_per_token = 1;
+  /// Dropout during training, so its 1-byte masks are stored for backward
+  /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
+  /// pretraining use none). Addition (memory helper); not yet a DSL key.
+  bool dropout = false;
   key_spans keys;
 };
 
