@@ -51,6 +51,16 @@ class cost_model {
   [[nodiscard]] virtual time_breakdown step_time(program const& p, strategy const& s) const = 0;
   /// A bound no strategy of `p` can beat (for pruning the search).
   [[nodiscard]] virtual seconds lower_bound(program const& p) const = 0;
+  /// A bound step_time(p, s) never beats, much cheaper than step_time: the
+  /// search skips a candidate whose bound exceeds the k-th best step so far.
+  /// It must be a true lower bound (never above step_time(p, s).step), or
+  /// the search may miss the optimum. The default is the program-wide
+  /// lower_bound(p); a model that can bound one strategy cheaply (compute at
+  /// peak, bubble, unavoidable collectives) should override it.
+  [[nodiscard]] virtual seconds step_lower_bound(program const& p, strategy const& s) const {
+    static_cast<void>(s);
+    return lower_bound(p);
+  }
 };
 
 /// The first-principles model of COSTMODEL.md section 3: operator rooflines,

@@ -58,6 +58,33 @@ std::vector<std::string> const& keys_of(kind k) {
   return keys[static_cast<std::size_t>(k)];
 }
 
+// Names other tools use for our keys, which no edit distance finds.
+std::string key_alias(kind k, std::string_view key) {
+  struct alias {
+    kind k;
+    std::string_view written, meant;
+  };
+  static constexpr alias aliases[] = {
+      {kind::strategy, "tensor_parallel", "tp"},   {kind::strategy, "pipeline_parallel", "pp"},
+      {kind::strategy, "data_parallel", "dp"},     {kind::strategy, "context_parallel", "cp"},
+      {kind::strategy, "expert_parallel", "ep"},   {kind::strategy, "zero_stage", "zero"},
+      {kind::strategy, "recompute", "checkpoint"}, {kind::strategy, "activation_checkpointing", "checkpoint"},
+      {kind::strategy, "fsdp", "zero"},            {kind::strategy, "interleave", "virtual_stages"},
+      {kind::model, "num_layers", "layers"},       {kind::model, "hidden_size", "hidden"},
+      {kind::model, "num_attention_heads", "heads"}, {kind::model, "num_key_value_heads", "kv_heads"},
+      {kind::model, "intermediate_size", "ffn"},   {kind::model, "vocab_size", "vocab"},
+      {kind::model, "max_position_embeddings", "seq_len"}, {kind::model, "seq_length", "seq_len"},
+      {kind::model, "dtype", "precision"},         {kind::gpu, "hbm", "hbm_bandwidth"},
+      {kind::gpu, "nvlink", "intra_node"},         {kind::gpu, "flops", "peak_flops"},
+      {kind::cluster, "gpus", "gpus_per_node"},    {kind::cluster, "network", "inter_node"},
+      {kind::cluster, "nvlink", "intra_node"},     {kind::training, "batch_size", "global_batch"},
+      {kind::training, "lr", "base_lr"},
+  };
+  for (auto const& a : aliases)
+    if (a.k == k && a.written == key) return std::string(a.meant);
+  return {};
+}
+
 bool is_key(kind k, std::string_view key) {
   auto const& keys = keys_of(k);
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -136,6 +163,8 @@ class lowerer {
   std::optional<std::size_t> pick_root(kind k, std::uint32_t file);
   std::optional<std::size_t> lookup(kind k, std::string const& name, bool builtin_only) const;
   void missing(entry const& e, std::string_view key);
+  /// The span of key `a`, or of `b` when only `b` was written in the user's file.
+  span user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const;
 
   dsl::source_manager& sources_;
   dsl::diagnostics& diags_;
@@ -143,13 +172,15 @@ class lowerer {
   std::deque<ast::block> blocks_;
   std::vector<entry> entries_;
   std::vector<std::size_t> stack_;
+  std::size_t unknown_kinds_ = 0;
   std::array<std::map<std::string, std::size_t, std::less<>>, kind_count> user_names_, builtin_names_;
 };
 
 void lowerer::add(ast::block b, bool builtin) {
   auto k = kind_of(b.kind.name);
   if (!k) {
-    auto near = dsl::closest(b.kind.name, kind_names());
+    ++unknown_kinds_;
+    auto near = lowering::suggest(b.kind.name, kind_names());
     if (near.empty())
       diags_.error(b.kind.where, fmt::format("unknown block kind '{}'; expected {}", b.kind.name,
                                              lowering::quoted_alternatives(kind_names())));
@@ -216,7 +247,7 @@ void lowerer::apply_settings(std::vector<ast::block>& user, std::vector<ast::blo
         std::vector<std::string> candidates = kind_names();
         for (auto const& b : user)
           if (b.name) candidates.push_back(b.name->name);
-        auto near = dsl::closest(s.target.name, candidates);
+        auto near = lowering::suggest(s.target.name, candidates);
         diags_.error(s.target.where,
                      near.empty()
                          ? fmt::format("unknown block '{}'", s.target.name)
@@ -226,7 +257,7 @@ void lowerer::apply_settings(std::vector<ast::block>& user, std::vector<ast::blo
     }
     auto k = *kind_of(targets.front()->kind.name);
     if (!is_key(k, s.key.name)) {
-      auto near = dsl::closest(s.key.name, keys_of(k));
+      auto near = lowering::suggest(s.key.name, keys_of(k));
       diags_.error(s.key.where, near.empty()
                                     ? fmt::format("unknown key '{}' for a '{}' block", s.key.name,
                                                   kind_name(k))
@@ -269,11 +300,14 @@ std::optional<std::size_t> lowerer::find_base(std::size_t i) {
   }
   auto it = builtin_names_[slot].find(base.name);
   if (it != builtin_names_[slot].end()) return it->second;
+  // The file's names first, then the catalog's in its own order (H100_SXM
+  // before H100_PCIE), so a prefix finds the usual choice.
   std::vector<std::string> candidates;
-  if (!e.builtin)
-    for (auto const& [name, _] : user_names_[slot]) candidates.push_back(name);
-  for (auto const& [name, _] : builtin_names_[slot]) candidates.push_back(name);
-  auto near = dsl::closest(base.name, candidates);
+  for (bool builtin : {false, true})
+    for (auto const& other : entries_)
+      if (other.k == e.k && other.registered && other.builtin == builtin && (builtin || !e.builtin))
+        candidates.push_back(other.name);
+  auto near = lowering::suggest(base.name, candidates);
   diags_.error(base.where, near.empty() ? fmt::format("unknown base {} '{}'", kind_name(e.k), base.name)
                                         : fmt::format("unknown base {} '{}'; did you mean '{}'?",
                                                       kind_name(e.k), base.name, near));
@@ -300,7 +334,8 @@ bool lowerer::check_keys(entry const& e, std::vector<ast::assignment const*>& ac
   std::map<std::string, ast::assignment const*, std::less<>> seen;
   for (auto const& a : e.b->body) {
     if (!is_key(e.k, a.key.name)) {
-      auto near = dsl::closest(a.key.name, keys_of(e.k));
+      auto near = key_alias(e.k, a.key.name);
+      if (near.empty()) near = lowering::suggest(a.key.name, keys_of(e.k));
       diags_.error(a.key.where, near.empty()
                                     ? fmt::format("unknown key '{}' in {}", a.key.name, describe(e))
                                     : fmt::format("unknown key '{}' in {}; did you mean '{}'?",
@@ -592,6 +627,13 @@ bool choose(converter& conv, key_choice<T>& out, ast::assignment const& a, Conve
       ok = false;
     }
     for (auto const& item : s->items) {
+      if (auto const* id = std::get_if<ast::identifier>(&item); id && id->name == "auto") {
+        conv.diags().error(id->where, fmt::format("'auto' already means every value: write '{} = auto' "
+                                                  "without a set",
+                                                  key));
+        ok = false;
+        continue;
+      }
       auto x = convert(item);
       if (!x) {
         ok = false;
@@ -669,7 +711,7 @@ bool lowerer::apply(strategy_spec& s, ast::assignment const& a) {
           if (auto const* id = std::get_if<ast::identifier>(&v)) {
             if (id->name == "all") return shard_group{shard_group::kind::all, 0};
             if (id->name == "node") return shard_group{shard_group::kind::node, 0};
-            auto near = dsl::closest(id->name, {"all", "node"});
+            auto near = lowering::suggest(id->name, {"all", "node"});
             diags_.error(id->where,
                          fmt::format("expected 'all', 'node' or a number of ranks for 'shard', got '{}'{}",
                                      id->name, near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
@@ -732,6 +774,17 @@ std::string missing_keys(key_spans const& present, std::vector<std::string> cons
 
 }  // namespace
 
+span lowerer::user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const {
+  // Prefer pointing at what the user wrote over the catalog text it derives from.
+  auto sa = keys.count(a) ? keys.find(a)->second : fallback;
+  auto sb = keys.count(b) ? keys.find(b)->second : fallback;
+  bool a_builtin = !sa.valid() || sources_.file(sa.file).builtin();
+  bool b_builtin = !sb.valid() || sources_.file(sb.file).builtin();
+  if (a_builtin && !b_builtin) return sb;
+  if (a_builtin && b_builtin) return fallback;
+  return sa;
+}
+
 std::optional<model> lowerer::finish_model(std::size_t i) {
   auto const& e = entries_[i];
   if (!e.ok) return std::nullopt;
@@ -746,16 +799,7 @@ std::optional<model> lowerer::finish_model(std::size_t i) {
     missing(e, absent);
     return std::nullopt;
   }
-  // Prefer pointing at what the user wrote over the catalog text it derives from.
-  auto at = [&](std::string_view a, std::string_view b) {
-    auto sa = m.keys.count(a) ? m.keys.find(a)->second : m.where;
-    auto sb = m.keys.count(b) ? m.keys.find(b)->second : m.where;
-    bool a_builtin = !sa.valid() || sources_.file(sa.file).builtin();
-    bool b_builtin = !sb.valid() || sources_.file(sb.file).builtin();
-    if (a_builtin && !b_builtin) return sb;
-    if (a_builtin && b_builtin) return m.where;
-    return sa;
-  };
+  auto at = [&](std::string_view a, std::string_view b) { return user_key(m.keys, a, b, m.where); };
   if (!m.keys.count("kv_heads")) m.kv_heads = m.heads;
   if (!m.keys.count("ffn")) {
     if (m.hidden > INT64_MAX / 4) {
@@ -803,7 +847,7 @@ std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
   // tf32 runs at half the 16-bit tensor rate on A100, H100, H200 and B200.
   if (!g.keys.count("peak_flops_fp32")) g.peak_flops_fp32 = g.peak_flops / 2;
   if (g.reserved >= g.memory) {
-    auto where = g.keys.count("reserved") ? g.keys.find("reserved")->second : g.where;
+    auto where = user_key(g.keys, "reserved", "memory", g.where);
     diags_.error(where, fmt::format("'reserved' ({}) leaves nothing of 'memory' ({}) for the job",
                                     to_string(g.reserved), to_string(g.memory)));
     return std::nullopt;
@@ -813,35 +857,19 @@ std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
 
 std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   auto const& e = entries_[i];
-  if (!e.ok) return std::nullopt;
   auto d = std::get<cluster_draft>(e.result);
   auto& c = d.c;
   c.name = e.name;
   c.where = e.b->header;
-  auto absent = missing_keys(c.keys, {"nodes", "gpus_per_node", "gpu"});
-  if (!absent.empty()) {
-    auto pos = absent.rfind(" or ");
-    if (pos != std::string::npos) absent.replace(pos, 4, " and ");
-    missing(e, absent);
-    return std::nullopt;
-  }
-  auto g = lookup(kind::gpu, d.gpu_name, e.builtin && !sources_.file(d.gpu_where.file).builtin());
-  if (!g) {
+  // The gpu name is checked even when other keys of the block are wrong.
+  std::optional<std::size_t> g;
+  if (!d.gpu_name.empty())
+    g = lookup(kind::gpu, d.gpu_name, e.builtin && !sources_.file(d.gpu_where.file).builtin());
+  if (!d.gpu_name.empty() && !g) {
     std::vector<std::string> candidates;
     for (auto const& other : entries_)
       if (other.k == kind::gpu && other.registered) candidates.push_back(other.name);
-    auto near = dsl::closest(d.gpu_name, candidates);
-    auto lower = [](std::string s) {
-      for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      return s;
-    };
-    // "H100" is a prefix of "H100_SXM", too far for an edit distance.
-    if (near.empty() && !d.gpu_name.empty())
-      for (auto const& cand : candidates)
-        if (lower(cand).rfind(lower(d.gpu_name), 0) == 0) {
-          near = cand;
-          break;
-        }
+    auto near = lowering::suggest(d.gpu_name, candidates);
     auto& diag = diags_.error(d.gpu_where, near.empty() ? fmt::format("unknown gpu '{}'", d.gpu_name)
                                                         : fmt::format("unknown gpu '{}'; did you mean '{}'?",
                                                                       d.gpu_name, near));
@@ -849,6 +877,14 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
     for (auto const& other : entries_)
       if (other.k == kind::gpu && other.builtin && other.registered) builtin.push_back(other.name);
     diag.notes.push_back({{}, fmt::format("the built-in gpus are {}", fmt::join(builtin, ", "))});
+    return std::nullopt;
+  }
+  if (!e.ok) return std::nullopt;
+  auto absent = missing_keys(c.keys, {"nodes", "gpus_per_node", "gpu"});
+  if (!absent.empty()) {
+    auto pos = absent.rfind(" or ");
+    if (pos != std::string::npos) absent.replace(pos, 4, " and ");
+    missing(e, absent);
     return std::nullopt;
   }
   if (!lower_entry(*g)) return std::nullopt;
@@ -882,6 +918,9 @@ std::optional<std::size_t> lowerer::pick_root(kind k, std::uint32_t file) {
     if (e.base) bases.insert(*e.base);
   }
   if (mine.empty()) {
+    // A misspelt block kind was probably meant to be this block: its
+    // error says so already.
+    if (unknown_kinds_ > 0) return std::nullopt;
     static std::array<char const*, kind_count> const examples{
         "model m : llama3_8b { }", "", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }",
         "training { global_batch = 256 }", ""};
@@ -919,7 +958,7 @@ std::optional<program> lowerer::run(std::uint32_t file) {
   for (std::size_t i = 0; i < entries_.size(); ++i)
     if (entries_[i].k == kind::training && !entries_[i].builtin) trainings.push_back(i);
   if (trainings.empty()) {
-    pick_root(kind::training, file);
+    pick_root(kind::training, file);  // reports the missing block
     ok = false;
   } else if (trainings.size() > 1) {
     auto& d = diags_.error(entries_[trainings[1]].b->header, "a file has one 'training' block; this is a second");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -116,6 +118,28 @@ std::optional<ast::scalar> as_scalar(ast::value const& v) {
       v);
 }
 
+std::string suggest(std::string_view word, std::vector<std::string> const& candidates) {
+  auto near = dsl::closest(word, candidates);
+  if (!near.empty()) return near;
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  auto w = lower(word);
+  auto letters = w;
+  std::sort(letters.begin(), letters.end());
+  for (auto const& c : candidates) {
+    auto l = lower(c);
+    std::sort(l.begin(), l.end());
+    if (l == letters) return c;
+  }
+  if (w.size() >= 3)
+    for (auto const& c : candidates)
+      if (lower(c).rfind(w, 0) == 0) return c;
+  return {};
+}
+
 std::string quoted_alternatives(std::vector<std::string> const& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -212,7 +236,7 @@ std::optional<unit_info> converter::lookup_unit(ast::quantity const& q) {
   if (hint.empty()) {
     std::vector<std::string> names;
     for (auto const& u : units()) names.emplace_back(u.name);
-    hint = dsl::closest(q.unit, names);
+    hint = suggest(q.unit, names);
     // Suggest the unambiguous spelling of bits.
     if (hint == "Gb/s" || hint == "Mb/s" || hint == "Tb/s") hint.insert(2, "it");
   }
@@ -231,7 +255,7 @@ std::optional<double> converter::quantity(ast::scalar const& v, std::string_view
       auto x = real(*n);
       if (!x) return std::nullopt;
       if (*x < 0 || *x > 1) {
-        diags_.error(n->where, fmt::format("expected {}, got {}", phrase, n->text));
+        diags_.error(n->where, fmt::format("expected {} for '{}', got {}", phrase, key, n->text));
         return std::nullopt;
       }
       return x;
@@ -305,7 +329,7 @@ std::optional<std::size_t> converter::choice(ast::scalar const& v, std::string_v
   std::string message =
       fmt::format("expected {} for '{}', got {}", quoted_alternatives(names), key, echo(v));
   if (id != nullptr) {
-    auto near = dsl::closest(id->name, names);
+    auto near = suggest(id->name, names);
     if (!near.empty()) message += fmt::format("; did you mean '{}'?", near);
   }
   diags_.error(span_of(v), message);

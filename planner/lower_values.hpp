@@ -82,6 +82,11 @@ class converter {
   dsl::diagnostics& diags_;
 };
 
+/// The candidate a misspelt `word` most likely meant: the nearest by edit
+/// distance (dsl::closest), else one with the same letters swapped, else
+/// one that `word` begins (at least three letters): "" when none.
+std::string suggest(std::string_view word, std::vector<std::string> const& candidates);
+
 /// "'a', 'b' or 'c'"
 std::string quoted_alternatives(std::vector<std::string> const& names);
 

@@ -1,0 +1,66 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cost_model.hpp"
+#include "planner/ir.hpp"
+#include "planner/plan.hpp"
+
+/// The NCCL/CUDA launch skeleton of a plan: a real training-step program
+/// with the plan's numbers baked in (DSL.md section 5).
+namespace dtplan::codegen {
+
+/// One matrix product of a transformer layer on one GPU, row-major
+/// C[m, n] = A[m, k] x B[k, n], for one micro-batch in the forward pass.
+struct gemm_shape {
+  std::string name;  ///< "qkv", "o-proj", "mlp-up", "mlp-down"
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+};
+
+/// The per-GPU shapes of one layer's matrix products under tensor and
+/// context parallelism (tokens = micro_batch x seq_len / cp; the MLP rows
+/// scale with experts_per_token).
+std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy const& s);
+
+/// The transformer layers pipeline stage `stage` holds: layers / pp each,
+/// the first `layers % pp` stages one more. Returns [first, last) layer ids.
+std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t stage);
+
+/// Ranks in a ZeRO shard group for the plan: the data-parallel degree when
+/// nothing is sharded or the group cannot be formed.
+std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node);
+
+/// Where in a step the generated program issues a collective's calls.
+enum class comm_placement {
+  layer,        ///< every layer's forward and backward of every micro-batch (tp, cp, ep, ZeRO-3 gathers)
+  layer_bwd,    ///< every layer's backward of every micro-batch (ZeRO-3 gradient reduce-scatter)
+  micro_batch,  ///< once per micro-batch forward and backward (pipeline send/recv)
+  grad_sync,    ///< gradient sync: the last micro-batch's backward when overlapped, else before the optimizer
+  step_end,     ///< after the optimizer (ZeRO-1/2 all-gather of updated weights)
+};
+char const* name(comm_placement);
+
+/// Where the skeleton issues a comm entry of a plan with ZeRO stage `zero`.
+comm_placement placement_of(planner::comm_entry const& e, int zero);
+
+/// Whether the plan hides part of the entry behind compute: such calls run
+/// on the communication stream, the others on the compute stream.
+bool overlapped(planner::comm_entry const& e);
+
+/// The `--dry-run` lines the generated program prints: one per rank,
+/// `rank R node N local L tp A cp B dp C pp D | tp: ... | cp: ... | dp: ...
+/// | pp: ...`, plus ` | shard: ... | replicate: ...` under hybrid sharding,
+/// computed here with planner::rank_layout (the reference the test compares
+/// the program's own arithmetic with). Each line ends with a newline.
+std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, std::int64_t shard_size);
+
+/// `skeleton/train_step.cu` for the plan.
+std::string train_step_cu(planner::program const& p, planner::plan const& pl);
+
+/// `skeleton/CMakeLists.txt`: CUDA, cuBLAS, NCCL and (optional) MPI.
+std::string skeleton_cmake(planner::program const& p, planner::plan const& pl);
+
+}  // namespace dtplan::codegen

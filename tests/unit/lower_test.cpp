@@ -1,0 +1,494 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dsl/diagnostics.hpp"
+#include "dsl/parse.hpp"
+#include "dsl/source.hpp"
+#include "planner/lower.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+
+namespace {
+
+struct lowered {
+  std::optional<program> p;
+  std::string errors;  // formatted diagnostics
+};
+
+lowered lower_text(std::string const& text, std::vector<std::string> const& settings = {}) {
+  dsl::source_manager sources;
+  auto id = sources.add("test.dtp", text);
+  dsl::diagnostics diags;
+  lower_options options;
+  for (auto const& s : settings) {
+    auto sid = sources.add("<--set>", s);
+    if (auto setting = dsl::parse_setting(sources, sid, diags)) options.settings.push_back(*setting);
+  }
+  lowered out;
+  out.p = load(sources, id, options, diags);
+  out.errors = dsl::format(diags, sources);
+  return out;
+}
+
+std::string const plain_cluster =
+    "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+    "training { global_batch = 64 }\n";
+std::string const plain_model = "model m : llama2_7b { }\n";
+
+/// Lowers a gpu derived from H100_SXM with one key set to `value`.
+gpu gpu_with(std::string const& key, std::string const& value) {
+  auto r = lower_text("gpu g : H100_SXM { " + key + " = " + value + " }\n" + plain_model +
+                      "cluster c { nodes = 1; gpus_per_node = 8; gpu = g }\ntraining { global_batch = 8 }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  return r.p->c.device;
+}
+
+cluster cluster_with(std::string const& keys) {
+  auto r = lower_text(plain_model + "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; " + keys +
+                      " }\ntraining { global_batch = 8 }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  return r.p->c;
+}
+
+std::string error_of(std::string const& text) {
+  auto r = lower_text(text);
+  CHECK_FALSE(r.p);
+  return r.errors;
+}
+
+}  // namespace
+
+TEST_CASE("byte units are powers of 1000 or 1024, exactly") {
+  CHECK(gpu_with("memory", "1 B; reserved = 0 B").memory.value() == 1.0);
+  CHECK(gpu_with("memory", "100 KB; reserved = 0 B").memory.value() == 1e5);
+  CHECK(gpu_with("memory", "100 MB; reserved = 0 B").memory.value() == 1e8);
+  CHECK(gpu_with("memory", "80 GB; reserved = 0 B").memory.value() == 80e9);
+  CHECK(gpu_with("memory", "2 TB; reserved = 0 B").memory.value() == 2e12);
+  CHECK(gpu_with("memory", "1 KiB; reserved = 0 B").memory.value() == 1024.0);
+  CHECK(gpu_with("memory", "1 MiB; reserved = 0 B").memory.value() == 1048576.0);
+  CHECK(gpu_with("memory", "80 GiB; reserved = 0 B").memory.value() == 85899345920.0);
+  CHECK(gpu_with("memory", "1.5 GiB; reserved = 0 B").memory.value() == 1610612736.0);
+  CHECK(gpu_with("memory", "1 TiB; reserved = 0 B").memory.value() == 1099511627776.0);
+  CHECK(gpu_with("memory", "81559 MiB; reserved = 0 B").memory.value() == 85520809984.0);
+  CHECK(gpu_with("memory", "1_024 MiB; reserved = 0 B").memory.value() == 1073741824.0);
+}
+
+TEST_CASE("bandwidth units in bytes and bits, with link multipliers") {
+  CHECK(cluster_with("inter_node = 100 Gbit/s").inter_node.value() == 12.5e9);
+  CHECK(cluster_with("inter_node = 100 Gb/s").inter_node.value() == 12.5e9);
+  CHECK(cluster_with("inter_node = 800 Mbit/s").inter_node.value() == 1e8);
+  CHECK(cluster_with("inter_node = 800 Mb/s").inter_node.value() == 1e8);
+  CHECK(cluster_with("inter_node = 1.6 Tbit/s").inter_node.value() == 2e11);
+  CHECK(cluster_with("inter_node = 8 x 400 Gbit/s").inter_node.value() == 400e9);
+  CHECK(cluster_with("inter_node = 4 x 200 Gb/s").inter_node.value() == 100e9);
+  CHECK(cluster_with("inter_node = 25 GB/s").inter_node.value() == 25e9);
+  CHECK(cluster_with("inter_node = 500 MB/s").inter_node.value() == 5e8);
+  CHECK(cluster_with("inter_node = 3.35 TB/s").inter_node.value() == 3.35e12);
+  CHECK(cluster_with("inter_node = 1 GB/s; intra_node = 2 x 300 GB/s").intra_node.value() == 600e9);
+}
+
+TEST_CASE("compute rate, time and fraction units") {
+  CHECK(gpu_with("peak_flops", "989 TFLOP/s").peak_flops.value() == 989e12);
+  CHECK(gpu_with("peak_flops", "494.5 TFLOP/s").peak_flops.value() == 494.5e12);
+  CHECK(gpu_with("peak_flops", "2.25 PFLOP/s").peak_flops.value() == 2.25e15);
+  CHECK(gpu_with("peak_flops", "500 GFLOP/s").peak_flops.value() == 5e11);
+  CHECK(gpu_with("intra_latency", "10 ns").intra_latency.value() == 1e-8);
+  CHECK(gpu_with("intra_latency", "5 us").intra_latency.value() == 5e-6);
+  CHECK(gpu_with("intra_latency", "2 ms").intra_latency.value() == 2e-3);
+  CHECK(gpu_with("intra_latency", "1.5 s").intra_latency.value() == 1.5);
+  CHECK(gpu_with("intra_latency", "0 us").intra_latency.value() == 0.0);
+  CHECK(gpu_with("matmul_efficiency", "90 %").matmul_efficiency == 0.9);
+  CHECK(gpu_with("matmul_efficiency", "0.85").matmul_efficiency == 0.85);
+  CHECK(gpu_with("matmul_efficiency", "1").matmul_efficiency == 1.0);
+  CHECK(gpu_with("matmul_efficiency", "12.5 %").matmul_efficiency == 0.125);
+  CHECK(cluster_with("inter_node = 1 GB/s; comm_efficiency = 70 %").comm_efficiency == 0.7);
+}
+
+TEST_CASE("integers: underscores, the 64-bit limit and overflow") {
+  auto big = lower_text(plain_model + plain_cluster + "strategy s { micro_batch = 9_223_372_036_854_775_807 }\n");
+  REQUIRE(big.p);
+  CHECK(big.p->strategies.at(0).micro_batch.values.at(0) == INT64_MAX);
+  CHECK(error_of(plain_model + plain_cluster + "strategy s { micro_batch = 9223372036854775808 }\n") ==
+        "test.dtp:4:28: error: integer '9223372036854775808' does not fit in 64 bits\n"
+        "    4 | strategy s { micro_batch = 9223372036854775808 }\n"
+        "      |                            ^~~~~~~~~~~~~~~~~~~\n");
+  auto mega = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                       "training { global_batch = 1_000_000 }\n");
+  REQUIRE(mega.p);
+  CHECK(mega.p->t.global_batch == 1000000);
+}
+
+TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16, adam") {
+  auto r = lower_text("model tiny { layers = 2; hidden = 256; heads = 4; vocab = 1000; seq_len = 128 }\n" +
+                      plain_cluster);
+  INFO(r.errors);
+  REQUIRE(r.p);
+  auto const& m = r.p->m;
+  CHECK(m.name == "tiny");
+  CHECK(m.layers == 2);
+  CHECK(m.kv_heads == 4);
+  CHECK(m.ffn == 1024);
+  CHECK(m.mlp == mlp_kind::gelu);
+  CHECK(m.attention == attention_kind::flash);
+  CHECK(m.prec == precision::bf16);
+  CHECK(m.optimizer == optimizer_kind::adam);
+  CHECK(m.experts == 1);
+  CHECK(m.experts_per_token == 1);
+  CHECK_FALSE(m.tied_embeddings);
+  CHECK(m.description.empty());
+  CHECK(r.p->file == "test.dtp");
+  CHECK_FALSE(r.p->t.base_lr);
+  CHECK(r.p->strategies.empty());
+}
+
+TEST_CASE("every enum value lowers") {
+  auto r = lower_text(
+      "model m : llama2_7b { mlp = gelu; attention = standard; precision = fp8; optimizer = sgd_momentum;"
+      " tied_embeddings = true; description = \"mine\"; experts = 8; experts_per_token = 2 }\n" +
+      plain_cluster);
+  INFO(r.errors);
+  REQUIRE(r.p);
+  CHECK(r.p->m.mlp == mlp_kind::gelu);
+  CHECK(r.p->m.attention == attention_kind::standard);
+  CHECK(r.p->m.prec == precision::fp8);
+  CHECK(r.p->m.optimizer == optimizer_kind::sgd_momentum);
+  CHECK(r.p->m.tied_embeddings);
+  CHECK(r.p->m.description == "mine");
+  CHECK(r.p->m.experts == 8);
+  CHECK(r.p->m.experts_per_token == 2);
+}
+
+TEST_CASE("cluster defaults come from its gpu") {
+  auto r = lower_text(plain_model + plain_cluster);
+  REQUIRE(r.p);
+  auto const& c = r.p->c;
+  CHECK(c.gpus() == 8);
+  CHECK(c.device.name == "H100_SXM");
+  CHECK(c.intra_node.value() == 450e9);
+  CHECK(c.inter_node.value() == 0.0);
+  CHECK(c.intra_latency.value() == c.device.intra_latency.value());
+  CHECK(c.inter_latency.value() == c.device.inter_latency.value());
+  CHECK(c.comm_efficiency == c.device.comm_efficiency);
+  auto own = cluster_with("inter_node = 8 x 400 Gbit/s; intra_node = 300 GB/s; intra_latency = 3 us; "
+                          "inter_latency = 12 us; comm_efficiency = 0.6");
+  CHECK(own.intra_node.value() == 300e9);
+  CHECK(own.intra_latency.value() == 3e-6);
+  CHECK(own.inter_latency.value() == 12e-6);
+  CHECK(own.comm_efficiency == 0.6);
+}
+
+TEST_CASE("a gpu defined from scratch gets default fp8, fp32 peaks, latencies and efficiencies") {
+  auto r = lower_text("gpu X { memory = 64 GiB; peak_flops = 400 TFLOP/s; hbm_bandwidth = 2 TB/s; "
+                      "intra_node = 200 GB/s }\n" + plain_model +
+                      "cluster c { nodes = 1; gpus_per_node = 4; gpu = X }\ntraining { global_batch = 8 }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  auto const& g = r.p->c.device;
+  CHECK(g.name == "X");
+  CHECK(g.peak_flops_fp8.value() == 400e12);
+  CHECK(g.peak_flops_fp32.value() == 200e12);
+  CHECK(g.intra_latency.value() == 5e-6);
+  CHECK(g.inter_latency.value() == 10e-6);
+  CHECK(g.matmul_efficiency == 0.7);
+  CHECK(g.comm_efficiency == 0.8);
+  CHECK(g.hbm_efficiency == 0.8);
+  CHECK(g.reserved.value() == 2.0 * 1024 * 1024 * 1024);
+}
+
+TEST_CASE("bases: presets, the same file, overrides and shadowing") {
+  SECTION("a preset as base, one key overridden") {
+    auto r = lower_text("model my7b : llama2_7b { seq_len = 8192 }\n" + plain_cluster);
+    REQUIRE(r.p);
+    CHECK(r.p->m.name == "my7b");
+    CHECK(r.p->m.seq_len == 8192);
+    CHECK(r.p->m.layers == 32);
+    CHECK(r.p->m.ffn == 11008);
+    CHECK(r.p->m.mlp == mlp_kind::swiglu);
+    CHECK(r.p->m.description == "Llama 2 7B");
+  }
+  SECTION("a derived default follows the derived value") {
+    // llama2_7b sets no kv_heads: it follows the heads the derived block sets.
+    auto r = lower_text("model m : llama2_7b { heads = 64 }\n" + plain_cluster);
+    REQUIRE(r.p);
+    CHECK(r.p->m.kv_heads == 64);
+  }
+  SECTION("a chain within the file; the block no other uses is the one planned") {
+    auto r = lower_text("model small : big { layers = 4 }\n"
+                        "model big : llama3_8b { hidden = 2048 }\n" + plain_cluster);
+    INFO(r.errors);
+    REQUIRE(r.p);
+    CHECK(r.p->m.name == "small");
+    CHECK(r.p->m.layers == 4);
+    CHECK(r.p->m.hidden == 2048);
+    CHECK(r.p->m.kv_heads == 8);
+    CHECK(r.p->m.vocab == 128256);
+  }
+  SECTION("a file's block shadows the preset of the same name") {
+    auto r = lower_text("model llama2_7b { layers = 2; hidden = 64; heads = 2; vocab = 100; seq_len = 16 }\n"
+                        "model m : llama2_7b { }\n" + plain_cluster);
+    INFO(r.errors);
+    REQUIRE(r.p);
+    CHECK(r.p->m.name == "m");
+    CHECK(r.p->m.layers == 2);
+    CHECK(r.p->m.ffn == 256);
+  }
+  SECTION("a block named like its base changes the preset") {
+    auto r = lower_text("model llama2_7b : llama2_7b { seq_len = 8192 }\n" + plain_cluster);
+    INFO(r.errors);
+    REQUIRE(r.p);
+    CHECK(r.p->m.name == "llama2_7b");
+    CHECK(r.p->m.seq_len == 8192);
+    CHECK(r.p->m.layers == 32);
+  }
+  SECTION("a derived gpu") {
+    auto r = lower_text("gpu MyH100 : H100_SXM { reserved = 6 GiB }\n" + plain_model +
+                        "cluster c { nodes = 1; gpus_per_node = 8; gpu = MyH100 }\ntraining { global_batch = 8 }\n");
+    REQUIRE(r.p);
+    CHECK(r.p->c.device.name == "MyH100");
+    CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
+    CHECK(r.p->c.device.memory.value() == 85520809984.0);
+    CHECK(r.p->c.device.peak_flops.value() == 989e12);
+  }
+  SECTION("inherited keys keep pointing at the text that set them") {
+    dsl::source_manager sources;
+    auto id = sources.add("k.dtp", "model m : llama2_7b { seq_len = 8192 }\n" + plain_cluster);
+    dsl::diagnostics diags;
+    auto p = load(sources, id, {}, diags);
+    REQUIRE(p);
+    CHECK(p->m.keys.at("seq_len").file == id);
+    CHECK(sources.file(p->m.keys.at("layers").file).builtin());
+    CHECK(sources.text(p->m.keys.at("seq_len")) == "seq_len");
+  }
+}
+
+TEST_CASE("strategies: single values, sets, ranges, auto; unnamed ones are numbered") {
+  auto r = lower_text(plain_model + plain_cluster +
+                      "strategy { dp = 8; zero = 3; shard = node; checkpoint = full; order = \"pp-dp-cp-tp\";"
+                      " sequence_parallel = false; virtual_stages = 2 }\n"
+                      "strategy fixed { tp = 2; shard = 4 }\n"
+                      "strategy { tp = {1, 2, 4}; pp = 1..4; zero = auto; checkpoint = {none, full};"
+                      " order = auto; shard = {all, node, 16} }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  auto const& s = r.p->strategies;
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].name == "strategy#1");
+  CHECK(s[1].name == "fixed");
+  CHECK(s[2].name == "strategy#2");
+  CHECK_FALSE(s[0].is_free());
+  auto f = s[0].fixed();
+  CHECK(f.dp == 8);
+  CHECK(f.zero == 3);
+  CHECK(f.shard == shard_group{shard_group::kind::node, 0});
+  CHECK(f.checkpoint == checkpoint_mode::full);
+  CHECK(to_string(f.order) == "pp-dp-cp-tp");
+  CHECK_FALSE(f.sequence_parallel);
+  CHECK(f.virtual_stages == 2);
+  auto g = s[1].fixed();
+  CHECK(g.dp == 0);
+  CHECK(g.tp == 2);
+  CHECK(g.sequence_parallel);
+  CHECK(g.shard == shard_group{shard_group::kind::size, 4});
+  CHECK(s[2].is_free());
+  CHECK(s[2].tp.f == key_choice<std::int64_t>::form::set);
+  CHECK(s[2].tp.values == std::vector<std::int64_t>{1, 2, 4});
+  CHECK(s[2].pp.f == key_choice<std::int64_t>::form::range);
+  CHECK(s[2].pp.low == 1);
+  CHECK(s[2].pp.high == 4);
+  CHECK(s[2].zero.f == key_choice<std::int64_t>::form::any);
+  CHECK(s[2].order.f == key_choice<rank_order>::form::any);
+  CHECK(s[2].checkpoint.values ==
+        std::vector<checkpoint_mode>{checkpoint_mode::none, checkpoint_mode::full});
+  CHECK(s[2].shard.values.size() == 3);
+  CHECK(s[2].shard.values[2] == shard_group{shard_group::kind::size, 16});
+  CHECK_FALSE(s[2].dp.is_set());
+}
+
+TEST_CASE("--set overrides keys before lowering") {
+  std::string const file = plain_model + plain_cluster + "strategy a { tp = 1 }\nstrategy b { pp = 2 }\n";
+  SECTION("a block kind targets every block of that kind") {
+    auto r = lower_text(file, {"strategy.tp=2", "cluster.nodes=4", "cluster.inter_node=8 x 400 Gbit/s"});
+    INFO(r.errors);
+    REQUIRE(r.p);
+    CHECK(r.p->strategies[0].fixed().tp == 2);
+    CHECK(r.p->strategies[1].fixed().tp == 2);
+    CHECK(r.p->strategies[1].fixed().pp == 2);
+    CHECK(r.p->c.nodes == 4);
+    CHECK(r.p->c.inter_node.value() == 400e9);
+  }
+  SECTION("a block name targets that block") {
+    auto r = lower_text(file, {"b.zero=3", "b.tp={1,2}"});
+    REQUIRE(r.p);
+    CHECK(r.p->strategies[0].fixed().zero == 0);
+    CHECK(r.p->strategies[1].zero.values.at(0) == 3);
+    CHECK(r.p->strategies[1].is_free());
+  }
+  SECTION("a built-in gpu the file uses") {
+    auto r = lower_text(file, {"H100_SXM.reserved=6 GiB"});
+    REQUIRE(r.p);
+    CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
+  }
+  SECTION("unknown target, unknown key and a bad value are errors in the setting's own text") {
+    auto r = lower_text(file, {"strateg.tp=2", "strategy.tpp=2", "a.tp=0"});
+    CHECK_FALSE(r.p);
+    CHECK(r.errors ==
+          "<--set>:1:1: error: unknown block 'strateg'; did you mean 'strategy'?\n"
+          "    1 | strateg.tp=2\n"
+          "      | ^~~~~~~\n"
+          "<--set>:1:10: error: unknown key 'tpp' for a 'strategy' block; did you mean 'tp'?\n"
+          "    1 | strategy.tpp=2\n"
+          "      |          ^~~\n"
+          "<--set>:1:6: error: 'tp' must be at least 1, got 0\n"
+          "    1 | a.tp=0\n"
+          "      |      ^\n");
+  }
+}
+
+TEST_CASE("every error of a file is reported, in reading order") {
+  auto r = lower_text("model m : llama2_7b { layers = 0; hidden = 1 GiB }\n"
+                      "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
+                      "training { global_batch = 64 }\nstrategy { tp = {} }\n");
+  CHECK_FALSE(r.p);
+  CHECK(r.errors ==
+        "test.dtp:1:32: error: 'layers' must be at least 1, got 0\n"
+        "    1 | model m : llama2_7b { layers = 0; hidden = 1 GiB }\n"
+        "      |                                ^\n"
+        "test.dtp:1:44: error: expected a whole number for 'hidden', got 1 GiB\n"
+        "    1 | model m : llama2_7b { layers = 0; hidden = 1 GiB }\n"
+        "      |                                            ^~~~~\n"
+        "test.dtp:2:49: error: unknown gpu 'H100'; did you mean 'H100_SXM'?\n"
+        "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
+        "      |                                                 ^~~~\n"
+        "note: the built-in gpus are V100_SXM_32GB, A100_SXM_40GB, A100_SXM_80GB, H100_SXM, H100_PCIE, "
+        "H200_SXM, B200, MI300X, L40S\n"
+        "test.dtp:2:68: error: expected a bandwidth for 'inter_node', got 5 with no unit; did you mean '5 GB/s'?\n"
+        "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
+        "      |                                                                    ^\n"
+        "test.dtp:4:17: error: an empty set leaves no value for 'tp'\n"
+        "    4 | strategy { tp = {} }\n"
+        "      |                 ^~\n");
+}
+
+TEST_CASE("the catalog: every gpu with its datasheet figures") {
+  auto names = catalog_gpu_names();
+  CHECK(names == std::vector<std::string>{"V100_SXM_32GB", "A100_SXM_40GB", "A100_SXM_80GB", "H100_SXM",
+                                          "H100_PCIE", "H200_SXM", "B200", "MI300X", "L40S"});
+  for (auto const& n : names) {
+    INFO(n);
+    auto g = catalog_gpu(n);
+    REQUIRE(g);
+    CHECK(g->name == n);
+    CHECK(g->memory.value() > 30e9);
+    CHECK(g->reserved < g->memory);
+    CHECK(g->peak_flops_fp8 >= g->peak_flops);
+    CHECK(g->peak_flops_fp32 < g->peak_flops);
+    CHECK(g->matmul_efficiency > 0.5);
+    CHECK(g->keys.size() == 13);  // every key written, none defaulted
+    // The plan file also loads each one by name.
+    auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
+                        " }\ntraining { global_batch = 8 }\n");
+    REQUIRE(r.p);
+    CHECK(r.p->c.device.memory == g->memory);
+  }
+  auto h = *catalog_gpu("H100_SXM");
+  CHECK(h.memory.value() == 81559.0 * 1024 * 1024);
+  CHECK(h.peak_flops.value() == 989e12);
+  CHECK(h.peak_flops_fp8.value() == 1979e12);
+  CHECK(h.peak_flops_fp32.value() == 494.5e12);
+  CHECK(h.hbm_bandwidth.value() == 3.35e12);
+  CHECK(h.intra_node.value() == 450e9);
+  CHECK(h.reserved.value() == 4.0 * 1024 * 1024 * 1024);
+  auto a = *catalog_gpu("A100_SXM_80GB");
+  CHECK(a.peak_flops.value() == 312e12);
+  CHECK(a.peak_flops_fp32.value() == 156e12);
+  CHECK(a.hbm_bandwidth.value() == 2039e9);
+  CHECK(a.intra_node.value() == 300e9);
+  CHECK(catalog_gpu("A100_SXM_40GB")->hbm_bandwidth.value() == 1555e9);
+  auto v = *catalog_gpu("V100_SXM_32GB");
+  CHECK(v.peak_flops.value() == 125e12);
+  CHECK(v.hbm_bandwidth.value() == 900e9);
+  CHECK(v.intra_node.value() == 150e9);
+  CHECK_FALSE(catalog_gpu("H100"));
+}
+
+namespace {
+// Weights of a decoder as the presets' comments count them: attention
+// (q, o full width; k, v at kv_heads), the MLP's 2 or 3 matrices, two
+// norms a layer, embeddings (once if tied) and the final norm.
+double parameters(model const& m) {
+  double h = double(m.hidden), head = h / double(m.heads);
+  double attention = 2 * h * h + 2 * h * double(m.kv_heads) * head;
+  double mlp = (m.mlp == mlp_kind::swiglu ? 3 : 2) * h * double(m.ffn);
+  double embed = double(m.vocab) * h * (m.tied_embeddings ? 1 : 2);
+  return double(m.layers) * (attention + mlp + 2 * h) + embed + h;
+}
+}  // namespace
+
+TEST_CASE("the catalog: presets have their published shapes and parameter counts") {
+  auto names = catalog_model_names();
+  CHECK(names == std::vector<std::string>{"llama2_7b", "llama2_13b", "llama2_70b", "llama3_1b", "llama3_3b",
+                                          "llama3_8b", "llama3_70b", "llama3_405b", "mpt_7b", "gpt3_1_3b",
+                                          "gpt3_175b"});
+  for (auto const& n : names) {
+    INFO(n);
+    auto m = catalog_model(n);
+    REQUIRE(m);
+    CHECK(m->name == n);
+    CHECK(m->hidden % m->heads == 0);
+  }
+  auto within = [](std::string const& name, double billions) {
+    INFO(name);
+    double p = parameters(*catalog_model(name)) / 1e9;
+    CHECK(p == Approx(billions).epsilon(0.005));
+  };
+  within("llama2_7b", 6.74);
+  within("llama3_8b", 8.03);
+  within("llama3_70b", 70.6);
+  within("llama3_405b", 405.9);
+  within("gpt3_175b", 174.6);
+  within("llama2_13b", 13.0);
+  within("llama2_70b", 69.0);
+  auto l = *catalog_model("llama3_405b");
+  CHECK(l.layers == 126);
+  CHECK(l.hidden == 16384);
+  CHECK(l.heads == 128);
+  CHECK(l.kv_heads == 8);
+  CHECK(l.ffn == 53248);
+  CHECK(l.vocab == 128256);
+  CHECK(l.seq_len == 8192);
+  auto g = *catalog_model("gpt3_175b");
+  CHECK(g.mlp == mlp_kind::gelu);
+  CHECK(g.tied_embeddings);
+  CHECK(g.seq_len == 2048);
+  CHECK(g.vocab == 50257);
+  CHECK_FALSE(catalog_model("llama2_8b"));
+}
+
+TEST_CASE("every plan in plans/ lowers, with a fixed and a free strategy") {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> plans;
+  for (auto const& e : fs::directory_iterator(fs::path(DTPLAN_SOURCE_DIR) / "plans"))
+    if (e.path().extension() == ".dtp") plans.push_back(e.path());
+  REQUIRE(plans.size() >= 6);
+  for (auto const& path : plans) {
+    INFO(path.filename().string());
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto r = lower_text(text.str());
+    CHECK(r.errors.empty());
+    REQUIRE(r.p);
+    bool fixed = false, free = false;
+    for (auto const& s : r.p->strategies) (s.is_free() ? free : fixed) = true;
+    CHECK(fixed);
+    CHECK(free);
+  }
+}

@@ -1,0 +1,199 @@
+#include <catch2/catch.hpp>
+
+#include "planner/search.hpp"
+#include "tests/unit/search_fixtures.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+using namespace dtplan::planner::literals;
+
+namespace {
+
+search_options with_threads(unsigned threads, int top = 5) {
+  search_options o;
+  o.threads = threads;
+  o.top = top;
+  o.explain = true;
+  return o;
+}
+
+// The small 2-node problem every fixed-figure test below uses.
+program two_nodes() {
+  auto g = test::h100_sxm();
+  g.memory = 2_GiB;
+  g.reserved = 0_GiB;
+  return test::program_of(test::decoder("small", 4, 512, 8, 8, 2048, mlp_kind::gelu, 8192, 1024),
+                          test::nodes_of("pair", 2, g, 4), 32);
+}
+
+void same_entries(std::vector<search_entry> const& a, std::vector<search_entry> const& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].s == b[i].s);
+    CHECK(a[i].step == b[i].step);
+    CHECK(a[i].memory == b[i].memory);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("search finds the brute-force optimum on 60 random small problems") {
+  std::mt19937_64 rng(20261129);
+  test::fake_cost_model model;
+  int with_valid = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto p = test::random_problem(rng);
+    INFO("problem " << i << ": " << p.c.nodes << " x " << p.c.gpus_per_node << " GPUs, " << p.m.layers
+                    << " layers, hidden " << p.m.hidden << ", global batch " << p.t.global_batch);
+    auto expected = test::brute_force(p, model);
+    auto got = search(p, search_everything(), model, with_threads(2));
+    if (expected.empty()) {
+      CHECK(got.best.empty());
+      continue;
+    }
+    ++with_valid;
+    REQUIRE_FALSE(got.ranked.empty());
+    CHECK(got.ranked.front().step == expected.front().step);
+    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
+    // The whole top five, ties included, in the same total order.
+    expected.resize(std::min<std::size_t>(expected.size(), 5));
+    same_entries(got.ranked, expected);
+  }
+  // The generator must exercise the search, not only empty spaces.
+  CHECK(with_valid >= 40);
+}
+
+TEST_CASE("search results are identical for 1, 2 and 4 threads") {
+  std::mt19937_64 rng(7);
+  test::fake_cost_model model;
+  for (int i = 0; i < 10; ++i) {
+    auto p = test::random_problem(rng);
+    auto one = search(p, search_everything(), model, with_threads(1, 8));
+    for (unsigned t : {2u, 4u}) {
+      auto many = search(p, search_everything(), model, with_threads(t, 8));
+      same_entries(one.ranked, many.ranked);
+      CHECK(one.stats.candidates == many.stats.candidates);
+      CHECK(one.stats.valid == many.stats.valid);
+      CHECK(one.explanations == many.explanations);
+      REQUIRE(one.best.size() == many.best.size());
+      for (std::size_t k = 0; k < one.best.size(); ++k) {
+        CHECK(one.best[k].name == many.best[k].name);
+        CHECK(one.best[k].s == many.best[k].s);
+      }
+    }
+  }
+}
+
+TEST_CASE("top plans come best first, named after the spec") {
+  auto p = two_nodes();
+  test::fake_cost_model model;
+  auto spec = search_everything("tune");
+  auto r = search(p, spec, model, with_threads(2, 4));
+  REQUIRE(r.best.size() == 4);
+  for (std::size_t i = 0; i < r.best.size(); ++i) {
+    CHECK(r.best[i].name == "tune#" + std::to_string(i + 1));
+    CHECK(r.best[i].s == r.ranked[i].s);
+    REQUIRE(r.best[i].time);
+    CHECK(r.best[i].time->step == r.ranked[i].step);
+  }
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) CHECK(better(r.ranked[i - 1], r.ranked[i]));
+  CHECK(search(p, search_everything(""), model, with_threads(1, 1)).best.at(0).name == "search#1");
+}
+
+TEST_CASE("ties are broken by tp nodes, memory, then the strategy's keys") {
+  search_entry a, b;
+  a.step = b.step = seconds(1.0);
+  a.tp_nodes = 1;
+  b.tp_nodes = 2;
+  a.memory = 9_GiB;
+  b.memory = 1_GiB;
+  CHECK(better(a, b));
+  CHECK_FALSE(better(b, a));
+  b.tp_nodes = 1;
+  CHECK(better(b, a));
+  b.memory = a.memory;
+  a.s.dp = 2;
+  b.s.dp = 4;
+  CHECK(better(a, b));
+  b.s.dp = 2;
+  a.s.shard = shard_group{shard_group::kind::node, 0};
+  b.s.shard = shard_group{shard_group::kind::size, 2};
+  CHECK(better(a, b));
+  b.s.shard = shard_group{};
+  CHECK(better(b, a));
+  b.s = a.s;
+  CHECK_FALSE(better(a, b));
+  CHECK_FALSE(better(b, a));
+
+  // Every strategy costs the same: the least memory wins, then the keys.
+  auto p = two_nodes();
+  test::flat_cost_model flat;
+  auto r = search(p, search_everything(), flat, with_threads(3, 3));
+  auto expected = test::brute_force(p, flat);
+  expected.resize(3);
+  same_entries(r.ranked, expected);
+  REQUIRE(r.ranked.size() == 3);
+  CHECK(r.ranked[0].memory <= r.ranked[1].memory);
+  CHECK(r.ranked[1].memory <= r.ranked[2].memory);
+}
+
+TEST_CASE("a spec's fixed and unset keys stay as written") {
+  auto p = two_nodes();
+  test::fake_cost_model model;
+  strategy_spec spec;
+  spec.name = "some";
+  spec.tp.f = key_choice<std::int64_t>::form::set;
+  spec.tp.values = {1, 2, 3};
+  spec.zero.f = key_choice<std::int64_t>::form::single;
+  spec.zero.values = {1};
+  spec.micro_batch.f = key_choice<std::int64_t>::form::range;
+  spec.micro_batch.low = 1;
+  spec.micro_batch.high = 2;
+  auto r = search(p, spec, model, with_threads(2, 50));
+  REQUIRE_FALSE(r.ranked.empty());
+  for (auto const& e : r.ranked) {
+    CHECK((e.s.tp == 1 || e.s.tp == 2));
+    CHECK(e.s.zero == 1);
+    CHECK(e.s.pp == 1);
+    CHECK(e.s.cp == 1);
+    CHECK(e.s.micro_batch <= 2);
+    CHECK(e.s.checkpoint == checkpoint_mode::none);
+    CHECK(e.s.shard == shard_group{});
+    CHECK(e.s.order == default_order);
+    CHECK(e.s.sequence_parallel == (e.s.tp > 1));
+  }
+  // tp 1, 2 (and 3, which never divides 8 GPUs) x micro-batch 1, 2.
+  CHECK(r.stats.candidates == 4);
+  CHECK(r.explanations.front() == "tp = 3: does not divide 8 GPUs");
+}
+
+TEST_CASE("explain reports the time bound's pruning deterministically") {
+  auto p = two_nodes();
+  test::fake_cost_model model;
+  auto r = search(p, search_everything(), model, with_threads(1, 1));
+  REQUIRE_FALSE(r.explanations.empty());
+  CHECK(r.explanations.back() == "120 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
+  CHECK(search(p, search_everything(), model, with_threads(4, 1)).explanations == r.explanations);
+  // A model without a per-strategy bound never prunes by time.
+  test::flat_cost_model flat;
+  for (auto const& line : search(p, search_everything(), flat, with_threads(2, 1)).explanations)
+    CHECK(line.find("time bound") == std::string::npos);
+}
+
+TEST_CASE("search of an empty or impossible space returns no plan") {
+  auto p = two_nodes();
+  test::fake_cost_model model;
+  p.c.device.memory = 1_B;
+  auto r = search(p, search_everything(), model, with_threads(2));
+  CHECK(r.best.empty());
+  CHECK(r.stats.valid == 0);
+  CHECK(r.stats.candidates > 0);
+  auto q = two_nodes();
+  q.c.nodes = 0;
+  auto none = search(q, search_everything(), model, with_threads(2));
+  CHECK(none.best.empty());
+  CHECK(none.stats.candidates == 0);
+  auto zero_top = search(two_nodes(), search_everything(), model, with_threads(2, 0));
+  CHECK(zero_top.best.empty());
+  CHECK(zero_top.stats.valid > 0);
+}
