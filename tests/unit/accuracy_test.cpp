@@ -39,3 +39,18 @@ TEST_CASE("breakdown of one run", "[.debug]") {
                  e.count, e.time, e.exposed, name(e.link));
   }
 }
+
+TEST_CASE("vtrain rows", "[.debug]") {
+  analytic_cost_model const model;
+  for (char const* file : {"ground_truth_single.csv", "ground_truth_multi.csv"}) {
+    auto const runs = bench::load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/" + file);
+    auto const acc = bench::measure_accuracy(runs, model);
+    for (std::size_t i = 0; i < acc.rows.size(); i += std::getenv("ALL") ? 1 : 37) {
+      auto const& r = acc.rows[i];
+      auto const& run = *std::find_if(runs.begin(), runs.end(), [&](auto const& x) { return x.id == r.id; });
+      fmt::print("{} h{} L{} s{} mb{} gb{} tp{} dp{} pp{}: {} vs {} ({:+.1f} %)\n", r.id, run.prog.m.hidden,
+                 run.prog.m.layers, run.prog.m.seq_len, run.s.micro_batch, run.prog.t.global_batch, run.s.tp, run.s.dp,
+                 run.s.pp, r.measured, r.predicted, 100 * r.error);
+    }
+  }
+}

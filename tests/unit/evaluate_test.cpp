@@ -56,7 +56,7 @@ TEST_CASE("7b on two nodes: plain data parallelism over 100 Gbit/s is communicat
   CHECK(pl.bottleneck.find("over 100 Gbit/s inter-node exposes") != std::string::npos);
   CHECK(pl.time->exposed_comm.value() > 0.25 * pl.time->step.value());
   REQUIRE_FALSE(pl.advice.empty());
-  CHECK(any_contains(pl.advice, "communication dominates: the dp "));
+  CHECK(any_contains(pl.advice, "communication dominates: dp traffic over the 100 Gbit/s inter-node link exposes "));
   CHECK((any_contains(pl.advice, "tp = ") || any_contains(pl.advice, "shard = node") ||
          any_contains(pl.advice, "micro_batch = ")));
   CHECK(any_contains(pl.advice, "checkpoint = selective costs "));
