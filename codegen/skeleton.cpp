@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "planner/layout.hpp"
+#include "planner/memory.hpp"
 
 namespace dtplan::codegen {
 
@@ -810,12 +811,17 @@ std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy c
   };
 }
 
-std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t stage) {
+std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
+                                      std::int64_t stage) {
   pp = std::max<std::int64_t>(1, pp);
-  auto base = layers / pp;
-  auto extra = layers % pp;
-  auto first = stage * base + std::min(stage, extra);
-  return {first, first + base + (stage < extra ? 1 : 0)};
+  auto chunks = planner::layers_per_chunk(layers, pp * std::max<std::int64_t>(1, virtual_stages));
+  std::vector<layer_range> out;
+  std::int64_t first = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (static_cast<std::int64_t>(c) % pp == stage) out.push_back({first, first + chunks[c]});
+    first += chunks[c];
+  }
+  return out;
 }
 
 std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node) {
@@ -928,8 +934,9 @@ namespace plan {
   line("constexpr long long k_layers = {};", p.m.layers);
   std::string stages;
   for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
-    auto [a, b] = stage_layers(p.m.layers, s.pp, st);
-    stages += fmt::format("{}{}", st ? ", " : "", b - a);
+    std::int64_t n = 0;
+    for (auto r : stage_layers(p.m.layers, s.pp, s.virtual_stages, st)) n += r.last - r.first;
+    stages += fmt::format("{}{}", st ? ", " : "", n);
   }
   line("constexpr long long k_stage_layers[{}] = {{{}}};  // transformer layers per pipeline stage", std::max<std::int64_t>(1, s.pp), stages);
   line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
