@@ -177,6 +177,19 @@ void full_node(std::string& o, context const& c, std::int64_t n) {
   o += fmt::format("  subgraph cluster_node{} {{\n    label=\"node {} (ranks {})\";\n    style=rounded;\n    color=\"#444444\";\n", n,
                    n, range(first, last));
   for (auto r = first; r <= last; ++r) o += gpu_node(c, r);
+  // The first GPU of each tp/cp column in one row, left to right by rank;
+  // tp and cp peers hang below their column head.
+  std::vector<std::int64_t> heads;
+  for (auto r = first; r <= last; ++r) {
+    auto co = c.l.of(r);
+    if (co[static_cast<int>(axis::tp)] == 0 && co[static_cast<int>(axis::cp)] == 0) heads.push_back(r);
+  }
+  if (heads.size() > 1) {
+    o += "    { rank=same;";
+    for (auto r : heads) o += fmt::format(" r{};", r);
+    o += " }\n";
+    for (std::size_t i = 0; i + 1 < heads.size(); ++i) o += fmt::format("    r{} -> r{} [style=invis];\n", heads[i], heads[i + 1]);
+  }
   o += "  }\n";
 }
 
