@@ -642,15 +642,21 @@ int main(int argc, char** argv) {
   if (opt.no_mpi) share_id_by_file(id, r.rank);
   NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
 
-  // One communicator per group, split from the world: color = the group's
-  // first rank (unique per group), key = this rank's place in the group.
+  // One communicator per group the plan uses, split from the world:
+  // color = the group's first rank (unique per group), key = this rank's
+  // place in the group. Overlapped collectives get their own communicator
+  // so the two streams never share one.
   layout& l = r.lay;
   for (int a = 0; a < 6; ++a) {
     std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank) : l.replicate_group(r.rank);
     int key = (int)(std::find(g.begin(), g.end(), r.rank) - g.begin());
-    for (int ov = 0; ov < 2; ++ov) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
-    NCCL_CHECK(ncclCommUserRank(r.comms[0][a], &r.comm_rank[a]));
-    NCCL_CHECK(ncclCommCount(r.comms[0][a], &r.comm_size[a]));
+    r.comm_rank[a] = key;
+    r.comm_size[a] = (int)g.size();
+    for (int ov = 0; ov < 2; ++ov) {
+      bool used = false;
+      for (int e = 0; e < plan::k_comm_count; ++e) used |= plan::k_comm[e].group == a && plan::k_comm[e].overlapped == ov;
+      if (used) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
+    }
   }
 
   r.stage = l.coord(r.rank, 3);
@@ -770,7 +776,8 @@ int main(int argc, char** argv) {
 
   CUBLAS_CHECK(cublasDestroy(r.blas));
   for (int ov = 0; ov < 2; ++ov)
-    for (int a = 0; a < 6; ++a) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
+    for (int a = 0; a < 6; ++a)
+      if (r.comms[ov][a]) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
   NCCL_CHECK(ncclCommDestroy(r.world_comm));
   for (buffer& b : r.bufs)
     if (b.ptr) CUDA_CHECK(cudaFree(b.ptr));
