@@ -299,6 +299,15 @@ static void share_id_by_file(ncclUniqueId& id, long long rank) {
   die(1);
 }
 
+static std::string human_bytes(long long b) {
+  char s[32];
+  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
+  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
+  else std::snprintf(s, sizeof s, "%lld B", b);
+  return s;
+}
+
 // One planned per-GPU allocation.
 struct buffer {
   char const* name;
@@ -587,15 +596,6 @@ static double elapsed(timed_call const& t) {
   return ms / 1e3;
 }
 
-static std::string human_bytes(long long b) {
-  char s[32];
-  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
-  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
-  else std::snprintf(s, sizeof s, "%lld B", b);
-  return s;
-}
-
 static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
 
 int main(int argc, char** argv) {
@@ -664,6 +664,14 @@ int main(int argc, char** argv) {
   r.layers_here = opt.layers > 0 ? std::min(opt.layers, r.planned_layers_here) : r.planned_layers_here;
 
   r.bufs = allocate(opt.scale, r.rank);
+  if (r.rank == 0) {
+    long long total = 0;
+    for (buffer const& b : r.bufs) {
+      std::printf("allocated %-11s %9s (planned %s)\n", b.name, human_bytes(b.size).c_str(), human_bytes(b.planned).c_str());
+      total += b.size;
+    }
+    std::printf("allocated %-11s %9s per GPU\n", "in all", human_bytes(total).c_str());
+  }
   // GEMM operands: three slabs (A, B, C) big enough for the forward and
   // both backward products of every GEMM, carved from the activations.
   r.gemm_rows = plan::k_tokens;

@@ -6,7 +6,7 @@
 //   codegen_fixture list              in-memory fixtures and their world sizes
 //   codegen_fixture world NAME        the plan's world size
 //   codegen_fixture emit NAME DIR     the bundle (plan.json is a stub)
-//   codegen_fixture layout NAME       planner::rank_layout in --dry-run form
+//   codegen_fixture layout NAME [W]   planner::rank_layout in --dry-run form (world W)
 //   codegen_fixture strategies FILE   the fixed strategies of a .dtp file
 #include <fmt/format.h>
 
@@ -103,7 +103,17 @@ int main(int argc, char** argv) {
   }
   if (cmd == "layout") {
     auto gpn = f->program.c.gpus_per_node;
-    fmt::print("{}", codegen::layout_text(f->plan.s, gpn, codegen::shard_ranks(f->plan.s, gpn)));
+    auto s = f->plan.s;
+    auto shard = codegen::shard_ranks(s, gpn);
+    if (argc > 3) {
+      // Another world size: more or fewer data-parallel replicas, the same
+      // shard groups when they still divide (as train_step --world does).
+      auto inner = s.tp * s.cp * s.pp;
+      auto hybrid = shard != s.dp;
+      s.dp = std::stoll(argv[3]) / inner;
+      if (!hybrid || s.dp % shard != 0) shard = s.dp;
+    }
+    fmt::print("{}", codegen::layout_text(s, gpn, shard));
     return 0;
   }
   if (cmd == "emit" && argc > 3) {

@@ -84,6 +84,9 @@ world=$("$tool" world "$name")
 grep '^rank ' "$work/$tag.layout" | diff "$work/$tag.expected" - >"$work/$tag.diff" ||
   fail "dry-run layout differs from planner::rank_layout: $(head -20 "$work/$tag.diff")"
 [ "$(grep -c '^rank ' "$work/$tag.layout")" = "$world" ] || fail "expected $world rank lines"
+"$binary" --dry-run --world $((2 * world)) | grep '^rank ' >"$work/$tag.layout2" || fail "--dry-run --world failed"
+"$tool" layout "$name" $((2 * world)) | diff - "$work/$tag.layout2" >"$work/$tag.diff" ||
+  fail "dry-run layout for $((2 * world)) ranks differs: $(head -20 "$work/$tag.diff")"
 if "$binary" --dry-run --world 0 >/dev/null 2>&1; then fail "--dry-run accepted a world of 0 ranks"; fi
 
 if [ "$mode" = full ] && [ ! -e /dev/nvidia0 ]; then
