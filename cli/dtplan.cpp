@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "codegen/emit.hpp"
-#include "codegen/graphviz.hpp"
 #include "codegen/report.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
@@ -305,7 +304,10 @@ int main(int argc, char** argv) {
       total.candidates += result.stats.candidates;
       total.valid += result.stats.valid;
       total.elapsed += result.stats.elapsed;
-      for (auto& pl : result.best) plans.push_back(std::move(pl));
+      for (auto& pl : result.best) {
+        pl.from_search = true;
+        plans.push_back(std::move(pl));
+      }
       for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
       if (result.best.empty())
         r.diags.add({dsl::severity::error, space.where,
@@ -338,20 +340,17 @@ int main(int argc, char** argv) {
     return exit_invalid;
   }
   if (o.emit_dir) {
-    if (!codegen::emit_bundle(*program, *chosen, codegen::to_json({rep.program, &plans, rep.stats, {}, &r.sources}),
-                              *o.emit_dir, r.diags)) {
+    std::vector<planner::plan> one{*chosen};
+    auto json = codegen::to_json({rep.program, &one, rep.stats, {}, &r.sources});
+    if (!codegen::emit_bundle(*program, *chosen, json, *o.emit_dir, r.diags)) {
       r.flush();
       return exit_error;
     }
     if (!o.quiet) fmt::print(stderr, "dtplan: wrote the bundle for '{}' to {}\n", chosen->name, *o.emit_dir);
   }
-  if (o.dot_file) {
-    std::ofstream out(*o.dot_file, std::ios::binary);
-    out << codegen::to_dot(*program, *chosen);
-    if (!out) {
-      fmt::print(stderr, "dtplan: error: cannot write '{}'\n", *o.dot_file);
-      return exit_error;
-    }
+  if (o.dot_file && !codegen::write_dot(*program, *chosen, *o.dot_file, r.diags)) {
+    r.flush();
+    return exit_error;
   }
   r.flush();
   return chosen ? exit_valid : exit_invalid;

@@ -75,6 +75,13 @@ token token_at(std::string_view text, std::uint32_t pos) {
   }
   auto word = text.substr(pos, end - pos);
   if (!word.empty() && word.back() == '\r') word.remove_suffix(1);
+  // A runaway token (a 10 MB word) is shown by its start only.
+  constexpr std::size_t shown_max = 40;
+  if (word.size() > shown_max) {
+    auto cut = shown_max;
+    while (cut > 0 && (static_cast<unsigned char>(word[cut]) & 0xc0) == 0x80) --cut;
+    return {fmt::format("'{}...'", word.substr(0, cut)), pos, end};
+  }
   return {fmt::format("'{}'", word), pos, end};
 }
 
@@ -275,6 +282,9 @@ class file_parser {
       else if (text_[pos++] == '{') return pos;
     }
     while (pos < text_.size() && text_[pos] != '\n') ++pos;
+    // A brace on the next line belongs to this header too.
+    if (auto next = skip_blank_lines(text_, pos); next < text_.size() && text_[next] == '{')
+      return next + 1;
     return pos;
   }
 

@@ -113,7 +113,7 @@ x3::rule<value_class, x3ast::value> const value = "a value";
 x3::rule<value_after_eq_class, x3ast::value> const value_after_eq = "a value after '='";
 x3::rule<key_class, x3ast::identifier> const key = "a key such as 'layers', or '}'";
 x3::rule<equals_class> const equals = "'=' after the key";
-x3::rule<assignment_class, x3ast::assignment> const assignment = "an assignment 'key = value'";
+x3::rule<assignment_class, x3ast::assignment> const assignment = "a key such as 'layers', or '}'";
 x3::rule<block_kind_class, x3ast::identifier> const block_kind =
     "a block such as 'model NAME { ... }'";
 x3::rule<block_name_class, x3ast::identifier> const block_name = "a block name";

@@ -52,8 +52,11 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   CHECK(errors[1].second == Approx(0.220).margin(0.001));
   // The difference between the two runs is ZeRO-3 over 8 vs 128 ranks: the
   // model state, which the model gets right to 1 GiB (published: 15.4 GiB).
-  auto const* small = &*std::find_if(runs.begin(), runs.end(), [](auto const& r) { return r.id == "TT-8B-8gpu-FSDP"; });
-  auto const* large = &*std::find_if(runs.begin(), runs.end(), [](auto const& r) { return r.id == "TT-8B-128gpu-FSDP"; });
-  double const predicted_gap = (judge(*small).memory.total - judge(*large).memory.total).value() / 1073741824.0;
+  auto by_id = [&](std::string_view id) {
+    return *std::find_if(runs.begin(), runs.end(), [&](auto const& r) { return r.id == id; });
+  };
+  double const predicted_gap =
+      (judge(by_id("TT-8B-8gpu-FSDP")).memory.total - judge(by_id("TT-8B-128gpu-FSDP")).memory.total).value() /
+      1073741824.0;
   CHECK(predicted_gap == Approx(14.1).margin(0.1));
 }
