@@ -336,6 +336,19 @@ TEST_CASE("--set overrides keys before lowering") {
     REQUIRE(r.p);
     CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
   }
+  SECTION("a kind the file has no block of") {
+    auto r = lower_text(plain_model + plain_cluster, {"strategy.tp=2"});
+    CHECK_FALSE(r.p);
+    CHECK(r.errors ==
+          "<--set>:1:1: error: no 'strategy' block for this setting to change\n"
+          "    1 | strategy.tp=2\n"
+          "      | ^~~~~~~~\n");
+  }
+  SECTION("the last of two settings of one key wins") {
+    auto r = lower_text(file, {"a.tp=2", "a.tp=4"});
+    REQUIRE(r.p);
+    CHECK(r.p->strategies[0].fixed().tp == 4);
+  }
   SECTION("unknown target, unknown key and a bad value are errors in the setting's own text") {
     auto r = lower_text(file, {"strateg.tp=2", "strategy.tpp=2", "a.tp=0"});
     CHECK_FALSE(r.p);
@@ -495,4 +508,23 @@ TEST_CASE("every plan in plans/ lowers, with a fixed and a free strategy") {
     CHECK(fixed);
     CHECK(free);
   }
+}
+
+TEST_CASE("lower() on a parsed file names the file and loads the catalog once per source manager") {
+  dsl::source_manager sources;
+  auto id = sources.add("direct.dtp", plain_model + plain_cluster);
+  dsl::diagnostics diags;
+  auto parsed = dsl::parse(sources, id, diags);
+  REQUIRE(parsed);
+  auto p = lower(*parsed, sources, {}, diags);
+  REQUIRE(p);
+  CHECK(p->file == "direct.dtp");
+  auto after_first = sources.size();
+  CHECK(after_first == std::size_t{3});  // the file and the two catalog files
+  auto again = lower(*parsed, sources, {}, diags);
+  REQUIRE(again);
+  CHECK(sources.size() == after_first);
+  CHECK(sources.file(1).builtin());
+  CHECK(sources.file(1).name() == "<catalog>/gpus.dtp");
+  CHECK(diags.empty());
 }
