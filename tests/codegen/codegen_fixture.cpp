@@ -1,8 +1,8 @@
 // Emits bundles and prints the planner's rank layout for the code
 // generators' end-to-end tests (tests/codegen/run_bundle.sh). A fixture is
 // one of the in-memory ones (fixtures.hpp) or a .dtp file, optionally
-// `FILE.dtp:STRATEGY` (default: its first fixed strategy), checked and
-// costed with the planner's own check and analytic cost model.
+// `FILE.dtp:STRATEGY` (default: its first fixed strategy), evaluated as
+// the CLI does (planner::evaluate with the analytic cost model).
 //   codegen_fixture list              in-memory fixtures and their world sizes
 //   codegen_fixture world NAME        the plan's world size
 //   codegen_fixture emit NAME DIR     the bundle (plan.json is a stub)
@@ -19,7 +19,7 @@
 #include "codegen/skeleton.hpp"
 #include "dsl/source.hpp"
 #include "fixtures.hpp"
-#include "planner/check.hpp"
+#include "planner/evaluate.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/lower.hpp"
 
@@ -45,14 +45,8 @@ std::optional<codegen::fixtures::fixture> from_file(std::string const& name) {
   }
   for (auto const& spec : p->strategies) {
     if (spec.is_free() || (!wanted.empty() && spec.name != wanted)) continue;
-    auto r = planner::check(*p, spec, spec.fixed());
     codegen::fixtures::fixture f{name, *p, {}};
-    f.plan.name = spec.name;
-    f.plan.s = r.s;
-    f.plan.grad_accum = r.grad_accum;
-    f.plan.valid = r.valid();
-    f.plan.memory = r.memory;
-    if (r.legal) f.plan.time = planner::analytic_cost_model().step_time(*p, r.s);
+    f.plan = planner::evaluate(*p, spec, spec.fixed(), planner::analytic_cost_model(), spec.name);
     return f;
   }
   fmt::print(stderr, "{}: no fixed strategy{}\n", path, wanted.empty() ? "" : " named '" + wanted + "'");
