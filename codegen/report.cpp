@@ -156,6 +156,7 @@ std::string to_json(report const& r) {
   w.key("optimizer").value(name(p.m.optimizer));
   w.key("experts").value(p.m.experts);
   w.key("experts_per_token").value(p.m.experts_per_token);
+  w.key("dropout").value(p.m.dropout);
   w.end_object();
   w.key("cluster").begin_object();
   w.key("name").value(p.c.name);

@@ -161,7 +161,7 @@ struct key_choice {
 
 /// A strategy block as written: fixed when every key is unset or single.
 struct strategy_spec {
-  std::string name;  ///< "" for an unnamed block (reported as "strategy#N")
+  std::string name;  ///< as written; an unnamed block is "strategy#N" (N counts blocks from 1)
   span where;        ///< the block header
   key_choice<std::int64_t> dp, tp, pp, cp, ep, zero, micro_batch, virtual_stages;
   key_choice<shard_group> shard;
