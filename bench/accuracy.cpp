@@ -31,11 +31,14 @@ struct figures {
   double step_overhead_s;
   double kernel_latency_us;
   double attention_efficiency;
+  double intra_latency_us;
+  double inter_latency_us;
 };
 
 figures figures_of(gpu const& g) {
   return {g.matmul_efficiency, g.hbm_efficiency, g.comm_efficiency, g.overlap_slowdown, g.step_overhead.value(),
-          g.kernel_latency.value() * 1e6, g.attention_efficiency};
+          g.kernel_latency.value() * 1e6, g.attention_efficiency, g.intra_latency.value() * 1e6,
+          g.inter_latency.value() * 1e6};
 }
 
 void apply(calibration_run& r, figures const& f) {
@@ -47,7 +50,11 @@ void apply(calibration_run& r, figures const& f) {
   g.step_overhead = seconds(f.step_overhead_s);
   g.kernel_latency = seconds(f.kernel_latency_us * 1e-6);
   g.attention_efficiency = f.attention_efficiency;
+  g.intra_latency = seconds(f.intra_latency_us * 1e-6);
+  g.inter_latency = seconds(f.inter_latency_us * 1e-6);
   r.prog.c.comm_efficiency = f.comm_efficiency;
+  r.prog.c.intra_latency = g.intra_latency;
+  r.prog.c.inter_latency = g.inter_latency;
 }
 
 // Mean absolute log error, tier A weighted twice, plus a penalty for every
@@ -72,10 +79,11 @@ figures fit(std::vector<calibration_run>& runs, figures start, analytic_cost_mod
     double low, high, step;
   };
   std::vector<knob> const knobs{
-      {&figures::matmul_efficiency, 0.30, 1.00, 0.01}, {&figures::hbm_efficiency, 0.40, 0.95, 0.05},
-      {&figures::comm_efficiency, 0.30, 1.00, 0.05},   {&figures::overlap_slowdown, 0.00, 0.50, 0.02},
+      {&figures::matmul_efficiency, 0.40, 0.95, 0.01}, {&figures::hbm_efficiency, 0.50, 0.95, 0.05},
+      {&figures::comm_efficiency, 0.50, 0.95, 0.05},   {&figures::overlap_slowdown, 0.00, 0.30, 0.02},
       {&figures::step_overhead_s, 0.00, 0.50, 0.01},   {&figures::kernel_latency_us, 0.0, 20.0, 1.0},
-      {&figures::attention_efficiency, 0.15, 0.90, 0.01},
+      {&figures::attention_efficiency, 0.15, 0.90, 0.01}, {&figures::intra_latency_us, 0.5, 10.0, 0.5},
+      {&figures::inter_latency_us, 1.0, 20.0, 1.0},
   };
   figures best = start;
   double best_obj = objective(runs, best, model);
@@ -115,11 +123,12 @@ void report(std::vector<calibration_run> const& runs, analytic_cost_model const&
              acc.rows.size(), a, 100 * acc.median, 100 * acc.worst, acc.worst_id, within, acc.rows.size());
   fmt::print("tier A: median |error| {:.1f} %, worst {:.1f} %\n", 100 * acc.median_a, 100 * acc.worst_a);
   std::size_t skipped = 0;
-  for (auto const& r : runs) skipped += !r.representable();
+  for (auto const& r : runs) skipped += !r.time_representable();
   if (skipped) {
     fmt::print("\nskipped {} runs:\n", skipped);
     for (auto const& r : runs)
-      if (!r.representable()) fmt::print("  {:<52} {}\n", r.id, r.skip_reason);
+      if (!r.time_representable())
+        fmt::print("  {:<52} {}\n", r.id, r.skip_reason.empty() ? r.time_skip_reason : r.skip_reason);
   }
 }
 
@@ -140,14 +149,14 @@ int main(int argc, char** argv) {
   if (do_fit) {
     std::map<std::string, std::vector<calibration_run>> by_gpu;
     for (auto const& r : runs)
-      if (r.representable() && r.step_time) by_gpu[r.prog.c.device.name].push_back(r);
+      if (r.time_representable() && r.step_time) by_gpu[r.prog.c.device.name].push_back(r);
     for (auto& [gpu_name, group] : by_gpu) {
       auto const f = fit(group, figures_of(group.front().prog.c.device), model);
       fmt::print("{} ({} runs): matmul_efficiency = {:.2f}, hbm_efficiency = {:.2f}, comm_efficiency = {:.2f}, "
                  "overlap_slowdown = {:.2f}, step_overhead = {:.2f} s, kernel_latency = {:.0f} us, "
-                 "attention_efficiency = {:.2f}\n",
+                 "attention_efficiency = {:.2f}, intra_latency = {:.1f} us, inter_latency = {:.0f} us\n",
                  gpu_name, group.size(), f.matmul_efficiency, f.hbm_efficiency, f.comm_efficiency,
-                 f.overlap_slowdown, f.step_overhead_s, f.kernel_latency_us, f.attention_efficiency);
+                 f.overlap_slowdown, f.step_overhead_s, f.kernel_latency_us, f.attention_efficiency, f.intra_latency_us, f.inter_latency_us);
     }
     return 0;
   }

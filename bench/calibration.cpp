@@ -1,5 +1,7 @@
 #include "bench/calibration.hpp"
 
+#include "planner/lower.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -48,38 +51,6 @@ std::string read_file(std::string const& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-gpu make_gpu(std::string name, double mem_gib, double bf16_tflops, double fp8_tflops, double fp32_tflops,
-             double hbm_tbps, double nvlink_gbps, std::int64_t sms) {
-  gpu g;
-  g.name = std::move(name);
-  g.memory = bytes(mem_gib * 1073741824.0);
-  g.peak_flops = flop_rate(bf16_tflops * 1e12);
-  g.peak_flops_fp8 = flop_rate(fp8_tflops * 1e12);
-  g.peak_flops_fp32 = flop_rate(fp32_tflops * 1e12);
-  g.hbm_bandwidth = bandwidth(hbm_tbps * 1e12);
-  g.intra_node = bandwidth(nvlink_gbps * 1e9);
-  g.reserved = bytes(2.0 * 1073741824.0);
-  g.intra_latency = seconds(10e-6);
-  g.inter_latency = seconds(20e-6);
-  g.sm_count = sms;
-  return g;
-}
-
-// Vendor datasheet figures (dense, per direction for NVLink). The catalog
-// (planner/catalog/gpus.dtp) holds the same figures; the efficiencies are set
-// from the calibration fit in bench/accuracy.cpp.
-std::map<std::string, gpu, std::less<>> const& gpu_table() {
-  static std::map<std::string, gpu, std::less<>> const table = [] {
-    std::map<std::string, gpu, std::less<>> t;
-    t["a100_40gb"] = make_gpu("a100_40gb", 40, 312, 312, 156, 1.555, 300, 108);
-    t["a100_80gb"] = make_gpu("a100_80gb", 80, 312, 312, 156, 2.039, 300, 108);
-    t["h100_sxm"] = make_gpu("h100_sxm", 80, 989, 1979, 494, 3.35, 450, 132);
-    t["v100"] = make_gpu("v100", 32, 125, 125, 15.7, 0.9, 150, 80);
-    return t;
-  }();
-  return table;
 }
 
 // Column lookup by header name.
@@ -164,28 +135,31 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
 }
 
 std::optional<gpu> catalog_gpu(std::string_view name) {
-  auto const& t = gpu_table();
-  auto it = t.find(name);
-  if (it == t.end()) return std::nullopt;
+  // Lowering the catalog is not free: keep each GPU once.
+  static std::mutex lock;
+  static std::map<std::string, std::optional<gpu>, std::less<>> cache;
+  std::lock_guard<std::mutex> guard(lock);
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(std::string(name), planner::catalog_gpu(name)).first;
   return it->second;
 }
 
 std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb) {
   std::string t = lower(text);
   if (t.find("h100") != std::string::npos) {
-    // The 96 GB HBM2e part capped at 500 W (Grand Teton) has neither the
-    // H100 SXM's HBM3 bandwidth nor its clocks: not a catalog GPU.
-    if ((memory_gb && *memory_gb > 90) || t.find("hbm2e") != std::string::npos) return std::nullopt;
-    return catalog_gpu("h100_sxm");
+    auto g = catalog_gpu("H100_SXM");
+    // The 96 GB HBM2e part (Grand Teton) is an H100 SXM with more memory.
+    if (g && memory_gb && *memory_gb > 90) g->memory = bytes(*memory_gb * 1073741824.0);
+    return g;
   }
   if (t.find("a100") != std::string::npos) {
     bool is80 = t.find("80gb") != std::string::npos || (memory_gb && *memory_gb >= 79);
     bool is40 = t.find("40gb") != std::string::npos || (memory_gb && *memory_gb < 79);
-    if (is80 && !is40) return catalog_gpu("a100_80gb");
-    if (is40 && !is80) return catalog_gpu("a100_40gb");
+    if (is80 && !is40) return catalog_gpu("A100_SXM_80GB");
+    if (is40 && !is80) return catalog_gpu("A100_SXM_40GB");
     return std::nullopt;
   }
-  if (t.find("v100") != std::string::npos) return catalog_gpu("v100");
+  if (t.find("v100") != std::string::npos) return catalog_gpu("V100_SXM_32GB");
   return std::nullopt;
 }
 
@@ -287,6 +261,8 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       c.nodes = 1;
     }
     if (c.nodes * c.gpus_per_node != num_gpus) skip("GPU count does not match nodes x GPUs per node");
+    if (contains(row["gpu"], "@500W"))
+      run.time_skip_reason = "power-capped 500 W H100 with HBM2e: the catalog's H100_SXM speeds do not apply";
     if (!g) {
       skip(fmt::format("GPU '{}' not in the catalog", row["gpu"]));
     } else {
@@ -301,7 +277,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
         c.inter_node = *l;
       } else {
         // H100 clusters of the period: 8 x 400 Gbit/s NICs per node; A100: 8 x 200.
-        c.inter_node = g->name == "h100_sxm" ? bandwidth(400e9) : bandwidth(200e9);
+        c.inter_node = g->name == "H100_SXM" ? bandwidth(400e9) : bandwidth(200e9);
         if (c.nodes > 1)
           run.assumptions.push_back(fmt::format("inter-node link not stated: assumed {}", to_string(c.inter_node)));
       }
@@ -389,8 +365,8 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     m.optimizer = optimizer_kind::adam;
     auto gpus = integer(multi ? row["# GPUs"] : row["# GPUs"]).value_or(0);
     cluster& c = run.prog.c;
-    c.device = *catalog_gpu("a100_80gb");
-    c.name = "a100_80gb";
+    c.device = *catalog_gpu("A100_SXM_80GB");
+    c.name = "vtrain";
     c.gpus_per_node = std::min<std::int64_t>(8, gpus);
     c.nodes = c.gpus_per_node > 0 ? gpus / c.gpus_per_node : 0;
     c.intra_node = bandwidth(150e9);
@@ -435,7 +411,7 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
   accuracy_summary out;
   std::vector<double> all, tier_a;
   for (auto const& r : runs) {
-    if (!r.representable() || !r.step_time) continue;
+    if (!r.time_representable() || !r.step_time) continue;
     auto const t = model.step_time(r.prog, r.s);
     run_prediction p;
     p.id = r.id;

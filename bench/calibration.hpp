@@ -21,16 +21,20 @@ struct calibration_run {
   std::string id;
   char tier = 'C';             ///< 'A' (read from the source), 'B', 'C' (second-hand)
   std::string source;
-  planner::program prog;       ///< model, cluster (GPU from the catalog figures), training
+  planner::program prog;       ///< model, cluster (GPU from the built-in catalog), training
   planner::strategy s;         ///< dp set, sequence_parallel as published
   std::optional<planner::seconds> step_time;   ///< measured, or derived from tokens/s
   std::optional<double> tokens_per_s_per_gpu;  ///< measured, or derived from the step time
   std::optional<planner::bytes> peak_memory;   ///< peak memory per GPU where published
   std::int64_t grad_accum = 1;
   std::string skip_reason;
+  /// Why the step time cannot be compared although the run is representable
+  /// (memory can still be): e.g. a power-capped variant of a catalog GPU.
+  std::string time_skip_reason;
   std::vector<std::string> assumptions;  ///< figures the loader had to assume (e.g. a default link)
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
+  [[nodiscard]] bool time_representable() const { return skip_reason.empty() && time_skip_reason.empty(); }
 };
 
 /// Splits CSV text into rows of fields: quoted fields may hold commas,
@@ -47,7 +51,7 @@ std::vector<calibration_run> load_calibration_runs();
 /// -> A100 80 GB), using the memory column when the name is ambiguous;
 /// nullopt for GPUs the catalog lacks.
 std::optional<planner::gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb);
-/// A catalog GPU by its catalog name ("a100_80gb", "a100_40gb", "h100_sxm", "v100").
+/// A built-in catalog GPU by name ("A100_SXM_80GB", "H100_SXM", ...), cached.
 std::optional<planner::gpu> catalog_gpu(std::string_view name);
 
 /// A link bandwidth from the CSV's free text: "8x200 Gb/s HDR InfiniBand

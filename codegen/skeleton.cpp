@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "planner/layout.hpp"
+#include "planner/memory.hpp"
 
 namespace dtplan::codegen {
 
@@ -298,6 +299,15 @@ static void share_id_by_file(ncclUniqueId& id, long long rank) {
   die(1);
 }
 
+static std::string human_bytes(long long b) {
+  char s[32];
+  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
+  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
+  else std::snprintf(s, sizeof s, "%lld B", b);
+  return s;
+}
+
 // One planned per-GPU allocation.
 struct buffer {
   char const* name;
@@ -375,7 +385,8 @@ struct runner {
   char* gemm_a = nullptr;
   char* gemm_b = nullptr;
   char* gemm_c = nullptr;
-  long long gemm_rows = 0;  // tokens per GEMM after --scale clamping
+  char* gemm_extra = nullptr;  // operands outside the planned buffers, when they do not fit
+  long long gemm_rows = 0;  // tokens per GEMM after --scale shrinking
   std::vector<char*> msg;   // message region per comm entry
   std::vector<long long> msg_bytes;
   std::vector<comm_stats> stats;
@@ -462,9 +473,22 @@ struct runner {
     ++s.issued;
   }
 
+  // Rows of a GEMM whose planned row count is `m` tokens, after scaling.
+  long long rows(long long m) const { return std::max(1LL, m * gemm_rows / std::max(1LL, plan::k_tokens)); }
+
+  // Elements of the largest operand of any forward or backward product.
+  long long gemm_slab() const {
+    long long e = 0;
+    for (int i = 0; i < plan::k_gemm_count; ++i) {
+      plan::gemm_spec const& x = plan::k_gemms[i];
+      e = std::max(e, std::max(rows(x.m) * std::max(x.k, x.n), x.k * x.n));
+    }
+    return e;
+  }
+  long long gemm_bytes() const { return 3 * ((gemm_slab() * 2 + 255) & ~255LL); }
+
   void gemm(long long m, long long n, long long k) {
     const float alpha = 1.0f, beta = 0.0f;
-    m = std::max(1LL, m * gemm_rows / std::max(1LL, plan::k_tokens));
     // Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T.
     CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, gemm_b, CUDA_R_16BF,
                               (int)n, gemm_a, CUDA_R_16BF, (int)k, &beta, gemm_c, CUDA_R_16BF, (int)n,
@@ -501,15 +525,15 @@ struct runner {
     int g = plan::k_gemm_count;
     CUDA_CHECK(cudaEventRecord(new_event_pair(compute_events, compute_used, true), compute));
     if (backward && plan::k_full_recompute)
-      for (int i = 0; i < g; ++i) gemm(plan::k_gemms[i].m, plan::k_gemms[i].n, plan::k_gemms[i].k);
+      for (int i = 0; i < g; ++i) gemm(rows(plan::k_gemms[i].m), plan::k_gemms[i].n, plan::k_gemms[i].k);
     for (int ii = 0; ii < g; ++ii) {
       int i = backward ? g - 1 - ii : ii;
       plan::gemm_spec const& x = plan::k_gemms[i];
       if (backward) {
-        gemm(x.m, x.k, x.n);  // input gradient
-        gemm(x.k, x.n, x.m);  // weight gradient
+        gemm(rows(x.m), x.k, x.n);  // input gradient
+        gemm(x.k, x.n, rows(x.m));  // weight gradient
       } else {
-        gemm(x.m, x.n, x.k);
+        gemm(rows(x.m), x.n, x.k);
       }
       issue(0, slot, slots, false, ii, g, false, false);
     }
@@ -572,15 +596,6 @@ static double elapsed(timed_call const& t) {
   return ms / 1e3;
 }
 
-static std::string human_bytes(long long b) {
-  char s[32];
-  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
-  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
-  else std::snprintf(s, sizeof s, "%lld B", b);
-  return s;
-}
-
 static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
 
 int main(int argc, char** argv) {
@@ -627,15 +642,21 @@ int main(int argc, char** argv) {
   if (opt.no_mpi) share_id_by_file(id, r.rank);
   NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
 
-  // One communicator per group, split from the world: color = the group's
-  // first rank (unique per group), key = this rank's place in the group.
+  // One communicator per group the plan uses, split from the world:
+  // color = the group's first rank (unique per group), key = this rank's
+  // place in the group. Overlapped collectives get their own communicator
+  // so the two streams never share one.
   layout& l = r.lay;
   for (int a = 0; a < 6; ++a) {
     std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank) : l.replicate_group(r.rank);
     int key = (int)(std::find(g.begin(), g.end(), r.rank) - g.begin());
-    for (int ov = 0; ov < 2; ++ov) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
-    NCCL_CHECK(ncclCommUserRank(r.comms[0][a], &r.comm_rank[a]));
-    NCCL_CHECK(ncclCommCount(r.comms[0][a], &r.comm_size[a]));
+    r.comm_rank[a] = key;
+    r.comm_size[a] = (int)g.size();
+    for (int ov = 0; ov < 2; ++ov) {
+      bool used = false;
+      for (int e = 0; e < plan::k_comm_count; ++e) used |= plan::k_comm[e].group == a && plan::k_comm[e].overlapped == ov;
+      if (used) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
+    }
   }
 
   r.stage = l.coord(r.rank, 3);
@@ -643,37 +664,44 @@ int main(int argc, char** argv) {
   r.layers_here = opt.layers > 0 ? std::min(opt.layers, r.planned_layers_here) : r.planned_layers_here;
 
   r.bufs = allocate(opt.scale, r.rank);
-  long long want_gemm = 0;
-  for (int i = 0; i < plan::k_gemm_count; ++i) {
-    plan::gemm_spec const& x = plan::k_gemms[i];
-    want_gemm = std::max(want_gemm, (x.m * x.k + x.k * x.n + x.m * x.n) * 2 + 768);
-  }
-  long long got = 0;
-  char* region = carve(r.bufs, {3, 4, 0}, want_gemm, got);
-  if (got < want_gemm) {
-    // Scaled-down buffers: shrink the token dimension until the operands fit.
-    long long max_mn = 0, kn = 0;
-    for (int i = 0; i < plan::k_gemm_count; ++i) {
-      plan::gemm_spec const& x = plan::k_gemms[i];
-      max_mn = std::max(max_mn, x.k + x.n);
-      kn = std::max(kn, x.k * x.n);
+  if (r.rank == 0) {
+    long long total = 0;
+    for (buffer const& b : r.bufs) {
+      std::printf("allocated %-11s %9s (planned %s)\n", b.name, human_bytes(b.size).c_str(), human_bytes(b.planned).c_str());
+      total += b.size;
     }
-    r.gemm_rows = std::max(1LL, (got / 2 - kn - 384) / std::max(1LL, max_mn));
-    r.gemm_rows = std::min(r.gemm_rows, plan::k_tokens);
-    if (r.rank == 0) std::printf("note: GEMM rows scaled from %lld to %lld tokens to fit the scaled buffers\n", plan::k_tokens, r.gemm_rows);
-  } else {
+    std::printf("allocated %-11s %9s per GPU\n", "in all", human_bytes(total).c_str());
+  }
+  // GEMM operands: three slabs (A, B, C) big enough for the forward and
+  // both backward products of every GEMM, carved from the activations.
+  r.gemm_rows = plan::k_tokens;
+  long long want = r.gemm_bytes();
+  long long got = 0;
+  char* region = carve(r.bufs, {3, 4, 0}, want, got);
+  while (got < want && r.gemm_rows > 1) {
+    r.gemm_rows /= 2;  // scaled-down buffers: fewer tokens per GEMM
+    want = r.gemm_bytes();
+  }
+  if (got < want) {
     r.gemm_rows = plan::k_tokens;
+    want = r.gemm_bytes();
+    CUDA_CHECK(cudaMalloc((void**)&region, (size_t)want));
+    r.gemm_extra = region;
+    if (r.rank == 0)
+      std::printf("note: GEMM operands (%.2f GiB) allocated beside the scaled buffers\n", want / 1073741824.0);
+  } else {
+    for (buffer& b : r.bufs)
+      if (region == b.ptr + b.used) {
+        b.used += want;
+        break;
+      }
+    if (r.rank == 0 && r.gemm_rows != plan::k_tokens)
+      std::printf("note: GEMM rows scaled from %lld to %lld tokens to fit the scaled buffers\n", plan::k_tokens, r.gemm_rows);
   }
-  long long max_a = 0, max_b = 0;
-  for (int i = 0; i < plan::k_gemm_count; ++i) {
-    max_a = std::max(max_a, plan::k_gemms[i].m * plan::k_gemms[i].k);
-    max_b = std::max(max_b, plan::k_gemms[i].k * plan::k_gemms[i].n);
-  }
-  r.gemm_b = region;
-  r.gemm_a = region + ((max_b * 2 + 255) & ~255LL);
-  r.gemm_c = r.gemm_a + ((max_a * 2 + 255) & ~255LL);
-  for (buffer& b : r.bufs)
-    if (region >= b.ptr && region < b.ptr + b.size) b.used += got;
+  long long slab = (r.gemm_slab() * 2 + 255) & ~255LL;
+  r.gemm_a = region;
+  r.gemm_b = region + slab;
+  r.gemm_c = region + 2 * slab;
 
   r.stats.resize(plan::k_comm_count);
   for (int e = 0; e < plan::k_comm_count; ++e) {
@@ -732,9 +760,12 @@ int main(int argc, char** argv) {
 #endif
   if (r.rank == 0) {
     double layer_share = r.planned_layers_here > 0 ? (double)r.layers_here / r.planned_layers_here : 1.0;
-    std::printf("plan '%s' of %s: %lld ranks, tp %lld cp %lld dp %lld pp %lld, zero %d, %lld micro-batches, %lld of %lld layers on stage 0, scale %g\n",
-                plan::k_name, plan::k_file, plan::k_world, plan::k_tp, plan::k_cp, plan::k_dp, plan::k_pp, plan::k_zero,
-                plan::k_micro_batches, r.layers_here, r.planned_layers_here, opt.scale);
+    std::printf("plan '%s' of %s: %lld ranks on %lld nodes, tp %lld cp %lld dp %lld pp %lld (%lld virtual), zero %d\n",
+                plan::k_name, plan::k_file, plan::k_world, plan::k_nodes, plan::k_tp, plan::k_cp, plan::k_dp, plan::k_pp,
+                plan::k_virtual_stages, plan::k_zero);
+    std::printf("%lld micro-batches of %lld x %lld tokens, %lld of %lld layers on stage 0 (%lld in the model), scale %g\n",
+                plan::k_micro_batches, plan::k_micro_batch, plan::k_seq_len, r.layers_here, r.planned_layers_here,
+                plan::k_layers, opt.scale);
     std::printf("%-15s %-10s %12s %7s %12s %12s %7s\n", "collective", "group", "bytes", "count", "predicted s",
                 "measured s", "ratio");
     for (int e = 0; e < plan::k_comm_count; ++e) {
@@ -753,10 +784,12 @@ int main(int argc, char** argv) {
 
   CUBLAS_CHECK(cublasDestroy(r.blas));
   for (int ov = 0; ov < 2; ++ov)
-    for (int a = 0; a < 6; ++a) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
+    for (int a = 0; a < 6; ++a)
+      if (r.comms[ov][a]) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
   NCCL_CHECK(ncclCommDestroy(r.world_comm));
   for (buffer& b : r.bufs)
     if (b.ptr) CUDA_CHECK(cudaFree(b.ptr));
+  if (r.gemm_extra) CUDA_CHECK(cudaFree(r.gemm_extra));
 #ifdef DTPLAN_HAVE_MPI
   if (!opt.no_mpi) MPI_CHECK(MPI_Finalize());
 #endif
@@ -793,12 +826,17 @@ std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy c
   };
 }
 
-std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t stage) {
+std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
+                                      std::int64_t stage) {
   pp = std::max<std::int64_t>(1, pp);
-  auto base = layers / pp;
-  auto extra = layers % pp;
-  auto first = stage * base + std::min(stage, extra);
-  return {first, first + base + (stage < extra ? 1 : 0)};
+  auto chunks = planner::layers_per_chunk(layers, pp * std::max<std::int64_t>(1, virtual_stages));
+  std::vector<layer_range> out;
+  std::int64_t first = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (static_cast<std::int64_t>(c) % pp == stage) out.push_back({first, first + chunks[c]});
+    first += chunks[c];
+  }
+  return out;
 }
 
 std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node) {
@@ -911,8 +949,9 @@ namespace plan {
   line("constexpr long long k_layers = {};", p.m.layers);
   std::string stages;
   for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
-    auto [a, b] = stage_layers(p.m.layers, s.pp, st);
-    stages += fmt::format("{}{}", st ? ", " : "", b - a);
+    std::int64_t n = 0;
+    for (auto r : stage_layers(p.m.layers, s.pp, s.virtual_stages, st)) n += r.last - r.first;
+    stages += fmt::format("{}{}", st ? ", " : "", n);
   }
   line("constexpr long long k_stage_layers[{}] = {{{}}};  // transformer layers per pipeline stage", std::max<std::int64_t>(1, s.pp), stages);
   line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -26,6 +28,14 @@ std::string chunk_ranges(std::vector<std::int64_t> const& per_chunk, char const*
     i = j + 1;
   }
   return out;
+}
+
+// Products of user-written values saturate instead of overflowing; a
+// saturated product never equals a GPU count or divides a batch.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<std::int64_t>::max();
+  return r;
 }
 
 std::string gbits(bandwidth b) { return three_digits(b.value() * 8 / 1e9) + " Gbit/s"; }
@@ -68,8 +78,17 @@ class rules {
     if (s.zero < 0 || s.zero > 3)
       error("zero", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got zero = {}", s.zero));
     if (!legal_) return false;
+    for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
+      if (v > gpus) error(key, fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.c.name));
+    if (s.virtual_stages > m.layers)
+      error("virtual_stages", fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages,
+                                          m.layers, m.name));
+    if (s.micro_batch > p_.t.global_batch)
+      error("micro_batch",
+            fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.t.global_batch));
+    if (!legal_) return false;
 
-    std::int64_t const model_parallel = s.tp * s.pp * s.cp;
+    std::int64_t const model_parallel = sat_mul(sat_mul(s.tp, s.pp), s.cp);
     if (s.dp == 0) {
       if (gpus % model_parallel != 0) {
         error(first_written({"tp", "pp", "cp"}),
@@ -79,9 +98,9 @@ class rules {
         return false;
       }
       s.dp = gpus / model_parallel;
-    } else if (s.dp * model_parallel != gpus) {
+    } else if (sat_mul(s.dp, model_parallel) != gpus) {
       error("dp", fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp,
-                              s.pp, s.cp, s.dp * model_parallel, p_.c.name, gpus));
+                              s.pp, s.cp, sat_mul(s.dp, model_parallel), p_.c.name, gpus));
       return false;
     }
 
@@ -92,7 +111,7 @@ class rules {
       error("tp", fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads));
     if (ffn % s.tp != 0) error("tp", fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn));
 
-    std::int64_t const chunks = s.pp * s.virtual_stages;
+    std::int64_t const chunks = sat_mul(s.pp, s.virtual_stages);
     if (s.virtual_stages > 1 && s.pp == 1) {
       error("virtual_stages", fmt::format("virtual_stages = {} needs pp > 1, got pp = 1", s.virtual_stages));
     } else if (m.layers < chunks) {
@@ -111,7 +130,7 @@ class rules {
                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, chunk_ranges(per, "stage")));
     }
 
-    std::int64_t const per_step = s.dp * s.micro_batch;
+    std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
     if (p_.t.global_batch % per_step != 0 || p_.t.global_batch < per_step) {
       error(first_written({"micro_batch", "dp"}),
             fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.t.global_batch, per_step));
@@ -239,8 +258,12 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   }
   try_first(ckpt);
 
+  // The largest smaller micro-batch that divides the per-replica batch;
+  // bounded so that an absurd micro_batch cannot stall the check.
   std::vector<candidate> micro;
-  for (std::int64_t mb = s.micro_batch - 1; mb >= 1; --mb) {
+  std::int64_t const per_replica = p.t.global_batch / std::max<std::int64_t>(1, s.dp);
+  for (std::int64_t mb = s.micro_batch - 1, tried = 0; mb >= 1 && tried < 4096 && micro.size() < 16; --mb, ++tried) {
+    if (per_replica % mb != 0) continue;
     auto c = s;
     c.micro_batch = mb;
     micro.emplace_back(fmt::format("micro_batch = {}", mb), c);

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "planner/params.hpp"
+
 namespace dtplan::planner {
 
 namespace {
@@ -214,17 +216,7 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
   return out;
 }
 
-std::int64_t matmul_parameters(model const& m) {
-  auto const heads = std::max<std::int64_t>(1, m.heads);
-  auto const kv_heads = m.kv_heads > 0 ? m.kv_heads : heads;
-  auto const head_dim = m.hidden / heads;
-  auto const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
-  std::int64_t const attention = m.hidden * (heads * head_dim + 2 * kv_heads * head_dim) + heads * head_dim * m.hidden;
-  std::int64_t const mlp = (m.mlp == mlp_kind::swiglu ? 3 : 2) * m.hidden * ffn;
-  std::int64_t const active = std::max<std::int64_t>(1, std::min(m.experts_per_token, std::max<std::int64_t>(1, m.experts)));
-  std::int64_t const router = m.experts > 1 ? m.hidden * m.experts : 0;
-  return m.layers * (attention + active * mlp + router) + m.vocab * m.hidden;
-}
+std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; }
 
 flops model_flops_per_step(program const& p) {
   model const& m = p.m;

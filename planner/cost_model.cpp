@@ -185,15 +185,18 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   }
 
   // Pipeline: each micro-batch's activations go forward and their gradients
-  // back across each stage boundary (v times with interleaving). Sends on
-  // the fill/drain path and one per micro-batch are on the critical path.
+  // back across each stage boundary (v times with interleaving). Each tensor
+  // rank sends only its 1/tp slice and the receiver all-gathers it over the
+  // scale-up link (Megatron's scatter-gather). The sends are blocking: the
+  // critical path crosses a boundary twice per micro-batch (and chunk) plus
+  // the fill and drain through the other pp - 1 boundaries.
   if (s.pp > 1) {
     auto const link = link_for(c, layout.placement(axis::pp));
-    bytes const size(activation / (s.sequence_parallel ? static_cast<double>(s.tp) : 1.0));
+    bytes const size(activation / static_cast<double>(s.tp));
     auto const hop = collective_time(collective::send_recv, size, 2, link);
-    std::int64_t const count = 2 * micro * s.virtual_stages;
-    seconds const exposed = hop * (2.0 * static_cast<double>(micro + s.pp - 1));
-    cb.add(collective::send_recv, comm_group::pp, 2, size, count, hop * static_cast<double>(count), exposed, link.kind);
+    std::int64_t const count = 2 * (micro * s.virtual_stages + s.pp - 1);
+    seconds const total = hop * static_cast<double>(count);
+    cb.add(collective::send_recv, comm_group::pp, 2, size, count, total, total, link.kind);
   }
 
   // Data parallelism (with context parallelism the cp ranks hold the same
@@ -219,18 +222,32 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       auto const one = collective_time(collective::all_reduce, bucket, sync_ranks, link);
       seconds const total = one * static_cast<double>(buckets);
       cb.add(collective::all_reduce, comm_group::dp, sync_ranks, bucket, buckets, total, overlapped(total), link.kind);
-    } else if (s.zero <= 2) {
-      // ZeRO-1/2: reduce-scatter the gradients during the backward; all-gather
-      // the updated 16-bit weights layer by layer ahead of the next step's
-      // first forward (FSDP SHARD_GRAD_OP, Megatron's overlapped param
-      // gather): only the first layer's gather and what the forward cannot
-      // cover are exposed.
+    } else if (s.zero == 1) {
+      // ZeRO-1 as Megatron's and DeepSpeed's distributed optimizers run it:
+      // bucketed reduce-scatter of the gradients under the last backward, then
+      // the updated 16-bit weights all-gathered after the optimizer step, in
+      // the open (nothing is left to overlap it with).
       auto const rs_one = collective_time(collective::reduce_scatter, bucket, sync_ranks, link);
       seconds const rs = rs_one * static_cast<double>(buckets);
       cb.add(collective::reduce_scatter, comm_group::dp, sync_ranks, bucket, buckets, rs, overlapped(rs), link.kind);
+      auto const ag_one = collective_time(collective::all_gather, bucket, sync_ranks, link);
+      seconds const ag = ag_one * static_cast<double>(buckets);
+      cb.add(collective::all_gather, comm_group::dp, sync_ranks, bucket, buckets, ag, ag, link.kind);
+    } else if (s.zero == 2) {
+      // ZeRO-2 as FSDP SHARD_GRAD_OP runs it: each layer's gradients are
+      // reduce-scattered as its backward ends (the last layer's trails it),
+      // and each layer's updated weights all-gathered ahead of its first
+      // forward of the next step, prefetched under the previous layer.
       bytes const layer_size(sp.per_layer * comm_e);
+      bytes const head_size(sp.head * comm_e);
+      auto const rs_layer = collective_time(collective::reduce_scatter, layer_size, sync_ranks, link);
+      auto const rs_head = collective_time(collective::reduce_scatter, head_size, sync_ranks, link);
+      seconds const rs = rs_layer * layers + rs_head;
+      seconds const bwd_layer = sc.layer_backward + sc.layer_recompute;
+      seconds const rs_exposed = rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1);
+      cb.add(collective::reduce_scatter, comm_group::dp, sync_ranks, layer_size, sc.layers + 1, rs, rs_exposed, link.kind);
       auto const ag_layer = collective_time(collective::all_gather, layer_size, sync_ranks, link);
-      auto const ag_head = collective_time(collective::all_gather, bytes(sp.head * comm_e), sync_ranks, link);
+      auto const ag_head = collective_time(collective::all_gather, head_size, sync_ranks, link);
       seconds const ag = ag_layer * layers + ag_head;
       seconds const exposed = ag_head + ag_layer + max(seconds(0), ag_layer - sc.layer_forward) * (layers - 1);
       cb.add(collective::all_gather, comm_group::dp, sync_ranks, layer_size, sc.layers + 1, ag, exposed, link.kind);
@@ -252,16 +269,18 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       auto const rs_head = collective_time(collective::reduce_scatter, head_size, shard, shard_link);
       seconds const fwd_compute = sc.layer_forward;
       seconds const bwd_compute = sc.layer_backward + sc.layer_recompute;
+      // The embedding/logits unit is gathered first in each pass and its
+      // gradients reduced last: never hidden.
       seconds const fwd_exposed = ag_head + ag + max(seconds(0), ag - fwd_compute) * (layers - 1);
-      seconds const bwd_exposed = rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1);
+      seconds const bwd_exposed = ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1);
       std::int64_t const gathers = 2 * sc.layers * micro;
       std::int64_t const scatters = sc.layers * micro;
       // Split the exposed time over the two entries in proportion to their traffic.
-      seconds const ag_total = ag * static_cast<double>(gathers) + ag_head * md;
+      seconds const ag_total = ag * static_cast<double>(gathers) + ag_head * (2 * md);
       seconds const rs_total = rs * static_cast<double>(scatters) + rs_head * md;
       seconds const exposed_total = (fwd_exposed + bwd_exposed) * md;
       double const ag_share = ag_total / (ag_total + rs_total);
-      cb.add(collective::all_gather, grp, shard, layer_size, gathers + micro, ag_total, exposed_total * ag_share, shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
+      cb.add(collective::all_gather, grp, shard, layer_size, gathers + 2 * micro, ag_total, exposed_total * ag_share, shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
       cb.add(collective::reduce_scatter, grp, shard, layer_size, scatters + micro, rs_total, exposed_total * (1 - ag_share), shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
       if (shard < sync_ranks) {
         // Hybrid sharding: each shard's gradient slice is all-reduced across
@@ -294,8 +313,8 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
            one * static_cast<double>(count), link.kind);
   }
 
-  t.comm = std::move(cb.entries);
   t.exposed_comm = cb.exposed();
+  t.comm = std::move(cb.entries);
   // Overlapped communication competes with the compute under it for SMs and
   // HBM: the hidden part slows that compute by overlap_slowdown.
   t.compute = per_micro * md + cb.hidden * g.overlap_slowdown;

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "planner/cost_model.hpp"
 #include "planner/ir.hpp"
@@ -14,5 +15,12 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s,
 
 /// Throughput figures from a step's time breakdown.
 throughput rate_of(program const& p, time_breakdown const& t);
+
+/// For `--explain`: how the plan's strategy scales from the fewest GPUs it
+/// fits on (1 when it does) to the whole cluster, keeping its model-parallel
+/// sizes and the global batch and growing dp, one line per GPU count, and
+/// where the lost scaling goes (exposed communication, bubble,
+/// recomputation, memory-forced choices). Every number carries its unit.
+std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_model const& model);
 
 }  // namespace dtplan::planner

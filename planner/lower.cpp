@@ -43,10 +43,13 @@ std::optional<kind> kind_of(std::string_view word) {
 std::vector<std::string> const& keys_of(kind k) {
   static std::array<std::vector<std::string>, kind_count> const keys{{
       {"description", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "vocab", "seq_len",
-       "tied_embeddings", "attention", "precision", "optimizer", "experts", "experts_per_token"},
+       "tied_embeddings", "attention", "precision", "optimizer", "experts", "experts_per_token",
+       "dropout"},
       {"description", "memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
        "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
-       "comm_efficiency", "hbm_efficiency"},
+       "comm_efficiency", "hbm_efficiency",
+       // time-model figures (planner/compute.hpp, calibrated by bench/accuracy)
+       "sm_count", "attention_efficiency", "kernel_latency", "overlap_slowdown", "step_overhead"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
       {"description", "global_batch", "base_lr", "base_batch"},
@@ -54,6 +57,33 @@ std::vector<std::string> const& keys_of(kind k) {
        "sequence_parallel", "virtual_stages", "order"},
   }};
   return keys[static_cast<std::size_t>(k)];
+}
+
+// Names other tools use for our keys, which no edit distance finds.
+std::string key_alias(kind k, std::string_view key) {
+  struct alias {
+    kind k;
+    std::string_view written, meant;
+  };
+  static constexpr alias aliases[] = {
+      {kind::strategy, "tensor_parallel", "tp"},   {kind::strategy, "pipeline_parallel", "pp"},
+      {kind::strategy, "data_parallel", "dp"},     {kind::strategy, "context_parallel", "cp"},
+      {kind::strategy, "expert_parallel", "ep"},   {kind::strategy, "zero_stage", "zero"},
+      {kind::strategy, "recompute", "checkpoint"}, {kind::strategy, "activation_checkpointing", "checkpoint"},
+      {kind::strategy, "fsdp", "zero"},            {kind::strategy, "interleave", "virtual_stages"},
+      {kind::model, "num_layers", "layers"},       {kind::model, "hidden_size", "hidden"},
+      {kind::model, "num_attention_heads", "heads"}, {kind::model, "num_key_value_heads", "kv_heads"},
+      {kind::model, "intermediate_size", "ffn"},   {kind::model, "vocab_size", "vocab"},
+      {kind::model, "max_position_embeddings", "seq_len"}, {kind::model, "seq_length", "seq_len"},
+      {kind::model, "dtype", "precision"},         {kind::gpu, "hbm", "hbm_bandwidth"},
+      {kind::gpu, "nvlink", "intra_node"},         {kind::gpu, "flops", "peak_flops"},
+      {kind::cluster, "gpus", "gpus_per_node"},    {kind::cluster, "network", "inter_node"},
+      {kind::cluster, "nvlink", "intra_node"},     {kind::training, "batch_size", "global_batch"},
+      {kind::training, "lr", "base_lr"},
+  };
+  for (auto const& a : aliases)
+    if (a.k == k && a.written == key) return std::string(a.meant);
+  return {};
 }
 
 bool is_key(kind k, std::string_view key) {
@@ -271,10 +301,13 @@ std::optional<std::size_t> lowerer::find_base(std::size_t i) {
   }
   auto it = builtin_names_[slot].find(base.name);
   if (it != builtin_names_[slot].end()) return it->second;
+  // The file's names first, then the catalog's in its own order (H100_SXM
+  // before H100_PCIE), so a prefix finds the usual choice.
   std::vector<std::string> candidates;
-  if (!e.builtin)
-    for (auto const& [name, _] : user_names_[slot]) candidates.push_back(name);
-  for (auto const& [name, _] : builtin_names_[slot]) candidates.push_back(name);
+  for (bool builtin : {false, true})
+    for (auto const& other : entries_)
+      if (other.k == e.k && other.registered && other.builtin == builtin && (builtin || !e.builtin))
+        candidates.push_back(other.name);
   auto near = lowering::suggest(base.name, candidates);
   diags_.error(base.where, near.empty() ? fmt::format("unknown base {} '{}'", kind_name(e.k), base.name)
                                         : fmt::format("unknown base {} '{}'; did you mean '{}'?",
@@ -302,7 +335,8 @@ bool lowerer::check_keys(entry const& e, std::vector<ast::assignment const*>& ac
   std::map<std::string, ast::assignment const*, std::less<>> seen;
   for (auto const& a : e.b->body) {
     if (!is_key(e.k, a.key.name)) {
-      auto near = lowering::suggest(a.key.name, keys_of(e.k));
+      auto near = key_alias(e.k, a.key.name);
+      if (near.empty()) near = lowering::suggest(a.key.name, keys_of(e.k));
       diags_.error(a.key.where, near.empty()
                                     ? fmt::format("unknown key '{}' in {}", a.key.name, describe(e))
                                     : fmt::format("unknown key '{}' in {}; did you mean '{}'?",
@@ -423,6 +457,10 @@ bool lowerer::apply(model& m, ast::assignment const& a) {
     auto b = conv_.boolean(v, key);
     if (b) m.tied_embeddings = *b;
     ok = b.has_value();
+  } else if (key == "dropout") {
+    auto b = conv_.boolean(v, key);
+    if (b) m.dropout = *b;
+    ok = b.has_value();
   }
   if (ok) m.keys[key] = a.key.where;
   return ok;
@@ -469,6 +507,18 @@ bool lowerer::apply(gpu& g, ast::assignment const& a) {
     auto x = measure(dimension::fraction, true);
     if (x) (key == "matmul_efficiency" ? g.matmul_efficiency : key == "comm_efficiency" ? g.comm_efficiency : g.hbm_efficiency) = *x;
     ok = x.has_value();
+  } else if (key == "attention_efficiency" || key == "overlap_slowdown") {
+    auto x = measure(dimension::fraction, key == "attention_efficiency");
+    if (x) (key == "attention_efficiency" ? g.attention_efficiency : g.overlap_slowdown) = *x;
+    ok = x.has_value();
+  } else if (key == "kernel_latency" || key == "step_overhead") {
+    auto x = measure(dimension::time, false);
+    if (x) (key == "kernel_latency" ? g.kernel_latency : g.step_overhead) = seconds(*x);
+    ok = x.has_value();
+  } else if (key == "sm_count") {
+    auto n = conv_.count(v, key, "of streaming multiprocessors", 1);
+    if (n) g.sm_count = *n;
+    ok = n.has_value();
   }
   if (ok) g.keys[key] = a.key.where;
   return ok;
@@ -582,6 +632,13 @@ bool choose(converter& conv, key_choice<T>& out, ast::assignment const& a, Conve
       ok = false;
     }
     for (auto const& item : s->items) {
+      if (auto const* id = std::get_if<ast::identifier>(&item); id && id->name == "auto") {
+        conv.diags().error(id->where, fmt::format("'auto' already means every value: write '{} = auto' "
+                                                  "without a set",
+                                                  key));
+        ok = false;
+        continue;
+      }
       auto x = convert(item);
       if (!x) {
         ok = false;

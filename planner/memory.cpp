@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "planner/layout.hpp"
 #include "planner/params.hpp"
@@ -25,9 +26,15 @@ per_param state_bytes(precision prec, optimizer_kind opt) {
   if (prec == precision::fp32) b = {4, 4, 0, 0};
   switch (opt) {
     case optimizer_kind::adam:
-    case optimizer_kind::adamw: b.moments = 8; break;
-    case optimizer_kind::sgd_momentum: b.moments = 4; break;
-    case optimizer_kind::sgd: b.moments = 0; break;
+    case optimizer_kind::adamw:
+      b.moments = 8;
+      break;
+    case optimizer_kind::sgd_momentum:
+      b.moments = 4;
+      break;
+    case optimizer_kind::sgd:
+      b.moments = 0;
+      break;
   }
   return b;
 }
@@ -71,7 +78,12 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
   return out;
 }
 
-std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
+namespace {
+
+// Calls add(name, bytes) for each stored tensor; names are literals so the
+// hot path (activations_per_layer in the search) builds no strings.
+template <class F>
+void for_each_activation(model const& m, strategy const& s, F&& add) {
   double const t = double(std::max<std::int64_t>(1, s.tp));
   bool const sp = s.sequence_parallel && s.tp > 1;
   double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
@@ -84,15 +96,10 @@ std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
   double const kv_width = m.heads > 0 ? double(kv_heads * (m.hidden / m.heads)) : h;
   double const ffn = double(m.ffn > 0 ? m.ffn : 4 * m.hidden);
   double const active = double(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
-  bool const dropout = m.mlp == mlp_kind::gelu;
-  std::string const div = sp ? "/t" : "";
-
-  std::vector<memory_term> out;
-  auto add = [&](std::string name, double v) { out.push_back({std::move(name), bytes(v)}); };
-
+  bool const dropout = m.dropout;
   if (s.checkpoint == checkpoint_mode::full) {
     add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
-    return out;
+    return;
   }
   add("attention norm input", e * tokens * h / rep);
   add("q, k, v projection input", e * tokens * h / rep);
@@ -117,20 +124,27 @@ std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
   if (m.mlp == mlp_kind::gelu) {
     add("gelu input", e * active * tokens * ffn / t);
     add("gelu output (second matrix input)", e * active * tokens * ffn / t);
-    add("mlp residual dropout mask", tokens * h / rep);
   } else {
     add("swiglu gate output", e * active * tokens * ffn / t);
     add("swiglu up output", e * active * tokens * ffn / t);
     add("swiglu product (down projection input)", e * active * tokens * ffn / t);
   }
+  if (dropout) add("mlp residual dropout mask", tokens * h / rep);
   if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+}
+
+}  // namespace
+
+std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
+  std::vector<memory_term> out;
+  for_each_activation(m, s, [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
   return out;
 }
 
 bytes activations_per_layer(model const& m, strategy const& s) {
-  bytes sum;
-  for (auto const& term : activation_terms(m, s)) sum += term.size;
-  return sum;
+  double sum = 0;
+  for_each_activation(m, s, [&](char const*, double v) { sum += v; });
+  return bytes(sum);
 }
 
 memory_breakdown estimate_memory(program const& p, strategy const& s) {
@@ -151,11 +165,11 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
   double const tokens = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp)) * double(s.micro_batch);
   double const h = double(m.hidden);
   std::int64_t const vocab = padded_vocab(m.vocab, tp);
-  bool const dropout = m.mlp == mlp_kind::gelu;
+  bool const dropout = m.dropout;
 
   // Norms (and row-parallel biases) are replicated across tp; the rest splits.
-  double const layer_params = double(counts.attention) / double(tp) +
-                              double(counts.mlp) / double(tp * ep) + double(counts.norms + counts.router);
+  double const layer_params = double(counts.attention) / double(tp) + double(counts.mlp) / double(tp * ep) +
+                              double(counts.norms + counts.router);
   double const vocab_params = double(vocab) * h / double(tp);
   auto const chunk_layers = layers_per_chunk(m.layers, pp * v);
   bytes const act_layer = activations_per_layer(m, s);
@@ -165,9 +179,9 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
   bytes const recompute_working =
       s.checkpoint == checkpoint_mode::none ? bytes{} : activations_per_layer(m, no_recompute) - act_layer;
 
-  memory_breakdown best;
-  bool have = false;
-  for (std::int64_t r = 0; r < pp; ++r) {
+  // Totals of every stage first; the readable detail only for the most
+  // loaded one (the search calls this in its hot loop).
+  auto stage = [&](std::int64_t r, bool with_detail) {
     bool const first = r == 0;
     bool const last = r == pp - 1;
     std::int64_t layers = 0;
@@ -178,10 +192,14 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
     b.usable = p.c.device.memory - p.c.device.reserved;
     b.stage = r;
     b.stage_layers = layers;
-    auto add = [&](bytes& into, std::string name, bytes size) {
+    auto add = [&](bytes& into, auto const& name, bytes size) {
       if (size.value() <= 0) return;
       into += size;
-      b.detail.push_back({std::move(name), size});
+      if (!with_detail) return;
+      if constexpr (std::is_invocable_v<decltype(name)>)
+        b.detail.push_back({name(), size});
+      else
+        b.detail.push_back({std::string(name), size});
     };
 
     // Megatron keeps a copy of a tied embedding on the last stage for the logits.
@@ -192,20 +210,36 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
     if (last) params += double(counts.final_norm);
     auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard);
     auto const bpp = state_bytes(m.prec, m.optimizer);
-    add(b.weights, fmt::format("weights ({}, {} x {} B{})", name(m.prec), params_text(params), bpp.weights,
-                               sharded_text(s.zero, 3, shard)),
+    add(
+        b.weights,
+        [&] {
+          return fmt::format("weights ({}, {} x {} B{})", name(m.prec), params_text(params), bpp.weights,
+                             sharded_text(s.zero, 3, shard));
+        },
         st.weights);
-    add(b.gradients, fmt::format("gradients ({} x {} B{})", params_text(params), bpp.gradients,
-                                 sharded_text(s.zero, 2, shard)),
+    add(
+        b.gradients,
+        [&] {
+          return fmt::format("gradients ({} x {} B{})", params_text(params), bpp.gradients,
+                             sharded_text(s.zero, 2, shard));
+        },
         st.gradients);
     auto const opt_state = st.optimizer;
     double const opt_per = bpp.master + bpp.moments;
     if (opt_per > 0) {
-      add(b.optimizer, fmt::format("optimizer moments ({} x {} B{})", name(m.optimizer), bpp.moments,
-                                   sharded_text(s.zero, 1, shard)),
+      add(
+          b.optimizer,
+          [&] {
+            return fmt::format("optimizer moments ({} x {} B{})", name(m.optimizer), bpp.moments,
+                               sharded_text(s.zero, 1, shard));
+          },
           opt_state * (bpp.moments / opt_per));
-      add(b.optimizer, fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp.master,
-                                   sharded_text(s.zero, 1, shard)),
+      add(
+          b.optimizer,
+          [&] {
+            return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp.master,
+                               sharded_text(s.zero, 1, shard));
+          },
           opt_state * (bpp.master / opt_per));
     }
 
@@ -225,49 +259,54 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
       held_layers = double(chunks) * double(layers) / double(v);
     }
     b.in_flight = in_flight;
-    add(b.activations,
-        fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})",
-                    layers, v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
-                    to_string(act_layer), name(s.checkpoint)),
+    add(
+        b.activations,
+        [&] {
+          return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})",
+                             layers, v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
+                             to_string(act_layer), name(s.checkpoint));
+        },
         act_layer * held_layers);
     if (layers > 0)
       add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
           recompute_working);
     if (first) {
       double const emb = e * tokens * h / rep + (dropout ? tokens * h / rep : 0.0);
-      add(b.activations, fmt::format("embedding output ({} micro-batches)", in_flight),
+      add(
+          b.activations, [&] { return fmt::format("embedding output ({} micro-batches)", in_flight); },
           bytes(emb * double(in_flight)));
     }
     if (last) {
       add(b.activations, "final norm input", bytes(e * tokens * h / rep));
-      add(b.activations, fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)),
+      add(
+          b.activations,
+          [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)); },
           bytes(e * tokens * double(vocab) / double(tp)));
       add(b.activations, "logits in fp32 for the loss (softmax kept for backward)",
           bytes(4 * tokens * double(vocab) / double(tp)));
       add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
     }
 
-    if (s.zero <= 2 && dp > 1)
-      add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    if (s.zero <= 2 && dp > 1) add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
     if (s.zero == 3 && shard > 1)
-      add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer",
-          bytes(2 * layer_params * bpp.weights));
-    if (tp > 1)
-      add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
-    if (pp > 1)
-      add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
+      add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * layer_params * bpp.weights));
+    if (tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
+    if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
 
     b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
     std::string owns;
     if (first) owns += "embedding, ";
     if (last) owns += "logits, ";
-    b.stage_note = fmt::format("stage {} of {} ({}{} layers)", r, pp, owns, layers);
-    if (!have || best.total < b.total) {
-      best = std::move(b);
-      have = true;
-    }
+    if (with_detail) b.stage_note = fmt::format("stage {} of {} ({}{} layers)", r, pp, owns, layers);
+    return b;
+  };
+  std::int64_t worst = 0;
+  bytes worst_total;
+  for (std::int64_t r = 0; r < pp; ++r) {
+    auto const total = stage(r, false).total;
+    if (r == 0 || worst_total < total) worst = r, worst_total = total;
   }
-  return best;
+  return stage(worst, true);
 }
 
 }  // namespace dtplan::planner

@@ -1,40 +1,58 @@
 #include "planner/params.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace dtplan::planner {
+
+namespace {
+
+// Shapes come from user input: products are formed in 128 bits and stored
+// saturated, so an absurd model gives huge counts, never overflow.
+__extension__ typedef __int128 wide;
+
+std::int64_t clamp64(wide v) {
+  constexpr wide top = std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(std::clamp<wide>(v, 0, top));
+}
+
+}  // namespace
 
 param_counts count_params(model const& m) {
   param_counts c;
   bool const gpt_style = m.mlp == mlp_kind::gelu;
-  std::int64_t const h = m.hidden;
-  std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  std::int64_t const head_dim = m.heads > 0 ? h / m.heads : 0;
-  std::int64_t const kv_width = kv_heads * head_dim;
-  std::int64_t const ffn = m.ffn > 0 ? m.ffn : 4 * h;
-  std::int64_t const experts = std::max<std::int64_t>(1, m.experts);
-  std::int64_t const active = std::min(experts, std::max<std::int64_t>(1, m.experts_per_token));
+  wide const h = m.hidden;
+  wide const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  wide const head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+  wide const kv_width = kv_heads * head_dim;
+  wide const ffn = m.ffn > 0 ? wide(m.ffn) : 4 * h;
+  wide const experts = std::max<std::int64_t>(1, m.experts);
+  wide const active = std::min<wide>(experts, std::max<std::int64_t>(1, m.experts_per_token));
+  wide const layers = std::max<std::int64_t>(0, m.layers);
+  wide const vocab = std::max<std::int64_t>(0, m.vocab);
 
-  c.embedding = m.vocab * h;
-  c.output = m.tied_embeddings ? 0 : m.vocab * h;
+  wide const embedding = vocab * h;
+  wide const output = m.tied_embeddings ? 0 : vocab * h;
+  wide const attention_matrices = 2 * h * h + 2 * h * kv_width;
+  wide const attention = attention_matrices + (gpt_style ? 2 * h + 2 * kv_width : 0);
+  wide const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
+  wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
+  wide const norm = gpt_style ? 2 * h : h;
+  wide const router = experts > 1 ? h * experts : 0;
+  wide const per_layer = attention + experts * expert_params + 2 * norm + router;
 
-  std::int64_t const attention_matrices = 2 * h * h + 2 * h * kv_width;
-  c.attention = attention_matrices + (gpt_style ? 2 * h + 2 * kv_width : 0);
-
-  std::int64_t const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
-  std::int64_t const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
-  c.mlp = experts * expert_params;
-  c.mlp_active = active * expert_params;
-
-  std::int64_t const norm = gpt_style ? 2 * h : h;
-  c.norms = 2 * norm;
-  c.final_norm = norm;
-  c.router = experts > 1 ? h * experts : 0;
-
-  c.per_layer = c.attention + c.mlp + c.norms + c.router;
-  c.total = m.layers * c.per_layer + c.embedding + c.output + c.final_norm;
+  c.embedding = clamp64(embedding);
+  c.output = clamp64(output);
+  c.attention = clamp64(attention);
+  c.mlp = clamp64(experts * expert_params);
+  c.mlp_active = clamp64(active * expert_params);
+  c.norms = clamp64(2 * norm);
+  c.final_norm = clamp64(norm);
+  c.router = clamp64(router);
+  c.per_layer = clamp64(per_layer);
+  c.total = clamp64(layers * per_layer + embedding + output + norm);
   // The logits are a matrix product whether or not the output is tied.
-  c.matmul = m.layers * (attention_matrices + active * expert_matrices + c.router) + m.vocab * h;
+  c.matmul = clamp64(layers * (attention_matrices + active * expert_matrices + router) + vocab * h);
   return c;
 }
 

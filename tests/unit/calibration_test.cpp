@@ -23,9 +23,9 @@ TEST_CASE("link bandwidths come from the free text") {
 }
 
 TEST_CASE("gpu names map to catalog gpus") {
-  CHECK(catalog_gpu_for("A100-SXM4-80GB (Selene)", 80)->name == "a100_80gb");
-  CHECK(catalog_gpu_for("A100 (DGX A100, 2020 => 40GB)", 40)->name == "a100_40gb");
-  CHECK(catalog_gpu_for("H100-SXM5-80GB", 80)->name == "h100_sxm");
+  CHECK(catalog_gpu_for("A100-SXM4-80GB (Selene)", 80)->name == "A100_SXM_80GB");
+  CHECK(catalog_gpu_for("A100 (DGX A100, 2020 => 40GB)", 40)->name == "A100_SXM_40GB");
+  CHECK(catalog_gpu_for("H100-SXM5-80GB", 80)->name == "H100_SXM");
   CHECK_FALSE(catalog_gpu_for("MI250X", 128));
 }
 
@@ -59,6 +59,9 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(find("TT-8B-8gpu-FSDP").s.zero == 3);
   CHECK(find("TT-8B-8gpu-FSDP").prog.m.kv_heads == 8);
   CHECK(find("TT-8B-8gpu-FSDP+compile+Float8").skip_reason == "float8 linears (not modeled); torch.compile (not modeled)");
+  CHECK(find("TT-8B-8gpu-FSDP").representable());
+  CHECK_FALSE(find("TT-8B-8gpu-FSDP").time_representable());
+  CHECK(find("TT-8B-8gpu-FSDP").prog.c.device.memory.value() == 96.0 * 1073741824.0);
   CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);

@@ -5,6 +5,7 @@
 #include "dsl/diagnostics.hpp"
 #include "memory_fixtures.hpp"
 #include "planner/check.hpp"
+#include "planner/params.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -260,4 +261,57 @@ TEST_CASE("fixes are ordered by the resulting total, at most three", "[check][fi
   CHECK(check(p, w.spec, changed).valid());
   changed.micro_batch = 3;
   CHECK_FALSE(check(p, w.spec, changed).legal);
+}
+
+TEST_CASE("is_legal agrees with check on a sweep of strategies", "[check]") {
+  auto p = two_nodes_7b();
+  strategy_spec spec;
+  spec.name = "sweep";
+  int legal = 0, total = 0;
+  for (std::int64_t tp : {1, 2, 3, 4, 8, 16})
+    for (std::int64_t pp : {1, 2, 3, 4, 5})
+      for (std::int64_t mb : {1, 2, 3})
+        for (std::int64_t v : {1, 2})
+          for (int zero : {0, 3}) {
+            strategy s;
+            s.dp = 0;
+            s.tp = tp;
+            s.pp = pp;
+            s.micro_batch = mb;
+            s.virtual_stages = v;
+            s.zero = zero;
+            s.sequence_parallel = tp > 1;
+            auto r = check(p, spec, s);
+            ++total;
+            if (!r.legal) continue;
+            ++legal;
+            CHECK(r.s.dp * tp * pp == 16);
+            CHECK(is_legal(p, r.s));
+          }
+  CHECK(total == 360);
+  CHECK(legal == 76);  // 12 (tp, pp) pairs x 2 micro-batches, 7 of them also interleaved; x 2 zero
+}
+
+TEST_CASE("absurd values are errors, not overflows", "[check]") {
+  auto p = two_nodes_7b();
+  written huge("strategy huge {\n  tp = 4611686018427387904\n  pp = 4\n}\n");
+  CHECK(huge.run(p).diags.at(0).message == "tp = 4611686018427387904 exceeds the 16 GPUs of cluster 'two_nodes'");
+  written chunks("strategy chunks {\n  pp = 2\n  virtual_stages = 4611686018427387904\n}\n");
+  CHECK(chunks.run(p).diags.at(0).message ==
+        "virtual_stages = 4611686018427387904 exceeds the 32 layers of model 'llama2_7b'");
+  written batch("strategy batch {\n  micro_batch = 4611686018427387904\n}\n");
+  CHECK(batch.run(p).diags.at(0).message == "micro_batch = 4611686018427387904 exceeds global_batch = 256");
+  auto m = test::llama2_7b();
+  m.hidden = 4'000'000'000'000;
+  m.heads = 1;
+  CHECK(count_params(m).total == std::numeric_limits<std::int64_t>::max());
+}
+
+TEST_CASE("a huge micro_batch that does not fit is reported promptly", "[check][fix]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 8'000'000'000);
+  written w("strategy huge {\n  zero = 3\n  micro_batch = 1000000000\n}\n");
+  auto r = w.run(p);
+  REQUIRE(r.legal);
+  CHECK_FALSE(r.fits);
+  CHECK(r.diags.at(0).notes.at(0).message.rfind("activations are ", 0) == 0);
 }

@@ -51,6 +51,7 @@ namespace {
 model korthikanti_model() {
   auto m = test::gpt3_175b();
   m.attention = attention_kind::standard;
+  m.dropout = true;
   return m;
 }
 strategy tp_of(std::int64_t t, bool sp, checkpoint_mode c) {
@@ -153,4 +154,57 @@ TEST_CASE("the logits can make the last stage the most loaded", "[memory]") {
   auto mem = estimate_memory(p, s);
   CHECK(mem.stage == 7);
   CHECK(mem.stage_note == "stage 7 of 8 (logits, 4 layers)");
+}
+
+TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers", "[memory]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
+  strategy s;
+  s.dp = 8;
+  auto ddp = estimate_memory(p, s);
+  CHECK(ddp.buffers.value() == 2 * 25.0 * 1024 * 1024);
+
+  s.zero = 3;
+  auto fsdp = estimate_memory(p, s);
+  auto const layer = count_params(p.m).per_layer;
+  CHECK(fsdp.buffers.value() == 2.0 * double(layer) * 2);
+  CHECK(fsdp.weights.value() == Approx(2 * 6'738'415'616.0 / 8));
+
+  s.zero = 1;
+  s.dp = 2;
+  s.tp = 2;
+  s.pp = 2;
+  s.sequence_parallel = true;
+  auto mixed = estimate_memory(p, s);
+  double const sbh = 4096.0 * 4096;
+  CHECK(mixed.buffers.value() == 2 * 25.0 * 1024 * 1024 + 2 * sbh + 2 * 2 * sbh / 2);
+}
+
+TEST_CASE("tied embeddings: one copy with pp = 1, a copy on the last stage with pp > 1", "[memory]") {
+  auto m = test::llama2_7b();
+  m.tied_embeddings = true;
+  auto p = test::program_of(m, test::nodes_of("one_node", 1, test::h100_sxm()), 8);
+  strategy s;
+  s.dp = 8;
+  s.zero = 0;
+  // One micro-batch per step: stage 0 holds a single micro-batch, so the
+  // logits make the last stage the most loaded.
+  double const params = double(count_params(m).total);
+  CHECK(estimate_memory(p, s).weights.value() == 2 * params);
+  p.t.global_batch = 1;
+  s.dp = 1;
+  s.pp = 8;
+  auto piped = estimate_memory(p, s);
+  // Stage 0: 4 layers and the embedding; the last stage: 4 layers, the
+  // final norm and its copy of the embedding for the logits.
+  CHECK(piped.stage == 7);
+  CHECK(piped.weights.value() == 2 * (4.0 * double(count_params(m).per_layer) + 32000.0 * 4096 + 4096));
+}
+
+TEST_CASE("fp32 doubles the stored activations", "[memory]") {
+  auto m = test::llama2_7b();  // no dropout masks: every stored tensor is 16-bit
+  m.attention = attention_kind::standard;
+  strategy s;
+  auto const half = activations_per_layer(m, s);
+  m.prec = precision::fp32;
+  CHECK(activations_per_layer(m, s) == half * 2);
 }

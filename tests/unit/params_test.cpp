@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "memory_fixtures.hpp"
+#include "planner/lower.hpp"
 #include "planner/params.hpp"
 
 using namespace dtplan;
@@ -63,4 +64,25 @@ TEST_CASE("mixture of experts stores every expert, a token uses experts_per_toke
   CHECK(c.router == 1024 * 8);
   CHECK(c.per_layer == c.attention + c.mlp + c.norms + c.router);
   CHECK(c.matmul == 4 * (4LL * 1024 * 1024 + c.mlp_active + c.router) + 1000 * 1024);
+}
+
+TEST_CASE("the catalog presets count as published", "[params][catalog]") {
+  auto preset = [](std::string const& name) {
+    dsl::source_manager sources;
+    auto id = sources.add("t.dtp", "model m : " + name +
+                                       " {}\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                       "training { global_batch = 8 }\n");
+    dsl::diagnostics diags;
+    auto p = planner::load(sources, id, {}, diags);
+    REQUIRE(p);
+    return double(count_params(p->m).total) / 1e9;
+  };
+  CHECK(preset("llama2_7b") == Approx(6.74).epsilon(0.005));
+  CHECK(preset("llama2_13b") == Approx(13.0).epsilon(0.005));
+  CHECK(preset("llama2_70b") == Approx(69.0).epsilon(0.005));
+  CHECK(preset("llama3_8b") == Approx(8.03).epsilon(0.005));
+  CHECK(preset("llama3_70b") == Approx(70.6).epsilon(0.005));
+  CHECK(preset("llama3_405b") == Approx(405.9).epsilon(0.005));
+  CHECK(preset("gpt3_175b") == Approx(174.6).epsilon(0.005));
+  CHECK(preset("gpt3_1_3b") == Approx(1.31).epsilon(0.005));
 }

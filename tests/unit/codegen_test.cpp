@@ -1,0 +1,235 @@
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../codegen/fixtures.hpp"
+#include "codegen/emit.hpp"
+#include "codegen/graphviz.hpp"
+#include "codegen/launch.hpp"
+#include "codegen/skeleton.hpp"
+#include "planner/layout.hpp"
+
+using namespace dtplan;
+namespace fx = dtplan::codegen::fixtures;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lines(std::string const& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
+
+std::string read(fs::path const& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("layout text: one line per rank with coordinates and groups") {
+  auto f = fx::tp4_pp2();
+  auto text = codegen::layout_text(f.plan.s, 8, codegen::shard_ranks(f.plan.s, 8));
+  auto ls = lines(text);
+  REQUIRE(ls.size() == 16);
+  CHECK(ls[0] == "rank 0 node 0 local 0 tp 0 cp 0 dp 0 pp 0 | tp: 0 1 2 3 | cp: 0 | dp: 0 4 | pp: 0 8");
+  CHECK(ls[5] == "rank 5 node 0 local 5 tp 1 cp 0 dp 1 pp 0 | tp: 4 5 6 7 | cp: 5 | dp: 1 5 | pp: 5 13");
+  CHECK(ls[15] == "rank 15 node 1 local 7 tp 3 cp 0 dp 1 pp 1 | tp: 12 13 14 15 | cp: 15 | dp: 11 15 | pp: 7 15");
+}
+
+TEST_CASE("layout text follows the order, innermost first") {
+  auto f = fx::all_axes();  // order tp-dp-cp-pp
+  auto ls = lines(codegen::layout_text(f.plan.s, 8, codegen::shard_ranks(f.plan.s, 8)));
+  REQUIRE(ls.size() == 16);
+  CHECK(ls[6] == "rank 6 node 0 local 6 tp 0 cp 1 dp 1 pp 0 | tp: 6 7 | cp: 2 6 | dp: 4 6 | pp: 6 14");
+  // Every line agrees with planner::rank_layout, rank by rank.
+  planner::rank_layout l(f.plan.s, 8);
+  for (std::int64_t r = 0; r < 16; ++r) {
+    auto c = l.of(r);
+    CHECK(ls[static_cast<std::size_t>(r)].rfind(
+              fmt::format("rank {} node {} local {} tp {} cp {} dp {} pp {} |", r, r / 8, r % 8, c[0], c[1], c[2], c[3]), 0) == 0);
+  }
+}
+
+TEST_CASE("layout text adds shard and replicate groups under hybrid sharding") {
+  auto f = fx::hsdp();
+  CHECK(codegen::shard_ranks(f.plan.s, 8) == 8);
+  auto ls = lines(codegen::layout_text(f.plan.s, 8, 8));
+  REQUIRE(ls.size() == 32);
+  CHECK(ls[9] ==
+        "rank 9 node 1 local 1 tp 0 cp 0 dp 9 pp 0 | tp: 9 | cp: 9 | dp: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 "
+        "20 21 22 23 24 25 26 27 28 29 30 31 | pp: 9 | shard: 8 9 10 11 12 13 14 15 | replicate: 1 9 17 25");
+  CHECK(contains(ls[9], "| shard: 8 9 10 11 12 13 14 15 | replicate: 1 9 17 25"));
+  // Without ZeRO there is no shard group to print.
+  auto plain = fx::dp16_zero1();
+  plain.plan.s.zero = 0;
+  CHECK_FALSE(contains(codegen::layout_text(plain.plan.s, 8, codegen::shard_ranks(plain.plan.s, 8)), "shard"));
+}
+
+TEST_CASE("per-GPU GEMM shapes of a layer") {
+  auto f = fx::dp16_zero1();
+  auto g = codegen::layer_gemms(f.program.m, f.plan.s);
+  REQUIRE(g.size() == 4);
+  CHECK((g[0].name == "qkv" && g[0].m == 4096 && g[0].n == 12288 && g[0].k == 4096));
+  CHECK((g[1].name == "o-proj" && g[1].m == 4096 && g[1].n == 4096 && g[1].k == 4096));
+  CHECK((g[2].name == "mlp-up" && g[2].m == 4096 && g[2].n == 22016 && g[2].k == 4096));
+  CHECK((g[3].name == "mlp-down" && g[3].m == 4096 && g[3].n == 4096 && g[3].k == 11008));
+  auto t = fx::all_axes();  // GQA 32/8 heads, tp 2, cp 2, 32k tokens
+  auto h = codegen::layer_gemms(t.program.m, t.plan.s);
+  CHECK((h[0].m == 16384 && h[0].n == (32 + 16) * 128 / 2 && h[0].k == 4096));
+  CHECK((h[3].m == 16384 && h[3].n == 4096 && h[3].k == 7168));
+}
+
+TEST_CASE("stage layers spread the remainder over the first chunks") {
+  using r = codegen::layer_range;
+  CHECK(codegen::stage_layers(40, 3, 1, 0) == std::vector<r>{{0, 14}});
+  CHECK(codegen::stage_layers(40, 3, 1, 1) == std::vector<r>{{14, 27}});
+  CHECK(codegen::stage_layers(40, 3, 1, 2) == std::vector<r>{{27, 40}});
+  CHECK(codegen::stage_layers(32, 1, 1, 0) == std::vector<r>{{0, 32}});
+  // Interleaved: 10 layers in 4 chunks of 3, 3, 2, 2; stage 1 runs chunks 1 and 3.
+  CHECK(codegen::stage_layers(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
+}
+
+TEST_CASE("where the skeleton issues each collective") {
+  auto f = fx::hsdp();
+  auto const& c = f.plan.time->comm;
+  CHECK(codegen::placement_of(c[0], 3) == codegen::comm_placement::layer);
+  CHECK(codegen::placement_of(c[1], 3) == codegen::comm_placement::layer_bwd);
+  CHECK(codegen::placement_of(c[2], 3) == codegen::comm_placement::grad_sync);
+  auto z1 = fx::dp16_zero1();
+  CHECK(codegen::placement_of(z1.plan.time->comm[0], 1) == codegen::comm_placement::grad_sync);
+  CHECK(codegen::placement_of(z1.plan.time->comm[1], 1) == codegen::comm_placement::step_end);
+  CHECK(codegen::overlapped(z1.plan.time->comm[0]));
+  CHECK_FALSE(codegen::overlapped(z1.plan.time->comm[1]));
+  auto tp = fx::tp4_pp2();
+  CHECK(codegen::placement_of(tp.plan.time->comm[0], 1) == codegen::comm_placement::layer);
+  CHECK(codegen::placement_of(tp.plan.time->comm[2], 1) == codegen::comm_placement::micro_batch);
+}
+
+TEST_CASE("the skeleton bakes in the plan's numbers") {
+  auto f = fx::tp4_pp2();
+  auto cu = codegen::train_step_cu(f.program, f.plan);
+  CHECK(contains(cu, "constexpr long long k_world = 16;\n"));
+  CHECK(contains(cu, "constexpr long long k_tp = 4, k_cp = 1, k_dp = 2, k_pp = 2;\n"));
+  CHECK(contains(cu, "constexpr int k_order[4] = {0, 1, 2, 3};\n"));
+  CHECK(contains(cu, "constexpr long long k_micro_batches = 128;"));
+  CHECK(contains(cu, "constexpr long long k_stage_layers[2] = {20, 20};"));
+  CHECK(contains(cu, "constexpr long long k_weights_bytes = 3300000000;\n"));
+  CHECK(contains(cu, "constexpr long long k_activations_bytes = 21000000000;\n"));
+  CHECK(contains(cu, "    {\"qkv\", 4096, 3840, 5120},\n"));
+  CHECK(contains(cu, "    {2, 0, \"tp\", 41900000, 10240, 2.9, 2.9, 0, 0, \"intra\"},  // all-gather 40.0 MiB over 4 ranks\n"));
+  CHECK(contains(cu, "    {4, 3, \"pp\", 41900000, 256, 1, 0.9, 2, 1, \"inter\"},  // send-recv 40.0 MiB over 2 ranks\n"));
+  CHECK(contains(cu, "constexpr double k_predicted_step_s = 41.2;\n"));
+  // Every CUDA, NCCL, cuBLAS and MPI call goes through a checking macro.
+  for (auto const* api : {"cudaMalloc(", "ncclAllReduce(", "cublasGemmEx(", "MPI_Init("}) {
+    auto at = cu.find(api);
+    REQUIRE(at != std::string::npos);
+  }
+  CHECK_FALSE(contains(cu, "TODO"));
+  auto other = fx::all_axes();
+  CHECK(contains(codegen::train_step_cu(other.program, other.plan), "constexpr int k_order[4] = {0, 2, 1, 3};\n"));
+}
+
+TEST_CASE("the diagram draws every GPU of a small cluster, with a legend") {
+  auto f = fx::tp4_pp2();
+  auto dot = codegen::sharding_dot(f.program, f.plan);
+  CHECK(std::count(dot.begin(), dot.end(), '{') == std::count(dot.begin(), dot.end(), '}'));
+  CHECK(dot.rfind("digraph sharding {\n", 0) == 0);
+  CHECK(dot.substr(dot.size() - 2) == "}\n");
+  for (int r = 0; r < 16; ++r) CHECK(contains(dot, fmt::format("    r{} [label=\"rank {}\\n", r, r)));
+  CHECK(contains(dot, "subgraph cluster_node0 {"));
+  CHECK(contains(dot, "subgraph cluster_node1 {"));
+  CHECK(contains(dot, "subgraph cluster_legend {"));
+  CHECK(contains(dot, "r5 [label=\"rank 5\\ntp 1 cp 0 dp 1 pp 0\\nlayers 0-19 of 40\\nembedding\\n1/4 of each weight matrix\\n"
+                      "1/2 of optimizer state\\n36.9 GiB of 74.0 GiB usable\""));
+  CHECK(contains(dot, "  r4 -> r5 [color=\"#1f5fbf\""));   // tp
+  CHECK(contains(dot, "  r1 -> r5 [color=\"#2e8b57\""));   // dp
+  CHECK(contains(dot, "  r5 -> r13 [color=\"#c0392b\""));  // pp
+  CHECK(contains(dot, "tensor parallel (tp)"));
+  CHECK(contains(dot, "pipeline (pp), stage to next stage"));
+  CHECK(dot == codegen::sharding_dot(f.program, f.plan));
+}
+
+TEST_CASE("the diagram of a hybrid-sharded plan shows shard groups") {
+  auto f = fx::hsdp();
+  auto dot = codegen::sharding_dot(f.program, f.plan);
+  CHECK(contains(dot, "1/8 of weights, gradients, optimizer state (shard group of 8)"));
+  CHECK(contains(dot, "  r8 -> r9 [color=\"#e07b00\""));
+  CHECK(contains(dot, "  r1 -> r9 [color=\"#2e8b57\""));
+  CHECK(contains(dot, "ZeRO shard group (hybrid)"));
+}
+
+TEST_CASE("the diagram of a large cluster is condensed") {
+  auto f = fx::large();
+  auto dot = codegen::sharding_dot(f.program, f.plan);
+  CHECK(dot.size() < 20000);
+  CHECK(std::count(dot.begin(), dot.end(), '{') == std::count(dot.begin(), dot.end(), '}'));
+  CHECK(contains(dot, "    r7 [label=\"rank 7\\n"));
+  CHECK_FALSE(contains(dot, "    r8 [label"));
+  CHECK(contains(dot, "    n1 [label=\"nodes 1-15\\nranks 8-127 (120 GPUs)\\npp stages 0\\ndp coordinates 1-15\\nlayers 0-9 of 80\\n"));
+  CHECK(contains(dot, "    n112 [label=\"nodes 112-127\\nranks 896-1023 (128 GPUs)\\npp stages 7\\n"));
+  CHECK(contains(dot, "  r0 -> n16 [color=\"#c0392b\""));
+  CHECK(contains(dot, "  n16 -> n32 [color=\"#c0392b\""));
+  CHECK(contains(dot, "condensed: more than 64 GPUs"));
+}
+
+TEST_CASE("launch scripts carry the plan's node and task counts") {
+  auto f = fx::dp16_zero1();
+  auto slurm = codegen::slurm_script(f.program, f.plan);
+  CHECK(slurm.rfind("#!/bin/bash\n#SBATCH --job-name=dtplan-current\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
+                    "#SBATCH --gpus-per-node=8\n", 0) == 0);
+  CHECK(contains(slurm, "srun --ntasks=16 --ntasks-per-node=8 --cpu-bind=cores \"$SKELETON/build/train_step\" \"$@\"\n"));
+  CHECK(contains(slurm, "export NCCL_SOCKET_IFNAME=\"${NCCL_SOCKET_IFNAME:-^lo,docker}\"\n"));
+  CHECK(contains(slurm, "# Groups that cross nodes in this plan: dp.\n"));
+  auto mpi = codegen::mpirun_script(f.program, f.plan);
+  CHECK(contains(mpi, "mpirun -np 16 --hostfile \"$HOSTFILE\" --map-by ppr:8:node --bind-to none \\\n"
+                      "  -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME \\\n"));
+  auto one = fx::dp16_zero1();
+  one.program.c.nodes = 1;
+  one.plan.s.dp = 8;
+  CHECK(contains(codegen::slurm_script(one.program, one.plan), "#SBATCH --nodes=1\n"));
+  CHECK(contains(codegen::mpirun_script(one.program, one.plan), "mpirun -np 8 "));
+  CHECK_FALSE(contains(codegen::mpirun_script(one.program, one.plan), "NCCL_SOCKET_IFNAME"));
+}
+
+TEST_CASE("emit writes every file of the bundle") {
+  auto f = fx::all_axes();
+  auto dir = fs::path(DTPLAN_BINARY_DIR) / "codegen_test_bundle";
+  fs::remove_all(dir);
+  dsl::diagnostics diags;
+  auto r = codegen::emit_bundle(f.program, f.plan, "{}\n", dir, diags);
+  REQUIRE(r);
+  for (auto const* file : {"plan.json", "sharding.dot", "skeleton/CMakeLists.txt", "skeleton/train_step.cu",
+                           "launch/slurm.sbatch", "launch/mpirun.sh"})
+    CHECK(fs::file_size(dir / file) > 0);
+  CHECK(read(dir / "plan.json") == "{}\n");
+  CHECK(read(dir / "sharding.dot") == codegen::sharding_dot(f.program, f.plan));
+  auto exec = fs::status(dir / "launch" / "mpirun.sh").permissions() & fs::perms::owner_exec;
+  CHECK(exec == fs::perms::owner_exec);
+  if (r->svg) CHECK(read(dir / "sharding.svg").find("<svg") != std::string::npos);
+  else CHECK(diags.list().back().message.rfind("'dot' (Graphviz) is not installed", 0) == 0);
+  CHECK(contains(read(dir / "skeleton" / "CMakeLists.txt"), "project(dtplan_train_step LANGUAGES CXX CUDA)\n"));
+}
+
+TEST_CASE("emit reports a directory it cannot create") {
+  auto f = fx::dp16_zero1();
+  auto file = fs::path(DTPLAN_BINARY_DIR) / "codegen_test_not_a_dir";
+  std::ofstream(file) << "x";
+  dsl::diagnostics diags;
+  CHECK_FALSE(codegen::emit_bundle(f.program, f.plan, "{}", file / "bundle", diags));
+  REQUIRE(diags.list().size() == 1);
+  CHECK(diags.list()[0].message == fmt::format("cannot create directory '{}': Not a directory", (file / "bundle").string()));
+  dsl::diagnostics d2;
+  CHECK_FALSE(codegen::write_dot(f.program, f.plan, file / "x.dot", d2));
+  CHECK(d2.has_errors());
+}

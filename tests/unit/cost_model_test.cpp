@@ -1,0 +1,236 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "planner/comm.hpp"
+#include "planner/compute.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/lower.hpp"
+
+using namespace dtplan::planner;
+using namespace dtplan::planner::literals;
+
+namespace {
+
+model llama7b() {
+  model m;
+  m.name = "llama2_7b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 11008;
+  m.mlp = mlp_kind::swiglu;
+  m.vocab = 32000;
+  m.seq_len = 4096;
+  m.prec = precision::bf16;
+  m.optimizer = optimizer_kind::adam;
+  return m;
+}
+
+program two_nodes(std::int64_t nodes = 2, std::int64_t per_node = 8) {
+  program p;
+  p.m = llama7b();
+  p.c.name = "two_nodes";
+  p.c.nodes = nodes;
+  p.c.gpus_per_node = per_node;
+  p.c.device = *catalog_gpu("H100_SXM");
+  p.c.intra_node = 450_GBps;
+  p.c.inter_node = 100_Gbitps;
+  p.c.intra_latency = p.c.device.intra_latency;
+  p.c.inter_latency = p.c.device.inter_latency;
+  p.c.comm_efficiency = p.c.device.comm_efficiency;
+  p.t.global_batch = 256;
+  return p;
+}
+
+strategy data_parallel(std::int64_t dp, int zero) {
+  strategy s;
+  s.dp = dp;
+  s.zero = zero;
+  s.checkpoint = checkpoint_mode::selective;
+  s.micro_batch = 1;
+  return s;
+}
+
+seconds dp_time(time_breakdown const& t) {
+  seconds sum;
+  for (auto const& e : t.comm)
+    if (e.group == comm_group::dp) sum += e.time;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("seed fact: 14 GB all-reduced over 8 GPUs on 100 Gbit/s links takes 1.96 s") {
+  auto const t = collective_time(collective::all_reduce, 14_GB, 8, 100_Gbitps, seconds(0));
+  CHECK(t.value() == Approx(1.96).epsilon(1e-12));
+  CHECK(to_string(t) == "1.96 s");
+
+  // The same through the link the layout picks: 8 nodes x 1 GPU, each with its own NIC.
+  cluster c;
+  c.nodes = 8;
+  c.gpus_per_node = 1;
+  c.intra_node = 450_GBps;
+  c.inter_node = 100_Gbitps;
+  c.comm_efficiency = 1.0;
+  strategy s = data_parallel(8, 0);
+  rank_layout layout(s, 1);
+  auto const link = link_for(c, layout.placement(axis::dp));
+  CHECK(link.kind == link_kind::inter);
+  CHECK(link.bw.value() == 12.5e9);
+  CHECK(to_string(collective_time(collective::all_reduce, 14_GB, 8, link)) == "1.96 s");
+}
+
+TEST_CASE("ring volumes: all-reduce 2(N-1)/N, reduce-scatter and all-gather (N-1)/N") {
+  CHECK(bytes_moved(collective::all_reduce, 14_GB, 8).value() == Approx(24.5e9));
+  CHECK(bytes_moved(collective::reduce_scatter, 14_GB, 8).value() == Approx(12.25e9));
+  CHECK(bytes_moved(collective::all_gather, 14_GB, 8).value() == Approx(12.25e9));
+  CHECK(bytes_moved(collective::all_to_all, 16_GB, 4).value() == Approx(12e9));
+  CHECK(bytes_moved(collective::send_recv, 16_GB, 2).value() == Approx(16e9));
+  CHECK(bytes_moved(collective::all_reduce, 14_GB, 1).value() == 0);
+  CHECK(latency_steps(collective::all_reduce, 8) == 14);
+  CHECK(latency_steps(collective::all_gather, 8) == 7);
+}
+
+TEST_CASE("a group spanning nodes shares the node's NICs with the node's other groups") {
+  cluster c = two_nodes().c;
+  c.comm_efficiency = 1.0;
+  // dp = 16 over 2 nodes: one group, 8 members per node, the whole 100 Gbit/s.
+  rank_layout dp16(data_parallel(16, 0), 8);
+  CHECK(link_for(c, dp16.placement(axis::dp)).bw.value() == 12.5e9);
+  // tp = 8 inside each node, dp = 2 across: 8 concurrent dp groups, 1/8 each.
+  strategy s = data_parallel(2, 0);
+  s.tp = 8;
+  rank_layout tp8(s, 8);
+  CHECK(link_for(c, tp8.placement(axis::tp)).kind == link_kind::intra);
+  CHECK(link_for(c, tp8.placement(axis::tp)).bw.value() == 450e9);
+  CHECK(link_for(c, tp8.placement(axis::dp)).bw.value() == 12.5e9 / 8);
+}
+
+TEST_CASE("ZeRO-3 moves 1.5x the traffic of DDP's all-reduce") {
+  program p = two_nodes();
+  p.c.comm_efficiency = 1.0;
+  p.c.inter_latency = seconds(0);
+  p.c.intra_latency = seconds(0);
+  p.t.global_batch = 16;  // one micro-batch per GPU: gathers happen once
+  analytic_cost_model const model;
+  auto const ddp = model.step_time(p, data_parallel(16, 0));
+  auto const z3 = model.step_time(p, data_parallel(16, 3));
+  CHECK(dp_time(z3).value() == Approx(1.5 * dp_time(ddp).value()).epsilon(1e-9));
+}
+
+TEST_CASE("full checkpointing adds a forward pass: a third more compute") {
+  program p = two_nodes();
+  analytic_cost_model const model;
+  auto s = data_parallel(16, 1);
+  s.checkpoint = checkpoint_mode::full;
+  auto const full = model.step_time(p, s);
+  double const tokens = 256.0 * 4096;
+  double const logits = 6.0 * 32000 * 4096 * tokens;
+  CHECK(full.hardware_flops.value() - full.model_flops.value() ==
+        Approx((full.model_flops.value() - logits) / 3).epsilon(1e-12));
+  double const ratio = full.recompute / full.compute;
+  CHECK(ratio > 0.28);
+  CHECK(ratio < 0.34);
+  s.checkpoint = checkpoint_mode::none;
+  CHECK(model.step_time(p, s).recompute.value() == 0);
+}
+
+TEST_CASE("model FLOPs follow the spec's convention") {
+  program p = two_nodes();
+  double const tokens = 256.0 * 4096;
+  double const matmul = 32.0 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) + 32000.0 * 4096;
+  CHECK(model_flops_per_step(p).value() == Approx(tokens * (6 * matmul + 12.0 * 32 * 4096 * 4096)).epsilon(1e-12));
+}
+
+TEST_CASE("small per-GPU shapes are slower per FLOP than large ones") {
+  gpu const g = *catalog_gpu("H100_SXM");
+  CHECK(shape_efficiency(g, {8192, 8192, 8192, 1}) > 0.9);
+  CHECK(shape_efficiency(g, {8192, 8192, 8192, 1}) > shape_efficiency(g, {512, 512, 4096, 1}));
+  CHECK(shape_efficiency(g, {4096, 4096, 4096, 1}) > shape_efficiency(g, {4096, 4096, 128, 1}));
+  auto per_flop = [&](gemm_shape s) { return gemm_time(g, s, precision::bf16).value() / gemm_flops(s).value(); };
+  CHECK(per_flop({128, 4096, 512, 1}) > 1.5 * per_flop({8192, 4096, 4096, 1}));
+  // The same layer split 8 ways takes more than an eighth of the time.
+  program p = two_nodes();
+  auto s1 = data_parallel(16, 0);
+  auto s8 = s1;
+  s8.tp = 8;
+  auto const one = compute_per_micro_batch(p, s1);
+  auto const eight = compute_per_micro_batch(p, s8);
+  CHECK(eight.layer_forward.value() > one.layer_forward.value() / 8);
+}
+
+TEST_CASE("no step beats its FLOPs at peak; MFU stays at most 100 %") {
+  analytic_cost_model const model;
+  for (std::int64_t seq : {128, 2048, 32768, 131072}) {
+    for (std::int64_t mb : {1, 4, 16}) {
+      for (auto prec : {precision::bf16, precision::fp8}) {
+        program p = two_nodes();
+        p.m.seq_len = seq;
+        p.m.prec = prec;
+        p.t.global_batch = 16 * mb;
+        auto s = data_parallel(16, 3);
+        s.micro_batch = mb;
+        auto const t = model.step_time(p, s);
+        CHECK(t.step >= model.lower_bound(p));
+        auto const r = rate_of(p, t);
+        CHECK(r.mfu <= 1.0);
+        CHECK(r.mfu > 0.0);
+        CHECK(t.step.value() == Approx((t.compute + t.recompute + t.exposed_comm + t.bubble + t.optimizer +
+                                        t.overhead).value()));
+      }
+    }
+  }
+}
+
+TEST_CASE("pipeline bubble is (pp-1)/m of the compute, divided by the virtual stages") {
+  program p = two_nodes();
+  analytic_cost_model const model;
+  strategy s = data_parallel(4, 1);
+  s.pp = 4;
+  auto const t = model.step_time(p, s);
+  auto const m = 256 / 4;
+  // The bubble holds forward, backward and recomputation; compute also carries the overlap slow-down.
+  CHECK(t.bubble.value() == Approx((t.compute + t.recompute).value() * 3.0 / m).epsilon(0.03));
+  s.virtual_stages = 2;
+  auto const ti = model.step_time(p, s);
+  CHECK(ti.bubble.value() == Approx(t.bubble.value() / 2).epsilon(1e-9));
+}
+
+TEST_CASE("tensor-parallel collectives sit on the critical path") {
+  program p = two_nodes();
+  analytic_cost_model const model;
+  strategy s = data_parallel(2, 1);
+  s.tp = 8;
+  s.sequence_parallel = true;
+  auto const t = model.step_time(p, s);
+  int tp_entries = 0;
+  for (auto const& e : t.comm) {
+    if (e.group != comm_group::tp) continue;
+    ++tp_entries;
+    CHECK(e.link == link_kind::intra);
+    CHECK(e.exposed == e.time);
+    CHECK(e.size.value() == 4096.0 * 4096 * 2);
+  }
+  CHECK(tp_entries == 2);
+}
+
+TEST_CASE("degenerate inputs give finite times, never a crash") {
+  analytic_cost_model const model;
+  program p = two_nodes();
+  p.m.layers = 0;
+  p.m.heads = 0;
+  p.m.seq_len = 0;
+  p.m.vocab = 0;
+  p.t.global_batch = 0;
+  strategy s = data_parallel(0, 3);
+  s.micro_batch = 0;
+  auto const t = model.step_time(p, s);
+  CHECK(std::isfinite(t.step.value()));
+  CHECK(t.step.value() >= 0);
+  auto const r = rate_of(p, t);
+  CHECK(std::isfinite(r.mfu));
+  CHECK(std::isfinite(model.lower_bound(p).value()));
+}

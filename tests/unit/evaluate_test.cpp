@@ -1,0 +1,143 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "planner/cost_model.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/lower.hpp"
+
+using namespace dtplan::planner;
+using namespace dtplan::planner::literals;
+
+namespace {
+
+// plans/7b_2node.dtp of DSL.md, built in memory.
+program seven_b_two_nodes() {
+  program p;
+  p.m = *catalog_model("llama2_7b");
+  p.c.name = "two_nodes";
+  p.c.nodes = 2;
+  p.c.gpus_per_node = 8;
+  p.c.device = *catalog_gpu("H100_SXM");
+  p.c.intra_node = 450_GBps;
+  p.c.inter_node = 100_Gbitps;
+  p.c.intra_latency = p.c.device.intra_latency;
+  p.c.inter_latency = p.c.device.inter_latency;
+  p.c.comm_efficiency = p.c.device.comm_efficiency;
+  p.t.global_batch = 256;
+  return p;
+}
+
+strategy current() {
+  strategy s;
+  s.dp = 16;
+  s.zero = 1;
+  s.checkpoint = checkpoint_mode::selective;
+  s.micro_batch = 1;
+  return s;
+}
+
+bool any_contains(std::vector<std::string> const& lines, std::string_view what) {
+  return std::any_of(lines.begin(), lines.end(), [&](auto const& l) { return l.find(what) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("7b on two nodes: plain data parallelism over 100 Gbit/s is communication-bound and the advice names a fix") {
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  INFO(pl.bottleneck);
+  for (auto const& a : pl.advice) INFO(a);
+  REQUIRE(pl.valid);
+  REQUIRE(pl.time);
+  CHECK(pl.grad_accum == 16);
+  CHECK(pl.bottleneck.rfind("communication: dp ", 0) == 0);
+  CHECK(pl.bottleneck.find("over 100 Gbit/s inter-node exposes") != std::string::npos);
+  CHECK(pl.time->exposed_comm.value() > 0.25 * pl.time->step.value());
+  REQUIRE_FALSE(pl.advice.empty());
+  CHECK(any_contains(pl.advice, "communication dominates: dp traffic over the 100 Gbit/s inter-node link exposes "));
+  CHECK((any_contains(pl.advice, "tp = ") || any_contains(pl.advice, "shard = node") ||
+         any_contains(pl.advice, "micro_batch = ")));
+  CHECK(any_contains(pl.advice, "checkpoint = selective costs "));
+  // The fix it names is verified: re-costed, valid and faster.
+  CHECK(any_contains(pl.advice, " instead of "));
+}
+
+TEST_CASE("throughput figures from the time breakdown") {
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto const t = model.step_time(p, current());
+  auto const r = rate_of(p, t);
+  CHECK(r.tokens_per_s == Approx(256.0 * 4096 / t.step.value()));
+  CHECK(r.samples_per_s == Approx(256.0 / t.step.value()));
+  CHECK(r.model_flops_per_gpu.value() == Approx(t.model_flops.value() / t.step.value() / 16));
+  CHECK(r.mfu == Approx(r.model_flops_per_gpu.value() / 989e12));
+  CHECK(r.hfu >= r.mfu);
+  CHECK(r.mfu <= 1.0);
+}
+
+TEST_CASE("an invalid plan carries the check's errors and no time") {
+  auto p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto s = current();
+  s.zero = 0;
+  s.checkpoint = checkpoint_mode::none;
+  auto const pl = evaluate(p, strategy_spec{}, s, model, "bad");
+  CHECK_FALSE(pl.valid);
+  CHECK_FALSE(pl.time);
+  CHECK_FALSE(pl.errors.empty());
+  CHECK(pl.advice.empty());
+}
+
+TEST_CASE("ZeRO-3 gathers across nodes: the advice is hybrid sharding") {
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto s = current();
+  s.zero = 3;
+  auto const pl = evaluate(p, strategy_spec{}, s, model, "z3");
+  REQUIRE(pl.valid);
+  CHECK(any_contains(pl.advice, "hybrid sharding: ZeRO-3 gathers the weights over the 100 Gbit/s inter-node link "
+                                "every layer; shard = node keeps the gathers on the 450 GB/s intra-node link"));
+}
+
+TEST_CASE("learning-rate rescaling when the batch differs from the tuned one") {
+  auto p = seven_b_two_nodes();
+  p.t.base_lr = 3e-4;
+  p.t.base_batch = 512;
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  CHECK(any_contains(pl.advice,
+                     "learning rate: base_lr = 0.0003 was tuned at batch 512; at global_batch = 256 (0.500x) the "
+                     "linear rule gives 0.00015 and the square-root rule 0.000212; warm up over the first steps "
+                     "(longer when the batch grows); a starting point; retune"));
+  p.t.base_batch = 256;
+  auto const same = evaluate(p, strategy_spec{}, current(), model, "current");
+  CHECK_FALSE(any_contains(same.advice, "learning rate"));
+}
+
+TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  auto const lines = explain_scaling(p, pl, model);
+  for (auto const& l : lines) INFO(l);
+  REQUIRE(lines.size() >= 3);
+  CHECK(lines.front().rfind("scaling from ", 0) == 0);
+  CHECK(lines.front().find(" to 16 GPUs") != std::string::npos);
+  CHECK(any_contains(lines, "16 GPUs: step "));
+  CHECK(lines.back().rfind("at 16 GPUs ", 0) == 0);
+}
+
+#include <fmt/format.h>
+TEST_CASE("debug print", "[.debug]") {
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  auto const& t = *pl.time;
+  fmt::print("step {} compute {} recompute {} exposed {} bubble {} opt {} overhead {}\n", t.step, t.compute, t.recompute, t.exposed_comm, t.bubble, t.optimizer, t.overhead);
+  for (auto const& e : t.comm) fmt::print("  {} {} {} size {} count {} time {} exposed {} {}\n", name(e.op), name(e.group), e.ranks, e.size, e.count, e.time, e.exposed, name(e.link));
+  fmt::print("{}\n", pl.bottleneck);
+  for (auto const& a : pl.advice) fmt::print("  - {}\n", a);
+  for (auto const& l : explain_scaling(p, pl, model)) fmt::print("  > {}\n", l);
+}
