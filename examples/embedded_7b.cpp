@@ -1,12 +1,14 @@
 // The 7b_2node plan written with the embedded C++ DSL instead of a .dtp
 // file: builds it, checks that it is the very program lowering makes of the
-// text, then checks the fixed strategy and prints its memory per GPU.
-// Exits 0 only when both programs agree and the strategy fits.
+// text, then checks the fixed strategy (memory per GPU), costs it with the
+// analytic model and prints the figures.
+// Exits 0 only when both programs agree and the strategy is valid.
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
 #include "planner/check.hpp"
 #include "planner/embedded.hpp"
+#include "planner/evaluate.hpp"
 #include "planner/lower.hpp"
 
 namespace {
@@ -68,5 +70,11 @@ int main() {
     return 1;
   }
   if (result.s.dp != 16 || result.grad_accum != 16) return 1;
+
+  auto evaluated = planner::evaluate(p, spec, spec.fixed(), planner::analytic_cost_model{}, spec.name);
+  if (!evaluated.valid || !evaluated.time) return 1;
+  fmt::print("strategy '{}': step {}, {:.0f} tokens/s, MFU {:.1f}%, bottleneck: {}\n", spec.name,
+             evaluated.time->step, evaluated.rate.tokens_per_s, 100 * evaluated.rate.mfu,
+             evaluated.bottleneck);
   return 0;
 }

@@ -173,6 +173,11 @@ model_builder& model_builder::tied_embeddings(bool v) {
   written(m_.keys, "tied_embeddings");
   return *this;
 }
+model_builder& model_builder::dropout(bool v) {
+  m_.dropout = v;
+  written(m_.keys, "dropout");
+  return *this;
+}
 model_builder& model_builder::attention(attention_kind v) {
   m_.attention = v;
   written(m_.keys, "attention");

@@ -94,6 +94,7 @@ class model_builder {
   model_builder& optimizer(optimizer_kind v);
   model_builder& experts(std::int64_t v);
   model_builder& experts_per_token(std::int64_t v);
+  model_builder& dropout(bool v);
 
   /// The model with lowering's defaults (kv_heads = heads, ffn = 4 x hidden);
   /// throws `error` for a missing required key or an inconsistent shape.

@@ -53,6 +53,7 @@ void same_model(planner::model const& a, planner::model const& b) {
   CHECK(a.optimizer == b.optimizer);
   CHECK(a.experts == b.experts);
   CHECK(a.experts_per_token == b.experts_per_token);
+  CHECK(a.dropout == b.dropout);
   CHECK(key_names(a.keys) == key_names(b.keys));
 }
 
@@ -156,14 +157,14 @@ TEST_CASE("a GPU of the file, a derived GPU and a derived model") {
 
 TEST_CASE("defaults are lowering's") {
   auto text = load_text(
-      "model m { layers = 2; hidden = 64; heads = 4; vocab = 100; seq_len = 16 }\n"
+      "model m { layers = 2; hidden = 64; heads = 4; vocab = 100; seq_len = 16; dropout = true }\n"
       "gpu g : A100_SXM_80GB { peak_flops = 100 TFLOP/s }\n"
       "cluster c { nodes = 1; gpus_per_node = 2; gpu = g }\n"
       "training { global_batch = 8; base_lr = 3e-4; base_batch = 4 }\n"
       "strategy { shard = {node, 2}; order = \"pp-dp-cp-tp\"; sequence_parallel = auto }\n"
       "strategy { virtual_stages = 2..3; cp = 2; ep = 1 }\n"
       "strategy named { shard = 4; checkpoint = {none, full} }\n");
-  auto m = model("m").layers(2).hidden(64).heads(4).vocab(100).seq_len(16).build();
+  auto m = model("m").layers(2).hidden(64).heads(4).vocab(100).seq_len(16).dropout(true).build();
   CHECK(m.kv_heads == 4);
   CHECK(m.ffn == 256);
   auto g = gpu("g", catalog_gpu("A100_SXM_80GB")).peak_flops(100_TFLOPps);
