@@ -143,10 +143,21 @@ TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16
   CHECK(m.experts == 1);
   CHECK(m.experts_per_token == 1);
   CHECK_FALSE(m.tied_embeddings);
+  CHECK_FALSE(m.dropout);
   CHECK(m.description.empty());
   CHECK(r.p->file == "test.dtp");
   CHECK_FALSE(r.p->t.base_lr);
   CHECK(r.p->strategies.empty());
+}
+
+TEST_CASE("dropout is off unless the model trains with it") {
+  auto r = lower_text("model m : llama2_7b { dropout = true }\n" + plain_cluster);
+  INFO(r.errors);
+  REQUIRE(r.p);
+  CHECK(r.p->m.dropout);
+  auto bad = lower_text("model m : llama2_7b { dropout = 0.1 }\n" + plain_cluster);
+  CHECK_FALSE(bad.p);
+  CHECK(bad.errors.find("test.dtp:1:33: error:") != std::string::npos);
 }
 
 TEST_CASE("every enum value lowers") {
