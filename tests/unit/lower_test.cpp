@@ -391,7 +391,7 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     CHECK(g->peak_flops_fp8 >= g->peak_flops);
     CHECK(g->peak_flops_fp32 < g->peak_flops);
     CHECK(g->matmul_efficiency > 0.5);
-    CHECK(g->keys.size() == 13);  // every key written, none defaulted
+    CHECK(g->keys.size() == 18);  // every key written, none defaulted
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
                         " }\ntraining { global_batch = 8 }\n");
