@@ -121,6 +121,31 @@ std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap) 
   return v;
 }
 
+}  // namespace
+
+std::int64_t node_shard_size(strategy const& s, std::int64_t gpus_per_node) {
+  // The dp group of a rank is base + k x stride for k < dp, stride the
+  // product of the axes inside dp. When the groups tile the nodes evenly
+  // the answer follows from the stride alone; otherwise ask the layout.
+  std::int64_t stride = 1;
+  for (axis a : s.order) {
+    if (a == axis::dp) break;
+    stride *= a == axis::tp ? s.tp : a == axis::cp ? s.cp : s.pp;
+  }
+  auto const g = std::max<std::int64_t>(1, gpus_per_node);
+  if (stride >= g) return 1;
+  if (g % stride == 0) {
+    auto const span = s.dp * stride;
+    if (span <= g && g % span == 0) return s.dp;
+    if (span >= g && span % g == 0) return g / stride;
+  }
+  strategy t = s;
+  t.shard = shard_group{shard_group::kind::node, 0};
+  return shard_size(t, gpus_per_node);
+}
+
+namespace {
+
 // One structural choice: the parallel degrees and the rank order. Every
 // other key is enumerated inside it.
 struct work_item {
@@ -412,12 +437,13 @@ class searcher {
     for (auto z : space_.zero())
       for (auto const& g : space_.shard(static_cast<int>(z), w.dp))
         node_needed = node_needed || g.k == shard_group::kind::node;
+    bool has_node = false;
+    bool has_all = false;
     if (node_needed)
       for (std::size_t o = 0; o < n_orders; ++o) {
         strategy t = s;
         t.order = orders[o];
-        t.shard = shard_group{shard_group::kind::node, 0};
-        node_shard[o] = shard_size(t, p_.c.gpus_per_node);
+        node_shard[o] = node_shard_size(t, p_.c.gpus_per_node);
       }
     auto sps = space_.sequence_parallel(w.tp);
     auto vss = space_.virtual_stages(w.pp);
@@ -429,7 +455,10 @@ class searcher {
     memo.reserve(n_orders);
     for (auto z : space_.zero()) {
       s.zero = static_cast<int>(z);
-      for (auto const& shard : space_.shard(s.zero, w.dp)) {
+      auto const shards = space_.shard(s.zero, w.dp);
+      has_node = std::find(shards.begin(), shards.end(), shard_group{shard_group::kind::node, 0}) != shards.end();
+      has_all = std::find(shards.begin(), shards.end(), shard_group{}) != shards.end();
+      for (auto const& shard : shards) {
         s.shard = shard;
         for (auto c : space_.checkpoint()) {
           s.checkpoint = c;
@@ -444,7 +473,17 @@ class searcher {
                 for (std::size_t o = 0; o < n_orders; ++o) {
                   if (!fits_so_far[o]) continue;
                   s.order = orders[o];
-                  if (!is_legal(p_, s)) {
+                  // A `node` group that resolves to `all` or to a size also
+                  // in the space is the same plan: only the first counts.
+                  if (shard.k == shard_group::kind::node && node_shard[o] == w.dp && has_all) continue;
+                  if (shard.k == shard_group::kind::size && node_shard[o] == shard.size && has_node) continue;
+                  // The models see a `node` group through the size it
+                  // resolves to (shard_size); costing it as that size skips
+                  // the layout walk per candidate on large clusters.
+                  strategy as_costed = s;
+                  if (shard.k == shard_group::kind::node && node_shard[o] > 0)
+                    as_costed.shard = shard_group{shard_group::kind::size, node_shard[o]};
+                  if (!is_legal(p_, as_costed)) {
                     ++st.illegal;
                     continue;
                   }
@@ -453,7 +492,7 @@ class searcher {
                                                                            : shard.size;
                   auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
                   if (hit == memo.end()) {
-                    memo.emplace_back(size, estimate_memory(p_, s));
+                    memo.emplace_back(size, estimate_memory(p_, as_costed));
                     hit = memo.end() - 1;
                   }
                   auto const& mem = hit->second;
@@ -464,7 +503,7 @@ class searcher {
                     continue;
                   }
                   ++st.valid;
-                  evaluate_candidate(st, s, mem.total);
+                  evaluate_candidate(st, s, as_costed, mem.total);
                 }
               }
             }
@@ -475,13 +514,13 @@ class searcher {
     if (options_.explain && st.illegal - illegal_before == w.candidates) st.illegal_structures.push_back(w);
   }
 
-  void evaluate_candidate(thread_state& st, strategy const& s, bytes memory) {
-    auto bound = model_.step_lower_bound(p_, s).value();
+  void evaluate_candidate(thread_state& st, strategy const& s, strategy const& as_costed, bytes memory) {
+    auto bound = model_.step_lower_bound(p_, as_costed).value();
     if (options_.explain) st.bounds.push_back(bound);
     // Strictly above: a candidate equal to the k-th best may still win the
     // tie-break.
     if (bound > kth()) return;
-    auto step = model_.step_time(p_, s).step.value();
+    auto step = model_.step_time(p_, as_costed).step.value();
     if (k_ == 0) return;
     if (st.top.size() == k_ && step > st.top.back().step.value()) return;
     search_entry e;

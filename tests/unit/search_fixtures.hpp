@@ -138,7 +138,18 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
               for (auto d : divisors_of(dp))
                 if (d > 1 && d < dp) shards.push_back({shard_group::kind::size, d});
             }
-            for (auto shard : shards)
+            strategy node_of;
+            node_of.dp = dp;
+            node_of.tp = tp;
+            node_of.pp = pp;
+            node_of.cp = cp;
+            node_of.order = order;
+            node_of.shard = {shard_group::kind::node, 0};
+            auto const node_size = shard_size(node_of, p.c.gpus_per_node);
+            for (auto shard : shards) {
+              // `node` resolving to `all` or to a listed size is that plan.
+              if (shard.k == shard_group::kind::node && node_size == dp) continue;
+              if (shard.k == shard_group::kind::size && node_size == shard.size) continue;
               for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full})
                 for (bool sp : {false, true}) {
                   if (sp && tp == 1) continue;
@@ -176,6 +187,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
                     }
                   }
                 }
+            }
           }
         }
       }
@@ -183,8 +195,8 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
   return out;
 }
 
-/// A small random problem: a decoder of a few layers on up to 4 nodes of up
-/// to 8 GPUs, with a GPU small enough that memory rules part of the space out.
+/// A small random problem: a decoder of a few layers on up to 16 GPUs in up
+/// to 4 nodes, with a GPU small enough that memory rules part of the space out.
 inline planner::program random_problem(std::mt19937_64& rng) {
   using namespace planner::literals;
   auto pick = [&](std::vector<std::int64_t> const& v) { return v[rng() % v.size()]; };
@@ -197,7 +209,9 @@ inline planner::program random_problem(std::mt19937_64& rng) {
   auto g = h100_sxm();
   g.memory = planner::bytes(double(pick({1, 2, 3, 4, 8})) * 1073741824.0 / 4);
   g.reserved = planner::bytes(0);
-  auto c = nodes_of("random", pick({1, 2, 4}), g, pick({1, 2, 4, 8}));
+  // At most 16 GPUs keeps the brute force quick.
+  auto nodes = pick({1, 2, 4});
+  auto c = nodes_of("random", nodes, g, nodes == 4 ? pick({1, 2, 4}) : pick({1, 2, 4, 8}));
   return program_of(std::move(m), std::move(c), pick({4, 8, 16, 24, 64}));
 }
 

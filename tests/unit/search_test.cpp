@@ -37,16 +37,18 @@ void same_entries(std::vector<search_entry> const& a, std::vector<search_entry> 
 
 }  // namespace
 
-TEST_CASE("search finds the brute-force optimum on 60 random small problems") {
-  std::mt19937_64 rng(20261129);
-  test::fake_cost_model model;
+// Searches 50 seeded random problems with `model` and compares the top five
+// with a brute force that checks and costs every strategy one by one.
+void compare_with_brute_force(cost_model const& model, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   int with_valid = 0;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 50; ++i) {
     auto p = test::random_problem(rng);
     INFO("problem " << i << ": " << p.c.nodes << " x " << p.c.gpus_per_node << " GPUs, " << p.m.layers
                     << " layers, hidden " << p.m.hidden << ", global batch " << p.t.global_batch);
     auto expected = test::brute_force(p, model);
     auto got = search(p, search_everything(), model, with_threads(2));
+    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
     if (expected.empty()) {
       CHECK(got.best.empty());
       continue;
@@ -54,13 +56,25 @@ TEST_CASE("search finds the brute-force optimum on 60 random small problems") {
     ++with_valid;
     REQUIRE_FALSE(got.ranked.empty());
     CHECK(got.ranked.front().step == expected.front().step);
-    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
     // The whole top five, ties included, in the same total order.
     expected.resize(std::min<std::size_t>(expected.size(), 5));
     same_entries(got.ranked, expected);
+    // evaluate() costs the plan as the search ranked it.
+    for (std::size_t k = 0; k < got.best.size(); ++k) {
+      REQUIRE(got.best[k].time);
+      CHECK(got.best[k].time->step == got.ranked[k].step);
+    }
   }
   // The generator must exercise the search, not only empty spaces.
-  CHECK(with_valid >= 40);
+  CHECK(with_valid >= 35);
+}
+
+TEST_CASE("search finds the brute-force optimum on 50 random small problems (fake model)") {
+  compare_with_brute_force(test::fake_cost_model{}, 20261129);
+}
+
+TEST_CASE("search finds the brute-force optimum on 50 random small problems (analytic model)") {
+  compare_with_brute_force(analytic_cost_model{}, 4242);
 }
 
 TEST_CASE("search results are identical for 1, 2 and 4 threads") {
@@ -172,12 +186,34 @@ TEST_CASE("explain reports the time bound's pruning deterministically") {
   test::fake_cost_model model;
   auto r = search(p, search_everything(), model, with_threads(1, 1));
   REQUIRE_FALSE(r.explanations.empty());
-  CHECK(r.explanations.back() == "120 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
+  CHECK(r.explanations.back() == "108 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
   CHECK(search(p, search_everything(), model, with_threads(4, 1)).explanations == r.explanations);
   // A model without a per-strategy bound never prunes by time.
   test::flat_cost_model flat;
   for (auto const& line : search(p, search_everything(), flat, with_threads(2, 1)).explanations)
     CHECK(line.find("time bound") == std::string::npos);
+}
+
+TEST_CASE("node_shard_size agrees with shard_size on every small layout") {
+  for (std::int64_t per_node : {1, 2, 3, 4, 6, 8})
+    for (std::int64_t nodes : {1, 2, 3, 4}) {
+      auto gpus = per_node * nodes;
+      for (auto tp : test::divisors_of(gpus))
+        for (auto pp : test::divisors_of(gpus / tp))
+          for (auto cp : test::divisors_of(gpus / tp / pp))
+            for (auto const& order : search_orders()) {
+              strategy s;
+              s.tp = tp;
+              s.pp = pp;
+              s.cp = cp;
+              s.dp = gpus / (tp * pp * cp);
+              s.order = order;
+              s.shard = shard_group{shard_group::kind::node, 0};
+              INFO(per_node << " per node, " << nodes << " nodes, tp " << tp << " pp " << pp << " cp " << cp
+                            << " order " << to_string(order));
+              CHECK(node_shard_size(s, per_node) == shard_size(s, per_node));
+            }
+    }
 }
 
 TEST_CASE("search of an empty or impossible space returns no plan") {

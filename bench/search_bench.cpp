@@ -1,0 +1,111 @@
+// Times --optimize on three problems of growing size, for 1 and 2 threads:
+// the 7b_2node plan (its `search` strategy and everything free), Llama 3 70B
+// on 64 nodes and a 405B model on 16,384 H100s, everything free.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "planner/cost_model.hpp"
+#include "planner/search.hpp"
+
+using namespace dtplan::planner;
+using namespace dtplan::planner::literals;
+
+namespace {
+
+model decoder(std::string name, std::int64_t layers, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads,
+              std::int64_t ffn, std::int64_t vocab, std::int64_t seq_len) {
+  model m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.ffn = ffn;
+  m.mlp = mlp_kind::swiglu;
+  m.vocab = vocab;
+  m.seq_len = seq_len;
+  return m;
+}
+
+// The catalog's H100_SXM figures.
+gpu h100() {
+  gpu g;
+  g.name = "H100_SXM";
+  g.memory = 80_GiB;
+  g.reserved = 6_GiB;
+  g.peak_flops = 989_TFLOPps;
+  g.peak_flops_fp8 = 1979_TFLOPps;
+  g.peak_flops_fp32 = 495_TFLOPps;
+  g.hbm_bandwidth = 3350_GBps;
+  g.intra_node = 450_GBps;
+  g.intra_latency = seconds(3e-6);
+  g.inter_latency = seconds(10e-6);
+  return g;
+}
+
+program problem(model m, std::int64_t nodes, bandwidth inter, std::int64_t global_batch) {
+  program p;
+  p.file = m.name + ".dtp";
+  p.m = std::move(m);
+  p.c.name = "bench";
+  p.c.nodes = nodes;
+  p.c.gpus_per_node = 8;
+  p.c.device = h100();
+  p.c.intra_node = 450_GBps;
+  p.c.inter_node = inter;
+  p.c.intra_latency = p.c.device.intra_latency;
+  p.c.inter_latency = p.c.device.inter_latency;
+  p.t.global_batch = global_batch;
+  return p;
+}
+
+// The DSL.md example: tp {1, 2, 4, 8}, pp 1..4, zero, checkpoint and
+// micro_batch auto.
+strategy_spec dsl_search() {
+  strategy_spec s;
+  s.name = "search";
+  s.tp.f = key_choice<std::int64_t>::form::set;
+  s.tp.values = {1, 2, 4, 8};
+  s.pp.f = key_choice<std::int64_t>::form::range;
+  s.pp.low = 1;
+  s.pp.high = 4;
+  s.zero.f = key_choice<std::int64_t>::form::any;
+  s.checkpoint.f = key_choice<checkpoint_mode>::form::any;
+  s.micro_batch.f = key_choice<std::int64_t>::form::any;
+  return s;
+}
+
+void run(std::string const& label, program const& p, strategy_spec const& spec, cost_model const& model) {
+  for (unsigned threads : {1u, 2u}) {
+    search_options o;
+    o.threads = threads;
+    o.top = 5;
+    auto r = search(p, spec, model, o);
+    double const secs = r.stats.elapsed.value();
+    std::string best = r.best.empty() || !r.best.front().time
+                           ? "none"
+                           : fmt::format("{} (dp {} tp {} pp {} cp {} zero {} mb {})", r.best.front().time->step,
+                                         r.best.front().s.dp, r.best.front().s.tp, r.best.front().s.pp,
+                                         r.best.front().s.cp, r.best.front().s.zero, r.best.front().s.micro_batch);
+    fmt::print("{:<34} threads {}  candidates {:>10}  valid {:>9}  {:>12.0f} candidates/s  {:>8.3f} s  best {}\n",
+               label, threads, r.stats.candidates, r.stats.valid, double(r.stats.candidates) / secs, secs, best);
+  }
+}
+
+}  // namespace
+
+int main() {
+  analytic_cost_model model;
+  auto llama2_7b = decoder("llama2_7b", 32, 4096, 32, 32, 11008, 32000, 4096);
+  auto llama3_70b = decoder("llama3_70b", 80, 8192, 64, 8, 28672, 128256, 8192);
+  auto llama3_405b = decoder("llama3_405b", 126, 16384, 128, 8, 53248, 128256, 8192);
+
+  auto seven = problem(llama2_7b, 2, 100_Gbitps, 256);
+  run("7b_2node, DSL.md search", seven, dsl_search(), model);
+  run("7b_2node, everything free", seven, search_everything(), model);
+  run("llama3_70b 64 x 8 H100, free", problem(llama3_70b, 64, 3200_Gbitps, 1024), search_everything(), model);
+  run("405b 2048 x 8 H100, free", problem(llama3_405b, 2048, 3200_Gbitps, 2048), search_everything(), model);
+  return 0;
+}
