@@ -123,12 +123,12 @@ void report(std::vector<calibration_run> const& runs, analytic_cost_model const&
              acc.rows.size(), a, 100 * acc.median, 100 * acc.worst, acc.worst_id, within, acc.rows.size());
   fmt::print("tier A: median |error| {:.1f} %, worst {:.1f} %\n", 100 * acc.median_a, 100 * acc.worst_a);
   std::size_t skipped = 0;
-  for (auto const& r : runs) skipped += !r.time_representable();
+  for (auto const& r : runs) skipped += !r.representable();
   if (skipped) {
     fmt::print("\nskipped {} runs:\n", skipped);
     for (auto const& r : runs)
-      if (!r.time_representable())
-        fmt::print("  {:<52} {}\n", r.id, r.skip_reason.empty() ? r.time_skip_reason : r.skip_reason);
+      if (!r.representable())
+        fmt::print("  {:<52} {}\n", r.id, r.skip_reason);
   }
 }
 
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   if (do_fit) {
     std::map<std::string, std::vector<calibration_run>> by_gpu;
     for (auto const& r : runs)
-      if (r.time_representable() && r.step_time) by_gpu[r.prog.c.device.name].push_back(r);
+      if (r.representable() && r.step_time) by_gpu[r.prog.c.device.name].push_back(r);
     for (auto& [gpu_name, group] : by_gpu) {
       auto const f = fit(group, figures_of(group.front().prog.c.device), model);
       fmt::print("{} ({} runs): matmul_efficiency = {:.2f}, hbm_efficiency = {:.2f}, comm_efficiency = {:.2f}, "

@@ -28,13 +28,9 @@ struct calibration_run {
   std::optional<planner::bytes> peak_memory;   ///< peak memory per GPU where published
   std::int64_t grad_accum = 1;
   std::string skip_reason;
-  /// Why the step time cannot be compared although the run is representable
-  /// (memory can still be): e.g. a power-capped variant of a catalog GPU.
-  std::string time_skip_reason;
   std::vector<std::string> assumptions;  ///< figures the loader had to assume (e.g. a default link)
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
-  [[nodiscard]] bool time_representable() const { return skip_reason.empty() && time_skip_reason.empty(); }
 };
 
 /// Splits CSV text into rows of fields: quoted fields may hold commas,

@@ -418,7 +418,8 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     // Every key of DSL.md and of the IR's extensions is written, none defaulted.
     for (char const* key : {"memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
                             "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
-                            "comm_efficiency", "hbm_efficiency"})
+                            "comm_efficiency", "hbm_efficiency", "sm_count", "attention_efficiency",
+                            "kernel_latency", "overlap_slowdown", "step_overhead"})
       CHECK(g->keys.count(key) == 1);
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
