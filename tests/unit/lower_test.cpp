@@ -323,7 +323,7 @@ TEST_CASE("strategies: single values, sets, ranges, auto; unnamed ones are numbe
   CHECK_FALSE(s[2].dp.is_set());
 }
 
-TEST_CASE("--set overrides keys before lowering") {
+TEST_CASE("settings given with --set override keys before lowering") {
   std::string const file = plain_model + plain_cluster + "strategy a { tp = 1 }\nstrategy b { pp = 2 }\n";
   SECTION("a block kind targets every block of that kind") {
     auto r = lower_text(file, {"strategy.tp=2", "cluster.nodes=4", "cluster.inter_node=8 x 400 Gbit/s"});
