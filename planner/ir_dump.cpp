@@ -87,7 +87,7 @@ std::string dump(program const& p) {
     out += fmt::format("  sequence_parallel {}\n",
                        choice_text(s.sequence_parallel, [](bool b) { return std::string(b ? "true" : "false"); }));
     out += fmt::format("  order             {}\n",
-                       choice_text(s.order, [](rank_order const& o) { return "\"" + to_string(o) + "\""; }));
+                       choice_text(s.order, [](rank_order const& o) { return fmt::format("\"{}\"", to_string(o)); }));
   }
   return out;
 }
