@@ -127,7 +127,8 @@ void report(std::vector<calibration_run> const& runs, analytic_cost_model const&
   if (skipped) {
     fmt::print("\nskipped {} runs:\n", skipped);
     for (auto const& r : runs)
-      if (!r.representable()) fmt::print("  {:<52} {}\n", r.id, r.skip_reason);
+      if (!r.representable())
+        fmt::print("  {:<52} {}\n", r.id, r.skip_reason);
   }
 }
 

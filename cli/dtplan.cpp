@@ -304,7 +304,10 @@ int main(int argc, char** argv) {
       total.candidates += result.stats.candidates;
       total.valid += result.stats.valid;
       total.elapsed += result.stats.elapsed;
-      for (auto& pl : result.best) plans.push_back(std::move(pl));
+      for (auto& pl : result.best) {
+        pl.from_search = true;
+        plans.push_back(std::move(pl));
+      }
       for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
       if (result.best.empty())
         r.diags.add({dsl::severity::error, space.where,

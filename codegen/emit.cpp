@@ -81,11 +81,15 @@ bool render_svg(fs::path const& dot_file, fs::path const& svg_file, bool& missin
   char chunk[512];
   while (auto n = std::fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, n);
   int status = pclose(pipe);
-  if (status != 0 || !output.empty()) {
-    while (!output.empty() && output.back() == '\n') output.pop_back();
+  while (!output.empty() && output.back() == '\n') output.pop_back();
+  if (status != 0) {
     auto& d = diags.error({}, fmt::format("'dot' failed to render '{}'", dot_file.string()));
     if (!output.empty()) d.notes.push_back({{}, output});
     return false;
+  }
+  if (!output.empty()) {
+    auto& d = diags.warning({}, fmt::format("'dot' reported problems rendering '{}'", dot_file.string()));
+    d.notes.push_back({{}, output});
   }
   return true;
 }

@@ -57,13 +57,17 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   auto co = c.l.of(r);
   auto stage = co[static_cast<int>(axis::pp)];
   std::vector<std::string> out;
-  auto [first, last] = stage_layers(c.p.m.layers, s.pp, stage);
-  if (s.virtual_stages > 1)
-    out.push_back(fmt::format("{} layers in {} interleaved chunks", last - first, s.virtual_stages));
-  else if (last > first)
-    out.push_back(fmt::format("layers {} of {}", range(first, last - 1), c.p.m.layers));
-  else
-    out.push_back("no transformer layers");
+  auto ranges = stage_layers(c.p.m.layers, s.pp, s.virtual_stages, stage);
+  std::string held;
+  std::int64_t count = 0;
+  for (auto r : ranges) {
+    if (r.last <= r.first) continue;
+    held += fmt::format("{}{}", held.empty() ? "" : ", ", range(r.first, r.last - 1));
+    count += r.last - r.first;
+  }
+  if (count == 0) out.push_back("no transformer layers");
+  else if (ranges.size() > 1) out.push_back(fmt::format("layers {} of {} ({} chunks)", held, c.p.m.layers, ranges.size()));
+  else out.push_back(fmt::format("layers {} of {}", held, c.p.m.layers));
   if (stage == 0) out.push_back("embedding");
   if (stage == s.pp - 1) out.push_back("output layer, loss");
   if (s.tp > 1) out.push_back(fmt::format("1/{} of each weight matrix", s.tp));
@@ -159,7 +163,7 @@ void legend(std::string& o, context const& c, bool condensed) {
 std::string header(context const& c) {
   std::string o = "digraph sharding {\n";
   o += fmt::format("  graph [label=\"{} on {} ({} x {} GPUs): plan '{}'\", labelloc=t, fontname=\"Helvetica\", fontsize=14, "
-                   "compound=true, nodesep=0.25, ranksep=0.5];\n",
+                   "nodesep=0.25, ranksep=0.5];\n",
                    esc(c.p.m.name), esc(c.p.c.name), c.p.c.nodes, c.p.c.gpus_per_node, esc(c.pl.name));
   o += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=9];\n";
   o += "  edge [fontname=\"Helvetica\", fontsize=8];\n";
@@ -173,6 +177,19 @@ void full_node(std::string& o, context const& c, std::int64_t n) {
   o += fmt::format("  subgraph cluster_node{} {{\n    label=\"node {} (ranks {})\";\n    style=rounded;\n    color=\"#444444\";\n", n,
                    n, range(first, last));
   for (auto r = first; r <= last; ++r) o += gpu_node(c, r);
+  // The first GPU of each tp/cp column in one row, left to right by rank;
+  // tp and cp peers hang below their column head.
+  std::vector<std::int64_t> heads;
+  for (auto r = first; r <= last; ++r) {
+    auto co = c.l.of(r);
+    if (co[static_cast<int>(axis::tp)] == 0 && co[static_cast<int>(axis::cp)] == 0) heads.push_back(r);
+  }
+  if (heads.size() > 1) {
+    o += "    { rank=same;";
+    for (auto r : heads) o += fmt::format(" r{};", r);
+    o += " }\n";
+    for (std::size_t i = 0; i + 1 < heads.size(); ++i) o += fmt::format("    r{} -> r{} [style=invis];\n", heads[i], heads[i + 1]);
+  }
   o += "  }\n";
 }
 
@@ -239,11 +256,16 @@ std::string condensed(context const& c) {
     dp_hi = std::max(dp_hi, d);
     std::string label = fmt::format("nodes {}\\nranks {} ({} GPUs)\\npp stages {}\\ndp coordinates {}", range(a, b), range(r0, r1),
                                     r1 - r0 + 1, range(*st.begin(), *st.rbegin()), range(dp_lo, dp_hi));
-    auto [first, unused] = stage_layers(c.p.m.layers, c.pl.s.pp, *st.begin());
-    auto [unused2, last] = stage_layers(c.p.m.layers, c.pl.s.pp, *st.rbegin());
-    (void)unused;
-    (void)unused2;
-    label += fmt::format("\\nlayers {} of {}", last > first ? range(first, last - 1) : "none", c.p.m.layers);
+    std::int64_t count = 0;
+    for (auto stage : st)
+      for (auto r : stage_layers(c.p.m.layers, c.pl.s.pp, c.pl.s.virtual_stages, stage)) count += r.last - r.first;
+    if (c.pl.s.virtual_stages == 1) {
+      auto first = stage_layers(c.p.m.layers, c.pl.s.pp, 1, *st.begin()).front().first;
+      auto last = stage_layers(c.p.m.layers, c.pl.s.pp, 1, *st.rbegin()).front().last;
+      label += fmt::format("\\nlayers {} of {}", last > first ? range(first, last - 1) : "none", c.p.m.layers);
+    } else {
+      label += fmt::format("\\n{} of {} layers in {} chunks per stage", count, c.p.m.layers, c.pl.s.virtual_stages);
+    }
     auto h = holdings(c, r0);
     for (std::size_t i = 1; i < h.size(); ++i)
       if (h[i].rfind("1/", 0) == 0 || h[i].rfind("full", 0) == 0) label += "\\neach GPU: " + esc(h[i]);
@@ -262,7 +284,7 @@ std::string condensed(context const& c) {
     std::set<std::int64_t> boxes;
     for (auto r : g)
       if (r >= gpn) boxes.insert(box_of(r));
-    for (auto b : boxes) o += fmt::format("  r0 -> n{} [{}, lhead=cluster_rest, label=\"{}\"];\n", b, st.attrs, st.group);
+    for (auto b : boxes) o += fmt::format("  r0 -> n{} [{}, label=\"{}\"];\n", b, st.attrs, st.group);
   };
   if (c.hybrid) {
     reach(c.l.shard_group_of(0, c.shard), shard_style);

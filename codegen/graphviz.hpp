@@ -17,4 +17,7 @@ inline constexpr std::int64_t dot_full_limit = 64;
 
 std::string sharding_dot(planner::program const& p, planner::plan const& pl);
 
+/// The same diagram under the name the CLI's `--dot FILE` calls.
+inline std::string to_dot(planner::program const& p, planner::plan const& pl) { return sharding_dot(p, pl); }
+
 }  // namespace dtplan::codegen

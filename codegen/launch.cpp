@@ -81,6 +81,8 @@ std::string slurm_script(planner::program const& p, planner::plan const& pl) {
                    pl.s.cp, pl.s.dp, pl.s.pp, pl.s.zero);
   o += "# Submit from the bundle directory: sbatch launch/slurm.sbatch [train_step flags]\n";
   o += "set -euo pipefail\n\n";
+  o += "# The bundle must sit on a file system every node sees: the batch step\n";
+  o += "# builds the skeleton once and every task runs that binary.\n";
   o += "BUNDLE=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n";
   o += "SKELETON=\"$BUNDLE/skeleton\"\n";
   std::string exported;

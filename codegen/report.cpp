@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "codegen/json_writer.hpp"
@@ -17,9 +19,9 @@ std::int64_t whole(bytes b) { return static_cast<std::int64_t>(std::llround(b.va
 
 // "454 k", "1.05 M": counts a user reads at a glance.
 std::string count(double v) {
-  if (std::fabs(v) >= 1e9) return three_digits(v / 1e9) + " G";
-  if (std::fabs(v) >= 1e6) return three_digits(v / 1e6) + " M";
-  if (std::fabs(v) >= 1e3) return three_digits(v / 1e3) + " k";
+  if (std::fabs(v) >= 1e9) return three_digits(v / 1e9) + " G ";
+  if (std::fabs(v) >= 1e6) return three_digits(v / 1e6) + " M ";
+  if (std::fabs(v) >= 1e3) return three_digits(v / 1e3) + " k ";
   return three_digits(v) + " ";
 }
 
@@ -154,6 +156,7 @@ std::string to_json(report const& r) {
   w.key("optimizer").value(name(p.m.optimizer));
   w.key("experts").value(p.m.experts);
   w.key("experts_per_token").value(p.m.experts_per_token);
+  w.key("dropout").value(p.m.dropout);
   w.end_object();
   w.key("cluster").begin_object();
   w.key("name").value(p.c.name);
@@ -225,8 +228,10 @@ void text_memory(std::string& out, memory_breakdown const& m) {
   line("optimizer state", m.optimizer);
   line("activations", m.activations);
   line("buffers", m.buffers);
-  for (auto const& t : m.detail) out += fmt::format("      {:<40} {:>10}\n", t.name, to_string(t.size));
   out += fmt::format("    micro-batches in flight      {:>10}\n", m.in_flight);
+  if (m.detail.empty()) return;
+  out += "    in detail\n";
+  for (auto const& t : m.detail) out += fmt::format("      {:>10}  {}\n", to_string(t.size), t.name);
 }
 
 void text_time(std::string& out, time_breakdown const& t) {
@@ -260,6 +265,26 @@ void text_rate(std::string& out, program const& p, throughput const& r) {
                      to_string(r.hardware_flops_per_gpu), percent(r.hfu));
 }
 
+// The keys in which `s` differs from `best`, as "zero 3 (#1: 2)".
+std::string differences(strategy const& s, strategy const& best) {
+  std::vector<std::string> out;
+  auto add = [&](char const* key, auto const& mine, auto const& theirs) {
+    if (mine != theirs) out.push_back(fmt::format("{} {} (not {})", key, mine, theirs));
+  };
+  add("dp", s.dp, best.dp);
+  add("tp", s.tp, best.tp);
+  add("pp", s.pp, best.pp);
+  add("cp", s.cp, best.cp);
+  add("zero", s.zero, best.zero);
+  add("shard", to_string(s.shard), to_string(best.shard));
+  add("checkpoint", name(s.checkpoint), name(best.checkpoint));
+  add("micro_batch", s.micro_batch, best.micro_batch);
+  add("virtual_stages", s.virtual_stages, best.virtual_stages);
+  add("sequence_parallel", s.sequence_parallel, best.sequence_parallel);
+  add("order", to_string(s.order), to_string(best.order));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
 }  // namespace
 
 std::string to_text(report const& r, bool explain) {
@@ -283,11 +308,13 @@ std::string to_text(report const& r, bool explain) {
     out += fmt::format("  search    {} candidates, {} valid, {}\n", r.stats->candidates, r.stats->valid,
                        to_string(r.stats->elapsed));
   auto base = baselines(*r.plans);
+  plan const* best = nullptr;
   for (auto const& pl : *r.plans) {
     out += "\n";
+    if (pl.from_search && !best) best = &pl;
     out += fmt::format("{} '{}'  [{}]\n", pl.from_search ? "plan" : "strategy", pl.name,
                        pl.valid ? "valid" : "invalid");
-    out += fmt::format("  {}, grad_accum {}\n", describe(pl.s), pl.grad_accum);
+    out += fmt::format("  {}\n  grad_accum {}\n", describe(pl.s), pl.grad_accum);
     for (auto const& d : pl.errors)
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
     if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);
@@ -296,9 +323,11 @@ std::string to_text(report const& r, bool explain) {
     text_rate(out, p, pl.rate);
     if (pl.from_search)
       for (auto const* b : base)
-        out += fmt::format("  vs '{}'                      {}x the speed ({} -> {})\n", b->name,
+        out += fmt::format("  versus '{}'{:<{}} {}x as fast ({} -> {})\n", b->name, "", std::max<int>(0, 20 - static_cast<int>(b->name.size())),
                            three_digits(b->time->step / pl.time->step), to_string(b->time->step),
                            to_string(pl.time->step));
+    if (best && best != &pl && pl.from_search)
+      out += fmt::format("  differs from '{}' in {}\n", best->name, differences(pl.s, best->s));
     if (!pl.bottleneck.empty()) out += fmt::format("  bottleneck     {}\n", pl.bottleneck);
     if (!pl.advice.empty()) {
       out += "  advice\n";

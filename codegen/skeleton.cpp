@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "planner/layout.hpp"
+#include "planner/memory.hpp"
 
 namespace dtplan::codegen {
 
@@ -298,6 +299,15 @@ static void share_id_by_file(ncclUniqueId& id, long long rank) {
   die(1);
 }
 
+static std::string human_bytes(long long b) {
+  char s[32];
+  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
+  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
+  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
+  else std::snprintf(s, sizeof s, "%lld B", b);
+  return s;
+}
+
 // One planned per-GPU allocation.
 struct buffer {
   char const* name;
@@ -586,15 +596,6 @@ static double elapsed(timed_call const& t) {
   return ms / 1e3;
 }
 
-static std::string human_bytes(long long b) {
-  char s[32];
-  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
-  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
-  else std::snprintf(s, sizeof s, "%lld B", b);
-  return s;
-}
-
 static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
 
 int main(int argc, char** argv) {
@@ -641,15 +642,21 @@ int main(int argc, char** argv) {
   if (opt.no_mpi) share_id_by_file(id, r.rank);
   NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
 
-  // One communicator per group, split from the world: color = the group's
-  // first rank (unique per group), key = this rank's place in the group.
+  // One communicator per group the plan uses, split from the world:
+  // color = the group's first rank (unique per group), key = this rank's
+  // place in the group. Overlapped collectives get their own communicator
+  // so the two streams never share one.
   layout& l = r.lay;
   for (int a = 0; a < 6; ++a) {
     std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank) : l.replicate_group(r.rank);
     int key = (int)(std::find(g.begin(), g.end(), r.rank) - g.begin());
-    for (int ov = 0; ov < 2; ++ov) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
-    NCCL_CHECK(ncclCommUserRank(r.comms[0][a], &r.comm_rank[a]));
-    NCCL_CHECK(ncclCommCount(r.comms[0][a], &r.comm_size[a]));
+    r.comm_rank[a] = key;
+    r.comm_size[a] = (int)g.size();
+    for (int ov = 0; ov < 2; ++ov) {
+      bool used = false;
+      for (int e = 0; e < plan::k_comm_count; ++e) used |= plan::k_comm[e].group == a && plan::k_comm[e].overlapped == ov;
+      if (used) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
+    }
   }
 
   r.stage = l.coord(r.rank, 3);
@@ -657,6 +664,14 @@ int main(int argc, char** argv) {
   r.layers_here = opt.layers > 0 ? std::min(opt.layers, r.planned_layers_here) : r.planned_layers_here;
 
   r.bufs = allocate(opt.scale, r.rank);
+  if (r.rank == 0) {
+    long long total = 0;
+    for (buffer const& b : r.bufs) {
+      std::printf("allocated %-11s %9s (planned %s)\n", b.name, human_bytes(b.size).c_str(), human_bytes(b.planned).c_str());
+      total += b.size;
+    }
+    std::printf("allocated %-11s %9s per GPU\n", "in all", human_bytes(total).c_str());
+  }
   // GEMM operands: three slabs (A, B, C) big enough for the forward and
   // both backward products of every GEMM, carved from the activations.
   r.gemm_rows = plan::k_tokens;
@@ -769,7 +784,8 @@ int main(int argc, char** argv) {
 
   CUBLAS_CHECK(cublasDestroy(r.blas));
   for (int ov = 0; ov < 2; ++ov)
-    for (int a = 0; a < 6; ++a) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
+    for (int a = 0; a < 6; ++a)
+      if (r.comms[ov][a]) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
   NCCL_CHECK(ncclCommDestroy(r.world_comm));
   for (buffer& b : r.bufs)
     if (b.ptr) CUDA_CHECK(cudaFree(b.ptr));
@@ -810,12 +826,17 @@ std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy c
   };
 }
 
-std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t stage) {
+std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
+                                      std::int64_t stage) {
   pp = std::max<std::int64_t>(1, pp);
-  auto base = layers / pp;
-  auto extra = layers % pp;
-  auto first = stage * base + std::min(stage, extra);
-  return {first, first + base + (stage < extra ? 1 : 0)};
+  auto chunks = planner::layers_per_chunk(layers, pp * std::max<std::int64_t>(1, virtual_stages));
+  std::vector<layer_range> out;
+  std::int64_t first = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (static_cast<std::int64_t>(c) % pp == stage) out.push_back({first, first + chunks[c]});
+    first += chunks[c];
+  }
+  return out;
 }
 
 std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node) {
@@ -928,8 +949,9 @@ namespace plan {
   line("constexpr long long k_layers = {};", p.m.layers);
   std::string stages;
   for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
-    auto [a, b] = stage_layers(p.m.layers, s.pp, st);
-    stages += fmt::format("{}{}", st ? ", " : "", b - a);
+    std::int64_t n = 0;
+    for (auto r : stage_layers(p.m.layers, s.pp, s.virtual_stages, st)) n += r.last - r.first;
+    stages += fmt::format("{}{}", st ? ", " : "", n);
   }
   line("constexpr long long k_stage_layers[{}] = {{{}}};  // transformer layers per pipeline stage", std::max<std::int64_t>(1, s.pp), stages);
   line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),

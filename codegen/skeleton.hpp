@@ -25,9 +25,18 @@ struct gemm_shape {
 /// scale with experts_per_token).
 std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy const& s);
 
-/// The transformer layers pipeline stage `stage` holds: layers / pp each,
-/// the first `layers % pp` stages one more. Returns [first, last) layer ids.
-std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t stage);
+/// A run of consecutive transformer layers, [first, last).
+struct layer_range {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  friend bool operator==(layer_range const&, layer_range const&) = default;
+};
+
+/// The layers pipeline stage `stage` holds, one range per chunk it runs
+/// (virtual_stages of them), split as planner::layers_per_chunk does so the
+/// skeleton, the diagram and the memory model agree.
+std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
+                                      std::int64_t stage);
 
 /// Ranks in a ZeRO shard group for the plan: the data-parallel degree when
 /// nothing is sharded or the group cannot be formed.

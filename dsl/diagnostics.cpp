@@ -44,23 +44,34 @@ std::string printable(std::string_view line) {
   return out;
 }
 
+// Lines longer than this are shown as a window around the caret, so a
+// diagnostic in a 10 MB one-line file stays readable and cheap to print.
+constexpr std::size_t max_shown = 160;
+
 void append_snippet(std::string& out, span where, source_manager const& sources) {
   if (!where.valid() || where.file >= sources.size()) return;
   auto const& file = sources.file(where.file);
   auto pos = file.position_of(where.begin);
   auto line = file.line_text(pos.line);
+  std::size_t col = pos.column - 1;  // 0-based byte offset of the caret in `line`
+  std::string prefix, suffix;
+  if (line.size() > max_shown) {
+    std::size_t first = col > max_shown / 2 ? col - max_shown / 2 : 0;
+    if (first > 0) prefix = "...";
+    if (first + max_shown < line.size()) suffix = "...";
+    line = line.substr(first, max_shown);
+    col -= first;
+  }
   std::string number = fmt::format("{:>5}", pos.line);
-  out += fmt::format("{} | {}\n", number, printable(line));
-  std::string pad;
-  for (std::uint32_t i = 0; i + 1 < pos.column && i < line.size(); ++i)
-    pad += line[i] == '\t' ? '\t' : ' ';
+  out += fmt::format("{} | {}{}{}\n", number, prefix, printable(line), suffix);
+  std::string pad = prefix.empty() ? "" : std::string(prefix.size(), ' ');
+  for (std::size_t i = 0; i < col && i < line.size(); ++i) pad += line[i] == '\t' ? '\t' : ' ';
   std::size_t width = 1;
   if (where.end > where.begin) {
-    auto avail = line.size() >= pos.column ? line.size() - (pos.column - 1) : 0;
+    auto avail = line.size() > col ? line.size() - col : 0;
     width = std::max<std::size_t>(1, std::min<std::size_t>(where.end - where.begin, avail));
   }
-  out += fmt::format("{} | {}^{}\n", std::string(number.size(), ' '), pad,
-                     std::string(width - 1, '~'));
+  out += fmt::format("{} | {}^{}\n", std::string(number.size(), ' '), pad, std::string(width - 1, '~'));
 }
 
 }  // namespace

@@ -258,8 +258,12 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   }
   try_first(ckpt);
 
+  // The largest smaller micro-batch that divides the per-replica batch;
+  // bounded so that an absurd micro_batch cannot stall the check.
   std::vector<candidate> micro;
-  for (std::int64_t mb = s.micro_batch - 1; mb >= 1; --mb) {
+  std::int64_t const per_replica = p.t.global_batch / std::max<std::int64_t>(1, s.dp);
+  for (std::int64_t mb = s.micro_batch - 1, tried = 0; mb >= 1 && tried < 4096 && micro.size() < 16; --mb, ++tried) {
+    if (per_replica % mb != 0) continue;
     auto c = s;
     c.micro_batch = mb;
     micro.emplace_back(fmt::format("micro_batch = {}", mb), c);

@@ -330,8 +330,9 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
     updated /= static_cast<double>(shard * s.cp);
   }
   t.optimizer = memory_time(g, bytes(updated * optimizer_bytes_per_param(m.optimizer)));
-  // Gradient accumulation adds each micro-batch's gradients into the buffer.
-  if (micro > 1) t.optimizer += memory_time(g, bytes(sp.total() * 3 * 4)) * (md - 1);
+  // Gradient accumulation costs no pass of its own: the weight-gradient GEMM
+  // accumulates into the gradient buffer in its epilogue (beta = 1), as
+  // Megatron's gradient-accumulation fusion does.
   t.overhead = g.step_overhead;
 
   t.model_flops = model_flops_per_step(p);

@@ -53,9 +53,13 @@ std::string bottleneck_of(program const& p, strategy const& s, time_breakdown co
   double const step = t.step.value();
   if (step <= 0) return "";
   if (t.exposed_comm.value() >= dominant_share * step) {
-    if (auto const* e = most_exposed(t))
-      return fmt::format("communication: {} {} over {} exposes {} of {}", name(e->group), name(e->op),
-                         link_text(p.c, e->link), to_string(t.exposed_comm), to_string(t.step));
+    if (auto const* e = most_exposed(t)) {
+      std::string line = fmt::format("communication: {} {} over {} exposes {} of {}", name(e->group), name(e->op),
+                                     link_text(p.c, e->link), to_string(e->exposed), to_string(t.step));
+      if (t.exposed_comm.value() > 1.001 * e->exposed.value())
+        line += fmt::format(" ({} exposed in all)", to_string(t.exposed_comm));
+      return line;
+    }
   }
   if (t.bubble.value() >= dominant_share * step)
     return fmt::format("pipeline bubble: {} of {} with pp = {} and {} micro-batches", to_string(t.bubble),
@@ -87,8 +91,9 @@ void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl
       "hybrid sharding: ZeRO-3 gathers the weights over the {} link every layer; shard = node keeps the gathers "
       "on the {} link and only the gradient all-reduce crosses nodes",
       link_text(p.c, link_kind::inter), link_text(p.c, link_kind::intra));
-  if (v.time) text += fmt::format(" ({})", faster(v.time->step, pl.time->step));
-  else if (v.checked.legal) text += fmt::format(" (it needs {} per GPU, {} usable)", to_string(v.checked.memory.total), to_string(v.checked.memory.usable));
+  // Only a verified fix is advice: the variant must be valid.
+  if (!v.time) return;
+  text += fmt::format(" ({})", faster(v.time->step, pl.time->step));
   out.push_back(std::move(text));
 }
 
@@ -126,15 +131,23 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
     s.shard = {shard_group::kind::node, 0};
     tries.emplace_back("zero = 3 with shard = node", try_variant(p, spec, s, model));
   }
-  std::string const head = fmt::format("communication dominates: the {} {} over the {} link exposes {} of {}",
-                                       name(e->group), name(e->op), link_text(p.c, e->link), to_string(e->exposed),
-                                       to_string(t.step));
+  // The whole traffic of the most exposed collective's group, each collective named.
+  seconds group_exposed;
+  std::string parts;
+  for (auto const& c : t.comm) {
+    if (c.group != e->group || c.exposed.value() <= 0) continue;
+    group_exposed += c.exposed;
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name(c.op), to_string(c.exposed));
+  }
+  std::string const head = fmt::format("communication dominates: {} traffic over the {} link exposes {} of {} ({})",
+                                       name(e->group), link_text(p.c, e->link), to_string(group_exposed),
+                                       to_string(t.step), parts);
   std::pair<std::string, variant> const* best = nullptr;
   for (auto const& tr : tries)
     if (tr.second.time && tr.second.time->step < t.step && (!best || tr.second.time->step < best->second.time->step))
       best = &tr;
   if (best) {
-    out.push_back(fmt::format("{}; {} hides or avoids most of it: {}", head, best->first,
+    out.push_back(fmt::format("{}; the best verified change is {}: {}", head, best->first,
                               faster(best->second.time->step, t.step)));
   } else {
     out.push_back(fmt::format("{}; a larger micro-batch or more gradient accumulation gives the backward more time "

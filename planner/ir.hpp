@@ -54,6 +54,10 @@ struct model {
   optimizer_kind optimizer = optimizer_kind::adam;
   std::int64_t experts = 1;
   std::int64_t experts_per_token = 1;
+  /// Dropout during training, so its 1-byte masks are stored for backward
+  /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
+  /// pretraining use none). Addition (memory helper); not yet a DSL key.
+  bool dropout = false;
   key_spans keys;
 };
 
@@ -157,7 +161,7 @@ struct key_choice {
 
 /// A strategy block as written: fixed when every key is unset or single.
 struct strategy_spec {
-  std::string name;  ///< "" for an unnamed block (reported as "strategy#N")
+  std::string name;  ///< as written; an unnamed block is "strategy#N" (N counts blocks from 1)
   span where;        ///< the block header
   key_choice<std::int64_t> dp, tp, pp, cp, ep, zero, micro_batch, virtual_stages;
   key_choice<shard_group> shard;

@@ -48,10 +48,10 @@ std::string dump(program const& p) {
       "  kv_heads          {}\n  ffn               {}\n  mlp               {}\n"
       "  vocab             {}\n  seq_len           {}\n  tied_embeddings   {}\n"
       "  attention         {}\n  precision         {}\n  optimizer         {}\n"
-      "  experts           {}\n  experts_per_token {}\n",
+      "  experts           {}\n  experts_per_token {}\n  dropout           {}\n",
       m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, name(m.mlp), m.vocab, m.seq_len,
       m.tied_embeddings, name(m.attention), name(m.prec), name(m.optimizer), m.experts,
-      m.experts_per_token);
+      m.experts_per_token, m.dropout);
   out += fmt::format("gpu {}\n", g.name);
   out += fmt::format(
       "  memory            {} ({} B)\n  peak_flops        {}\n  peak_flops_fp8    {}\n"
@@ -87,7 +87,7 @@ std::string dump(program const& p) {
     out += fmt::format("  sequence_parallel {}\n",
                        choice_text(s.sequence_parallel, [](bool b) { return std::string(b ? "true" : "false"); }));
     out += fmt::format("  order             {}\n",
-                       choice_text(s.order, [](rank_order const& o) { return "\"" + to_string(o) + "\""; }));
+                       choice_text(s.order, [](rank_order const& o) { return fmt::format("\"{}\"", to_string(o)); }));
   }
   return out;
 }

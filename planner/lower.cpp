@@ -43,7 +43,8 @@ std::optional<kind> kind_of(std::string_view word) {
 std::vector<std::string> const& keys_of(kind k) {
   static std::array<std::vector<std::string>, kind_count> const keys{{
       {"description", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "vocab", "seq_len",
-       "tied_embeddings", "attention", "precision", "optimizer", "experts", "experts_per_token"},
+       "tied_embeddings", "attention", "precision", "optimizer", "experts", "experts_per_token",
+       "dropout"},
       {"description", "memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
        "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
        "comm_efficiency", "hbm_efficiency",
@@ -455,6 +456,10 @@ bool lowerer::apply(model& m, ast::assignment const& a) {
   } else if (key == "tied_embeddings") {
     auto b = conv_.boolean(v, key);
     if (b) m.tied_embeddings = *b;
+    ok = b.has_value();
+  } else if (key == "dropout") {
+    auto b = conv_.boolean(v, key);
+    if (b) m.dropout = *b;
     ok = b.has_value();
   }
   if (ok) m.keys[key] = a.key.where;

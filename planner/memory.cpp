@@ -96,7 +96,7 @@ void for_each_activation(model const& m, strategy const& s, F&& add) {
   double const kv_width = m.heads > 0 ? double(kv_heads * (m.hidden / m.heads)) : h;
   double const ffn = double(m.ffn > 0 ? m.ffn : 4 * m.hidden);
   double const active = double(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
-  bool const dropout = m.mlp == mlp_kind::gelu;
+  bool const dropout = m.dropout;
   if (s.checkpoint == checkpoint_mode::full) {
     add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
     return;
@@ -124,12 +124,12 @@ void for_each_activation(model const& m, strategy const& s, F&& add) {
   if (m.mlp == mlp_kind::gelu) {
     add("gelu input", e * active * tokens * ffn / t);
     add("gelu output (second matrix input)", e * active * tokens * ffn / t);
-    add("mlp residual dropout mask", tokens * h / rep);
   } else {
     add("swiglu gate output", e * active * tokens * ffn / t);
     add("swiglu up output", e * active * tokens * ffn / t);
     add("swiglu product (down projection input)", e * active * tokens * ffn / t);
   }
+  if (dropout) add("mlp residual dropout mask", tokens * h / rep);
   if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
 }
 
@@ -165,7 +165,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
   double const tokens = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp)) * double(s.micro_batch);
   double const h = double(m.hidden);
   std::int64_t const vocab = padded_vocab(m.vocab, tp);
-  bool const dropout = m.mlp == mlp_kind::gelu;
+  bool const dropout = m.dropout;
 
   // Norms (and row-parallel biases) are replicated across tp; the rest splits.
   double const layer_params = double(counts.attention) / double(tp) + double(counts.mlp) / double(tp * ep) +

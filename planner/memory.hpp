@@ -68,9 +68,9 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// The per-tensor accounting behind `activations_per_layer`, one term per
 /// stored tensor (bytes for one layer and one micro-batch on one GPU).
 /// With kv_heads = heads, gelu, ffn = 4h and standard attention it sums to
-/// Korthikanti et al.'s closed forms exactly. Conventions: gelu models keep
-/// dropout masks (1 byte per element; GPT), swiglu models have no dropout
-/// (LLaMA); flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
+/// Korthikanti et al.'s closed forms exactly (with `dropout`). Conventions:
+/// dropout masks (1 byte per element) only when the model trains with
+/// dropout; flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
 /// instead of the a.s^2 scores; selective recomputation drops the core
 /// attention's internals; full keeps only the layer input; context
 /// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors

@@ -71,12 +71,31 @@ constexpr bytes operator""_GiB(unsigned long long v) { return bytes(double(v) * 
 constexpr bytes operator""_GiB(long double v) { return bytes(double(v) * 1073741824.0); }
 constexpr seconds operator""_s(long double v) { return seconds(double(v)); }
 constexpr seconds operator""_s(unsigned long long v) { return seconds(double(v)); }
-constexpr seconds operator""_us(unsigned long long v) { return seconds(double(v) * 1e-6); }
+// Dividing by an exact power of ten rounds once, so 5_us is the double nearest
+// 5e-6, the value lowering gives `5 us`.
+constexpr seconds operator""_us(unsigned long long v) { return seconds(double(v) / 1e6); }
 constexpr bandwidth operator""_GBps(unsigned long long v) { return bandwidth(double(v) * 1e9); }
 constexpr bandwidth operator""_GBps(long double v) { return bandwidth(double(v) * 1e9); }
 constexpr bandwidth operator""_Gbitps(unsigned long long v) { return bandwidth(double(v) * 1e9 / 8); }
 constexpr flop_rate operator""_TFLOPps(unsigned long long v) { return flop_rate(double(v) * 1e12); }
 constexpr flop_rate operator""_TFLOPps(long double v) { return flop_rate(double(v) * 1e12); }
+// Additions (embedded DSL): the units of the .dtp language.
+constexpr bytes operator""_MiB(unsigned long long v) { return bytes(double(v) * 1048576.0); }
+constexpr bytes operator""_TiB(unsigned long long v) { return bytes(double(v) * 1099511627776.0); }
+constexpr bytes operator""_MB(unsigned long long v) { return bytes(double(v) * 1e6); }
+constexpr bytes operator""_TB(unsigned long long v) { return bytes(double(v) * 1e12); }
+constexpr seconds operator""_ms(unsigned long long v) { return seconds(double(v) / 1e3); }
+constexpr seconds operator""_ms(long double v) { return seconds(double(v) / 1e3); }
+constexpr seconds operator""_us(long double v) { return seconds(double(v) / 1e6); }
+constexpr seconds operator""_ns(unsigned long long v) { return seconds(double(v) / 1e9); }
+constexpr bandwidth operator""_MBps(unsigned long long v) { return bandwidth(double(v) * 1e6); }
+constexpr bandwidth operator""_TBps(unsigned long long v) { return bandwidth(double(v) * 1e12); }
+constexpr bandwidth operator""_TBps(long double v) { return bandwidth(double(v) * 1e12); }
+constexpr bandwidth operator""_Gbitps(long double v) { return bandwidth(double(v) * 1e9 / 8); }
+constexpr bandwidth operator""_Tbitps(unsigned long long v) { return bandwidth(double(v) * 1e12 / 8); }
+constexpr flop_rate operator""_GFLOPps(unsigned long long v) { return flop_rate(double(v) * 1e9); }
+constexpr flop_rate operator""_PFLOPps(unsigned long long v) { return flop_rate(double(v) * 1e15); }
+constexpr flop_rate operator""_PFLOPps(long double v) { return flop_rate(double(v) * 1e15); }
 }  // namespace literals
 
 /// Human formatting, each with its unit:

@@ -1,7 +1,8 @@
-# The code generators end to end: for each in-memory fixture, emit the
-# bundle, render the diagram, check the launch scripts, build the skeleton
-# (CMake + nvcc for two fixtures, the host-only --dry-run build for the
-# others) and compare its --dry-run layout with planner::rank_layout.
+# The code generators end to end: for each in-memory fixture and each fixed
+# strategy of every plans/*.dtp, emit the bundle, render the diagram, check
+# the launch scripts, build the skeleton (CMake + nvcc for two bundles, the
+# host-only --dry-run build for the others, to keep the time reasonable) and
+# compare its --dry-run layout with planner::rank_layout.
 # Included from tests/CMakeLists.txt.
 add_executable(codegen_fixture ${CMAKE_CURRENT_SOURCE_DIR}/codegen/codegen_fixture.cpp)
 target_include_directories(codegen_fixture PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/codegen)
@@ -9,12 +10,23 @@ target_link_libraries(codegen_fixture PRIVATE dtplan::codegen)
 
 set(codegen_work ${CMAKE_CURRENT_BINARY_DIR}/codegen)
 file(MAKE_DIRECTORY ${codegen_work})
-foreach(fixture_mode IN ITEMS 7b_2node:full all_axes:full tp4_pp2:dry hsdp:dry 70b_1024:dry)
-  string(REPLACE ":" ";" parts ${fixture_mode})
-  list(GET parts 0 fixture)
-  list(GET parts 1 mode)
-  add_test(NAME codegen:bundle:${fixture}
+set(codegen_cases all_axes:full 7b_2node:dry tp4_pp2:dry hsdp:dry 70b_1024:dry)
+file(GLOB codegen_plans CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/plans/*.dtp)
+foreach(plan IN LISTS codegen_plans)
+  get_filename_component(plan_name ${plan} NAME)
+  if(plan_name STREQUAL "7b_2node.dtp")
+    list(APPEND codegen_cases "${plan}:full")
+  else()
+    list(APPEND codegen_cases "${plan}:dry")
+  endif()
+endforeach()
+foreach(entry IN LISTS codegen_cases)
+  string(REGEX MATCH "^(.*):(full|dry)$" unused ${entry})
+  set(fixture ${CMAKE_MATCH_1})
+  set(mode ${CMAKE_MATCH_2})
+  get_filename_component(test_name ${fixture} NAME)
+  add_test(NAME codegen:bundle:${test_name}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/run_bundle.sh $<TARGET_FILE:codegen_fixture> ${fixture}
                    ${codegen_work} ${mode})
-  set_tests_properties(codegen:bundle:${fixture} PROPERTIES TIMEOUT 600 LABELS codegen)
+  set_tests_properties(codegen:bundle:${test_name} PROPERTIES TIMEOUT 600 LABELS codegen)
 endforeach()

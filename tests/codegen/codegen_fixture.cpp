@@ -1,45 +1,122 @@
-// Emits bundles and prints the planner's rank layout for the in-memory
-// fixtures, for tests/codegen/run_bundle.sh:
-//   codegen_fixture list
+// Emits bundles and prints the planner's rank layout for the code
+// generators' end-to-end tests (tests/codegen/run_bundle.sh). A fixture is
+// one of the in-memory ones (fixtures.hpp) or a .dtp file, optionally
+// `FILE.dtp:STRATEGY` (default: its first fixed strategy), evaluated as
+// the CLI does (planner::evaluate with the analytic cost model).
+//   codegen_fixture list              in-memory fixtures and their world sizes
+//   codegen_fixture world NAME        the plan's world size
 //   codegen_fixture emit NAME DIR     the bundle (plan.json is a stub)
-//   codegen_fixture layout NAME       planner::rank_layout in --dry-run form
+//   codegen_fixture layout NAME [W]   planner::rank_layout in --dry-run form (world W)
+//   codegen_fixture strategies FILE   the fixed strategies of a .dtp file
 #include <fmt/format.h>
 
-#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "codegen/emit.hpp"
 #include "codegen/skeleton.hpp"
+#include "dsl/source.hpp"
 #include "fixtures.hpp"
+#include "planner/evaluate.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/lower.hpp"
 
 using namespace dtplan;
 
+namespace {
+
+std::optional<codegen::fixtures::fixture> from_file(std::string const& name) {
+  auto colon = name.rfind(':');
+  auto path = colon == std::string::npos || colon < name.rfind(".dtp") ? name : name.substr(0, colon);
+  auto wanted = path == name ? std::string() : name.substr(colon + 1);
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  dsl::source_manager sources;
+  auto id = sources.add(path, text.str());
+  dsl::diagnostics diags;
+  auto p = planner::load(sources, id, {}, diags);
+  if (!p) {
+    fmt::print(stderr, "{}", dsl::format(diags, sources));
+    return std::nullopt;
+  }
+  for (auto const& spec : p->strategies) {
+    if (spec.is_free() || (!wanted.empty() && spec.name != wanted)) continue;
+    codegen::fixtures::fixture f{name, *p, {}};
+    f.plan = planner::evaluate(*p, spec, spec.fixed(), planner::analytic_cost_model(), spec.name);
+    return f;
+  }
+  fmt::print(stderr, "{}: no fixed strategy{}\n", path, wanted.empty() ? "" : " named '" + wanted + "'");
+  return std::nullopt;
+}
+
+std::optional<codegen::fixtures::fixture> find(std::string const& name) {
+  for (auto& f : codegen::fixtures::all())
+    if (f.name == name) return f;
+  if (name.find(".dtp") != std::string::npos) return from_file(name);
+  return std::nullopt;
+}
+
+std::int64_t world(planner::strategy const& s) { return s.dp * s.tp * s.cp * s.pp; }
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
-  auto fs = codegen::fixtures::all();
   if (cmd == "list") {
-    for (auto const& f : fs) fmt::print("{} {}\n", f.name, f.plan.s.dp * f.plan.s.tp * f.plan.s.cp * f.plan.s.pp);
+    for (auto const& f : codegen::fixtures::all()) fmt::print("{} {}\n", f.name, world(f.plan.s));
     return 0;
   }
   if (argc < 3) {
-    fmt::print(stderr, "usage: codegen_fixture list | emit NAME DIR | layout NAME\n");
+    fmt::print(stderr, "usage: codegen_fixture list | world NAME | emit NAME DIR | layout NAME | strategies FILE\n");
     return 2;
   }
-  for (auto const& f : fs) {
-    if (f.name != argv[2]) continue;
-    if (cmd == "layout") {
-      fmt::print("{}", codegen::layout_text(f.plan.s, f.program.c.gpus_per_node,
-                                            codegen::shard_ranks(f.plan.s, f.program.c.gpus_per_node)));
-      return 0;
-    }
-    if (cmd == "emit" && argc > 3) {
-      dsl::diagnostics diags;
-      auto json = fmt::format("{{\"file\": \"{}\", \"plans\": [{{\"name\": \"{}\"}}]}}\n", f.program.file, f.plan.name);
-      auto r = codegen::emit_bundle(f.program, f.plan, json, argv[3], diags);
-      for (auto const& d : diags.list()) fmt::print(stderr, "{}\n", d.message);
-      return r ? 0 : 1;
-    }
+  if (cmd == "strategies") {
+    std::ifstream in(argv[2]);
+    std::stringstream text;
+    text << in.rdbuf();
+    dsl::source_manager sources;
+    dsl::diagnostics diags;
+    auto p = planner::load(sources, sources.add(argv[2], text.str()), {}, diags);
+    if (!p) return 2;
+    for (auto const& spec : p->strategies)
+      if (!spec.is_free() && !spec.name.empty()) fmt::print("{}\n", spec.name);
+    return 0;
   }
-  fmt::print(stderr, "unknown command or fixture\n");
+  auto f = find(argv[2]);
+  if (!f) {
+    fmt::print(stderr, "no fixture '{}'\n", argv[2]);
+    return 2;
+  }
+  if (cmd == "world") {
+    fmt::print("{}\n", world(f->plan.s));
+    return 0;
+  }
+  if (cmd == "layout") {
+    auto gpn = f->program.c.gpus_per_node;
+    auto s = f->plan.s;
+    auto shard = codegen::shard_ranks(s, gpn);
+    if (argc > 3) {
+      // Another world size: more or fewer data-parallel replicas, the same
+      // shard groups when they still divide (as train_step --world does).
+      auto inner = s.tp * s.cp * s.pp;
+      auto hybrid = shard != s.dp;
+      s.dp = std::stoll(argv[3]) / inner;
+      if (!hybrid || s.dp % shard != 0) shard = s.dp;
+    }
+    fmt::print("{}", codegen::layout_text(s, gpn, shard));
+    return 0;
+  }
+  if (cmd == "emit" && argc > 3) {
+    dsl::diagnostics diags;
+    auto json = fmt::format("{{\"file\": \"{}\", \"plans\": [{{\"name\": \"{}\"}}]}}\n", f->program.file, f->plan.name);
+    auto r = codegen::emit_bundle(f->program, f->plan, json, argv[3], diags);
+    for (auto const& d : diags.list()) fmt::print(stderr, "{}\n", d.message);
+    return r ? 0 : 1;
+  }
+  fmt::print(stderr, "unknown command '{}'\n", cmd);
   return 2;
 }

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 
 #include <cstdlib>
 
@@ -11,7 +10,9 @@ using namespace dtplan::planner;
 
 // The time model against the published runs of bench/data/calibration_runs.csv,
 // with the catalog's calibrated figures: a regression of the model or of the
-// figures fails here. The bounds are the accuracy reached (see bench_accuracy).
+// figures fails here. The bounds are the accuracy reached (bench_accuracy:
+// 227 runs, median 3.1 %, worst 28.8 % for BLOOM-176B-gbs16, the only one
+// beyond 25 %), with a little room.
 TEST_CASE("step time within the accuracy targets over the published runs") {
   auto const runs = bench::load_calibration_runs();
   analytic_cost_model const model;
@@ -23,19 +24,4 @@ TEST_CASE("step time within the accuracy targets over the published runs") {
   for (auto const& r : acc.rows) within += std::abs(r.error) <= 0.25;
   CHECK(within >= 226);
   CHECK(acc.worst <= 0.35);
-}
-
-TEST_CASE("breakdown of one run", "[.debug]") {
-  auto const runs = bench::load_calibration_runs();
-  analytic_cost_model const model;
-  char const* id = std::getenv("RUN");
-  for (auto const& r : runs) {
-    if (!id || r.id != id) continue;
-    auto const t = model.step_time(r.prog, r.s);
-    fmt::print("{}: measured {} predicted {}: compute {} recompute {} exposed {} bubble {} optimizer {} overhead {}\n",
-               r.id, *r.step_time, t.step, t.compute, t.recompute, t.exposed_comm, t.bubble, t.optimizer, t.overhead);
-    for (auto const& e : t.comm)
-      fmt::print("  {} {} x{} size {} count {} time {} exposed {} {}\n", name(e.op), name(e.group), e.ranks, e.size,
-                 e.count, e.time, e.exposed, name(e.link));
-  }
 }

@@ -59,6 +59,8 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(find("TT-8B-8gpu-FSDP").s.zero == 3);
   CHECK(find("TT-8B-8gpu-FSDP").prog.m.kv_heads == 8);
   CHECK(find("TT-8B-8gpu-FSDP+compile+Float8").skip_reason == "float8 linears (not modeled); torch.compile (not modeled); GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
+  CHECK(find("TT-8B-8gpu-FSDP").skip_reason == "GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
+  CHECK(find("TT-8B-8gpu-FSDP").prog.c.device.memory.value() == 96.0 * 1073741824.0);
   CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);

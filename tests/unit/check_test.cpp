@@ -306,3 +306,12 @@ TEST_CASE("absurd values are errors, not overflows", "[check]") {
   m.heads = 1;
   CHECK(count_params(m).total == std::numeric_limits<std::int64_t>::max());
 }
+
+TEST_CASE("a huge micro_batch that does not fit is reported promptly", "[check][fix]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 8'000'000'000);
+  written w("strategy huge {\n  zero = 3\n  micro_batch = 1000000000\n}\n");
+  auto r = w.run(p);
+  REQUIRE(r.legal);
+  CHECK_FALSE(r.fits);
+  CHECK(r.diags.at(0).notes.at(0).message.rfind("activations are ", 0) == 0);
+}

@@ -90,11 +90,14 @@ TEST_CASE("per-GPU GEMM shapes of a layer") {
   CHECK((h[3].m == 16384 && h[3].n == 4096 && h[3].k == 7168));
 }
 
-TEST_CASE("stage layers spread the remainder over the first stages") {
-  CHECK(codegen::stage_layers(40, 3, 0) == std::pair<std::int64_t, std::int64_t>{0, 14});
-  CHECK(codegen::stage_layers(40, 3, 1) == std::pair<std::int64_t, std::int64_t>{14, 27});
-  CHECK(codegen::stage_layers(40, 3, 2) == std::pair<std::int64_t, std::int64_t>{27, 40});
-  CHECK(codegen::stage_layers(32, 1, 0) == std::pair<std::int64_t, std::int64_t>{0, 32});
+TEST_CASE("stage layers spread the remainder over the first chunks") {
+  using r = codegen::layer_range;
+  CHECK(codegen::stage_layers(40, 3, 1, 0) == std::vector<r>{{0, 14}});
+  CHECK(codegen::stage_layers(40, 3, 1, 1) == std::vector<r>{{14, 27}});
+  CHECK(codegen::stage_layers(40, 3, 1, 2) == std::vector<r>{{27, 40}});
+  CHECK(codegen::stage_layers(32, 1, 1, 0) == std::vector<r>{{0, 32}});
+  // Interleaved: 10 layers in 4 chunks of 3, 3, 2, 2; stage 1 runs chunks 1 and 3.
+  CHECK(codegen::stage_layers(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
 }
 
 TEST_CASE("where the skeleton issues each collective") {

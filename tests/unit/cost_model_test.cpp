@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "planner/comm.hpp"
 #include "planner/compute.hpp"
 #include "planner/cost_model.hpp"
@@ -213,4 +215,22 @@ TEST_CASE("tensor-parallel collectives sit on the critical path") {
     CHECK(e.size.value() == 4096.0 * 4096 * 2);
   }
   CHECK(tp_entries == 2);
+}
+
+TEST_CASE("degenerate inputs give finite times, never a crash") {
+  analytic_cost_model const model;
+  program p = two_nodes();
+  p.m.layers = 0;
+  p.m.heads = 0;
+  p.m.seq_len = 0;
+  p.m.vocab = 0;
+  p.t.global_batch = 0;
+  strategy s = data_parallel(0, 3);
+  s.micro_batch = 0;
+  auto const t = model.step_time(p, s);
+  CHECK(std::isfinite(t.step.value()));
+  CHECK(t.step.value() >= 0);
+  auto const r = rate_of(p, t);
+  CHECK(std::isfinite(r.mfu));
+  CHECK(std::isfinite(model.lower_bound(p).value()));
 }

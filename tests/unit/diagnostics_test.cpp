@@ -52,3 +52,17 @@ TEST_CASE("did you mean finds near misses only") {
   CHECK(closest("kvheads", keys) == "kv_heads");
   CHECK(closest("optimizer", keys).empty());
 }
+
+TEST_CASE("a very long line is shown as a window around the caret") {
+  source_manager sm;
+  std::string text(100000, 'a');
+  text.replace(50000, 3, "bad");
+  auto id = sm.add("long.dtp", text);
+  diagnostics ds;
+  ds.error({id, 50000, 50003}, "unknown key 'bad'");
+  auto shown = std::string(80, 'a') + "bad" + std::string(77, 'a');
+  CHECK(format(ds, sm) ==
+        "long.dtp:1:50001: error: unknown key 'bad'\n"
+        "    1 | ..." + shown + "...\n"
+        "      | " + std::string(83, ' ') + "^~~\n");
+}

@@ -56,7 +56,7 @@ TEST_CASE("7b on two nodes: plain data parallelism over 100 Gbit/s is communicat
   CHECK(pl.bottleneck.find("over 100 Gbit/s inter-node exposes") != std::string::npos);
   CHECK(pl.time->exposed_comm.value() > 0.25 * pl.time->step.value());
   REQUIRE_FALSE(pl.advice.empty());
-  CHECK(any_contains(pl.advice, "communication dominates: the dp "));
+  CHECK(any_contains(pl.advice, "communication dominates: dp traffic over the 100 Gbit/s inter-node link exposes "));
   CHECK((any_contains(pl.advice, "tp = ") || any_contains(pl.advice, "shard = node") ||
          any_contains(pl.advice, "micro_batch = ")));
   CHECK(any_contains(pl.advice, "checkpoint = selective costs "));
@@ -129,15 +129,3 @@ TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
   CHECK(lines.back().rfind("at 16 GPUs ", 0) == 0);
 }
 
-#include <fmt/format.h>
-TEST_CASE("debug print", "[.debug]") {
-  auto const p = seven_b_two_nodes();
-  analytic_cost_model const model;
-  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
-  auto const& t = *pl.time;
-  fmt::print("step {} compute {} recompute {} exposed {} bubble {} opt {} overhead {}\n", t.step, t.compute, t.recompute, t.exposed_comm, t.bubble, t.optimizer, t.overhead);
-  for (auto const& e : t.comm) fmt::print("  {} {} {} size {} count {} time {} exposed {} {}\n", name(e.op), name(e.group), e.ranks, e.size, e.count, e.time, e.exposed, name(e.link));
-  fmt::print("{}\n", pl.bottleneck);
-  for (auto const& a : pl.advice) fmt::print("  - {}\n", a);
-  for (auto const& l : explain_scaling(p, pl, model)) fmt::print("  > {}\n", l);
-}

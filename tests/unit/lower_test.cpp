@@ -143,10 +143,21 @@ TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16
   CHECK(m.experts == 1);
   CHECK(m.experts_per_token == 1);
   CHECK_FALSE(m.tied_embeddings);
+  CHECK_FALSE(m.dropout);
   CHECK(m.description.empty());
   CHECK(r.p->file == "test.dtp");
   CHECK_FALSE(r.p->t.base_lr);
   CHECK(r.p->strategies.empty());
+}
+
+TEST_CASE("dropout is off unless the model trains with it") {
+  auto r = lower_text("model m : llama2_7b { dropout = true }\n" + plain_cluster);
+  INFO(r.errors);
+  REQUIRE(r.p);
+  CHECK(r.p->m.dropout);
+  auto bad = lower_text("model m : llama2_7b { dropout = 0.1 }\n" + plain_cluster);
+  CHECK_FALSE(bad.p);
+  CHECK(bad.errors.find("test.dtp:1:33: error:") != std::string::npos);
 }
 
 TEST_CASE("every enum value lowers") {
@@ -312,7 +323,7 @@ TEST_CASE("strategies: single values, sets, ranges, auto; unnamed ones are numbe
   CHECK_FALSE(s[2].dp.is_set());
 }
 
-TEST_CASE("--set overrides keys before lowering") {
+TEST_CASE("settings given with --set override keys before lowering") {
   std::string const file = plain_model + plain_cluster + "strategy a { tp = 1 }\nstrategy b { pp = 2 }\n";
   SECTION("a block kind targets every block of that kind") {
     auto r = lower_text(file, {"strategy.tp=2", "cluster.nodes=4", "cluster.inter_node=8 x 400 Gbit/s"});
@@ -335,6 +346,19 @@ TEST_CASE("--set overrides keys before lowering") {
     auto r = lower_text(file, {"H100_SXM.reserved=6 GiB"});
     REQUIRE(r.p);
     CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
+  }
+  SECTION("a kind the file has no block of") {
+    auto r = lower_text(plain_model + plain_cluster, {"strategy.tp=2"});
+    CHECK_FALSE(r.p);
+    CHECK(r.errors ==
+          "<--set>:1:1: error: no 'strategy' block for this setting to change\n"
+          "    1 | strategy.tp=2\n"
+          "      | ^~~~~~~~\n");
+  }
+  SECTION("the last of two settings of one key wins") {
+    auto r = lower_text(file, {"a.tp=2", "a.tp=4"});
+    REQUIRE(r.p);
+    CHECK(r.p->strategies[0].fixed().tp == 4);
   }
   SECTION("unknown target, unknown key and a bad value are errors in the setting's own text") {
     auto r = lower_text(file, {"strateg.tp=2", "strategy.tpp=2", "a.tp=0"});
@@ -391,7 +415,12 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     CHECK(g->peak_flops_fp8 >= g->peak_flops);
     CHECK(g->peak_flops_fp32 < g->peak_flops);
     CHECK(g->matmul_efficiency > 0.5);
-    CHECK(g->keys.size() == 13);  // every key written, none defaulted
+    // Every key of DSL.md and of the IR's extensions is written, none defaulted.
+    for (char const* key : {"memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
+                            "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
+                            "comm_efficiency", "hbm_efficiency", "sm_count", "attention_efficiency",
+                            "kernel_latency", "overlap_slowdown", "step_overhead"})
+      CHECK(g->keys.count(key) == 1);
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
                         " }\ntraining { global_batch = 8 }\n");
@@ -491,4 +520,23 @@ TEST_CASE("every plan in plans/ lowers, with a fixed and a free strategy") {
     CHECK(fixed);
     CHECK(free);
   }
+}
+
+TEST_CASE("lower() on a parsed file names the file and loads the catalog once per source manager") {
+  dsl::source_manager sources;
+  auto id = sources.add("direct.dtp", plain_model + plain_cluster);
+  dsl::diagnostics diags;
+  auto parsed = dsl::parse(sources, id, diags);
+  REQUIRE(parsed);
+  auto p = lower(*parsed, sources, {}, diags);
+  REQUIRE(p);
+  CHECK(p->file == "direct.dtp");
+  auto after_first = sources.size();
+  CHECK(after_first == std::size_t{3});  // the file and the two catalog files
+  auto again = lower(*parsed, sources, {}, diags);
+  REQUIRE(again);
+  CHECK(sources.size() == after_first);
+  CHECK(sources.file(1).builtin());
+  CHECK(sources.file(1).name() == "<catalog>/gpus.dtp");
+  CHECK(diags.empty());
 }

@@ -51,6 +51,7 @@ namespace {
 model korthikanti_model() {
   auto m = test::gpt3_175b();
   m.attention = attention_kind::standard;
+  m.dropout = true;
   return m;
 }
 strategy tp_of(std::int64_t t, bool sp, checkpoint_mode c) {

@@ -1,0 +1,213 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "dsl/diagnostics.hpp"
+#include "planner/embedded.hpp"
+#include "planner/lower.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner::edsl;
+
+namespace {
+
+planner::program load_text(std::string const& text) {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  auto id = sources.add("t.dtp", text);
+  auto p = planner::load(sources, id, {}, diags);
+  INFO(dsl::format(diags, sources));
+  REQUIRE(p);
+  return *p;
+}
+
+planner::program load_plan(char const* name) {
+  std::ifstream in(std::string(DTPLAN_SOURCE_DIR) + "/plans/" + name);
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_text(text.str());
+}
+
+std::vector<std::string> key_names(planner::key_spans const& keys) {
+  std::vector<std::string> names;
+  for (auto const& k : keys) names.push_back(k.first);
+  return names;
+}
+
+void same_model(planner::model const& a, planner::model const& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.description == b.description);
+  CHECK(a.layers == b.layers);
+  CHECK(a.hidden == b.hidden);
+  CHECK(a.heads == b.heads);
+  CHECK(a.kv_heads == b.kv_heads);
+  CHECK(a.ffn == b.ffn);
+  CHECK(a.mlp == b.mlp);
+  CHECK(a.vocab == b.vocab);
+  CHECK(a.seq_len == b.seq_len);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+  CHECK(a.attention == b.attention);
+  CHECK(a.prec == b.prec);
+  CHECK(a.optimizer == b.optimizer);
+  CHECK(a.experts == b.experts);
+  CHECK(a.experts_per_token == b.experts_per_token);
+  CHECK(a.dropout == b.dropout);
+  CHECK(key_names(a.keys) == key_names(b.keys));
+}
+
+void same_gpu(planner::gpu const& a, planner::gpu const& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.memory == b.memory);
+  CHECK(a.peak_flops == b.peak_flops);
+  CHECK(a.peak_flops_fp8 == b.peak_flops_fp8);
+  CHECK(a.peak_flops_fp32 == b.peak_flops_fp32);
+  CHECK(a.hbm_bandwidth == b.hbm_bandwidth);
+  CHECK(a.intra_node == b.intra_node);
+  CHECK(a.matmul_efficiency == b.matmul_efficiency);
+  CHECK(a.reserved == b.reserved);
+  CHECK(a.intra_latency == b.intra_latency);
+  CHECK(a.inter_latency == b.inter_latency);
+  CHECK(a.comm_efficiency == b.comm_efficiency);
+  CHECK(a.hbm_efficiency == b.hbm_efficiency);
+  CHECK(key_names(a.keys) == key_names(b.keys));
+}
+
+void same_cluster(planner::cluster const& a, planner::cluster const& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.nodes == b.nodes);
+  CHECK(a.gpus_per_node == b.gpus_per_node);
+  same_gpu(a.device, b.device);
+  CHECK(a.intra_node == b.intra_node);
+  CHECK(a.inter_node == b.inter_node);
+  CHECK(a.intra_latency == b.intra_latency);
+  CHECK(a.inter_latency == b.inter_latency);
+  CHECK(a.comm_efficiency == b.comm_efficiency);
+  CHECK(key_names(a.keys) == key_names(b.keys));
+}
+
+template <class T>
+void same_choice(planner::key_choice<T> const& a, planner::key_choice<T> const& b) {
+  CHECK(a.f == b.f);
+  CHECK(a.values == b.values);
+  CHECK(a.low == b.low);
+  CHECK(a.high == b.high);
+}
+
+void same_strategy(planner::strategy_spec const& a, planner::strategy_spec const& b) {
+  INFO(a.name);
+  CHECK(a.name == b.name);
+  same_choice(a.dp, b.dp);
+  same_choice(a.tp, b.tp);
+  same_choice(a.pp, b.pp);
+  same_choice(a.cp, b.cp);
+  same_choice(a.ep, b.ep);
+  same_choice(a.zero, b.zero);
+  same_choice(a.micro_batch, b.micro_batch);
+  same_choice(a.virtual_stages, b.virtual_stages);
+  same_choice(a.shard, b.shard);
+  same_choice(a.checkpoint, b.checkpoint);
+  same_choice(a.sequence_parallel, b.sequence_parallel);
+  same_choice(a.order, b.order);
+}
+
+void same_program(planner::program const& a, planner::program const& b) {
+  same_model(a.m, b.m);
+  same_cluster(a.c, b.c);
+  CHECK(a.t.global_batch == b.t.global_batch);
+  CHECK(a.t.base_lr == b.t.base_lr);
+  CHECK(a.t.base_batch == b.t.base_batch);
+  CHECK(key_names(a.t.keys) == key_names(b.t.keys));
+  REQUIRE(a.strategies.size() == b.strategies.size());
+  for (std::size_t i = 0; i < a.strategies.size(); ++i) same_strategy(a.strategies[i], b.strategies[i]);
+  CHECK(planner::dump(a) == planner::dump(b));
+}
+
+}  // namespace
+
+TEST_CASE("the 7b_2node plan built in C++ is the plan lowered from text") {
+  auto m = model("llama2_7b").layers(32).hidden(4096).heads(32).ffn(11008).mlp(swiglu)
+               .vocab(32000).seq_len(4096).precision(bf16).optimizer(adam);
+  auto c = cluster("two_nodes").nodes(2).gpus_per_node(8).gpu(catalog_gpu("H100_SXM"))
+               .intra_node(450_GBps).inter_node(100_Gbitps);
+  auto current = strategy("current").dp(16).zero(1).checkpoint(selective).micro_batch(1);
+  auto search = strategy("search").tp({1, 2, 4, 8}).pp(range(1, 4)).zero(any).checkpoint(any)
+                    .micro_batch(any);
+  auto p = plan(m, c, training().global_batch(256), {current, search});
+  same_program(p, load_plan("7b_2node.dtp"));
+  CHECK(p.file == "<embedded>");
+}
+
+TEST_CASE("a GPU of the file, a derived GPU and a derived model") {
+  auto gh200 = gpu("GH200_96GB").description("NVIDIA GH200 Grace Hopper Superchip, 96 GB HBM3")
+                   .memory(96_GB).peak_flops(989_TFLOPps).peak_flops_fp8(1979_TFLOPps)
+                   .peak_flops_fp32(494.5_TFLOPps).hbm_bandwidth(4_TBps).intra_node(150_GBps)
+                   .matmul_efficiency(0.75).reserved(4_GiB);
+  auto site = gpu("GH200_site", gh200).reserved(6_GiB);
+  auto m = model("llama3_8b_8k", preset_model("llama3_8b"));
+  auto c = cluster("quad_gh200").nodes(8).gpus_per_node(4).gpu(site).inter_node(4, 200_Gbitps)
+               .inter_latency(3_us);
+  auto tp4 = strategy("tp4").tp(4).dp(8).zero(1).checkpoint(selective).micro_batch(1);
+  auto search = strategy("search").tp({1, 2, 4}).pp({1, 2}).zero(any).checkpoint(any)
+                    .micro_batch({1, 2});
+  auto p = plan(m, c, training().global_batch(256), {tp4, search});
+  same_program(p, load_plan("8b_gh200_own_gpu.dtp"));
+}
+
+TEST_CASE("defaults are lowering's") {
+  auto text = load_text(
+      "model m { layers = 2; hidden = 64; heads = 4; vocab = 100; seq_len = 16; dropout = true }\n"
+      "gpu g : A100_SXM_80GB { peak_flops = 100 TFLOP/s }\n"
+      "cluster c { nodes = 1; gpus_per_node = 2; gpu = g }\n"
+      "training { global_batch = 8; base_lr = 3e-4; base_batch = 4 }\n"
+      "strategy { shard = {node, 2}; order = \"pp-dp-cp-tp\"; sequence_parallel = auto }\n"
+      "strategy { virtual_stages = 2..3; cp = 2; ep = 1 }\n"
+      "strategy named { shard = 4; checkpoint = {none, full} }\n");
+  auto m = model("m").layers(2).hidden(64).heads(4).vocab(100).seq_len(16).dropout(true).build();
+  CHECK(m.kv_heads == 4);
+  CHECK(m.ffn == 256);
+  auto g = gpu("g", catalog_gpu("A100_SXM_80GB")).peak_flops(100_TFLOPps);
+  auto c = cluster("c").nodes(1).gpus_per_node(2).gpu(g);
+  auto p = plan(m, c, training().global_batch(8).base_lr(3e-4).base_batch(4),
+                {strategy().shard({node, ranks(2)}).order("pp-dp-cp-tp").sequence_parallel(any),
+                 strategy().virtual_stages(range(2, 3)).cp(2).ep(1),
+                 strategy("named").shard(4).checkpoint({none, full})});
+  same_program(p, text);
+  CHECK(p.strategies[0].name == "strategy#1");
+  CHECK(p.strategies[1].name == "strategy#2");
+  // The catalog's A100 writes its own fp8 and fp32 peaks, so they are kept.
+  CHECK(p.c.device.peak_flops_fp8 == catalog_gpu("A100_SXM_80GB").peak_flops_fp8);
+  auto fresh = gpu("x").memory(80_GiB).peak_flops(100_TFLOPps).hbm_bandwidth(2_TBps)
+                   .intra_node(300_GBps).build();
+  CHECK(fresh.peak_flops_fp8 == 100_TFLOPps);
+  CHECK(fresh.peak_flops_fp32 == 50_TFLOPps);
+  CHECK(fresh.reserved == 2_GiB);
+  CHECK(fresh.intra_latency == 5_us);
+  CHECK(fresh.inter_latency == 10_us);
+}
+
+TEST_CASE("misuse is reported as lowering reports the same text") {
+  CHECK_THROWS_WITH(model("m").layers(2).build(),
+                    "model 'm' is missing required keys 'hidden', 'heads', 'vocab' and 'seq_len'");
+  CHECK_THROWS_WITH(model("m").layers(0), "'layers' must be at least 1, got 0");
+  CHECK_THROWS_WITH(model("m").layers(2).hidden(64).heads(3).vocab(1).seq_len(1).build(),
+                    "'hidden' (64) must be a multiple of 'heads' (3)");
+  CHECK_THROWS_WITH(cluster("c").nodes(2).gpus_per_node(8).gpu("H100_SXM").build(),
+                    "cluster 'c' has 2 nodes but no 'inter_node' bandwidth (e.g. 'inter_node = 8 x "
+                    "400 Gbit/s')");
+  CHECK_THROWS_WITH(cluster("c").gpu("H100_SMX"), "unknown gpu 'H100_SMX'; did you mean 'H100_SXM'?");
+  CHECK_THROWS_WITH(preset_model("lama2_7b"), "unknown model 'lama2_7b'; did you mean 'llama2_7b'?");
+  CHECK_THROWS_WITH(training().build(), "the 'training' block is missing required key 'global_batch'");
+  CHECK_THROWS_WITH(strategy().zero(4), "'zero' must be between 0 and 3, got 4");
+  CHECK_THROWS_WITH(strategy().tp({1, 2, 2}), "2 appears twice in the set");
+  CHECK_THROWS_WITH(strategy().tp({}), "an empty set leaves no value for 'tp'");
+  CHECK_THROWS_WITH(strategy().pp(range(4, 1)), "range 4..1 is empty: its first bound is above its last");
+  CHECK_THROWS_WITH(strategy().order("tp-dp-pp"),
+                    "expected an order of tp, cp, dp and pp such as \"tp-cp-dp-pp\" for 'order', got "
+                    "\"tp-dp-pp\"");
+  CHECK_THROWS_WITH(gpu("g").memory(80_GiB).peak_flops(1_TFLOPps).hbm_bandwidth(1_TBps)
+                        .intra_node(1_GBps).reserved(80_GiB).build(),
+                    "'reserved' (80.0 GiB) leaves nothing of 'memory' (80.0 GiB) for the job");
+  CHECK_THROWS_AS(gpu("g").matmul_efficiency(1.5), error);
+}
