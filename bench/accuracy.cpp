@@ -86,11 +86,12 @@ figures fit(std::vector<calibration_run>& runs, std::vector<double> const& weigh
   std::vector<knob> const knobs{
       {&figures::matmul_efficiency, 0.40, 0.95, 0.01}, {&figures::hbm_efficiency, 0.50, 0.95, 0.05},
       {&figures::comm_efficiency, 0.50, 0.95, 0.05},   {&figures::overlap_slowdown, 0.00, 0.30, 0.02},
-      {&figures::step_overhead_s, 0.00, 0.50, 0.01},   {&figures::kernel_latency_us, 0.0, 20.0, 1.0},
+      {&figures::step_overhead_s, 0.00, 0.50, 0.01},   {&figures::kernel_latency_us, 1.0, 5.0, 1.0},
       {&figures::attention_efficiency, 0.15, 0.90, 0.01}, {&figures::intra_latency_us, 0.5, 10.0, 0.5},
       {&figures::inter_latency_us, 1.0, 20.0, 1.0},   {&figures::dispatch_latency_us, 0.0, 80.0, 1.0},
   };
   figures best = start;
+  for (auto const& k : knobs) best.*k.field = std::clamp(best.*k.field, k.low, k.high);
   double best_obj = objective(runs, weights, best, model);
   for (int round = 0; round < 4; ++round) {
     bool improved = false;
