@@ -2,8 +2,10 @@
 // bench/data/calibration_runs.csv: per run, measured vs predicted step time
 // and tokens/s per GPU; the median and worst error over all runs and tier A;
 // the runs skipped and why. `--fit` searches the few efficiency figures of
-// each GPU kind (no per-run factors) and prints them for the catalog;
-// `--vtrain` also reports vTrain's ground truth, separately.
+// each GPU kind (no per-run factors) and prints them for the catalog, with
+// vTrain's runs joining A100 80GB's fit at the weight of its published runs;
+// `--vtrain` also reports vTrain's ground truth, separately; `--dump` prints
+// one CSV line per run (shape, measured, predicted, breakdown, error).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -169,7 +171,7 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--vtrain") == 0) do_vtrain = true;
     else if (std::strcmp(argv[i], "--dump") == 0) do_dump = true;
     else {
-      fmt::print(stderr, "usage: bench_accuracy [--fit] [--vtrain]\n");
+      fmt::print(stderr, "usage: bench_accuracy [--fit] [--vtrain] [--dump]\n");
       return 2;
     }
   }
