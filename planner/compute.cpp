@@ -198,10 +198,24 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
   out.layer_attention_core_backward = core_bwd;
   out.layer_forward = weights_fwd + core_fwd + mem_fwd;
   out.layer_backward = weights_bwd + core_bwd + mem_bwd;
+  // Operators issued: one per weight GEMM (two in the backward), the
+  // attention core (flash: one kernel each way; otherwise scores, softmax,
+  // dropout and weighted sum forward, twice that backward), the memory-bound
+  // operators (twice as many backward).
+  auto const n = static_cast<std::int64_t>(n_ops);
+  bool const flash = m.attention == attention_kind::flash;
+  out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels);
+  out.layer_kernels_backward = 2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels);
   switch (s.checkpoint) {
     case checkpoint_mode::none: break;
-    case checkpoint_mode::selective: out.layer_recompute = core_fwd; break;
-    case checkpoint_mode::full: out.layer_recompute = out.layer_forward; break;
+    case checkpoint_mode::selective:
+      out.layer_recompute = core_fwd;
+      out.layer_kernels_recompute = flash ? 1 : 4;
+      break;
+    case checkpoint_mode::full:
+      out.layer_recompute = out.layer_forward;
+      out.layer_kernels_recompute = out.layer_kernels;
+      break;
   }
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
@@ -213,6 +227,7 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
   seconds const loss = memory_time(g, bytes(logit_elems * (2 * e + 4)));
   out.head_forward = logits.forward + norm + loss + (pp == 1 ? embed : seconds());
   out.head_backward = logits.backward + norm * 2.0 + loss + (pp == 1 ? embed : seconds());
+  out.head_kernels = 3 + 4 + (pp == 1 ? 2 : 0);
   return out;
 }
 

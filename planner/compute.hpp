@@ -51,6 +51,14 @@ struct stage_compute {
   seconds head_forward;     ///< embedding + logits + loss, forward (first/last stage)
   seconds head_backward;
   std::int64_t layers = 0;  ///< layers on the stage
+  std::int64_t layer_kernels = 0;           ///< operators one layer's forward issues
+  std::int64_t layer_kernels_backward = 0;  ///< operators one layer's backward issues
+  std::int64_t layer_kernels_recompute = 0; ///< operators the recomputation issues per layer
+  std::int64_t head_kernels = 0;            ///< operators of the head, forward + backward
+  /// Operators the stage issues for one micro-batch (forward, backward, recomputation).
+  [[nodiscard]] std::int64_t kernels() const {
+    return (layer_kernels + layer_kernels_backward + layer_kernels_recompute) * layers + head_kernels;
+  }
   /// forward + backward of the stage for one micro-batch, without recomputation
   [[nodiscard]] seconds forward_backward() const {
     return (layer_forward + layer_backward) * static_cast<double>(layers) + head_forward + head_backward;

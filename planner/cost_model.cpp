@@ -144,6 +144,10 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   // Tensor parallelism: two collectives per layer in the forward (after the
   // attention output and the MLP down projection) and two in the backward,
   // on the critical path; full recomputation repeats the forward's.
+  // Tensor-parallel time and calls of one micro-batch: they sit in the
+  // stage's stream between its kernels.
+  seconds tp_per_micro;
+  std::int64_t tp_calls_per_micro = 0;
   if (s.tp > 1) {
     auto const link = link_for(c, layout.placement(axis::tp));
     std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
@@ -157,10 +161,14 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
              ag * static_cast<double>(count), link.kind);
       cb.add(collective::reduce_scatter, comm_group::tp, s.tp, size, count, rs * static_cast<double>(count),
              rs * static_cast<double>(count), link.kind);
+      tp_per_micro = (ag + rs) * static_cast<double>(per_layer * sc.layers);
+      tp_calls_per_micro = 2 * per_layer * sc.layers;
     } else {
       auto const ar = collective_time(collective::all_reduce, size, s.tp, link);
       cb.add(collective::all_reduce, comm_group::tp, s.tp, size, count, ar * static_cast<double>(count),
              ar * static_cast<double>(count), link.kind);
+      tp_per_micro = ar * static_cast<double>(per_layer * sc.layers);
+      tp_calls_per_micro = per_layer * sc.layers;
     }
   }
 
@@ -317,10 +325,18 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   t.comm = std::move(cb.entries);
   // Overlapped communication competes with the compute under it for SMs and
   // HBM: the hidden part slows that compute by overlap_slowdown.
-  t.compute = per_micro * md + cb.hidden * g.overlap_slowdown;
+  // The host issues a micro-batch's operators one by one: when they are
+  // shorter than issuing them (small layers, small micro-batches) the GPU
+  // waits on the host, and the stage takes the host's time.
+  seconds const stream = per_micro + per_micro_recompute + tp_per_micro;
+  seconds const host = g.dispatch_latency * static_cast<double>(sc.kernels() + tp_calls_per_micro);
+  seconds const stall = max(seconds(0), host - stream);
+  t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
+  // Fill and drain run pp - 1 stage slots, each a whole micro-batch of the
+  // stage: its compute, its tensor-parallel collectives, its host stalls.
   if (s.pp > 1)
-    t.bubble = (per_micro + per_micro_recompute) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
+    t.bubble = (stream + stall) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
 
   // The optimizer step streams the parameters this GPU updates.
   double updated = sp.total();

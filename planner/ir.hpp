@@ -83,6 +83,9 @@ struct gpu {
   double attention_efficiency = 0.5;  ///< share of the 16-bit peak a flash attention kernel reaches
   double overlap_slowdown = 0.1;  ///< compute slow-down while communication overlaps it (0.1 = 10 %)
   seconds step_overhead{0.02};    ///< fixed per optimizer step (data loading, logging, launch gaps)
+  /// Host time to issue one operator (framework dispatch + launch): a GPU
+  /// never runs a layer faster than its host can issue the layer's kernels.
+  seconds dispatch_latency{0};
   key_spans keys;
 };
 

@@ -49,7 +49,8 @@ std::vector<std::string> const& keys_of(kind k) {
        "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
        "comm_efficiency", "hbm_efficiency",
        // time-model figures (planner/compute.hpp, calibrated by bench/accuracy)
-       "sm_count", "attention_efficiency", "kernel_latency", "overlap_slowdown", "step_overhead"},
+       "sm_count", "attention_efficiency", "kernel_latency", "overlap_slowdown", "step_overhead",
+       "dispatch_latency"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
       {"description", "global_batch", "base_lr", "base_batch"},
@@ -511,9 +512,9 @@ bool lowerer::apply(gpu& g, ast::assignment const& a) {
     auto x = measure(dimension::fraction, key == "attention_efficiency");
     if (x) (key == "attention_efficiency" ? g.attention_efficiency : g.overlap_slowdown) = *x;
     ok = x.has_value();
-  } else if (key == "kernel_latency" || key == "step_overhead") {
+  } else if (key == "kernel_latency" || key == "step_overhead" || key == "dispatch_latency") {
     auto x = measure(dimension::time, false);
-    if (x) (key == "kernel_latency" ? g.kernel_latency : g.step_overhead) = seconds(*x);
+    if (x) (key == "kernel_latency" ? g.kernel_latency : key == "step_overhead" ? g.step_overhead : g.dispatch_latency) = seconds(*x);
     ok = x.has_value();
   } else if (key == "sm_count") {
     auto n = conv_.count(v, key, "of streaming multiprocessors", 1);

@@ -234,3 +234,34 @@ TEST_CASE("degenerate inputs give finite times, never a crash") {
   CHECK(std::isfinite(r.mfu));
   CHECK(std::isfinite(model.lower_bound(p).value()));
 }
+
+TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch rate") {
+  program p = two_nodes(1, 8);
+  p.m.layers = 4;
+  p.m.hidden = 256;
+  p.m.heads = 4;
+  p.m.kv_heads = 4;
+  p.m.ffn = 1024;
+  p.m.seq_len = 128;
+  p.m.attention = attention_kind::standard;
+  p.t.global_batch = 8;
+  p.c.device.dispatch_latency = seconds(100e-6);
+  p.c.device.overlap_slowdown = 0;
+  strategy s = data_parallel(8, 0);
+  s.checkpoint = checkpoint_mode::full;
+  auto const sc = compute_per_micro_batch(p, s);
+  // swiglu: 4 weight GEMMs; flash attention off: scores, softmax, dropout, weighted sum.
+  CHECK(sc.layer_kernels == 4 + 4 + 6);
+  CHECK(sc.layer_kernels_backward == 8 + 8 + 12);
+  CHECK(sc.layer_kernels_recompute == sc.layer_kernels);
+  CHECK(sc.head_kernels == 9);
+  CHECK(sc.kernels() == (14 + 28 + 14) * 4 + 9);
+  analytic_cost_model const model;
+  auto const t = model.step_time(p, s);
+  // One micro-batch: forward, backward and recomputation take the host's
+  // 233 operators x 100 us, whatever the GPU would need.
+  CHECK((t.compute + t.recompute).value() == Approx(233 * 100e-6).epsilon(1e-9));
+  p.c.device.dispatch_latency = seconds(0);
+  auto const unbound = model.step_time(p, s);
+  CHECK(unbound.compute.value() < t.compute.value() / 5);
+}
