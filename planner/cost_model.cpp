@@ -211,10 +211,7 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   // weights too: their gradients sync over dp x cp).
   auto const sync_ranks = s.dp * s.cp;
   if (sync_ranks > 1) {
-    std::vector<std::int64_t> group;
-    for (auto d : layout.group_of(axis::dp, 0))
-      for (auto r : layout.group_of(axis::cp, d)) group.push_back(r);
-    auto const placement = layout.placement_of(group);
+    auto const placement = layout.placement(axis::dp, axis::cp);
     auto const link = link_for(c, placement);
     bytes const grads(sp.total() * comm_e);
     auto const buckets = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(grads.value() / bucket_bytes)));

@@ -122,6 +122,21 @@ group_placement rank_layout::placement(axis a) const {
   return worst_over_ranks([&](std::int64_t r) { return group_of(a, r); });
 }
 
+group_placement rank_layout::placement(axis a, axis b) const {
+  auto const i = static_cast<int>(a);
+  auto const j = static_cast<int>(b);
+  if (sizes_[i] == 1) return placement(b);
+  if (sizes_[j] == 1) return placement(a);
+  auto const n = sizes_[i] * sizes_[j];
+  for (auto [inner, outer] : {std::pair{i, j}, std::pair{j, i}})
+    if (strides_[inner] * sizes_[inner] == strides_[outer])
+      if (auto p = regular_placement(strides_[inner], n, gpus_per_node_)) return *p;
+  std::vector<std::int64_t> group;
+  for (auto r : group_of(a, 0))
+    for (auto q : group_of(b, r)) group.push_back(q);
+  return placement_of(group);
+}
+
 std::vector<std::int64_t> rank_layout::shard_group_of(std::int64_t rank, std::int64_t shard_size) const {
   auto dp_group = group_of(axis::dp, rank);
   auto d = of(rank)[static_cast<int>(axis::dp)];

@@ -36,6 +36,10 @@ class rank_layout {
   [[nodiscard]] std::vector<std::int64_t> group_of(axis a, std::int64_t rank) const;
   /// The worst placement over every group of axis `a`.
   [[nodiscard]] group_placement placement(axis a) const;
+  /// The placement of the group two axes span together (dp x cp, which
+  /// syncs gradients): closed form when one axis sits directly inside the
+  /// other in the rank order, else rank 0's group walked.
+  [[nodiscard]] group_placement placement(axis a, axis b) const;
 
   /// Hybrid sharding splits the data-parallel group into shard groups of
   /// `shard_size` consecutive dp coordinates and replicate groups of the

@@ -58,3 +58,24 @@ TEST_CASE("a group spread over nodes reports its worst placement") {
   CHECK(p.nodes == 2);
   CHECK(p.max_per_node == 2);
 }
+
+TEST_CASE("the placement of two axes together matches a walk of the group") {
+  for (rank_order order : {default_order, rank_order{axis::tp, axis::dp, axis::cp, axis::pp},
+                           rank_order{axis::dp, axis::tp, axis::pp, axis::cp}}) {
+    for (std::int64_t gpn : {1, 2, 4, 8}) {
+      rank_layout l(make(4, 2, 2, 2, order), gpn);
+      std::vector<std::int64_t> group;
+      for (auto r : l.group_of(axis::dp, 0))
+        for (auto q : l.group_of(axis::cp, r)) group.push_back(q);
+      auto walked = l.placement_of(group);
+      auto closed = l.placement(axis::dp, axis::cp);
+      INFO(to_string(order) << " on " << gpn << " GPUs per node");
+      CHECK(closed.size == 8);
+      CHECK(closed.nodes == walked.nodes);
+      CHECK(closed.max_per_node == walked.max_per_node);
+    }
+  }
+  rank_layout l(make(4, 2, 1, 1), 8);
+  CHECK(l.placement(axis::dp, axis::cp).size == 4);
+  CHECK(l.placement(axis::dp, axis::cp).nodes == 1);
+}
