@@ -1,6 +1,6 @@
 # The code generators end to end: for each in-memory fixture and each fixed
 # strategy of every plans/*.dtp, emit the bundle, render the diagram, check
-# the launch scripts, build the skeleton (CMake + nvcc for two bundles, the
+# the launch scripts, build the skeleton (CMake + nvcc for every plan and one
 # host-only --dry-run build for the in-memory fixtures but one) and
 # compare its --dry-run layout with planner::rank_layout.
 # Included from tests/CMakeLists.txt.
