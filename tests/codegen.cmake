@@ -1,7 +1,7 @@
 # The code generators end to end: for each in-memory fixture and each fixed
 # strategy of every plans/*.dtp, emit the bundle, render the diagram, check
 # the launch scripts, build the skeleton (CMake + nvcc for every plan and one
-# host-only --dry-run build for the in-memory fixtures but one) and
+# fixture, the quick host-only --dry-run build for the other fixtures) and
 # compare its --dry-run layout with planner::rank_layout.
 # Included from tests/CMakeLists.txt.
 add_executable(codegen_fixture ${CMAKE_CURRENT_SOURCE_DIR}/codegen/codegen_fixture.cpp)
