@@ -209,10 +209,10 @@ struct run {
   dsl::source_manager sources;
   dsl::diagnostics diags;
 
-  // Prints what was collected; warnings are dropped with --quiet.
+  // Prints what was collected; --quiet keeps only the errors.
   void flush() {
     for (auto const& d : diags.list())
-      if (!(o.quiet && d.level == dsl::severity::warning)) fmt::print(stderr, "{}", dsl::format(d, sources));
+      if (!o.quiet || d.level == dsl::severity::error) fmt::print(stderr, "{}", dsl::format(d, sources));
     diags.clear();
   }
 };
