@@ -1,6 +1,12 @@
 #include "planner/search.hpp"
 
 #include <fmt/format.h>
+#include <range/v3/algorithm/sort.hpp>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/join.hpp>
+#include <range/v3/view/transform.hpp>
+#include <range/v3/view/zip.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -770,9 +776,13 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
       pool.emplace_back([&, t] { worker.cost(queue, states[t], next_cost); });
   }
 
+  // The per-thread top lists merged in the total order: which thread found
+  // a plan cannot change the result.
   thread_state all;
+  all.top = states | ranges::views::transform(&thread_state::top) | ranges::views::join |
+            ranges::to<std::vector>();
+  ranges::sort(all.top, better);
   for (auto& st : states) {
-    all.top.insert(all.top.end(), st.top.begin(), st.top.end());
     all.valid += st.valid;
     all.illegal += st.illegal;
     all.memory_cut += st.memory_cut;
@@ -783,7 +793,6 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
     all.memory_structures.insert(all.memory_structures.end(), st.memory_structures.begin(),
                                  st.memory_structures.end());
   }
-  std::sort(all.top.begin(), all.top.end(), better);
   auto k = static_cast<std::size_t>(std::max(0, options.top));
   if (all.top.size() > k) all.top.resize(k);
   // Threads finish structures in any order: sort what explain reports.
@@ -796,8 +805,12 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   result.stats.valid = all.valid;
 
   auto base = spec.name.empty() ? std::string("search") : spec.name;
-  for (std::size_t i = 0; i < all.top.size(); ++i)
-    result.best.push_back(evaluate(p, spec, all.top[i].s, model, fmt::format("{}#{}", base, i + 1)));
+  result.best = ranges::views::zip(ranges::views::iota(1), all.top) |
+                ranges::views::transform([&](auto const& ranked) {
+                  auto const& [place, entry] = ranked;
+                  return evaluate(p, spec, entry.s, model, fmt::format("{}#{}", base, place));
+                }) |
+                ranges::to<std::vector>();
   result.ranked = all.top;
 
   if (options.explain) {
