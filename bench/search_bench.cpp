@@ -3,11 +3,14 @@
 // on 64 nodes and a 405B model on 16,384 H100s, everything free.
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
 
 #include "planner/cost_model.hpp"
+#include "planner/lower.hpp"
 #include "planner/search.hpp"
 
 using namespace dtplan::planner;
@@ -30,20 +33,14 @@ model decoder(std::string name, std::int64_t layers, std::int64_t hidden, std::i
   return m;
 }
 
-// The catalog's H100_SXM figures.
+// The built-in catalog's H100_SXM, so the bench costs what dtplan costs.
 gpu h100() {
-  gpu g;
-  g.name = "H100_SXM";
-  g.memory = 80_GiB;
-  g.reserved = 6_GiB;
-  g.peak_flops = 989_TFLOPps;
-  g.peak_flops_fp8 = 1979_TFLOPps;
-  g.peak_flops_fp32 = 495_TFLOPps;
-  g.hbm_bandwidth = 3350_GBps;
-  g.intra_node = 450_GBps;
-  g.intra_latency = seconds(3e-6);
-  g.inter_latency = seconds(10e-6);
-  return g;
+  auto g = catalog_gpu("H100_SXM");
+  if (!g) {
+    std::fprintf(stderr, "bench_search_bench: H100_SXM is not in the catalog\n");
+    std::exit(1);
+  }
+  return *g;
 }
 
 program problem(model m, std::int64_t nodes, bandwidth inter, std::int64_t global_batch) {
@@ -58,6 +55,7 @@ program problem(model m, std::int64_t nodes, bandwidth inter, std::int64_t globa
   p.c.inter_node = inter;
   p.c.intra_latency = p.c.device.intra_latency;
   p.c.inter_latency = p.c.device.inter_latency;
+  p.c.comm_efficiency = p.c.device.comm_efficiency;
   p.t.global_batch = global_batch;
   return p;
 }
