@@ -157,8 +157,12 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
   std::int64_t const dp = std::max<std::int64_t>(1, s.dp);
   std::int64_t const grad_accum =
       std::max<std::int64_t>(1, p.t.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
+  // Context-parallel ranks hold the same weights as their dp peers, so ZeRO
+  // shards over the shard group's dp ranks times cp (as Megatron and FSDP
+  // with context parallelism do, and as the cost model's collectives assume).
   std::int64_t shard = shard_size(s, p.c.gpus_per_node);
   if (shard <= 0) shard = dp;
+  shard *= std::max<std::int64_t>(1, s.cp);
   bool const sp = s.sequence_parallel && tp > 1;
   double const rep = sp ? double(tp) : 1.0;
   double const e = element_bytes(m.prec);

@@ -208,3 +208,24 @@ TEST_CASE("fp32 doubles the stored activations", "[memory]") {
   m.prec = precision::fp32;
   CHECK(activations_per_layer(m, s) == half * 2);
 }
+
+TEST_CASE("ZeRO shards over the context-parallel ranks too", "[memory]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 8);
+  double const params = 6'738'415'616.0;
+  strategy by_dp;
+  by_dp.dp = 8;
+  by_dp.zero = 3;
+  strategy by_cp = by_dp;
+  by_cp.dp = 1;
+  by_cp.cp = 8;
+  auto a = estimate_memory(p, by_dp);
+  auto b = estimate_memory(p, by_cp);
+  CHECK(b.weights.value() == 2 * params / 8);
+  CHECK(b.optimizer.value() == 12 * params / 8);
+  CHECK(a.weights == b.weights);
+  CHECK(a.gradients == b.gradients);
+  CHECK(a.optimizer == b.optimizer);
+  by_cp.zero = 1;
+  CHECK(estimate_memory(p, by_cp).optimizer.value() == 12 * params / 8);
+  CHECK(estimate_memory(p, by_cp).weights.value() == 2 * params);
+}
