@@ -128,9 +128,19 @@ group_placement rank_layout::placement(axis a, axis b) const {
   if (sizes_[i] == 1) return placement(b);
   if (sizes_[j] == 1) return placement(a);
   auto const n = sizes_[i] * sizes_[j];
-  for (auto [inner, outer] : {std::pair{i, j}, std::pair{j, i}})
-    if (strides_[inner] * sizes_[inner] == strides_[outer])
-      if (auto p = regular_placement(strides_[inner], n, gpus_per_node_)) return *p;
+  auto const [inner, outer] = strides_[i] < strides_[j] ? std::pair{i, j} : std::pair{j, i};
+  if (strides_[inner] * sizes_[inner] == strides_[outer]) {
+    if (auto p = regular_placement(strides_[inner], n, gpus_per_node_)) return *p;
+  } else if (strides_[outer] % gpus_per_node_ == 0) {
+    // The outer axis moves whole nodes and its stride exceeds the inner
+    // group's span: the group is size(outer) copies of an inner group, each
+    // on nodes of its own.
+    if (auto p = regular_placement(strides_[inner], sizes_[inner], gpus_per_node_)) {
+      p->size = n;
+      p->nodes *= sizes_[outer];
+      return *p;
+    }
+  }
   std::vector<std::int64_t> group;
   for (auto r : group_of(a, 0))
     for (auto q : group_of(b, r)) group.push_back(q);
@@ -177,8 +187,7 @@ std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node) {
       // The dp ranks of one node form the shard group only when every
       // node holds the same whole number of them.
       if (p.max_per_node <= 0 || s.dp % p.max_per_node != 0) return 0;
-      auto shard = layout.shard_group_of(0, p.max_per_node);
-      return layout.placement_of(shard).nodes == 1 ? p.max_per_node : 0;
+      return layout.shard_placement(p.max_per_node).nodes == 1 ? p.max_per_node : 0;
     }
   }
   return s.dp;

@@ -61,8 +61,10 @@ TEST_CASE("a group spread over nodes reports its worst placement") {
 
 TEST_CASE("the placement of two axes together matches a walk of the group") {
   for (rank_order order : {default_order, rank_order{axis::tp, axis::dp, axis::cp, axis::pp},
-                           rank_order{axis::dp, axis::tp, axis::pp, axis::cp}}) {
-    for (std::int64_t gpn : {1, 2, 4, 8}) {
+                           rank_order{axis::dp, axis::tp, axis::pp, axis::cp},
+                           rank_order{axis::tp, axis::dp, axis::pp, axis::cp},
+                           rank_order{axis::cp, axis::pp, axis::tp, axis::dp}}) {
+    for (std::int64_t gpn : {1, 2, 4, 8, 16}) {
       rank_layout l(make(4, 2, 2, 2, order), gpn);
       std::vector<std::int64_t> group;
       for (auto r : l.group_of(axis::dp, 0))
