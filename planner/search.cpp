@@ -158,6 +158,17 @@ struct work_item {
   std::int64_t tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
   std::vector<rank_order> orders;
   std::int64_t candidates = 0;  // the size of its sub-tree
+
+  // The structure's degrees, every other key at its default.
+  [[nodiscard]] strategy structure() const {
+    strategy s;
+    s.tp = tp;
+    s.pp = pp;
+    s.cp = cp;
+    s.dp = dp;
+    s.ep = ep;
+    return s;
+  }
 };
 
 // The whole space with the dependent domains resolved per structure.
@@ -409,12 +420,7 @@ class searcher {
       auto shards = space_.shard(static_cast<int>(z), w.dp);
       if (std::find(shards.begin(), shards.end(), shard_group{}) == shards.end()) return std::nullopt;
       for (auto c : space_.checkpoint()) {
-        strategy s;
-        s.tp = w.tp;
-        s.pp = w.pp;
-        s.cp = w.cp;
-        s.dp = w.dp;
-        s.ep = w.ep;
+        strategy s = w.structure();
         s.order = w.orders.front();
         s.zero = static_cast<int>(z);
         s.shard = shard_group{};
@@ -438,12 +444,7 @@ class searcher {
       return;
     }
     auto const illegal_before = st.illegal;
-    strategy s;
-    s.tp = w.tp;
-    s.pp = w.pp;
-    s.cp = w.cp;
-    s.dp = w.dp;
-    s.ep = w.ep;
+    strategy s = w.structure();
     auto const& orders = w.orders;
     auto const n_orders = orders.size();
     // The size of a `node` shard group depends on the order; computed once.
@@ -595,12 +596,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   // error the checker gives for one of them.
   std::map<std::string, std::pair<std::int64_t, std::vector<std::string>>> reasons;
   for (auto const& w : all.illegal_structures) {
-    strategy s;
-    s.tp = w.tp;
-    s.pp = w.pp;
-    s.cp = w.cp;
-    s.dp = w.dp;
-    s.ep = w.ep;
+    strategy s = w.structure();
     s.order = w.orders.front();
     s.sequence_parallel = w.tp > 1;
     auto r = check(p, spec, s);
