@@ -147,7 +147,7 @@ bytes activations_per_layer(model const& m, strategy const& s) {
   return bytes(sum);
 }
 
-memory_breakdown estimate_memory(program const& p, strategy const& s) {
+memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail) {
   model const& m = p.m;
   auto const counts = count_params(m);
   std::int64_t const tp = std::max<std::int64_t>(1, s.tp);
@@ -298,10 +298,9 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
     if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
 
     b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
-    std::string owns;
-    if (first) owns += "embedding, ";
-    if (last) owns += "logits, ";
-    if (with_detail) b.stage_note = fmt::format("stage {} of {} ({}{} layers)", r, pp, owns, layers);
+    if (with_detail)
+      b.stage_note = fmt::format("stage {} of {} ({}{}{} layers)", r, pp, first ? "embedding, " : "",
+                                 last ? "logits, " : "", layers);
     return b;
   };
   std::int64_t worst = 0;
@@ -310,7 +309,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s) {
     auto const total = stage(r, false).total;
     if (r == 0 || worst_total < total) worst = r, worst_total = total;
   }
-  return stage(worst, true);
+  return stage(worst, detail);
 }
 
 }  // namespace dtplan::planner

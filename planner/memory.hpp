@@ -38,7 +38,9 @@ struct memory_breakdown {
 
 /// Counts every term of COSTMODEL.md section 2. Assumes the strategy is
 /// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
-memory_breakdown estimate_memory(program const& p, strategy const& s);
+/// With `detail` false the readable `detail` terms and `stage_note` are left
+/// empty (the totals are the same): the search's hot loop needs only totals.
+memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail = true);
 
 /// Model state of `params` parameters held by one GPU before ZeRO, sharded
 /// over `shard` data-parallel ranks by ZeRO `stage` (1: optimizer state and

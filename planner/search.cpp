@@ -429,7 +429,7 @@ class searcher {
         s.virtual_stages = vs.front();
         s.micro_batch = mb.front();
         if (!is_legal(p_, s)) return std::nullopt;
-        auto m = estimate_memory(p_, s);
+        auto m = estimate_memory(p_, s, false);
         if (m.fits()) return std::nullopt;
         least = std::min(least, m.total.value());
       }
@@ -508,7 +508,7 @@ class searcher {
                                                                            : shard.size;
                   auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
                   if (hit == memo.end()) {
-                    memo.emplace_back(size, estimate_memory(p_, as_costed));
+                    memo.emplace_back(size, estimate_memory(p_, as_costed, false));
                     hit = memo.end() - 1;
                   }
                   auto const& mem = hit->second;

@@ -229,3 +229,21 @@ TEST_CASE("ZeRO shards over the context-parallel ranks too", "[memory]") {
   CHECK(estimate_memory(p, by_cp).optimizer.value() == 12 * params / 8);
   CHECK(estimate_memory(p, by_cp).weights.value() == 2 * params);
 }
+
+TEST_CASE("totals without the readable detail are the same totals", "[memory]") {
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
+  strategy s;
+  s.dp = 4;
+  s.pp = 2;
+  s.zero = 1;
+  s.checkpoint = checkpoint_mode::selective;
+  auto full = estimate_memory(p, s);
+  auto totals = estimate_memory(p, s, false);
+  CHECK(totals.total == full.total);
+  CHECK(totals.activations == full.activations);
+  CHECK(totals.stage == full.stage);
+  CHECK(totals.detail.empty());
+  CHECK(totals.stage_note.empty());
+  CHECK_FALSE(full.detail.empty());
+  CHECK(full.stage_note == "stage 0 of 2 (embedding, 16 layers)");
+}
