@@ -247,7 +247,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     std::string_view framework = row["framework"];
     if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
     if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
-    (void)framework;
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
@@ -303,6 +302,15 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       // One checkpointed layer per block is what every listed framework does.
     } else {
       skip("activation recomputation not published");
+    }
+    if (contains(framework, "torchtitan")) {
+      // torchtitan's "selective" is op-level selective checkpointing
+      // (selective_ac_option = 'op'), not Megatron's; its loss is PyTorch's
+      // cross_entropy(logits.float(), labels), unfused; its tensor-parallel
+      // plan shards the norms over the sequence (sequence parallelism).
+      if (s.checkpoint == checkpoint_mode::selective) s.checkpoint = checkpoint_mode::ops;
+      run.prog.t.cross_entropy = cross_entropy_kind::unfused;
+      if (s.tp > 1) s.sequence_parallel = true;
     }
     auto mb = integer(row["micro_batch"]);
     if (!mb || *mb <= 0) skip("no micro_batch published");

@@ -250,8 +250,8 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   try_first(zero);
 
   std::vector<candidate> ckpt;
-  for (auto mode : {checkpoint_mode::selective, checkpoint_mode::full}) {
-    if (mode <= s.checkpoint) continue;
+  for (auto mode : {checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full}) {
+    if (recompute_rank(mode) <= recompute_rank(s.checkpoint)) continue;
     auto c = s;
     c.checkpoint = mode;
     ckpt.emplace_back(fmt::format("checkpoint = {}", name(mode)), c);

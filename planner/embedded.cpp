@@ -420,6 +420,12 @@ training_builder& training_builder::base_batch(std::int64_t v) {
   return *this;
 }
 
+training_builder& training_builder::cross_entropy(cross_entropy_kind v) {
+  t_.cross_entropy = v;
+  written(t_.keys, "cross_entropy");
+  return *this;
+}
+
 planner::training training_builder::build() const {
   if (!t_.keys.count("global_batch"))
     throw error("the 'training' block is missing required key 'global_batch'");

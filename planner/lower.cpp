@@ -53,7 +53,7 @@ std::vector<std::string> const& keys_of(kind k) {
        "dispatch_latency"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
-      {"description", "global_batch", "base_lr", "base_batch"},
+      {"description", "global_batch", "base_lr", "base_batch", "cross_entropy"},
       {"description", "dp", "tp", "pp", "cp", "ep", "zero", "shard", "checkpoint", "micro_batch",
        "sequence_parallel", "virtual_stages", "order"},
   }};
@@ -96,7 +96,8 @@ std::vector<std::string> const precision_names{"bf16", "fp16", "fp32", "fp8"};
 std::vector<std::string> const mlp_names{"gelu", "swiglu"};
 std::vector<std::string> const attention_names{"flash", "standard"};
 std::vector<std::string> const optimizer_names{"adam", "adamw", "sgd", "sgd_momentum"};
-std::vector<std::string> const checkpoint_names{"none", "selective", "full"};
+std::vector<std::string> const checkpoint_names{"none", "selective", "full", "ops"};
+std::vector<std::string> const cross_entropy_names{"fused", "unfused"};
 
 /// A cluster before its gpu name is resolved (the gpu may be defined after it).
 struct cluster_draft {
@@ -585,6 +586,10 @@ bool lowerer::apply(training& t, ast::assignment const& a) {
     if (x && !positive(conv_, v, key, *x)) x.reset();
     if (x) t.base_lr = *x;
     ok = x.has_value();
+  } else if (key == "cross_entropy") {
+    auto c = conv_.choice(v, key, cross_entropy_names);
+    if (c) t.cross_entropy = static_cast<cross_entropy_kind>(*c);
+    ok = c.has_value();
   }
   if (ok) t.keys[key] = a.key.where;
   return ok;
