@@ -250,7 +250,9 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   try_first(zero);
 
   std::vector<candidate> ckpt;
-  for (auto mode : {checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full}) {
+  // Megatron's modes only: op-level checkpointing (`ops`) is PyTorch's, not
+  // every framework's; the advice and the search propose it.
+  for (auto mode : {checkpoint_mode::selective, checkpoint_mode::full}) {
     if (recompute_rank(mode) <= recompute_rank(s.checkpoint)) continue;
     auto c = s;
     c.checkpoint = mode;
