@@ -231,8 +231,11 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     std::string_view arch = row["arch_notes"];
     std::string_view model_name = row["model"];
     m.mlp = contains(model_name, "llama") ? mlp_kind::swiglu : mlp_kind::gelu;
-    // MPT ties its embeddings; Megatron GPT, Llama 3.1 and GPT-NeoX do not.
-    m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM");
+    // MPT, BLOOM and Megatron's GPT (shared input and output embeddings
+    // unless --untie-embeddings-and-output-weights) tie their embeddings;
+    // Llama 3.1 and GPT-NeoX do not.
+    m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM") ||
+                        contains(row["framework"], "Megatron-LM");
     bool flash = contains(arch, "FlashAttention") || contains(row["framework"], "torchtitan");
     m.attention = flash ? attention_kind::flash : attention_kind::standard;
     m.optimizer = optimizer_kind::adamw;
@@ -369,6 +372,7 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     m.kv_heads = m.heads;
     m.ffn = 4 * m.hidden;
     m.vocab = 51200;
+    m.tied_embeddings = true;  // Megatron GPT's default
     m.seq_len = integer(row["sequence length"]).value_or(0);
     m.attention = attention_kind::standard;
     m.prec = precision::fp16;
