@@ -222,8 +222,10 @@ int main(int argc, char** argv) {
     for (char const* file : {"ground_truth_single.csv", "ground_truth_multi.csv"}) {
       auto v = bench::load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/" + file);
       auto const acc = bench::measure_accuracy(v, model);
-      fmt::print("\nvtrain/{}: {} runs, median |error| {:.1f} %, worst {:.1f} % ({})\n", file, acc.rows.size(),
-                 100 * acc.median, 100 * acc.worst, acc.worst_id);
+      std::size_t within = 0;
+      for (auto const& r : acc.rows) within += std::fabs(r.error) <= 0.25;
+      fmt::print("\nvtrain/{}: {} runs, median |error| {:.1f} %, worst {:.1f} % ({}), {} within 25 %\n", file,
+                 acc.rows.size(), 100 * acc.median, 100 * acc.worst, acc.worst_id, within);
     }
   }
   return 0;

@@ -231,8 +231,11 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     std::string_view arch = row["arch_notes"];
     std::string_view model_name = row["model"];
     m.mlp = contains(model_name, "llama") ? mlp_kind::swiglu : mlp_kind::gelu;
-    // MPT ties its embeddings; Megatron GPT, Llama 3.1 and GPT-NeoX do not.
-    m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM");
+    // MPT, BLOOM and Megatron's GPT (shared input and output embeddings
+    // unless --untie-embeddings-and-output-weights) tie their embeddings;
+    // Llama 3.1 and GPT-NeoX do not.
+    m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM") ||
+                        contains(row["framework"], "Megatron-LM");
     bool flash = contains(arch, "FlashAttention") || contains(row["framework"], "torchtitan");
     m.attention = flash ? attention_kind::flash : attention_kind::standard;
     m.optimizer = optimizer_kind::adamw;
@@ -247,6 +250,15 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     std::string_view framework = row["framework"];
     if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
     if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
+    // Gradients as the framework keeps and reduces them. DeepSpeed's
+    // BF16_Optimizer accumulates and all-reduces fp32 gradients ("fp32 grad
+    // accumulation"); Megatron-LM before its 2023 --overlap-grad-reduce and
+    // DeepSpeed's pipeline engine reduce them after the whole backward.
+    if (contains(prec, "fp32 grad")) run.prog.t.grad_precision = precision::fp32;
+    // BF16_Optimizer all-reduces every gradient, then each rank updates its
+    // slice and all-gathers the weights.
+    if (contains(prec, "BF16_Optimizer")) run.prog.t.grad_reduce_scatter = false;
+    if (contains(framework, "Megatron") || contains(framework, "DeepSpeed")) run.prog.t.overlap_grad_sync = false;
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
@@ -369,6 +381,7 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     m.kv_heads = m.heads;
     m.ffn = 4 * m.hidden;
     m.vocab = 51200;
+    m.tied_embeddings = true;  // Megatron GPT's default
     m.seq_len = integer(row["sequence length"]).value_or(0);
     m.attention = attention_kind::standard;
     m.prec = precision::fp16;
@@ -391,6 +404,9 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     s.micro_batch = integer(row["micro batch"]).value_or(1);
     s.checkpoint = checkpoint_mode::full;
     run.prog.t.global_batch = integer(row["global batch"]).value_or(0);
+    // Megatron-DeepSpeed without gradient bucketing (the published
+    // validation setup): the data-parallel all-reduce follows the backward.
+    run.prog.t.overlap_grad_sync = false;
     if (s.dp * s.tp * s.pp != gpus || c.nodes * c.gpus_per_node != gpus) run.skip_reason = "GPU count mismatch";
     if (s.dp > 0 && s.micro_batch > 0) run.grad_accum = std::max<std::int64_t>(1, run.prog.t.global_batch / (s.dp * s.micro_batch));
     if (auto ms = number(row["iteration time (ms)"])) run.step_time = seconds(*ms / 1e3);

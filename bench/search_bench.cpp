@@ -1,6 +1,8 @@
-// Times --optimize on three problems of growing size, for 1 and 2 threads:
-// the 7b_2node plan (its `search` strategy and everything free), Llama 3 70B
-// on 64 nodes and a 405B model on 16,384 H100s, everything free.
+// Times --optimize on problems of growing size, for 1 and 2 threads: the
+// 7b_2node plan (its `search` strategy and everything free), Llama 3 70B on
+// 64 nodes, a 405B model on 16,384 H100s, and Korthikanti's 530B GPT on 280
+// nodes (2,240 GPUs = 2^6 x 5 x 7: group sizes that do not tile the nodes),
+// everything free.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -111,5 +113,9 @@ int main() {
   run("7b_2node, everything free", seven, search_everything(), model);
   run("llama3_70b 64 x 8 H100, free", problem(llama3_70b, 64, 3200_Gbitps, 1024), search_everything(), model);
   run("405b 2048 x 8 H100, free", problem(llama3_405b, 2048, 3200_Gbitps, 2048), search_everything(), model);
+  auto gpt_530b = decoder("gpt_530b", 105, 20480, 128, 128, 81920, 51200, 2048);
+  gpt_530b.mlp = mlp_kind::gelu;
+  gpt_530b.tied_embeddings = true;
+  run("530b 280 x 8 H100, free", problem(gpt_530b, 280, 1600_Gbitps, 2240), search_everything(), model);
   return 0;
 }

@@ -63,6 +63,7 @@ int group_id(comm_group g) {
     case comm_group::shard: return 4;
     case comm_group::replicate: return 5;
     case comm_group::ep: return 2;  // experts are spread over the data-parallel ranks
+    case comm_group::embedding: return 6;
   }
   return 2;
 }
@@ -72,8 +73,12 @@ int axis_id(axis a) { return static_cast<int>(a); }
 // The JSON names of DSL.md section 4, indexed by op_id and group_id; kept
 // here so the skeleton does not depend on the cost model's library.
 constexpr char const* op_text[] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
-constexpr char const* group_text[] = {"tp", "cp", "dp", "pp", "shard", "replicate", "ep"};
-int group_text_id(comm_group g) { return g == comm_group::ep ? 6 : group_id(g); }
+constexpr char const* group_text[] = {"tp", "cp", "dp", "pp", "shard", "replicate", "ep", "embedding"};
+int group_text_id(comm_group g) {
+  if (g == comm_group::ep) return 6;
+  if (g == comm_group::embedding) return 7;
+  return group_id(g);
+}
 char const* link_text(planner::link_kind l) { return l == planner::link_kind::intra ? "intra" : "inter"; }
 
 // The part of the generated program that does not depend on the plan. It
@@ -376,9 +381,9 @@ struct runner {
   long long rank = 0;
   layout lay{plan::k_dp};
   ncclComm_t world_comm{};
-  ncclComm_t comms[2][6]{};  // [overlapped][tp cp dp pp shard replicate]
-  int comm_rank[6]{};
-  int comm_size[6]{};
+  ncclComm_t comms[2][7]{};  // [overlapped][tp cp dp pp shard replicate embedding]
+  int comm_rank[7]{};
+  int comm_size[7]{};
   cudaStream_t compute{}, comm{};
   cublasHandle_t blas{};
   std::vector<buffer> bufs;
@@ -423,6 +428,8 @@ struct runner {
   void collective(int e, cudaStream_t st) {
     plan::comm_spec const& c = plan::k_comm[e];
     ncclComm_t nc = comms[c.overlapped][c.group];
+    // The embedding pair has no member on the middle pipeline stages.
+    if (nc == nullptr) return;
     int n = comm_size[c.group], me = comm_rank[c.group];
     char* buf = msg[e];
     long long bytes = msg_bytes[e];
@@ -648,15 +655,24 @@ int main(int argc, char** argv) {
   // place in the group. Overlapped collectives get their own communicator
   // so the two streams never share one.
   layout& l = r.lay;
-  for (int a = 0; a < 6; ++a) {
-    std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank) : l.replicate_group(r.rank);
+  for (int a = 0; a < 7; ++a) {
+    std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank)
+                             : a == 5 ? l.replicate_group(r.rank) : l.group(3, r.rank);
+    bool member = true;
+    if (a == 6) {
+      // The first and last stage of this rank's pipeline.
+      g = {g.front(), g.back()};
+      member = r.rank == g.front() || r.rank == g.back();
+    }
     int key = (int)(std::find(g.begin(), g.end(), r.rank) - g.begin());
     r.comm_rank[a] = key;
     r.comm_size[a] = (int)g.size();
     for (int ov = 0; ov < 2; ++ov) {
       bool used = false;
       for (int e = 0; e < plan::k_comm_count; ++e) used |= plan::k_comm[e].group == a && plan::k_comm[e].overlapped == ov;
-      if (used) NCCL_CHECK(ncclCommSplit(r.world_comm, (int)g.front(), key, &r.comms[ov][a], nullptr));
+      if (!used) continue;
+      NCCL_CHECK(ncclCommSplit(r.world_comm, member ? (int)g.front() : NCCL_SPLIT_NOCOLOR, key, &r.comms[ov][a], nullptr));
+      if (!member) r.comms[ov][a] = nullptr;
     }
   }
 
@@ -785,7 +801,7 @@ int main(int argc, char** argv) {
 
   CUBLAS_CHECK(cublasDestroy(r.blas));
   for (int ov = 0; ov < 2; ++ov)
-    for (int a = 0; a < 6; ++a)
+    for (int a = 0; a < 7; ++a)
       if (r.comms[ov][a]) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
   NCCL_CHECK(ncclCommDestroy(r.world_comm));
   for (buffer& b : r.bufs)
@@ -893,6 +909,8 @@ comm_placement placement_of(planner::comm_entry const& e, int zero) {
       return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
     case comm_group::replicate:
       return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
+    case comm_group::embedding:
+      return comm_placement::grad_sync;
   }
   return comm_placement::step_end;
 }
@@ -996,7 +1014,8 @@ namespace plan {
   line("// Columns (n) of each GEMM the backward recomputes first (checkpoint = {}).", name(s.checkpoint));
   line("constexpr long long k_recompute_n[{}] = {{{}}};", redo.size(), cols);
   line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv;");
-  line("// group: 0 tp 1 cp 2 dp 3 pp 4 shard 5 replicate; placement: 0 every layer");
+  line("// group: 0 tp 1 cp 2 dp 3 pp 4 shard 5 replicate 6 embedding (first and last");
+  line("// stage); placement: 0 every layer");
   line("// (forward and backward), 1 every layer's backward, 2 every micro-batch, 3 gradient");
   line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
   line("struct comm_spec {{ int op, group; char const* group_name; long long bytes, count; double predicted_s, exposed_s; int placement, overlapped; char const* link; }};");

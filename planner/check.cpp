@@ -121,7 +121,7 @@ class rules {
                           s.virtual_stages, chunks, m.name, m.layers));
       else
         error("pp", fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers));
-    } else if (m.layers % chunks != 0) {
+    } else if (m.layers % chunks != 0 && reporting()) {
       auto per = layers_per_chunk(m.layers, chunks);
       warning(s.virtual_stages > 1 ? "virtual_stages" : "pp",
               s.virtual_stages > 1
@@ -187,13 +187,16 @@ class rules {
     return *keys.begin();
   }
 
+  // Silent passes (is_legal, the search's hot loop) skip formatting warnings.
+  [[nodiscard]] bool reporting() const { return out_ != nullptr && spec_ != nullptr; }
+
   void error(std::string_view key, std::string message) {
     legal_ = false;
     report(dsl::severity::error, key, std::move(message));
   }
   void warning(std::string_view key, std::string message) { report(dsl::severity::warning, key, std::move(message)); }
   void report(dsl::severity level, std::string_view key, std::string message) {
-    if (!out_ || !spec_) return;
+    if (!reporting()) return;
     dsl::diagnostic d;
     d.level = level;
     d.where = spec_->key_span(key);

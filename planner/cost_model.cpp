@@ -6,6 +6,7 @@
 #include "planner/comm.hpp"
 #include "planner/compute.hpp"
 #include "planner/layout.hpp"
+#include "planner/memory.hpp"
 
 namespace dtplan::planner {
 
@@ -29,6 +30,7 @@ char const* name(comm_group g) {
     case comm_group::ep: return "ep";
     case comm_group::shard: return "shard";
     case comm_group::replicate: return "replicate";
+    case comm_group::embedding: return "embedding";
   }
   return "?";
 }
@@ -122,8 +124,11 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   cluster const& c = p.c;
   gpu const& g = c.device;
   double const e = element_bytes(m.prec);
-  // fp8 training communicates 16-bit weights and gradients.
+  // fp8 training communicates 16-bit weights; gradients travel in the
+  // precision the program keeps them in (fp32 with grad_precision = fp32).
   double const comm_e = m.prec == precision::fp32 ? 4.0 : 2.0;
+  double const grad_e = grad_element_bytes(m, p.t);
+  bool const overlap = p.t.overlap_grad_sync;
 
   time_breakdown t;
   auto const micro = std::max<std::int64_t>(1, p.t.global_batch / (s.dp * s.micro_batch));
@@ -217,19 +222,38 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
     cb.add(collective::send_recv, comm_group::pp, 2, size, count, total, total, link.kind);
   }
 
+  // A tied embedding split over the pipeline lives on the first stage (input)
+  // and the last (logits): their two gradient copies are summed after the
+  // backward, before the optimizer step, as Megatron and DeepSpeed's pipeline
+  // engine do. Every rank of those stages does so at once over its own pair.
+  if (s.pp > 1 && m.tied_embeddings) {
+    auto const pp_group = layout.placement(axis::pp);
+    group_placement pair;
+    pair.size = 2;
+    pair.nodes = pp_group.crosses_nodes() ? 2 : 1;
+    pair.max_per_node = pp_group.crosses_nodes() ? 1 : 2;
+    auto const link = link_for(c, pair);
+    bytes const size(static_cast<double>(padded_vocab(m.vocab, s.tp)) * static_cast<double>(m.hidden) /
+                     static_cast<double>(s.tp) * grad_e);
+    auto const one = collective_time(collective::all_reduce, size, 2, link);
+    cb.add(collective::all_reduce, comm_group::embedding, 2, size, 1, one, one, link.kind);
+  }
+
   // Data parallelism (with context parallelism the cp ranks hold the same
   // weights too: their gradients sync over dp x cp).
   auto const sync_ranks = s.dp * s.cp;
   if (sync_ranks > 1) {
     auto const placement = layout.placement(axis::dp, axis::cp);
     auto const link = link_for(c, placement);
-    bytes const grads(sp.total() * comm_e);
+    bytes const grads(sp.total() * grad_e);
     auto const buckets = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(grads.value() / bucket_bytes)));
     bytes const bucket = grads / static_cast<double>(buckets);
     // Bucketed syncs run during the last micro-batch's backward: the first
     // bucket is ready only after its layers' backward, the last bucket's
-    // collective always trails the backward.
+    // collective always trails the backward. Without overlap
+    // (overlap_grad_sync = false) the whole sync follows the backward.
     auto const overlapped = [&](seconds total) {
+      if (!overlap) return total;
       seconds const capacity = backward_one * (1.0 - 1.0 / static_cast<double>(buckets));
       return max(total - capacity, total / static_cast<double>(buckets));
     };
@@ -242,12 +266,16 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       // bucketed reduce-scatter of the gradients under the last backward, then
       // the updated 16-bit weights all-gathered after the optimizer step, in
       // the open (nothing is left to overlap it with).
-      auto const rs_one = collective_time(collective::reduce_scatter, bucket, sync_ranks, link);
+      // With grad_reduce = all_reduce every rank receives every gradient
+      // (and updates only its slice).
+      auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+      auto const rs_one = collective_time(op, bucket, sync_ranks, link);
       seconds const rs = rs_one * static_cast<double>(buckets);
-      cb.add(collective::reduce_scatter, comm_group::dp, sync_ranks, bucket, buckets, rs, overlapped(rs), link.kind);
-      auto const ag_one = collective_time(collective::all_gather, bucket, sync_ranks, link);
+      cb.add(op, comm_group::dp, sync_ranks, bucket, buckets, rs, overlapped(rs), link.kind);
+      bytes const weights_bucket = bucket * (comm_e / grad_e);
+      auto const ag_one = collective_time(collective::all_gather, weights_bucket, sync_ranks, link);
       seconds const ag = ag_one * static_cast<double>(buckets);
-      cb.add(collective::all_gather, comm_group::dp, sync_ranks, bucket, buckets, ag, ag, link.kind);
+      cb.add(collective::all_gather, comm_group::dp, sync_ranks, weights_bucket, buckets, ag, ag, link.kind);
     } else if (s.zero == 2) {
       // ZeRO-2 as FSDP SHARD_GRAD_OP runs it: each layer's gradients are
       // reduce-scattered as its backward ends (the last layer's trails it),
@@ -255,12 +283,14 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       // forward of the next step, prefetched under the previous layer.
       bytes const layer_size(sp.per_layer * comm_e);
       bytes const head_size(sp.head * comm_e);
-      auto const rs_layer = collective_time(collective::reduce_scatter, layer_size, sync_ranks, link);
-      auto const rs_head = collective_time(collective::reduce_scatter, head_size, sync_ranks, link);
+      bytes const layer_grads(sp.per_layer * grad_e);
+      auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+      auto const rs_layer = collective_time(op, layer_grads, sync_ranks, link);
+      auto const rs_head = collective_time(op, bytes(sp.head * grad_e), sync_ranks, link);
       seconds const rs = rs_layer * layers + rs_head;
       seconds const bwd_layer = sc.layer_backward + sc.layer_recompute;
-      seconds const rs_exposed = rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1);
-      cb.add(collective::reduce_scatter, comm_group::dp, sync_ranks, layer_size, sc.layers + 1, rs, rs_exposed, link.kind);
+      seconds const rs_exposed = overlap ? rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1) : rs;
+      cb.add(op, comm_group::dp, sync_ranks, layer_grads, sc.layers + 1, rs, rs_exposed, link.kind);
       auto const ag_layer = collective_time(collective::all_gather, layer_size, sync_ranks, link);
       auto const ag_head = collective_time(collective::all_gather, head_size, sync_ranks, link);
       seconds const ag = ag_layer * layers + ag_head;
@@ -278,16 +308,20 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       comm_group const grp = shard >= sync_ranks ? comm_group::dp : comm_group::shard;
       bytes const layer_size(sp.per_layer * comm_e);
       bytes const head_size(sp.head * comm_e);
+      bytes const layer_grads(sp.per_layer * grad_e);
       auto const ag = collective_time(collective::all_gather, layer_size, shard, shard_link);
-      auto const rs = collective_time(collective::reduce_scatter, layer_size, shard, shard_link);
+      auto const rs = collective_time(collective::reduce_scatter, layer_grads, shard, shard_link);
       auto const ag_head = collective_time(collective::all_gather, head_size, shard, shard_link);
-      auto const rs_head = collective_time(collective::reduce_scatter, head_size, shard, shard_link);
+      auto const rs_head = collective_time(collective::reduce_scatter, bytes(sp.head * grad_e), shard, shard_link);
       seconds const fwd_compute = sc.layer_forward;
       seconds const bwd_compute = sc.layer_backward + sc.layer_recompute;
       // The embedding/logits unit is gathered first in each pass and its
-      // gradients reduced last: never hidden.
+      // gradients reduced last: never hidden. Without overlap every
+      // reduce-scatter waits for the backward.
       seconds const fwd_exposed = ag_head + ag + max(seconds(0), ag - fwd_compute) * (layers - 1);
-      seconds const bwd_exposed = ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1);
+      seconds const bwd_exposed =
+          overlap ? ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1)
+                  : ag_head + rs_head + rs * layers + ag + max(seconds(0), ag - bwd_compute) * (layers - 1);
       std::int64_t const gathers = 2 * sc.layers * micro;
       std::int64_t const scatters = sc.layers * micro;
       // Split the exposed time over the two entries in proportion to their traffic.
@@ -296,7 +330,7 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       seconds const exposed_total = (fwd_exposed + bwd_exposed) * md;
       double const ag_share = ag_total / (ag_total + rs_total);
       cb.add(collective::all_gather, grp, shard, layer_size, gathers + 2 * micro, ag_total, exposed_total * ag_share, shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
-      cb.add(collective::reduce_scatter, grp, shard, layer_size, scatters + micro, rs_total, exposed_total * (1 - ag_share), shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
+      cb.add(collective::reduce_scatter, grp, shard, layer_grads, scatters + micro, rs_total, exposed_total * (1 - ag_share), shard_group.crosses_nodes() ? link_kind::inter : link_kind::intra);
       if (shard < sync_ranks) {
         // Hybrid sharding: each shard's gradient slice is all-reduced across
         // the replicas, once per step, under the last backward.
@@ -308,7 +342,7 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
         seconds const total = one * static_cast<double>(rb);
         seconds const capacity = backward_one * (1.0 - 1.0 / static_cast<double>(rb));
         cb.add(collective::all_reduce, comm_group::replicate, replicas, slice / static_cast<double>(rb), rb, total,
-               max(total - capacity, total / static_cast<double>(rb)), rep_link.kind);
+               overlap ? max(total - capacity, total / static_cast<double>(rb)) : total, rep_link.kind);
       }
     }
   }

@@ -9,7 +9,9 @@
 namespace dtplan::planner {
 
 enum class collective { all_reduce, reduce_scatter, all_gather, all_to_all, send_recv };
-enum class comm_group { dp, tp, pp, cp, ep, shard, replicate };
+/// `embedding`: the first and last pipeline stages, which sum the gradients
+/// of a tied embedding table.
+enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding };
 enum class link_kind { intra, inter };
 
 char const* name(collective);  ///< "all-reduce", "reduce-scatter", ...

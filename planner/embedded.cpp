@@ -419,6 +419,22 @@ training_builder& training_builder::base_batch(std::int64_t v) {
   written(t_.keys, "base_batch");
   return *this;
 }
+training_builder& training_builder::grad_precision(precision v) {
+  if (v == precision::fp8) throw error("expected 'bf16', 'fp16' or 'fp32' for 'grad_precision', got 'fp8'");
+  t_.grad_precision = v;
+  written(t_.keys, "grad_precision");
+  return *this;
+}
+training_builder& training_builder::overlap_grad_sync(bool v) {
+  t_.overlap_grad_sync = v;
+  written(t_.keys, "overlap_grad_sync");
+  return *this;
+}
+training_builder& training_builder::grad_reduce_scatter(bool v) {
+  t_.grad_reduce_scatter = v;
+  written(t_.keys, "grad_reduce");
+  return *this;
+}
 
 training_builder& training_builder::cross_entropy(cross_entropy_kind v) {
   t_.cross_entropy = v;

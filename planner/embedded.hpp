@@ -181,6 +181,11 @@ class training_builder {
   training_builder& base_batch(std::int64_t v);
   /// `cross_entropy = fused | unfused` (addition, opsac helper).
   training_builder& cross_entropy(cross_entropy_kind v);
+  /// bf16, fp16 or fp32 (fp8 is no gradient precision: throws).
+  training_builder& grad_precision(precision v);
+  training_builder& overlap_grad_sync(bool v);
+  /// ZeRO-1/2 gradient reduction: true reduce-scatter (default), false all-reduce.
+  training_builder& grad_reduce_scatter(bool v);
 
   [[nodiscard]] training build() const;
   operator training() const { return build(); }  // NOLINT: a builder stands for its block

@@ -72,6 +72,11 @@ std::string to_string(rank_order const& o) {
   return fmt::format("{}-{}-{}-{}", name(o[0]), name(o[1]), name(o[2]), name(o[3]));
 }
 
+double grad_element_bytes(model const& m, training const& t) {
+  if (t.grad_precision) return *t.grad_precision == precision::fp32 ? 4 : 2;
+  return m.prec == precision::fp32 ? 4 : 2;
+}
+
 bool strategy_spec::is_free() const {
   return dp.is_free() || tp.is_free() || pp.is_free() || cp.is_free() || ep.is_free() ||
          zero.is_free() || micro_batch.is_free() || virtual_stages.is_free() || shard.is_free() ||

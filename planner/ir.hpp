@@ -128,8 +128,25 @@ struct training {
   std::optional<std::int64_t> base_batch;
   /// Addition (opsac helper): how the loss is computed (memory at the loss).
   cross_entropy_kind cross_entropy = cross_entropy_kind::fused;
+  /// Precision of the gradient buffers and of their data-parallel reduction
+  /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
+  /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16
+  /// for fp8 models, fp32 for fp32 models).
+  std::optional<precision> grad_precision;
+  /// Whether the data-parallel gradient reduction runs under the backward
+  /// (DDP buckets, FSDP, Megatron's --overlap-grad-reduce) or after it
+  /// (DeepSpeed's pipeline engine, Megatron before 2023).
+  bool overlap_grad_sync = true;
+  /// How ZeRO-1/2 reduce gradients: a reduce-scatter (each rank receives the
+  /// slice it updates: Megatron's distributed optimizer, DeepSpeed's
+  /// default) or a full all-reduce (DeepSpeed's reduce_scatter = false and
+  /// its BF16_Optimizer). ZeRO-0 always all-reduces, ZeRO-3 reduce-scatters.
+  bool grad_reduce_scatter = true;
   key_spans keys;
 };
+
+/// Bytes of one gradient element as the program keeps and reduces it.
+double grad_element_bytes(model const& m, training const& t);
 
 /// The ZeRO/FSDP shard group: all data-parallel ranks, the ranks of one
 /// node (hybrid sharding), or a fixed number of ranks.

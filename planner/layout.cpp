@@ -116,10 +116,66 @@ std::optional<group_placement> regular_placement(std::int64_t stride, std::int64
 
 }  // namespace
 
+// A group whose members sit `stride` ranks apart has the same placement as
+// any other whose first member has the same offset within its node: the
+// worst over all groups is the worst over the (at most gpus_per_node)
+// offsets the layout's other axes can start a group at.
+std::vector<char> rank_layout::start_offsets(std::vector<std::pair<std::int64_t, std::int64_t>> const& terms) const {
+  auto const g = gpus_per_node_;
+  std::vector<char> reach(static_cast<std::size_t>(g), 0);
+  reach[0] = 1;
+  for (auto const& [stride, count] : terms) {
+    // c x stride modulo g repeats within g steps.
+    auto const steps = std::min(count, g);
+    std::vector<char> next(static_cast<std::size_t>(g), 0);
+    for (std::int64_t r = 0; r < g; ++r) {
+      if (!reach[static_cast<std::size_t>(r)]) continue;
+      for (std::int64_t c = 0; c < steps; ++c) next[static_cast<std::size_t>((r + c * (stride % g)) % g)] = 1;
+    }
+    reach = std::move(next);
+  }
+  return reach;
+}
+
+group_placement rank_layout::worst_strided(std::vector<char> const& offsets, std::int64_t stride,
+                                           std::int64_t n) const {
+  group_placement worst;
+  worst.size = n;
+  worst.nodes = 0;
+  worst.max_per_node = 0;
+  for (std::int64_t rho = 0; rho < gpus_per_node_; ++rho) {
+    if (!offsets[static_cast<std::size_t>(rho)]) continue;
+    // Member k is on node (rho + k x stride) / g: nondecreasing in k.
+    group_placement p;
+    p.size = n;
+    p.nodes = 0;
+    p.max_per_node = 0;
+    std::int64_t node = -1, run = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+      auto const at = (rho + k * stride) / gpus_per_node_;
+      if (at != node) {
+        ++p.nodes;
+        node = at;
+        run = 0;
+      }
+      p.max_per_node = std::max(p.max_per_node, ++run);
+    }
+    if (p.nodes > worst.nodes || (p.nodes == worst.nodes && p.max_per_node > worst.max_per_node)) worst = p;
+  }
+  return worst;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> rank_layout::other_axes(int skip) const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (int a = 0; a < 4; ++a)
+    if (a != skip) out.emplace_back(strides_[a], sizes_[a]);
+  return out;
+}
+
 group_placement rank_layout::placement(axis a) const {
   auto const i = static_cast<int>(a);
   if (auto p = regular_placement(strides_[i], sizes_[i], gpus_per_node_)) return *p;
-  return worst_over_ranks([&](std::int64_t r) { return group_of(a, r); });
+  return worst_strided(start_offsets(other_axes(i)), strides_[i], sizes_[i]);
 }
 
 group_placement rank_layout::placement(axis a, axis b) const {
@@ -165,15 +221,23 @@ std::vector<std::int64_t> rank_layout::replicate_group_of(std::int64_t rank, std
 
 group_placement rank_layout::shard_placement(std::int64_t shard_size) const {
   auto const d = static_cast<int>(axis::dp);
-  if (shard_size > 0 && sizes_[d] % shard_size == 0)
+  if (shard_size > 0 && sizes_[d] % shard_size == 0) {
     if (auto p = regular_placement(strides_[d], shard_size, gpus_per_node_)) return *p;
+    auto terms = other_axes(d);
+    terms.emplace_back(strides_[d] * shard_size, sizes_[d] / shard_size);
+    return worst_strided(start_offsets(terms), strides_[d], shard_size);
+  }
   return worst_over_ranks([&](std::int64_t r) { return shard_group_of(r, shard_size); });
 }
 
 group_placement rank_layout::replicate_placement(std::int64_t shard_size) const {
   auto const d = static_cast<int>(axis::dp);
-  if (shard_size > 0 && sizes_[d] % shard_size == 0)
+  if (shard_size > 0 && sizes_[d] % shard_size == 0) {
     if (auto p = regular_placement(strides_[d] * shard_size, sizes_[d] / shard_size, gpus_per_node_)) return *p;
+    auto terms = other_axes(d);
+    terms.emplace_back(strides_[d], shard_size);
+    return worst_strided(start_offsets(terms), strides_[d] * shard_size, sizes_[d] / shard_size);
+  }
   return worst_over_ranks([&](std::int64_t r) { return replicate_group_of(r, shard_size); });
 }
 

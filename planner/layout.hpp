@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "planner/ir.hpp"
@@ -55,6 +56,15 @@ class rank_layout {
  private:
   template <class F>
   group_placement worst_over_ranks(F const& group_for) const;
+  /// Which ranks modulo gpus_per_node are reachable as sums of c x stride
+  /// (0 <= c < count) over `terms`: the node offsets groups can start at.
+  [[nodiscard]] std::vector<char> start_offsets(std::vector<std::pair<std::int64_t, std::int64_t>> const& terms) const;
+  /// The worst placement over groups of `n` members `stride` ranks apart
+  /// whose first member sits at one of `offsets` within its node.
+  [[nodiscard]] group_placement worst_strided(std::vector<char> const& offsets, std::int64_t stride,
+                                              std::int64_t n) const;
+  /// (stride, size) of every axis but `skip`.
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> other_axes(int skip) const;
 
   std::array<std::int64_t, 4> sizes_{};    // by axis
   std::array<std::int64_t, 4> strides_{};  // by axis

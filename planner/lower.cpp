@@ -53,7 +53,8 @@ std::vector<std::string> const& keys_of(kind k) {
        "dispatch_latency"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
-      {"description", "global_batch", "base_lr", "base_batch", "cross_entropy"},
+      {"description", "global_batch", "base_lr", "base_batch", "grad_precision", "overlap_grad_sync", "grad_reduce",
+       "cross_entropy"},
       {"description", "dp", "tp", "pp", "cp", "ep", "zero", "shard", "checkpoint", "micro_batch",
        "sequence_parallel", "virtual_stages", "order"},
   }};
@@ -81,6 +82,10 @@ std::string key_alias(kind k, std::string_view key) {
       {kind::cluster, "gpus", "gpus_per_node"},    {kind::cluster, "network", "inter_node"},
       {kind::cluster, "nvlink", "intra_node"},     {kind::training, "batch_size", "global_batch"},
       {kind::training, "lr", "base_lr"},
+      {kind::training, "accumulate_allreduce_grads_in_fp32", "grad_precision"},
+      {kind::training, "reduce_dtype", "grad_precision"},
+      {kind::training, "overlap_grad_reduce", "overlap_grad_sync"},
+      {kind::training, "reduce_scatter", "grad_reduce"},
   };
   for (auto const& a : aliases)
     if (a.k == k && a.written == key) return std::string(a.meant);
@@ -98,6 +103,9 @@ std::vector<std::string> const attention_names{"flash", "standard"};
 std::vector<std::string> const optimizer_names{"adam", "adamw", "sgd", "sgd_momentum"};
 std::vector<std::string> const checkpoint_names{"none", "selective", "full", "ops"};
 std::vector<std::string> const cross_entropy_names{"fused", "unfused"};
+// Gradients are kept and reduced in 16 or 32 bits: there is no fp8 gradient.
+std::vector<std::string> const grad_precision_names{"bf16", "fp16", "fp32"};
+std::vector<std::string> const grad_reduce_names{"reduce_scatter", "all_reduce"};
 
 /// A cluster before its gpu name is resolved (the gpu may be defined after it).
 struct cluster_draft {
@@ -590,6 +598,18 @@ bool lowerer::apply(training& t, ast::assignment const& a) {
     auto c = conv_.choice(v, key, cross_entropy_names);
     if (c) t.cross_entropy = static_cast<cross_entropy_kind>(*c);
     ok = c.has_value();
+  } else if (key == "grad_precision") {
+    auto c = conv_.choice(v, key, grad_precision_names);
+    if (c) t.grad_precision = static_cast<precision>(*c);
+    ok = c.has_value();
+  } else if (key == "grad_reduce") {
+    auto c = conv_.choice(v, key, grad_reduce_names);
+    if (c) t.grad_reduce_scatter = *c == 0;
+    ok = c.has_value();
+  } else if (key == "overlap_grad_sync") {
+    auto b = conv_.boolean(v, key);
+    if (b) t.overlap_grad_sync = *b;
+    ok = b.has_value();
   }
   if (ok) t.keys[key] = a.key.where;
   return ok;

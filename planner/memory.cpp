@@ -21,9 +21,10 @@ struct per_param {
   double weights = 2, gradients = 2, master = 4, moments = 8;
 };
 
-per_param state_bytes(precision prec, optimizer_kind opt) {
+per_param state_bytes(precision prec, optimizer_kind opt, double grad_bytes) {
   per_param b;
   if (prec == precision::fp32) b = {4, 4, 0, 0};
+  if (grad_bytes > 0) b.gradients = grad_bytes;
   switch (opt) {
     case optimizer_kind::adam:
     case optimizer_kind::adamw:
@@ -56,8 +57,9 @@ std::string sharded_text(int zero, int from_stage, std::int64_t shard) {
 
 }  // namespace
 
-model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard) {
-  auto b = state_bytes(prec, opt);
+model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard,
+                              double grad_bytes) {
+  auto b = state_bytes(prec, opt, grad_bytes);
   double const n = shard > 1 ? double(shard) : 1.0;
   model_state st;
   st.weights = bytes(params * b.weights / (zero >= 3 ? n : 1.0));
@@ -244,8 +246,9 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     if (first) params += vocab_params;
     if (holds_output) params += vocab_params;
     if (last) params += double(counts.final_norm);
-    auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard);
-    auto const bpp = state_bytes(m.prec, m.optimizer);
+    double const grad_bytes = grad_element_bytes(m, p.t);
+    auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard, grad_bytes);
+    auto const bpp = state_bytes(m.prec, m.optimizer, grad_bytes);
     add(
         b.weights,
         [&] {
@@ -256,7 +259,9 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     add(
         b.gradients,
         [&] {
-          return fmt::format("gradients ({} x {} B{})", params_text(params), bpp.gradients,
+          return fmt::format("gradients ({}{} x {} B{})",
+                             p.t.grad_precision ? fmt::format("{}, ", name(*p.t.grad_precision)) : "",
+                             params_text(params), bpp.gradients,
                              sharded_text(s.zero, 2, shard));
         },
         st.gradients);

@@ -157,6 +157,7 @@ inline fixture all_axes() {
   f.program.file = "plans/7b_cp.dtp";
   f.program.m = llama("llama2_7b", 32, 4096, 32, 8, 14336);
   f.program.m.seq_len = 32768;
+  f.program.m.tied_embeddings = true;  // the pipeline's ends sum its gradients: group `embedding`
   f.program.c = h100("two_nodes", 2);
   f.plan.name = "long_context";
   f.plan.s.dp = 2;
@@ -175,6 +176,7 @@ inline fixture all_axes() {
             comm(collective::reduce_scatter, comm_group::tp, 2, 268e6, 2 * 2 * 16 * 32, 9.0, 9.0, link_kind::intra),
             comm(collective::all_gather, comm_group::cp, 2, 67e6, 2 * 16 * 32, 3.0, 0.5, link_kind::intra),
             comm(collective::send_recv, comm_group::pp, 2, 268e6, 2 * 2 * 32, 4.3, 2.1, link_kind::inter),
+            comm(collective::all_reduce, comm_group::embedding, 2, 131e6, 1, 0.1, 0.1, link_kind::inter),
             comm(collective::reduce_scatter, comm_group::dp, 2, 3.5e9, 1, 0.4, 0.1, link_kind::intra),
             comm(collective::all_gather, comm_group::dp, 2, 3.5e9, 1, 0.4, 0.4, link_kind::intra)};
   f.plan.time = t;

@@ -299,3 +299,100 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   auto const unbound = model.step_time(p, s);
   CHECK(unbound.compute.value() < t.compute.value() / 5);
 }
+
+namespace {
+
+comm_entry const* find_comm(time_breakdown const& t, comm_group g) {
+  for (auto const& e : t.comm)
+    if (e.group == g) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("gradients travel in the precision the program keeps them in") {
+  program p = two_nodes();
+  p.c.comm_efficiency = 1.0;
+  p.c.inter_latency = seconds(0);
+  p.t.global_batch = 16;
+  analytic_cost_model const model;
+  auto const bf16 = model.step_time(p, data_parallel(16, 0));
+  p.t.grad_precision = precision::fp32;
+  auto const fp32 = model.step_time(p, data_parallel(16, 0));
+  CHECK(dp_time(fp32).value() == Approx(2 * dp_time(bf16).value()).epsilon(1e-9));
+  // ZeRO-1: the reduce-scatter doubles, the weights' all-gather stays 16-bit.
+  p.t.grad_precision.reset();
+  auto const z1 = model.step_time(p, data_parallel(16, 1));
+  p.t.grad_precision = precision::fp32;
+  auto const z1_fp32 = model.step_time(p, data_parallel(16, 1));
+  REQUIRE(z1.comm.size() == 2);
+  REQUIRE(z1_fp32.comm.size() == 2);
+  CHECK(z1_fp32.comm[0].op == collective::reduce_scatter);
+  CHECK(z1_fp32.comm[0].time.value() == Approx(2 * z1.comm[0].time.value()).epsilon(1e-9));
+  CHECK(z1_fp32.comm[1].op == collective::all_gather);
+  CHECK(z1_fp32.comm[1].time.value() == Approx(z1.comm[1].time.value()).epsilon(1e-9));
+}
+
+TEST_CASE("a gradient sync after the backward is exposed whole; under it, only its tail") {
+  program p = two_nodes();
+  p.t.global_batch = 16;
+  analytic_cost_model const model;
+  for (int zero : {0, 1, 2, 3}) {
+    INFO("zero " << zero);
+    p.t.overlap_grad_sync = true;
+    auto const under = model.step_time(p, data_parallel(16, zero));
+    p.t.overlap_grad_sync = false;
+    auto const after = model.step_time(p, data_parallel(16, zero));
+    CHECK(after.exposed_comm > under.exposed_comm);
+    CHECK(after.step > under.step);
+    if (zero <= 2) {
+      auto const* sync = &after.comm.front();
+      CHECK(sync->exposed.value() == sync->time.value());
+    }
+  }
+}
+
+TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywhere: twice the traffic") {
+  program p = two_nodes();
+  p.c.comm_efficiency = 1.0;
+  p.c.inter_latency = seconds(0);
+  p.t.global_batch = 16;
+  analytic_cost_model const model;
+  auto const rs = model.step_time(p, data_parallel(16, 1));
+  p.t.grad_reduce_scatter = false;
+  auto const ar = model.step_time(p, data_parallel(16, 1));
+  CHECK(ar.comm.front().op == collective::all_reduce);
+  CHECK(ar.comm.front().time.value() == Approx(2 * rs.comm.front().time.value()).epsilon(1e-9));
+  CHECK(ar.comm.back().op == collective::all_gather);
+}
+
+TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies across the ends") {
+  program p = two_nodes();
+  p.c.comm_efficiency = 1.0;
+  p.c.inter_latency = seconds(0);
+  p.c.intra_latency = seconds(0);
+  p.t.global_batch = 16;
+  analytic_cost_model const model;
+  strategy s = data_parallel(2, 1);
+  s.tp = 4;
+  s.pp = 2;
+  // Untied: nothing to sum.
+  CHECK(find_comm(model.step_time(p, s), comm_group::embedding) == nullptr);
+  p.m.tied_embeddings = true;
+  auto const t = model.step_time(p, s);
+  auto const* e = find_comm(t, comm_group::embedding);
+  REQUIRE(e != nullptr);
+  // 32,000 rows padded to 32,256 (128 x tp), hidden 4096, over tp 4, bf16.
+  CHECK(e->size.value() == 32256.0 * 4096 / 4 * 2);
+  CHECK(e->ranks == 2);
+  CHECK(e->count == 1);
+  CHECK(e->exposed.value() == e->time.value());
+  // pp is outermost: the two stages sit on different nodes, one GPU each of
+  // eight sharing the node's 100 Gbit/s; an all-reduce of 2 moves the size once.
+  CHECK(e->link == link_kind::inter);
+  CHECK(e->time.value() == Approx(32256.0 * 4096 / 4 * 2 / (12.5e9 / 8)).epsilon(1e-9));
+  // One stage: the table is one tensor, nothing to sum.
+  s.pp = 1;
+  s.dp = 4;
+  CHECK(find_comm(model.step_time(p, s), comm_group::embedding) == nullptr);
+}

@@ -119,6 +119,9 @@ void same_program(planner::program const& a, planner::program const& b) {
   CHECK(a.t.base_lr == b.t.base_lr);
   CHECK(a.t.base_batch == b.t.base_batch);
   CHECK(a.t.cross_entropy == b.t.cross_entropy);
+  CHECK(a.t.grad_precision == b.t.grad_precision);
+  CHECK(a.t.overlap_grad_sync == b.t.overlap_grad_sync);
+  CHECK(a.t.grad_reduce_scatter == b.t.grad_reduce_scatter);
   CHECK(key_names(a.t.keys) == key_names(b.t.keys));
   REQUIRE(a.strategies.size() == b.strategies.size());
   for (std::size_t i = 0; i < a.strategies.size(); ++i) same_strategy(a.strategies[i], b.strategies[i]);
@@ -161,7 +164,8 @@ TEST_CASE("defaults are lowering's") {
       "model m { layers = 2; hidden = 64; heads = 4; vocab = 100; seq_len = 16; dropout = true }\n"
       "gpu g : A100_SXM_80GB { peak_flops = 100 TFLOP/s }\n"
       "cluster c { nodes = 1; gpus_per_node = 2; gpu = g }\n"
-      "training { global_batch = 8; base_lr = 3e-4; base_batch = 4 }\n"
+      "training { global_batch = 8; base_lr = 3e-4; base_batch = 4; grad_precision = fp32;\n"
+      "           overlap_grad_sync = false; grad_reduce = all_reduce }\n"
       "strategy { shard = {node, 2}; order = \"pp-dp-cp-tp\"; sequence_parallel = auto }\n"
       "strategy { virtual_stages = 2..3; cp = 2; ep = 1 }\n"
       "strategy named { shard = 4; checkpoint = {none, full} }\n");
@@ -170,7 +174,9 @@ TEST_CASE("defaults are lowering's") {
   CHECK(m.ffn == 256);
   auto g = gpu("g", catalog_gpu("A100_SXM_80GB")).peak_flops(100_TFLOPps);
   auto c = cluster("c").nodes(1).gpus_per_node(2).gpu(g);
-  auto p = plan(m, c, training().global_batch(8).base_lr(3e-4).base_batch(4),
+  auto p = plan(m, c,
+                training().global_batch(8).base_lr(3e-4).base_batch(4).grad_precision(planner::precision::fp32)
+                    .overlap_grad_sync(false).grad_reduce_scatter(false),
                 {strategy().shard({node, ranks(2)}).order("pp-dp-cp-tp").sequence_parallel(any),
                  strategy().virtual_stages(range(2, 3)).cp(2).ep(1),
                  strategy("named").shard(4).checkpoint({none, full})});
@@ -208,6 +214,8 @@ TEST_CASE("misuse is reported as lowering reports the same text") {
   CHECK_THROWS_WITH(model("m").layers(2).build(),
                     "model 'm' is missing required keys 'hidden', 'heads', 'vocab' and 'seq_len'");
   CHECK_THROWS_WITH(model("m").layers(0), "'layers' must be at least 1, got 0");
+  CHECK_THROWS_WITH(training().grad_precision(planner::precision::fp8),
+                    "expected 'bf16', 'fp16' or 'fp32' for 'grad_precision', got 'fp8'");
   CHECK_THROWS_WITH(model("m").layers(2).hidden(64).heads(3).vocab(1).seq_len(1).build(),
                     "'hidden' (64) must be a multiple of 'heads' (3)");
   CHECK_THROWS_WITH(cluster("c").nodes(2).gpus_per_node(8).gpu("H100_SXM").build(),

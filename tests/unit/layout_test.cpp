@@ -81,3 +81,57 @@ TEST_CASE("the placement of two axes together matches a walk of the group") {
   CHECK(l.placement(axis::dp, axis::cp).size == 4);
   CHECK(l.placement(axis::dp, axis::cp).nodes == 1);
 }
+
+namespace {
+
+// The worst placement over every group, walked rank by rank.
+template <class F>
+group_placement walked_worst(rank_layout const& l, F const& group_for) {
+  group_placement worst;
+  worst.nodes = 0;
+  worst.max_per_node = 0;
+  for (std::int64_t r = 0; r < l.world(); ++r) {
+    auto p = l.placement_of(group_for(r));
+    if (p.nodes > worst.nodes || (p.nodes == worst.nodes && p.max_per_node > worst.max_per_node)) worst = p;
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("placements in closed form equal the worst group walked, for sizes that do not tile the nodes") {
+  std::vector<rank_order> const orders{default_order, rank_order{axis::dp, axis::tp, axis::cp, axis::pp},
+                                       rank_order{axis::pp, axis::cp, axis::dp, axis::tp},
+                                       rank_order{axis::tp, axis::pp, axis::dp, axis::cp}};
+  int checked = 0;
+  for (std::int64_t dp : {1, 2, 3, 4, 6})
+    for (std::int64_t tp : {1, 2, 3, 5})
+      for (std::int64_t pp : {1, 2, 7})
+        for (std::int64_t cp : {1, 3})
+          for (std::int64_t gpn : {1, 3, 4, 6, 8})
+            for (auto const& order : orders) {
+              rank_layout l(make(dp, tp, pp, cp, order), gpn);
+              INFO("dp " << dp << " tp " << tp << " pp " << pp << " cp " << cp << " order " << to_string(order)
+                         << " on " << gpn << " per node");
+              for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp}) {
+                auto const closed = l.placement(a);
+                auto const walked = walked_worst(l, [&](std::int64_t r) { return l.group_of(a, r); });
+                CHECK(closed.size == walked.size);
+                CHECK(closed.nodes == walked.nodes);
+                CHECK(closed.max_per_node == walked.max_per_node);
+              }
+              for (std::int64_t shard = 1; shard <= dp; ++shard) {
+                if (dp % shard != 0) continue;
+                auto const s = l.shard_placement(shard);
+                auto const sw = walked_worst(l, [&](std::int64_t r) { return l.shard_group_of(r, shard); });
+                CHECK(s.nodes == sw.nodes);
+                CHECK(s.max_per_node == sw.max_per_node);
+                auto const rp = l.replicate_placement(shard);
+                auto const rw = walked_worst(l, [&](std::int64_t r) { return l.replicate_group_of(r, shard); });
+                CHECK(rp.nodes == rw.nodes);
+                CHECK(rp.max_per_node == rw.max_per_node);
+              }
+              ++checked;
+            }
+  CHECK(checked == 5 * 4 * 3 * 2 * 5 * 4);
+}

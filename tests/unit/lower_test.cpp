@@ -557,3 +557,37 @@ TEST_CASE("lower() on a parsed file names the file and loads the catalog once pe
   CHECK(sources.file(1).name() == "<catalog>/gpus.dtp");
   CHECK(diags.empty());
 }
+
+TEST_CASE("training: how gradients are kept and synchronised") {
+  std::string const cluster = "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n";
+  auto plain = lower_text(plain_model + cluster + "training { global_batch = 64 }\n");
+  REQUIRE(plain.p);
+  CHECK_FALSE(plain.p->t.grad_precision);
+  CHECK(plain.p->t.overlap_grad_sync);
+  CHECK(plain.p->t.grad_reduce_scatter);
+  CHECK(grad_element_bytes(plain.p->m, plain.p->t) == 2);
+
+  auto set = lower_text(plain_model + cluster +
+                        "training { global_batch = 64; grad_precision = fp32; overlap_grad_sync = false; "
+                        "grad_reduce = all_reduce }\n");
+  INFO(set.errors);
+  REQUIRE(set.p);
+  CHECK(set.p->t.grad_precision == precision::fp32);
+  CHECK_FALSE(set.p->t.overlap_grad_sync);
+  CHECK_FALSE(set.p->t.grad_reduce_scatter);
+  CHECK(grad_element_bytes(set.p->m, set.p->t) == 4);
+
+  // An fp32 model keeps fp32 gradients; an fp8 one bf16 gradients.
+  auto fp8 = lower_text("model m : llama2_7b { precision = fp8 }\n" + cluster + "training { global_batch = 64 }\n");
+  REQUIRE(fp8.p);
+  CHECK(grad_element_bytes(fp8.p->m, fp8.p->t) == 2);
+  auto fp32 = lower_text("model m : llama2_7b { precision = fp32 }\n" + cluster + "training { global_batch = 64 }\n");
+  REQUIRE(fp32.p);
+  CHECK(grad_element_bytes(fp32.p->m, fp32.p->t) == 4);
+
+  CHECK(error_of(plain_model + cluster + "training { global_batch = 64; grad_reduce = reduce }\n") ==
+        "test.dtp:3:45: error: expected 'reduce_scatter' or 'all_reduce' for 'grad_reduce', got 'reduce'; did you "
+        "mean 'reduce_scatter'?\n"
+        "    3 | training { global_batch = 64; grad_reduce = reduce }\n"
+        "      |                                             ^~~~~~\n");
+}

@@ -328,3 +328,11 @@ TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the
   for (auto const& t : unfused.detail) sum += t.size;
   CHECK(sum == unfused.total);
 }
+
+TEST_CASE("fp32 gradients of a 16-bit model: 18 bytes per parameter, as Megatron's distributed optimizer notes") {
+  auto const st = model_state_bytes(1e9, precision::bf16, optimizer_kind::adam, 0, 1, 4);
+  CHECK(st.gradients.value() == 4e9);
+  CHECK(st.total().value() == 18e9);
+  // ZeRO-2 shards them like any gradient.
+  CHECK(model_state_bytes(1e9, precision::bf16, optimizer_kind::adam, 2, 8, 4).gradients.value() == 0.5e9);
+}
