@@ -315,6 +315,15 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     } else {
       skip("activation recomputation not published");
     }
+    if (contains(framework, "torchtitan")) {
+      // torchtitan's "selective" is op-level selective checkpointing
+      // (selective_ac_option = 'op'), not Megatron's; its loss is PyTorch's
+      // cross_entropy(logits.float(), labels), unfused; its tensor-parallel
+      // plan shards the norms over the sequence (sequence parallelism).
+      if (s.checkpoint == checkpoint_mode::selective) s.checkpoint = checkpoint_mode::ops;
+      run.prog.t.cross_entropy = cross_entropy_kind::unfused;
+      if (s.tp > 1) s.sequence_parallel = true;
+    }
     auto mb = integer(row["micro_batch"]);
     if (!mb || *mb <= 0) skip("no micro_batch published");
     s.micro_batch = mb.value_or(1);

@@ -85,6 +85,7 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
   w.key("activations_bytes").value(whole(m.activations));
   w.key("buffers_bytes").value(whole(m.buffers));
   w.key("in_flight_micro_batches").value(m.in_flight);
+  w.key("peak_moment").value(m.peak_moment);
   w.key("detail").begin_array();
   for (auto const& t : m.detail)
     w.begin_object().key("term").value(t.name).key("bytes").value(whole(t.size)).end_object();
@@ -171,6 +172,8 @@ std::string to_json(report const& r) {
   w.key("training").begin_object();
   w.key("global_batch").value(p.t.global_batch);
   w.key("tokens_per_step").value(p.t.global_batch * p.m.seq_len);
+  // Only when not the default, so reports of existing plans keep their bytes.
+  if (p.t.cross_entropy != planner::cross_entropy_kind::fused) w.key("cross_entropy").value(name(p.t.cross_entropy));
   w.end_object();
   auto base = baselines(*r.plans);
   w.key("plans").begin_array();
@@ -230,7 +233,7 @@ void text_memory(std::string& out, memory_breakdown const& m) {
   line("buffers", m.buffers);
   out += fmt::format("    micro-batches in flight      {:>10}\n", m.in_flight);
   if (m.detail.empty()) return;
-  out += "    in detail\n";
+  out += *m.peak_moment ? fmt::format("    in detail, at {}\n", m.peak_moment) : std::string("    in detail\n");
   for (auto const& t : m.detail) out += fmt::format("      {:>10}  {}\n", to_string(t.size), t.name);
 }
 
@@ -302,8 +305,9 @@ std::string to_text(report const& r, bool explain) {
                      c.gpus_per_node, c.device.name, c.gpus(), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
-  out += fmt::format("  training  global batch {} sequences = {}tokens per step\n", p.t.global_batch,
-                     count(static_cast<double>(p.t.global_batch * m.seq_len)));
+  out += fmt::format("  training  global batch {} sequences = {}tokens per step{}\n", p.t.global_batch,
+                     count(static_cast<double>(p.t.global_batch * m.seq_len)),
+                     p.t.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
   if (r.stats)
     out += fmt::format("  search    {} candidates, {} valid, {}\n", r.stats->candidates, r.stats->valid,
                        to_string(r.stats->elapsed));

@@ -531,8 +531,9 @@ struct runner {
     }
     int g = plan::k_gemm_count;
     CUDA_CHECK(cudaEventRecord(new_event_pair(compute_events, compute_used, true), compute));
-    if (backward && plan::k_full_recompute)
-      for (int i = 0; i < g; ++i) gemm(rows(plan::k_gemms[i].m), plan::k_gemms[i].n, plan::k_gemms[i].k);
+    if (backward)
+      for (int i = 0; i < g; ++i)
+        if (plan::k_recompute_n[i] > 0) gemm(rows(plan::k_gemms[i].m), plan::k_recompute_n[i], plan::k_gemms[i].k);
     for (int ii = 0; ii < g; ++ii) {
       int i = backward ? g - 1 - ii : ii;
       plan::gemm_spec const& x = plan::k_gemms[i];
@@ -842,6 +843,28 @@ std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy c
   };
 }
 
+std::vector<std::int64_t> recompute_columns(planner::model const& m, planner::strategy const& s) {
+  auto const gemms = layer_gemms(m, s);
+  std::vector<std::int64_t> out(gemms.size(), 0);
+  if (s.checkpoint == planner::checkpoint_mode::full) {
+    for (std::size_t i = 0; i < gemms.size(); ++i) out[i] = gemms[i].n;
+  } else if (s.checkpoint == planner::checkpoint_mode::ops) {
+    // The k projection (a kv slice of the fused qkv), the o projection, and
+    // the MLP's second matmul: SwiGLU's up half of the fused up GEMM, or a
+    // GELU MLP's down projection.
+    auto tp = std::max<std::int64_t>(1, s.tp);
+    auto head_dim = m.heads > 0 ? m.hidden / m.heads : m.hidden;
+    auto kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+    out[0] = kv * head_dim / tp;
+    out[1] = gemms[1].n;
+    if (m.mlp == planner::mlp_kind::swiglu)
+      out[2] = gemms[2].n / 2;
+    else
+      out[3] = gemms[3].n;
+  }
+  return out;
+}
+
 std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
                                       std::int64_t stage) {
   pp = std::max<std::int64_t>(1, pp);
@@ -963,7 +986,6 @@ namespace plan {
   line("constexpr long long k_micro_batch = {}, k_seq_len = {};", s.micro_batch, p.m.seq_len);
   line("constexpr long long k_tokens = {};  // rows of each GEMM: micro_batch x seq_len / cp", s.micro_batch * p.m.seq_len / std::max<std::int64_t>(1, s.cp));
   line("constexpr long long k_virtual_stages = {};", s.virtual_stages);
-  line("constexpr bool k_full_recompute = {};", s.checkpoint == planner::checkpoint_mode::full ? "true" : "false");
   line("constexpr long long k_layers = {};", p.m.layers);
   std::string stages;
   for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
@@ -986,6 +1008,11 @@ namespace plan {
   line("constexpr gemm_spec k_gemms[{}] = {{", gemms.size());
   for (auto const& g : gemms) line("    {{{}, {}, {}, {}}},", quoted(g.name), g.m, g.n, g.k);
   line("}};");
+  auto const redo = recompute_columns(p.m, s);
+  std::string cols;
+  for (std::size_t i = 0; i < redo.size(); ++i) cols += fmt::format("{}{}", i ? ", " : "", redo[i]);
+  line("// Columns (n) of each GEMM the backward recomputes first (checkpoint = {}).", name(s.checkpoint));
+  line("constexpr long long k_recompute_n[{}] = {{{}}};", redo.size(), cols);
   line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv;");
   line("// group: 0 tp 1 cp 2 dp 3 pp 4 shard 5 replicate 6 embedding (first and last");
   line("// stage); placement: 0 every layer");

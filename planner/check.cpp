@@ -253,8 +253,10 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   try_first(zero);
 
   std::vector<candidate> ckpt;
+  // Megatron's modes only: op-level checkpointing (`ops`) is PyTorch's, not
+  // every framework's; the advice and the search propose it.
   for (auto mode : {checkpoint_mode::selective, checkpoint_mode::full}) {
-    if (mode <= s.checkpoint) continue;
+    if (recompute_rank(mode) <= recompute_rank(s.checkpoint)) continue;
     auto c = s;
     c.checkpoint = mode;
     ckpt.emplace_back(fmt::format("checkpoint = {}", name(mode)), c);

@@ -216,6 +216,22 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
       out.layer_recompute = out.layer_forward;
       out.layer_kernels_recompute = out.layer_kernels;
       break;
+    case checkpoint_mode::ops: {
+      // torchtitan's op-level policy keeps every other matmul's output and
+      // the flash kernel's: the k and o projections and the MLP's second
+      // matmul (SwiGLU's up projection; GELU's down projection) run again,
+      // with every memory-bound operator (norms, rotary, activation,
+      // residual adds); the standard attention core too (batched matmuls
+      // are not in the list).
+      auto const second_mlp = m.mlp == mlp_kind::swiglu
+                                  ? weight_op(g, mlp_tokens, m.hidden, ffn / tp, local_experts, prec)
+                                  : weight_op(g, mlp_tokens, ffn / tp, m.hidden, local_experts, prec);
+      out.layer_recompute = weight_op(g, tokens, m.hidden, kv_out / tp, 1, prec).forward +
+                            weight_op(g, tokens, q_out / tp, m.hidden, 1, prec).forward + second_mlp.forward + mem_fwd +
+                            (flash ? seconds() : core_fwd);
+      out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : 4);
+      break;
+    }
   }
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
@@ -253,6 +269,19 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
     case checkpoint_mode::none: break;
     case checkpoint_mode::selective: extra = attention_fwd; break;
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
+    case checkpoint_mode::ops: {
+      // The k and o projections and the MLP's second matmul, per layer.
+      auto const heads = std::max<std::int64_t>(1, m.heads);
+      double const head_dim = static_cast<double>(m.hidden / heads);
+      double const kv = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : heads) * head_dim;
+      double const q = static_cast<double>(heads) * head_dim;
+      double const ffn = static_cast<double>(m.ffn > 0 ? m.ffn : 4 * m.hidden);
+      double const active = static_cast<double>(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+      double const h = static_cast<double>(m.hidden);
+      extra = 2.0 * static_cast<double>(m.layers) * (h * kv + q * h + active * h * ffn) * tokens;
+      if (m.attention != attention_kind::flash) extra += attention_fwd;
+      break;
+    }
   }
   return model_flops_per_step(p) + flops(extra);
 }

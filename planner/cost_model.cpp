@@ -157,23 +157,33 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
     auto const link = link_for(c, layout.placement(axis::tp));
     std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
     std::int64_t const per_layer = 2 * passes;
+    // Op-level checkpointing keeps the reduce-scatter outputs (they are in
+    // its save list) but re-runs the collectives feeding recomputed
+    // matmuls: the two all-gathers of the norm outputs with sequence
+    // parallelism, the all-reduce after the o projection without.
+    bool const ops = s.checkpoint == checkpoint_mode::ops;
+    std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
+    std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
     std::int64_t const count = per_layer * sc.layers * micro;
     bytes const size(activation);
     if (s.sequence_parallel) {
+      std::int64_t const ag_count = ag_per_layer * sc.layers * micro;
       auto const ag = collective_time(collective::all_gather, size, s.tp, link);
       auto const rs = collective_time(collective::reduce_scatter, size, s.tp, link);
-      cb.add(collective::all_gather, comm_group::tp, s.tp, size, count, ag * static_cast<double>(count),
-             ag * static_cast<double>(count), link.kind);
+      cb.add(collective::all_gather, comm_group::tp, s.tp, size, ag_count, ag * static_cast<double>(ag_count),
+             ag * static_cast<double>(ag_count), link.kind);
       cb.add(collective::reduce_scatter, comm_group::tp, s.tp, size, count, rs * static_cast<double>(count),
              rs * static_cast<double>(count), link.kind);
-      tp_per_micro = (ag + rs) * static_cast<double>(per_layer * sc.layers);
-      tp_calls_per_micro = 2 * per_layer * sc.layers;
+      tp_per_micro = (ag + rs) * static_cast<double>(per_layer * sc.layers) +
+                     ag * static_cast<double>((ag_per_layer - per_layer) * sc.layers);
+      tp_calls_per_micro = (ag_per_layer + per_layer) * sc.layers;
     } else {
+      std::int64_t const ar_count = ar_per_layer * sc.layers * micro;
       auto const ar = collective_time(collective::all_reduce, size, s.tp, link);
-      cb.add(collective::all_reduce, comm_group::tp, s.tp, size, count, ar * static_cast<double>(count),
-             ar * static_cast<double>(count), link.kind);
-      tp_per_micro = ar * static_cast<double>(per_layer * sc.layers);
-      tp_calls_per_micro = per_layer * sc.layers;
+      cb.add(collective::all_reduce, comm_group::tp, s.tp, size, ar_count, ar * static_cast<double>(ar_count),
+             ar * static_cast<double>(ar_count), link.kind);
+      tp_per_micro = ar * static_cast<double>(ar_per_layer * sc.layers);
+      tp_calls_per_micro = ar_per_layer * sc.layers;
     }
   }
 

@@ -436,6 +436,12 @@ training_builder& training_builder::grad_reduce_scatter(bool v) {
   return *this;
 }
 
+training_builder& training_builder::cross_entropy(cross_entropy_kind v) {
+  t_.cross_entropy = v;
+  written(t_.keys, "cross_entropy");
+  return *this;
+}
+
 planner::training training_builder::build() const {
   if (!t_.keys.count("global_batch"))
     throw error("the 'training' block is missing required key 'global_batch'");

@@ -61,6 +61,9 @@ inline constexpr optimizer_kind sgd_momentum = optimizer_kind::sgd_momentum;
 inline constexpr checkpoint_mode none = checkpoint_mode::none;
 inline constexpr checkpoint_mode selective = checkpoint_mode::selective;
 inline constexpr checkpoint_mode full = checkpoint_mode::full;
+inline constexpr checkpoint_mode ops = checkpoint_mode::ops;
+inline constexpr cross_entropy_kind fused = cross_entropy_kind::fused;
+inline constexpr cross_entropy_kind unfused = cross_entropy_kind::unfused;
 /// `shard = all` and `shard = node`; a number of ranks is a plain integer.
 inline constexpr shard_group all{shard_group::kind::all, 0};
 inline constexpr shard_group node{shard_group::kind::node, 0};
@@ -176,6 +179,8 @@ class training_builder {
   training_builder& global_batch(std::int64_t v);
   training_builder& base_lr(double v);
   training_builder& base_batch(std::int64_t v);
+  /// `cross_entropy = fused | unfused` (addition, opsac helper).
+  training_builder& cross_entropy(cross_entropy_kind v);
   /// bf16, fp16 or fp32 (fp8 is no gradient precision: throws).
   training_builder& grad_precision(precision v);
   training_builder& overlap_grad_sync(bool v);

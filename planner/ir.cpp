@@ -29,8 +29,25 @@ char const* name(checkpoint_mode c) {
     case checkpoint_mode::none: return "none";
     case checkpoint_mode::selective: return "selective";
     case checkpoint_mode::full: return "full";
+    case checkpoint_mode::ops: return "ops";
   }
   return "?";
+}
+char const* name(cross_entropy_kind c) {
+  switch (c) {
+    case cross_entropy_kind::fused: return "fused";
+    case cross_entropy_kind::unfused: return "unfused";
+  }
+  return "?";
+}
+int recompute_rank(checkpoint_mode c) {
+  switch (c) {
+    case checkpoint_mode::none: return 0;
+    case checkpoint_mode::selective: return 1;
+    case checkpoint_mode::ops: return 2;
+    case checkpoint_mode::full: return 3;
+  }
+  return 0;
 }
 char const* name(axis a) {
   switch (a) {

@@ -21,7 +21,18 @@ enum class precision { bf16, fp16, fp32, fp8 };
 enum class mlp_kind { gelu, swiglu };
 enum class attention_kind { flash, standard };
 enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
-enum class checkpoint_mode { none, selective, full };
+/// Activation checkpointing of each transformer layer: none; selective
+/// (Megatron: the core attention is recomputed); full (only the layer input
+/// is kept); ops (PyTorch op-level selective checkpointing as torchtitan's
+/// `selective_ac_option = 'op'`: the outputs of the attention kernel and of
+/// every other matmul are kept, the rest recomputed). `ops` is last so the
+/// values of the first three stay as they were; `recompute_rank` orders them.
+enum class checkpoint_mode { none, selective, full, ops };
+/// How the loss is computed: fused (Megatron's vocab-parallel cross entropy
+/// works in place on one fp32 copy of the logits) or unfused (PyTorch's
+/// cross_entropy(logits.float(), labels): log_softmax then nll_loss, three
+/// fp32 logit-sized buffers at the start of the backward).
+enum class cross_entropy_kind { fused, unfused };
 /// A parallel dimension of the rank layout.
 enum class axis { tp, cp, dp, pp };
 
@@ -30,6 +41,11 @@ char const* name(mlp_kind);
 char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
+char const* name(cross_entropy_kind);
+/// The order of checkpoint modes by how much they recompute (and, for
+/// dense transformers, how little they keep): none 0, selective 1, ops 2,
+/// full 3.
+int recompute_rank(checkpoint_mode);
 char const* name(axis);
 
 /// Where each key of a block was written (key name -> span of the key), so
@@ -110,6 +126,8 @@ struct training {
   std::int64_t global_batch = 0;  ///< sequences per optimizer step
   std::optional<double> base_lr;
   std::optional<std::int64_t> base_batch;
+  /// Addition (opsac helper): how the loss is computed (memory at the loss).
+  cross_entropy_kind cross_entropy = cross_entropy_kind::fused;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

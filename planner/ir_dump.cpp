@@ -70,6 +70,9 @@ std::string dump(program const& p) {
   out += fmt::format("training\n  global_batch      {}\n", p.t.global_batch);
   if (p.t.base_lr) out += fmt::format("  base_lr           {}\n", *p.t.base_lr);
   if (p.t.base_batch) out += fmt::format("  base_batch        {}\n", *p.t.base_batch);
+  // Shown when written or not the default, so dumps of plans without it stay as they were.
+  if (p.t.cross_entropy != cross_entropy_kind::fused || p.t.keys.count("cross_entropy"))
+    out += fmt::format("  cross_entropy     {}\n", name(p.t.cross_entropy));
   if (p.t.grad_precision) out += fmt::format("  grad_precision    {}\n", name(*p.t.grad_precision));
   if (!p.t.overlap_grad_sync) out += "  overlap_grad_sync false\n";
   if (!p.t.grad_reduce_scatter) out += "  grad_reduce       all_reduce\n";

@@ -53,7 +53,8 @@ std::vector<std::string> const& keys_of(kind k) {
        "dispatch_latency"},
       {"description", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "intra_latency",
        "inter_latency", "comm_efficiency"},
-      {"description", "global_batch", "base_lr", "base_batch", "grad_precision", "overlap_grad_sync", "grad_reduce"},
+      {"description", "global_batch", "base_lr", "base_batch", "grad_precision", "overlap_grad_sync", "grad_reduce",
+       "cross_entropy"},
       {"description", "dp", "tp", "pp", "cp", "ep", "zero", "shard", "checkpoint", "micro_batch",
        "sequence_parallel", "virtual_stages", "order"},
   }};
@@ -100,7 +101,8 @@ std::vector<std::string> const precision_names{"bf16", "fp16", "fp32", "fp8"};
 std::vector<std::string> const mlp_names{"gelu", "swiglu"};
 std::vector<std::string> const attention_names{"flash", "standard"};
 std::vector<std::string> const optimizer_names{"adam", "adamw", "sgd", "sgd_momentum"};
-std::vector<std::string> const checkpoint_names{"none", "selective", "full"};
+std::vector<std::string> const checkpoint_names{"none", "selective", "full", "ops"};
+std::vector<std::string> const cross_entropy_names{"fused", "unfused"};
 // Gradients are kept and reduced in 16 or 32 bits: there is no fp8 gradient.
 std::vector<std::string> const grad_precision_names{"bf16", "fp16", "fp32"};
 std::vector<std::string> const grad_reduce_names{"reduce_scatter", "all_reduce"};
@@ -592,6 +594,10 @@ bool lowerer::apply(training& t, ast::assignment const& a) {
     if (x && !positive(conv_, v, key, *x)) x.reset();
     if (x) t.base_lr = *x;
     ok = x.has_value();
+  } else if (key == "cross_entropy") {
+    auto c = conv_.choice(v, key, cross_entropy_names);
+    if (c) t.cross_entropy = static_cast<cross_entropy_kind>(*c);
+    ok = c.has_value();
   } else if (key == "grad_precision") {
     auto c = conv_.choice(v, key, grad_precision_names);
     if (c) t.grad_precision = static_cast<precision>(*c);

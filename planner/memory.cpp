@@ -103,6 +103,37 @@ void for_each_activation(model const& m, strategy const& s, F&& add) {
     add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
     return;
   }
+  if (s.checkpoint == checkpoint_mode::ops) {
+    // torchtitan's op-level selective checkpointing (selective_ac_option =
+    // 'op'): per layer the checkpoint keeps its input and the outputs of the
+    // ops in its save list (aten.mm, the flash/efficient attention kernels,
+    // reduce_scatter, max) except every second mm, counted per layer. With
+    // separate q, k, v projections the mms run q, k, v, o, then up/gate,
+    // (up,) down: the 1st, 3rd, 5th and 7th are kept (q, v, gate and down
+    // for SwiGLU; q, v and the first MLP matrix for a GELU MLP, whose
+    // second is the 6th); k, o, the SwiGLU up projection, the norms, rotary
+    // embeddings, activations and residual adds are recomputed. A
+    // row-parallel mm's output under tp is the local partial sum, full
+    // width; with sequence parallelism the reduce-scatters after the o and
+    // down projections are kept too. The math attention path (standard) is
+    // batched matmuls, not in the list: its core is recomputed, as under
+    // `selective`. Dropout masks are recomputed (regenerated, not stored).
+    add("layer input (kept by the checkpoint)", e * tokens * h / rep);
+    add("q projection output (1st matmul)", e * tokens * h / t);
+    add("v projection output (3rd matmul)", e * tokens * kv_width / t);
+    if (m.attention == attention_kind::flash) {
+      add("attention kernel output", e * tokens * h / t);
+      add("attention kernel log-sum-exp (fp32)", 4 * a * tokens / t);
+    }
+    if (sp) add("attention output after its reduce-scatter", e * tokens * h / t);
+    add(m.mlp == mlp_kind::gelu ? "mlp up projection output (5th matmul)" : "swiglu gate projection output (5th matmul)",
+        e * active * tokens * ffn / t);
+    if (m.mlp == mlp_kind::swiglu)
+      add("mlp down projection output (7th matmul; partial sums under tp)", e * active * tokens * h);
+    if (sp) add("mlp output after its reduce-scatter", e * tokens * h / t);
+    if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+    return;
+  }
   add("attention norm input", e * tokens * h / rep);
   add("q, k, v projection input", e * tokens * h / rep);
   add("q and k (for q.k^T)", e * tokens * (h + kv_width) / t);
@@ -183,7 +214,8 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
   strategy no_recompute = s;
   no_recompute.checkpoint = checkpoint_mode::none;
   bytes const recompute_working =
-      s.checkpoint == checkpoint_mode::none ? bytes{} : activations_per_layer(m, no_recompute) - act_layer;
+      s.checkpoint == checkpoint_mode::none ? bytes{} : max(bytes{}, activations_per_layer(m, no_recompute) - act_layer);
+  bool const unfused = p.t.cross_entropy == cross_entropy_kind::unfused;
 
   // Totals of every stage first; the readable detail only for the most
   // loaded one (the search calls this in its hot loop).
@@ -276,31 +308,73 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
                              to_string(act_layer), name(s.checkpoint));
         },
         act_layer * held_layers);
-    if (layers > 0)
-      add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
-          recompute_working);
-    if (first) {
-      double const emb = e * tokens * h / rep + (dropout ? tokens * h / rep : 0.0);
+    // The embedding's output is the first layer's input, which that layer
+    // already keeps (counted in its activations); only an embedding
+    // dropout's mask is extra.
+    if (first && dropout)
       add(
-          b.activations, [&] { return fmt::format("embedding output ({} micro-batches)", in_flight); },
-          bytes(emb * double(in_flight)));
-    }
-    if (last) {
-      add(b.activations, "final norm input", bytes(e * tokens * h / rep));
-      add(
-          b.activations,
-          [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)); },
-          bytes(e * tokens * double(vocab) / double(tp)));
-      add(b.activations, "logits in fp32 for the loss (softmax kept for backward)",
-          bytes(4 * tokens * double(vocab) / double(tp)));
-      add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
-    }
-
+          b.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
+          bytes(tokens * h / rep * double(in_flight)));
     if (s.zero <= 2 && dp > 1) add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
-    if (s.zero == 3 && shard > 1)
-      add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * layer_params * bpp.weights));
+    // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
+    // output projection: what a stage holds outside its layers) gathered
+    // from its forward to its post-backward, so both moments below hold it.
+    double const root_params = params - double(layers) * layer_params;
+    bool const zero3 = s.zero == 3 && shard > 1;
+    if (zero3 && root_params > 0)
+      add(b.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)",
+          bytes(root_params * bpp.weights));
     if (tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
     if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
+
+    // The peak is a moment, not a sum of maxima: the loss (the last stage at
+    // the end of a micro-batch's forward: the logits and the loss buffers
+    // are alive, no layer is being recomputed yet) or the backward of a
+    // layer (its recomputed activations and, under ZeRO-3, it and the
+    // prefetched next layer gathered; the loss buffers are freed by then).
+    // Saved activations and the terms above are alive at both. At the loss
+    // ZeRO-3 holds one gathered layer, the last, whose backward comes next.
+    double const vocab_elems = tokens * double(vocab) / double(tp);
+    double const gathered_layer = zero3 ? layer_params * bpp.weights : 0.0;
+    double const at_loss = !last ? 0.0
+                                 : e * tokens * h / rep + (unfused ? 12.0 : e + 4.0) * vocab_elems + 8 * tokens +
+                                       (layers > 0 ? gathered_layer : 0.0);
+    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered_layer : 0.0;
+    bool const loss_moment = last && at_loss >= in_layer;
+    if (loss_moment) {
+      b.peak_moment = "the loss (end of the forward, start of the backward)";
+      add(b.activations, "final norm input", bytes(e * tokens * h / rep));
+      if (unfused) {
+        // cross_entropy(logits.float(), labels) as torchtitan runs it: the
+        // 16-bit logits are freed before the backward; log_softmax's output
+        // (kept for its backward), its incoming gradient from nll_loss and
+        // the gradient it produces are alive at once.
+        add(
+            b.activations,
+            [&] {
+              return fmt::format(
+                  "unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient "
+                  "(3 x fp32 x s.b.vocab/t, vocab padded to {})",
+                  vocab);
+            },
+            bytes(12.0 * vocab_elems));
+      } else {
+        add(
+            b.activations,
+            [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)); },
+            bytes(e * vocab_elems));
+        add(b.activations, "logits in fp32 for the loss (softmax kept for backward)", bytes(4 * vocab_elems));
+      }
+      add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
+      if (layers > 0) add(b.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered_layer));
+    } else {
+      b.peak_moment = "the backward of a layer";
+      if (layers > 0) {
+        add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
+            recompute_working);
+        add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * gathered_layer));
+      }
+    }
 
     b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
     if (with_detail)

@@ -32,11 +32,23 @@ struct memory_breakdown {
   std::int64_t stage = 0;         ///< the most loaded pipeline stage these figures are for
   std::int64_t stage_layers = 0;  ///< transformer layers on that stage
   std::string stage_note;         ///< "stage 0 of 4 (embedding, 8 layers)"
+  // Addition (opsac helper):
+  /// The moment of the step these figures describe: "the loss (end of the
+  /// forward, start of the backward)" or "the backward of a layer",
+  /// whichever needs more; set with or without `detail` (a literal, so the
+  /// search's hot loop allocates nothing).
+  char const* peak_moment = "";
 
   [[nodiscard]] bool fits() const { return total <= usable; }
 };
 
-/// Counts every term of COSTMODEL.md section 2. Assumes the strategy is
+/// Counts every term of COSTMODEL.md section 2 at the peak moment of the
+/// step: on the last stage the larger of the loss (logits and loss buffers,
+/// one gathered ZeRO-3 layer) and a layer's backward (its recomputed
+/// activations, two gathered ZeRO-3 layers); elsewhere the latter. Saved
+/// activations, model state and the other buffers count at both; under
+/// ZeRO-3 the stage's embedding/output unit stays gathered through the step
+/// (PyTorch FSDP's root unit). Assumes the strategy is
 /// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
 /// With `detail` false the readable `detail` terms and `stage_note` are left
 /// empty (the totals are the same): the search's hot loop needs only totals.
@@ -77,7 +89,12 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// dropout masks (1 byte per element) only when the model trains with
 /// dropout; flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
 /// instead of the a.s^2 scores; selective recomputation drops the core
-/// attention's internals; full keeps only the layer input; context
+/// attention's internals; full keeps only the layer input; ops keeps what
+/// torchtitan's op-level policy saves (layer input, q, v, the flash
+/// kernel's output and log-sum-exp, the SwiGLU gate or GELU up projection,
+/// the SwiGLU down projection's full-width output, and with sequence
+/// parallelism the two reduce-scatter outputs: 31,744 values per token for
+/// Llama 3 8B at tp = 1); context
 /// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors
 /// (fp8 stores them in 16 bits). Mixture of experts multiplies the MLP
 /// intermediates by experts_per_token.

@@ -70,7 +70,7 @@ bool better(search_entry const& a, search_entry const& b) {
     return std::pair{static_cast<int>(g.k), g.size};
   };
   auto key = [&](strategy const& s) {
-    return std::tuple{s.dp, s.tp, s.pp, s.cp, s.zero, shard_rank(s.shard), static_cast<int>(s.checkpoint),
+    return std::tuple{s.dp, s.tp, s.pp, s.cp, s.zero, shard_rank(s.shard), recompute_rank(s.checkpoint),
                       s.micro_batch, s.virtual_stages, s.sequence_parallel, s.order, s.ep};
   };
   return key(a.s) < key(b.s);
@@ -187,10 +187,12 @@ class space_view {
     zero_ = int_domain(spec.zero, 0, zeros, zeros);
     using cform = key_choice<checkpoint_mode>::form;
     if (spec.checkpoint.f == cform::any || spec.checkpoint.f == cform::range)
-      checkpoint_ = {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full};
-    else if (spec.checkpoint.f == cform::set)
+      checkpoint_ = {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full};
+    else if (spec.checkpoint.f == cform::set) {
       checkpoint_ = sorted_unique(spec.checkpoint.values);
-    else
+      std::stable_sort(checkpoint_.begin(), checkpoint_.end(),
+                       [](auto a, auto b) { return recompute_rank(a) < recompute_rank(b); });
+    } else
       checkpoint_ = {spec.fixed().checkpoint};
     using oform = key_choice<rank_order>::form;
     if (spec.order.f == oform::any || spec.order.f == oform::range)
@@ -401,14 +403,16 @@ class searcher {
   //
   // Memory is argued monotone in the keys the probe fixes, per
   // COSTMODEL.md section 2: a larger shard group (`all` is the largest)
-  // divides sharded state by more ranks and adds nothing; sequence
-  // parallelism divides the stored activations by tp and adds nothing that
-  // tp alone does not; interleaving only raises the micro-batches stage 0
-  // holds, so 1 chunk (or the fewest allowed) holds the least; a larger
-  // micro-batch scales every activation and logits term up. The probe tries
-  // every zero stage and every checkpoint mode because neither is monotone
-  // in general (ZeRO-3 adds gathered-layer buffers, full recomputation
-  // re-materialises one layer).
+  // divides sharded state by more ranks and adds nothing; interleaving only
+  // raises the micro-batches stage 0 holds, so 1 chunk (or the fewest
+  // allowed) holds the least; a larger micro-batch scales every activation
+  // and logits term up (the peak is the larger of two moments, each
+  // monotone in it). The probe tries every zero stage, every checkpoint
+  // mode and both sequence_parallel values because none is monotone in
+  // general: ZeRO-3 adds gathered-layer buffers, full recomputation
+  // re-materialises one layer, and under `checkpoint = ops` sequence
+  // parallelism keeps two reduce-scatter outputs per layer, more than the
+  // h/tp it saves on the layer input at tp = 2.
   std::optional<double> structure_needs(work_item const& w) {
     auto shards_all = space_.shard(3, w.dp);
     auto sp = space_.sequence_parallel(w.tp);
@@ -420,18 +424,22 @@ class searcher {
       auto shards = space_.shard(static_cast<int>(z), w.dp);
       if (std::find(shards.begin(), shards.end(), shard_group{}) == shards.end()) return std::nullopt;
       for (auto c : space_.checkpoint()) {
-        strategy s = w.structure();
-        s.order = w.orders.front();
-        s.zero = static_cast<int>(z);
-        s.shard = shard_group{};
-        s.checkpoint = c;
-        s.sequence_parallel = std::find(sp.begin(), sp.end(), true) != sp.end();
-        s.virtual_stages = vs.front();
-        s.micro_batch = mb.front();
-        if (!is_legal(p_, s)) return std::nullopt;
-        auto m = estimate_memory(p_, s, false);
-        if (m.fits()) return std::nullopt;
-        least = std::min(least, m.total.value());
+        for (bool with_sp : sp) {
+          // Outside `ops` sequence parallelism only divides: its probe alone is the least.
+          if (c != checkpoint_mode::ops && !with_sp && std::find(sp.begin(), sp.end(), true) != sp.end()) continue;
+          strategy s = w.structure();
+          s.order = w.orders.front();
+          s.zero = static_cast<int>(z);
+          s.shard = shard_group{};
+          s.checkpoint = c;
+          s.sequence_parallel = with_sp;
+          s.virtual_stages = vs.front();
+          s.micro_batch = mb.front();
+          if (!is_legal(p_, s)) return std::nullopt;
+          auto m = estimate_memory(p_, s, false);
+          if (m.fits()) return std::nullopt;
+          least = std::min(least, m.total.value());
+        }
       }
     }
     return least;

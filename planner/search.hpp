@@ -31,7 +31,8 @@ struct search_entry {
 /// The total order of search results, so output is deterministic: faster
 /// step first, then tensor parallelism over fewer nodes, then less memory,
 /// then the strategy's keys in the order dp, tp, pp, cp, zero, shard (all <
-/// node < sizes ascending), checkpoint (none < selective < full),
+/// node < sizes ascending), checkpoint (none < selective < ops < full,
+/// recompute_rank),
 /// micro_batch, virtual_stages, sequence_parallel, order (axis by axis,
 /// tp < cp < dp < pp), ep; smaller first.
 bool better(search_entry const& a, search_entry const& b);
@@ -68,7 +69,7 @@ struct search_result {
 ///
 /// `auto` domains: tp, pp and cp over the divisors of the GPU count, dp
 /// derived (a written dp only filters), zero 0..3, checkpoint none,
-/// selective, full; micro_batch over the divisors of global_batch / dp up to
+/// selective, ops, full; micro_batch over the divisors of global_batch / dp up to
 /// max_micro_batch; virtual_stages over the divisors of layers / pp up to
 /// max_virtual_stages (1 without pipelining); sequence_parallel both ways
 /// when tp > 1 (false otherwise); shard `all`, `node` and every divisor of

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <set>
 
 #include "bench/calibration.hpp"
@@ -35,14 +36,22 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
     auto mem = estimate_memory(run.prog, run.s);
     return std::pair{(mem.total - *run.peak_memory) / *run.peak_memory, mem.total.value() / 1073741824.0};
   };
-  // torchtitan's "selective" is op-level selective checkpointing, which
-  // recomputes more than Megatron's selective recomputation that
-  // `checkpoint = selective` models: activations are overestimated.
+  // torchtitan's "selective" is op-level selective checkpointing
+  // (`checkpoint = ops`: 31,744 16-bit values per token per layer kept), its
+  // loss PyTorch's unfused cross entropy (three fp32 logit-sized buffers at
+  // the start of the backward), FSDP2 keeps its root unit (embedding,
+  // output) gathered through the step; the peak is at the loss. The rest
+  // (allocator fragmentation, caching-allocator reserve) is not modelled:
+  // both are under-predicted by the same ~9-10 GiB.
   auto [small_error, small_total] = error_of("TT-8B-8gpu-FSDP");
   auto [large_error, large_total] = error_of("TT-8B-128gpu-FSDP");
-  CHECK(small_error == Approx(0.162).margin(0.001));
-  CHECK(large_error == Approx(0.220).margin(0.001));
+  CHECK(std::abs(small_error) < 0.15);
+  CHECK(std::abs(large_error) < 0.15);
+  CHECK(small_total == Approx(71.993).margin(0.001));
+  CHECK(large_total == Approx(57.970).margin(0.001));
+  CHECK(small_error == Approx(-0.1263).margin(0.0001));
+  CHECK(large_error == Approx(-0.1348).margin(0.0001));
   // The runs differ only in ZeRO-3 over 8 vs 128 ranks, i.e. in model state:
-  // predicted 14.1 GiB apart, published 15.4 GiB.
-  CHECK(small_total - large_total == Approx(14.1).margin(0.1));
+  // predicted 14.0 GiB apart, published 15.4 GiB.
+  CHECK(small_total - large_total == Approx(14.02).margin(0.01));
 }

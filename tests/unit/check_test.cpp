@@ -249,12 +249,12 @@ TEST_CASE("fixes are ordered by the resulting total, at most three", "[check][fi
   auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
   written w("strategy big {\n  zero = 1\n  micro_batch = 4\n}\n");
   CHECK(w.diags(p) ==
-        "plan.dtp:2:3: error: strategy 'big' needs 102.1 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)\n"
+        "plan.dtp:2:3: error: strategy 'big' needs 101.9 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)\n"
         "    2 |   zero = 1\n"
         "      |   ^~~~\n"
-        "note: activations are 67.5 GiB of it; checkpoint = full brings the total to 43.6 GiB\n"
-        "note: tp = 2 brings the total to 64.0 GiB\n"
-        "note: micro_batch = 2 brings the total to 68.3 GiB\n");
+        "note: activations are 67.4 GiB of it; checkpoint = full brings the total to 41.6 GiB\n"
+        "note: tp = 2 brings the total to 63.9 GiB\n"
+        "note: micro_batch = 2 brings the total to 68.2 GiB\n");
   // Every listed change was re-checked: the changed plan is legal and fits.
   auto changed = w.spec.fixed();
   changed.micro_batch = 2;

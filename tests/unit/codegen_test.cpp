@@ -90,6 +90,25 @@ TEST_CASE("per-GPU GEMM shapes of a layer") {
   CHECK((h[3].m == 16384 && h[3].n == 4096 && h[3].k == 7168));
 }
 
+TEST_CASE("the skeleton's backward recomputes what the checkpoint mode drops") {
+  auto f = fx::dp16_zero1();  // Llama 2 7B, SwiGLU, 32 kv heads, tp 1
+  auto s = f.plan.s;
+  s.checkpoint = planner::checkpoint_mode::none;
+  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{0, 0, 0, 0});
+  s.checkpoint = planner::checkpoint_mode::selective;
+  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{0, 0, 0, 0});
+  s.checkpoint = planner::checkpoint_mode::full;
+  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{12288, 4096, 22016, 4096});
+  // k (4096 of qkv's 12288 columns), o, and SwiGLU's up half of mlp-up.
+  s.checkpoint = planner::checkpoint_mode::ops;
+  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{4096, 4096, 11008, 0});
+  auto gelu = f.program.m;
+  gelu.mlp = planner::mlp_kind::gelu;
+  CHECK(codegen::recompute_columns(gelu, s) == std::vector<std::int64_t>{4096, 4096, 0, 4096});
+  f.plan.s = s;
+  CHECK(contains(codegen::train_step_cu(f.program, f.plan), "constexpr long long k_recompute_n[4] = {4096, 4096, 11008, 0};\n"));
+}
+
 TEST_CASE("stage layers spread the remainder over the first chunks") {
   using r = codegen::layer_range;
   CHECK(codegen::stage_layers(40, 3, 1, 0) == std::vector<r>{{0, 14}});

@@ -121,6 +121,40 @@ TEST_CASE("ZeRO-3 moves 1.5x the traffic of DDP's all-reduce") {
   CHECK(dp_time(z3).value() == Approx(1.5 * dp_time(ddp).value()).epsilon(1e-9));
 }
 
+TEST_CASE("op-level checkpointing recomputes the k, o and up projections and the memory-bound operators") {
+  program p = two_nodes();
+  analytic_cost_model const model;
+  auto s = data_parallel(16, 1);
+  s.checkpoint = checkpoint_mode::ops;
+  auto const ops = model.step_time(p, s);
+  double const tokens = 256.0 * 4096;
+  // Per layer and token: k (h x kv), o (h x h), SwiGLU up (h x ffn), 2 FLOPs each.
+  CHECK(ops.hardware_flops.value() - ops.model_flops.value() ==
+        Approx(2.0 * 32 * (4096.0 * 4096 + 4096.0 * 4096 + 4096.0 * 11008) * tokens).epsilon(1e-12));
+  s.checkpoint = checkpoint_mode::selective;
+  auto const selective = model.step_time(p, s);
+  s.checkpoint = checkpoint_mode::full;
+  auto const full = model.step_time(p, s);
+  CHECK(selective.recompute < ops.recompute);
+  CHECK(ops.recompute < full.recompute);
+  // Sequence parallelism: the two all-gathers of the norm outputs run again,
+  // the reduce-scatters' outputs are kept.
+  s = data_parallel(8, 1);
+  s.tp = 2;
+  s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::ops;
+  auto const tp = model.step_time(p, s);
+  std::int64_t const micro = 256 / 8;
+  std::int64_t gathers = 0, scatters = 0;
+  for (auto const& e : tp.comm) {
+    if (e.group != comm_group::tp) continue;
+    if (e.op == collective::all_gather) gathers += e.count;
+    if (e.op == collective::reduce_scatter) scatters += e.count;
+  }
+  CHECK(gathers == 6 * 32 * micro);
+  CHECK(scatters == 4 * 32 * micro);
+}
+
 TEST_CASE("full checkpointing adds a forward pass: a third more compute") {
   program p = two_nodes();
   analytic_cost_model const model;

@@ -118,6 +118,7 @@ void same_program(planner::program const& a, planner::program const& b) {
   CHECK(a.t.global_batch == b.t.global_batch);
   CHECK(a.t.base_lr == b.t.base_lr);
   CHECK(a.t.base_batch == b.t.base_batch);
+  CHECK(a.t.cross_entropy == b.t.cross_entropy);
   CHECK(a.t.grad_precision == b.t.grad_precision);
   CHECK(a.t.overlap_grad_sync == b.t.overlap_grad_sync);
   CHECK(a.t.grad_reduce_scatter == b.t.grad_reduce_scatter);
@@ -191,6 +192,22 @@ TEST_CASE("defaults are lowering's") {
   CHECK(fresh.reserved == 2_GiB);
   CHECK(fresh.intra_latency == 5_us);
   CHECK(fresh.inter_latency == 10_us);
+}
+
+TEST_CASE("op-level checkpointing and the unfused loss, in C++ and in text") {
+  auto text = load_text(
+      "model m : llama3_8b { }\n"
+      "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+      "training { global_batch = 16; cross_entropy = unfused }\n"
+      "strategy titan { zero = 3; checkpoint = ops; micro_batch = 2 }\n"
+      "strategy some { checkpoint = {ops, selective} }\n");
+  auto p = plan(model("m", preset_model("llama3_8b")), cluster("c").nodes(1).gpus_per_node(8).gpu(catalog_gpu("H100_SXM")),
+                training().global_batch(16).cross_entropy(unfused),
+                {strategy("titan").zero(3).checkpoint(ops).micro_batch(2), strategy("some").checkpoint({ops, selective})});
+  same_program(p, text);
+  CHECK(p.t.cross_entropy == planner::cross_entropy_kind::unfused);
+  CHECK(p.strategies[0].fixed().checkpoint == planner::checkpoint_mode::ops);
+  CHECK(planner::dump(p).find("  cross_entropy     unfused\n") != std::string::npos);
 }
 
 TEST_CASE("misuse is reported as lowering reports the same text") {

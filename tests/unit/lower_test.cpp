@@ -177,6 +177,23 @@ TEST_CASE("every enum value lowers") {
   CHECK(r.p->m.experts_per_token == 2);
 }
 
+TEST_CASE("checkpoint = ops and cross_entropy lower; the loss is fused unless written") {
+  auto plain = lower_text(plain_model + plain_cluster);
+  REQUIRE(plain.p);
+  CHECK(plain.p->t.cross_entropy == cross_entropy_kind::fused);
+  CHECK(dump(*plain.p).find("cross_entropy") == std::string::npos);
+  auto r = lower_text(plain_model +
+                      "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                      "training { global_batch = 64; cross_entropy = unfused }\n"
+                      "strategy s { checkpoint = ops }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  CHECK(r.p->t.cross_entropy == cross_entropy_kind::unfused);
+  CHECK(r.p->strategies.at(0).fixed().checkpoint == checkpoint_mode::ops);
+  CHECK(dump(*r.p).find("  cross_entropy     unfused\n") != std::string::npos);
+  CHECK(dump(*r.p).find("checkpoint        ops") != std::string::npos);
+}
+
 TEST_CASE("cluster defaults come from its gpu") {
   auto r = lower_text(plain_model + plain_cluster);
   REQUIRE(r.p);

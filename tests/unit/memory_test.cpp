@@ -166,8 +166,20 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
   s.zero = 3;
   auto fsdp = estimate_memory(p, s);
   auto const layer = count_params(p.m).per_layer;
-  CHECK(fsdp.buffers.value() == 2.0 * double(layer) * 2);
+  // The peak is at the loss: the root unit (embedding, output projection,
+  // final norm) stays gathered through the step, plus the last layer.
+  CHECK(std::string(fsdp.peak_moment) == "the loss (end of the forward, start of the backward)");
+  CHECK(fsdp.buffers.value() == (2.0 * 32000 * 4096 + 4096) * 2 + double(layer) * 2);
   CHECK(fsdp.weights.value() == Approx(2 * 6'738'415'616.0 / 8));
+  // The first of four pipeline stages has no loss: its peak is a layer's
+  // backward, with that layer and the prefetched next one gathered, and of
+  // the root unit only the embedding.
+  s.dp = 2;
+  s.pp = 4;
+  auto middle = estimate_memory(p, s);
+  CHECK(middle.stage == 0);
+  CHECK(std::string(middle.peak_moment) == "the backward of a layer");
+  CHECK(middle.buffers.value() == 32000.0 * 4096 * 2 + 2.0 * double(layer) * 2 + 2 * 2 * 4096.0 * 4096);
 
   s.zero = 1;
   s.dp = 2;
@@ -246,6 +258,75 @@ TEST_CASE("totals without the readable detail are the same totals", "[memory]") 
   CHECK(totals.stage_note.empty());
   CHECK_FALSE(full.detail.empty());
   CHECK(full.stage_note == "stage 0 of 2 (embedding, 16 layers)");
+}
+
+TEST_CASE("op-level checkpointing keeps 31,744 values per token of a Llama 3 8B layer", "[memory][ops]") {
+  auto m = test::llama3_8b();
+  strategy s;
+  s.checkpoint = checkpoint_mode::ops;
+  double const tokens = 8192;
+  // Layer input h, q output h, v output kv = 1024, attention output h, gate
+  // output ffn = 14336, down projection output h: 4 x 4096 + 1024 + 14336.
+  CHECK(4 * 4096 + 1024 + 14336 == 31744);
+  auto terms = activation_terms(m, s);
+  double bf16 = 0;
+  for (auto const& t : terms)
+    if (t.name != "attention kernel log-sum-exp (fp32)") bf16 += t.size.value();
+  CHECK(bf16 == tokens * 31744 * 2);
+  // The flash kernel's log-sum-exp: fp32 per head per token.
+  CHECK(activations_per_layer(m, s).value() == tokens * (31744 * 2 + 4 * 32));
+  // Less than Megatron's selective (69,632 values) and more than full (h).
+  s.checkpoint = checkpoint_mode::selective;
+  CHECK(activations_per_layer(m, s).value() == tokens * 69632 * 2);
+  s.checkpoint = checkpoint_mode::full;
+  CHECK(activations_per_layer(m, s).value() == tokens * 4096 * 2);
+
+  // tp = 2 with sequence parallelism: the layer input and the two
+  // reduce-scatter outputs are split over the sequence, the column-parallel
+  // outputs over the heads and ffn; the row-parallel down projection's
+  // output is the full-width partial sum.
+  s.checkpoint = checkpoint_mode::ops;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  CHECK(activations_per_layer(m, s).value() ==
+        tokens * (2 * (4096 / 2 + 4096 / 2 + 1024 / 2 + 4096 / 2 + 4096 / 2 + 14336 / 2 + 4096 + 4096 / 2) + 4 * 16));
+  // A GELU MLP runs two matmuls: the first (5th of the layer) is kept, the second not.
+  auto g = test::decoder("gelu", 2, 1024, 16, 16, 4096, mlp_kind::gelu, 32000, 2048);
+  s.tp = 1;
+  s.sequence_parallel = false;
+  CHECK(activations_per_layer(g, s).value() == 2048 * (2 * (1024 + 1024 + 1024 + 1024 + 4096) + 4 * 16));
+}
+
+TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the loss", "[memory][loss]") {
+  auto p = test::program_of(test::llama3_8b(), test::nodes_of("one_node", 1, test::h100_sxm()), 16);
+  strategy s;
+  s.dp = 8;
+  s.zero = 3;
+  s.micro_batch = 2;
+  s.checkpoint = checkpoint_mode::ops;
+  double const logits = 2 * 8192.0 * 128256;
+  auto fused = estimate_memory(p, s);
+  p.t.cross_entropy = cross_entropy_kind::unfused;
+  auto unfused = estimate_memory(p, s);
+  auto term = [](memory_breakdown const& b, std::string_view prefix) {
+    for (auto const& t : b.detail)
+      if (t.name.rfind(prefix, 0) == 0) return t.size.value();
+    return -1.0;
+  };
+  CHECK(term(unfused, "unfused cross entropy backward") == 12 * logits);
+  CHECK(term(unfused, "logits") == -1.0);  // the 16-bit logits are freed before the backward
+  CHECK(term(fused, "logits (s.b.vocab/t") == 2 * logits);
+  CHECK(term(fused, "logits in fp32") == 4 * logits);
+  CHECK(unfused.total.value() - fused.total.value() == 6 * logits);
+  // At the loss, not during a layer's recomputation: no recomputed layer is counted.
+  CHECK(std::string(unfused.peak_moment) == "the loss (end of the forward, start of the backward)");
+  CHECK(term(unfused, "recomputed layer") == -1.0);
+  // FSDP: the gathered root unit (embedding + output + final norm) and the last layer.
+  CHECK(term(unfused, "ZeRO-3 gathered embedding/output unit") == (2.0 * 128256 * 4096 + 4096) * 2);
+  CHECK(term(unfused, "ZeRO-3 gathered last layer") == double(count_params(p.m).per_layer) * 2);
+  bytes sum;
+  for (auto const& t : unfused.detail) sum += t.size;
+  CHECK(sum == unfused.total);
 }
 
 TEST_CASE("fp32 gradients of a 16-bit model: 18 bytes per parameter, as Megatron's distributed optimizer notes") {

@@ -77,6 +77,7 @@ class fake_cost_model final : public planner::cost_model {
     t.compute = planner::seconds(ideal * slow);
     double const again = s.checkpoint == planner::checkpoint_mode::full        ? 1.0 / 3
                          : s.checkpoint == planner::checkpoint_mode::selective ? 0.04
+                         : s.checkpoint == planner::checkpoint_mode::ops       ? 0.15
                                                                                : 0.0;
     t.recompute = t.compute * again;
     double const m = double(p.t.global_batch / (s.dp * s.micro_batch));
@@ -150,7 +151,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
               // `node` resolving to `all` or to a listed size is that plan.
               if (shard.k == shard_group::kind::node && node_size == dp) continue;
               if (shard.k == shard_group::kind::size && node_size == shard.size) continue;
-              for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full})
+              for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full})
                 for (bool sp : {false, true}) {
                   if (sp && tp == 1) continue;
                   std::vector<std::int64_t> vss{1};

@@ -197,12 +197,34 @@ TEST_CASE("a spec's fixed and unset keys stay as written") {
   CHECK(r.explanations.front() == "tp = 3: does not divide 8 GPUs");
 }
 
+TEST_CASE("checkpoint = auto explores op-level checkpointing") {
+  auto p = two_nodes();
+  test::flat_cost_model model;
+  strategy_spec spec;
+  spec.name = "ckpt";
+  spec.checkpoint.f = key_choice<checkpoint_mode>::form::any;
+  auto r = search(p, spec, model, with_threads(2, 50));
+  CHECK(r.stats.candidates == 4);
+  std::vector<checkpoint_mode> seen;
+  for (auto const& e : r.ranked) seen.push_back(e.s.checkpoint);
+  // Equal steps: less memory first, so the modes come most recomputing first.
+  CHECK(seen == std::vector{checkpoint_mode::full, checkpoint_mode::ops, checkpoint_mode::selective,
+                            checkpoint_mode::none});
+  // A set is searched in recomputation order whatever order it is written in.
+  spec.checkpoint.f = key_choice<checkpoint_mode>::form::set;
+  spec.checkpoint.values = {checkpoint_mode::ops, checkpoint_mode::none};
+  auto two = search(p, spec, model, with_threads(1, 50));
+  CHECK(two.stats.candidates == 2);
+  REQUIRE(two.ranked.size() == 2);
+  CHECK(two.ranked[0].s.checkpoint == checkpoint_mode::ops);
+}
+
 TEST_CASE("explain reports the time bound's pruning deterministically") {
   auto p = two_nodes();
   test::fake_cost_model model;
   auto r = search(p, search_everything(), model, with_threads(1, 1));
   REQUIRE_FALSE(r.explanations.empty());
-  CHECK(r.explanations.back() == "108 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
+  CHECK(r.explanations.back() == "135 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
   CHECK(search(p, search_everything(), model, with_threads(4, 1)).explanations == r.explanations);
   // A model without a per-strategy bound never prunes by time.
   test::flat_cost_model flat;
