@@ -255,6 +255,10 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // accumulation"); Megatron-LM before its 2023 --overlap-grad-reduce and
     // DeepSpeed's pipeline engine reduce them after the whole backward.
     if (contains(prec, "fp32 grad")) run.prog.t.grad_precision = precision::fp32;
+    // Composer's automatic mixed precision (amp_bf16, amp_fp8) runs FSDP's
+    // DEFAULT mixed precision: 16-bit gathers, fp32 gradient reduction;
+    // its pure bf16 (PURE) reduces in bf16.
+    if (contains(framework, "Composer") && contains(prec, "amp_")) run.prog.t.grad_precision = precision::fp32;
     // BF16_Optimizer all-reduces every gradient, then each rank updates its
     // slice and all-gathers the weights.
     if (contains(prec, "BF16_Optimizer")) run.prog.t.grad_reduce_scatter = false;

@@ -12,15 +12,15 @@ using namespace dtplan::planner;
 // The time model against the published runs of bench/data/calibration_runs.csv,
 // with the catalog's calibrated figures: a regression of the model or of the
 // figures fails here. The bounds are the accuracy reached (bench_accuracy:
-// 227 runs, median 3.2 %, worst 26.4 % for MPT-30B at 8k sequence on
+// 227 runs, median 2.9 %, worst 26.0 % for MPT-30B at 8k sequence on
 // A100 80GB, the one run beyond 25 %), with a little room.
 TEST_CASE("step time within the accuracy targets over the published runs") {
   auto const runs = bench::load_calibration_runs();
   analytic_cost_model const model;
   auto const acc = bench::measure_accuracy(runs, model);
   CHECK(acc.rows.size() == 227);
-  CHECK(acc.median <= 0.05);
-  CHECK(acc.median_a <= 0.05);
+  CHECK(acc.median <= 0.035);
+  CHECK(acc.median_a <= 0.035);
   std::size_t within = 0;
   for (auto const& r : acc.rows) within += std::abs(r.error) <= 0.25;
   CHECK(within >= 226);
