@@ -337,12 +337,46 @@ std::string grouped(std::int64_t n) {
   return out;
 }
 
-// A valid candidate waiting to be costed.
+// A valid candidate waiting to be costed. Every valid candidate waits
+// (hundreds of thousands on large clusters), so it is kept packed (96 bytes
+// against a strategy's 112 plus the bound's): fewer page faults, a faster sort.
 struct candidate {
   double bound = 0;
-  strategy s;
-  shard_group costed_shard;  // the size a `node` group resolves to
   bytes memory;
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, micro_batch = 1, virtual_stages = 1;
+  std::int64_t shard_size = 0, costed_shard_size = 0;  // costed: the size a `node` group resolves to
+  std::int8_t zero = 0;
+  std::uint8_t checkpoint = 0, shard_kind = 0, costed_shard_kind = 0, order = 0;
+  bool sequence_parallel = false;
+
+  candidate() = default;
+  candidate(double b, strategy const& s, shard_group costed, bytes m)
+      : bound(b), memory(m), dp(s.dp), tp(s.tp), pp(s.pp), cp(s.cp), ep(s.ep), micro_batch(s.micro_batch),
+        virtual_stages(s.virtual_stages), shard_size(s.shard.size), costed_shard_size(costed.size),
+        zero(static_cast<std::int8_t>(s.zero)), checkpoint(static_cast<std::uint8_t>(s.checkpoint)),
+        shard_kind(static_cast<std::uint8_t>(s.shard.k)), costed_shard_kind(static_cast<std::uint8_t>(costed.k)),
+        sequence_parallel(s.sequence_parallel) {
+    // Two bits per axis, innermost first.
+    for (int i = 0; i < 4; ++i)
+      order = static_cast<std::uint8_t>(order | (static_cast<unsigned>(s.order[static_cast<std::size_t>(i)]) << (2 * i)));
+  }
+
+  [[nodiscard]] strategy unpacked() const {
+    strategy s;
+    s.dp = dp, s.tp = tp, s.pp = pp, s.cp = cp, s.ep = ep;
+    s.micro_batch = micro_batch, s.virtual_stages = virtual_stages;
+    s.zero = zero;
+    s.checkpoint = static_cast<checkpoint_mode>(checkpoint);
+    s.shard = {static_cast<shard_group::kind>(shard_kind), shard_size};
+    s.sequence_parallel = sequence_parallel;
+    for (int i = 0; i < 4; ++i) s.order[static_cast<std::size_t>(i)] = static_cast<axis>((order >> (2 * i)) & 3u);
+    return s;
+  }
+  [[nodiscard]] strategy as_costed() const {
+    auto s = unpacked();
+    s.shard = {static_cast<shard_group::kind>(costed_shard_kind), costed_shard_size};
+    return s;
+  }
 };
 
 // What one thread found; merged in the total order at the end.
@@ -542,11 +576,7 @@ class searcher {
   // known, so candidates are costed best bound first and the k-th best is
   // tight from the start.
   void evaluate_candidate(thread_state& st, strategy const& s, strategy const& as_costed, bytes memory) {
-    candidate c;
-    c.bound = model_.step_lower_bound(p_, as_costed).value();
-    c.s = s;
-    c.costed_shard = as_costed.shard;
-    c.memory = memory;
+    candidate const c(model_.step_lower_bound(p_, as_costed).value(), s, as_costed.shard, memory);
     if (options_.explain) st.bounds.push_back(c.bound);
     st.waiting.push_back(c);
   }
@@ -568,16 +598,14 @@ class searcher {
           next.store(all.size());
           return;
         }
-        strategy as_costed = c.s;
-        as_costed.shard = c.costed_shard;
-        auto step = model_.step_time(p_, as_costed).step.value();
+        auto step = model_.step_time(p_, c.as_costed()).step.value();
         if (k_ == 0) continue;
         if (st.top.size() == k_ && step > st.top.back().step.value()) continue;
         search_entry e;
         e.step = seconds(step);
         e.memory = c.memory;
-        e.s = c.s;
-        rank_layout layout(c.s, p_.c.gpus_per_node);
+        e.s = c.unpacked();
+        rank_layout layout(e.s, p_.c.gpus_per_node);
         e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
         offer(st, std::move(e));
       }
