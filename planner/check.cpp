@@ -73,109 +73,131 @@ class rules {
 
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
                           {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
-      if (v < 1) error(key, fmt::format("expected {} of at least 1, got {} = {}", key, key, v));
-    if (s.dp < 0) error("dp", fmt::format("expected dp of at least 1, got dp = {}", s.dp));
+      if (v < 1) error(key, [&] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
+    if (s.dp < 0) error("dp", [&] { return fmt::format("expected dp of at least 1, got dp = {}", s.dp); });
     if (s.zero < 0 || s.zero > 3)
-      error("zero", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got zero = {}", s.zero));
+      error("zero", [&] { return fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got zero = {}", s.zero); });
     if (!legal_) return false;
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
-      if (v > gpus) error(key, fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.c.name));
+      if (v > gpus)
+        error(key, [&] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.c.name); });
     if (s.virtual_stages > m.layers)
-      error("virtual_stages", fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages,
-                                          m.layers, m.name));
+      error("virtual_stages", [&] {
+        return fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages, m.layers,
+                           m.name);
+      });
     if (s.micro_batch > p_.t.global_batch)
-      error("micro_batch",
-            fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.t.global_batch));
+      error("micro_batch", [&] {
+        return fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.t.global_batch);
+      });
     if (!legal_) return false;
 
     std::int64_t const model_parallel = sat_mul(sat_mul(s.tp, s.pp), s.cp);
     if (s.dp == 0) {
       if (gpus % model_parallel != 0) {
-        error(first_written({"tp", "pp", "cp"}),
-              fmt::format("tp x pp x cp = {} x {} x {} = {} does not divide the {} GPUs of cluster '{}', so dp "
-                          "cannot be derived",
-                          s.tp, s.pp, s.cp, model_parallel, gpus, p_.c.name));
+        error(first_written({"tp", "pp", "cp"}), [&] {
+          return fmt::format(
+              "tp x pp x cp = {} x {} x {} = {} does not divide the {} GPUs of cluster '{}', so dp cannot be derived",
+              s.tp, s.pp, s.cp, model_parallel, gpus, p_.c.name);
+        });
         return false;
       }
       s.dp = gpus / model_parallel;
     } else if (sat_mul(s.dp, model_parallel) != gpus) {
-      error("dp", fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp,
-                              s.pp, s.cp, sat_mul(s.dp, model_parallel), p_.c.name, gpus));
+      error("dp", [&] {
+        return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp, s.pp,
+                           s.cp, sat_mul(s.dp, model_parallel), p_.c.name, gpus);
+      });
       return false;
     }
 
     std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
     std::int64_t const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
-    if (m.heads % s.tp != 0) error("tp", fmt::format("tp = {} does not divide heads = {}", s.tp, m.heads));
+    if (m.heads % s.tp != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide heads = {}", s.tp, m.heads); });
     if (kv_heads != m.heads && kv_heads % s.tp != 0)
-      error("tp", fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads));
-    if (ffn % s.tp != 0) error("tp", fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn));
+      error("tp", [&] { return fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads); });
+    if (ffn % s.tp != 0) error("tp", [&] { return fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn); });
 
     std::int64_t const chunks = sat_mul(s.pp, s.virtual_stages);
     if (s.virtual_stages > 1 && s.pp == 1) {
-      error("virtual_stages", fmt::format("virtual_stages = {} needs pp > 1, got pp = 1", s.virtual_stages));
+      error("virtual_stages",
+            [&] { return fmt::format("virtual_stages = {} needs pp > 1, got pp = 1", s.virtual_stages); });
     } else if (m.layers < chunks) {
       if (s.virtual_stages > 1)
-        error(s.pp > m.layers ? "pp" : "virtual_stages",
-              fmt::format("pp x virtual_stages = {} x {} = {} pipeline chunks, but model '{}' has {} layers", s.pp,
-                          s.virtual_stages, chunks, m.name, m.layers));
+        error(s.pp > m.layers ? "pp" : "virtual_stages", [&] {
+          return fmt::format("pp x virtual_stages = {} x {} = {} pipeline chunks, but model '{}' has {} layers", s.pp,
+                             s.virtual_stages, chunks, m.name, m.layers);
+        });
       else
-        error("pp", fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers));
-    } else if (m.layers % chunks != 0 && reporting()) {
-      auto per = layers_per_chunk(m.layers, chunks);
-      warning(s.virtual_stages > 1 ? "virtual_stages" : "pp",
-              s.virtual_stages > 1
-                  ? fmt::format("{} layers over {} pipeline chunks (pp x virtual_stages = {} x {}): {}", m.layers,
-                                chunks, s.pp, s.virtual_stages, chunk_ranges(per, "chunk"))
-                  : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, chunk_ranges(per, "stage")));
+        error("pp",
+              [&] { return fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers); });
+    } else if (m.layers % chunks != 0) {
+      warning(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
+        auto per = layers_per_chunk(m.layers, chunks);
+        return s.virtual_stages > 1
+                   ? fmt::format("{} layers over {} pipeline chunks (pp x virtual_stages = {} x {}): {}", m.layers,
+                                 chunks, s.pp, s.virtual_stages, chunk_ranges(per, "chunk"))
+                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, chunk_ranges(per, "stage"));
+      });
     }
 
     std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
     if (p_.t.global_batch % per_step != 0 || p_.t.global_batch < per_step) {
-      error(first_written({"micro_batch", "dp"}),
-            fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.t.global_batch, per_step));
+      error(first_written({"micro_batch", "dp"}), [&] {
+        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.t.global_batch, per_step);
+      });
     } else {
       grad_accum = p_.t.global_batch / per_step;
       if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)
-        error("virtual_stages",
-              fmt::format("virtual_stages = {} needs the micro-batches per step to be a multiple of pp = {}, got "
-                          "grad_accum = {}",
-                          s.virtual_stages, s.pp, grad_accum));
+        error("virtual_stages", [&] {
+          return fmt::format(
+              "virtual_stages = {} needs the micro-batches per step to be a multiple of pp = {}, got grad_accum = {}",
+              s.virtual_stages, s.pp, grad_accum);
+        });
     }
 
-    if (m.seq_len % s.cp != 0) error("cp", fmt::format("cp = {} does not divide seq_len = {}", s.cp, m.seq_len));
+    if (m.seq_len % s.cp != 0)
+      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, m.seq_len); });
 
     if (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)) {
-      error("shard", fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp));
+      error("shard", [&] { return fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp); });
     } else if (s.shard.k == shard_group::kind::node && shard_size(s, p_.c.gpus_per_node) == 0) {
-      error("shard", fmt::format("shard = node needs the data-parallel ranks of each node to form whole shard "
-                                 "groups; with order '{}', dp = {} and {} GPUs per node they do not",
-                                 to_string(s.order), s.dp, p_.c.gpus_per_node));
+      error("shard", [&] {
+        return fmt::format(
+            "shard = node needs the data-parallel ranks of each node to form whole shard groups; with order '{}', dp = "
+            "{} and {} GPUs per node they do not",
+            to_string(s.order), s.dp, p_.c.gpus_per_node);
+      });
     } else if (s.shard.k != shard_group::kind::all && s.zero == 0) {
-      warning("shard", fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)));
+      warning("shard", [&] { return fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)); });
     }
 
     if (s.sequence_parallel && s.tp == 1) {
       if (spec_ && spec_->sequence_parallel.is_set())
-        warning("sequence_parallel", "sequence_parallel = true has no effect with tp = 1; ignored");
+        warning("sequence_parallel", [&] { return "sequence_parallel = true has no effect with tp = 1; ignored"; });
       s.sequence_parallel = false;
     }
 
     if (s.ep > 1) {
       if (m.experts <= 1)
-        error("ep", fmt::format("ep = {} needs a model with experts, but model '{}' has experts = {}", s.ep, m.name,
-                                m.experts));
+        error("ep", [&] {
+          return fmt::format("ep = {} needs a model with experts, but model '{}' has experts = {}", s.ep, m.name,
+                             m.experts);
+        });
       else if (m.experts % s.ep != 0)
-        error("ep", fmt::format("ep = {} does not divide experts = {}", s.ep, m.experts));
+        error("ep", [&] { return fmt::format("ep = {} does not divide experts = {}", s.ep, m.experts); });
       if ((s.dp * s.cp) % s.ep != 0)
-        error("ep", fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp));
+        error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
     }
 
     if (out_ && legal_ && s.tp > 1 && p_.c.gpus_per_node > 0) {
       auto placed = rank_layout(s, p_.c.gpus_per_node).placement(axis::tp);
       if (placed.crosses_nodes())
-        warning("tp", fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp,
-                                  placed.nodes, gbits(p_.c.inter_node)));
+        warning("tp", [&] {
+          return fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp, placed.nodes,
+                             gbits(p_.c.inter_node));
+        });
     }
     return legal_;
   }
@@ -190,11 +212,17 @@ class rules {
   // Silent passes (is_legal, the search's hot loop) skip formatting warnings.
   [[nodiscard]] bool reporting() const { return out_ != nullptr && spec_ != nullptr; }
 
-  void error(std::string_view key, std::string message) {
+  // Messages are built only when reported: the silent passes (is_legal, the
+  // search's hot loop) meet millions of illegal candidates.
+  template <class F>
+  void error(std::string_view key, F const& message) {
     legal_ = false;
-    report(dsl::severity::error, key, std::move(message));
+    if (reporting()) report(dsl::severity::error, key, message());
   }
-  void warning(std::string_view key, std::string message) { report(dsl::severity::warning, key, std::move(message)); }
+  template <class F>
+  void warning(std::string_view key, F const& message) {
+    if (reporting()) report(dsl::severity::warning, key, message());
+  }
   void report(dsl::severity level, std::string_view key, std::string message) {
     if (!reporting()) return;
     dsl::diagnostic d;

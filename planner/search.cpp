@@ -94,6 +94,18 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return out;
 }
 
+// The divisors of `n` among `candidates` (ascending, holding every divisor
+// of n): n's divisors without a trial division.
+std::vector<std::int64_t> dividing(std::vector<std::int64_t> const& candidates, std::int64_t n) {
+  std::vector<std::int64_t> out;
+  if (n <= 0) return out;
+  for (auto d : candidates) {
+    if (d > n) break;
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
 template <class T>
 std::vector<T> sorted_unique(std::vector<T> v) {
   std::sort(v.begin(), v.end());
@@ -178,6 +190,9 @@ class space_view {
       : p_(p), spec_(spec), options_(o) {
     auto gpus = p.c.gpus();
     auto g = divisors(gpus);
+    gpu_divisors_ = g;
+    batch_divisors_ = divisors(p.t.global_batch);
+    layer_divisors_ = divisors(p.m.layers);
     tp_ = int_domain(spec.tp, 1, g, g);
     pp_ = int_domain(spec.pp, 1, g, g);
     cp_ = int_domain(spec.cp, 1, g, g);
@@ -259,7 +274,7 @@ class space_view {
     if (c.f == form::set) return c.values;
     std::vector<shard_group> out{shard_group{}};
     if (dp > 1) out.push_back(shard_group{shard_group::kind::node, 0});
-    for (auto d : divisors(dp)) {
+    for (auto d : dividing(gpu_divisors_, dp)) {
       if (d <= 1 || d >= dp) continue;
       if (c.f == form::range && (d < c.low || d > c.high)) continue;
       out.push_back(shard_group{shard_group::kind::size, d});
@@ -287,7 +302,7 @@ class space_view {
   // Interleaving only exists with pipelining: chunks of layers / pp.
   [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
     std::vector<std::int64_t> valid{1};
-    if (pp > 1 && p_.m.layers % pp == 0) valid = divisors(p_.m.layers / pp);
+    if (pp > 1 && p_.m.layers % pp == 0) valid = dividing(layer_divisors_, p_.m.layers / pp);
     auto automatic = capped(valid, options_.max_virtual_stages);
     return int_domain(spec_.virtual_stages, 1, valid, automatic);
   }
@@ -295,7 +310,7 @@ class space_view {
   // Ascending, which the memory cut-off in the search relies on.
   [[nodiscard]] std::vector<std::int64_t> micro_batch(std::int64_t dp) const {
     auto per_rank = p_.t.global_batch % dp == 0 ? p_.t.global_batch / dp : 0;
-    auto valid = divisors(per_rank);
+    auto valid = dividing(batch_divisors_, per_rank);
     return int_domain(spec_.micro_batch, 1, valid, capped(valid, options_.max_micro_batch));
   }
 
@@ -314,6 +329,10 @@ class space_view {
   std::vector<std::int64_t> tp_, pp_, cp_, ep_, zero_;
   std::vector<checkpoint_mode> checkpoint_;
   std::vector<rank_order> orders_;
+  // dp divides the GPUs, a rank's batch the global batch, a stage's layers
+  // the model's: their divisors are filtered from these, found once
+  // (trial division per structure costs seconds on huge clusters).
+  std::vector<std::int64_t> gpu_divisors_, batch_divisors_, layer_divisors_;
 };
 
 std::string structure_text(work_item const& w) {
@@ -480,6 +499,14 @@ class searcher {
   }
 
   void search_item(work_item const& w, thread_state& st) {
+    // dp x micro_batch must divide the global batch: a dp that does not
+    // makes every candidate of the structure illegal (a cluster far larger
+    // than the batch has millions of such structures).
+    if (w.dp <= 0 || p_.t.global_batch % w.dp != 0) {
+      st.illegal += w.candidates;
+      if (options_.explain) st.illegal_structures.push_back(w);
+      return;
+    }
     if (auto needs = structure_needs(w)) {
       st.structure_cut += w.candidates;
       if (options_.explain) st.memory_structures.emplace_back(w, *needs);
