@@ -146,13 +146,29 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
   for (auto const& tr : tries)
     if (tr.second.time && tr.second.time->step < t.step && (!best || tr.second.time->step < best->second.time->step))
       best = &tr;
+  bool const gradient_sync = e->group == comm_group::dp || e->group == comm_group::shard ||
+                             e->group == comm_group::replicate;
   if (best) {
     out.push_back(fmt::format("{}; the best verified change is {}: {}", head, best->first,
                               faster(best->second.time->step, t.step)));
+  } else if (gradient_sync && !p.t.overlap_grad_sync) {
+    out.push_back(fmt::format("{}; fewer GPUs make it smaller", head));
   } else {
     out.push_back(fmt::format("{}; a larger micro-batch or more gradient accumulation gives the backward more time "
                               "to hide it, fewer GPUs make it smaller",
                               head));
+  }
+  // A sync that waits for the whole backward is the framework's choice, not
+  // the strategy's: say what overlapping it would give.
+  if (gradient_sync && !p.t.overlap_grad_sync) {
+    program overlapped = p;
+    overlapped.t.overlap_grad_sync = true;
+    auto v = try_variant(overlapped, spec, base, model);
+    if (v.time && v.time->step < t.step)
+      out.push_back(fmt::format(
+          "the gradient sync starts after the backward (training.overlap_grad_sync = false); overlapping it with the "
+          "backward (DDP's buckets, FSDP, Megatron's --overlap-grad-reduce) gives {}",
+          faster(v.time->step, t.step)));
   }
 }
 

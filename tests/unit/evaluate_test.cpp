@@ -129,3 +129,24 @@ TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
   CHECK(lines.back().rfind("at 16 GPUs ", 0) == 0);
 }
 
+
+TEST_CASE("a gradient sync after the backward: the advice says what overlapping it gives, never that the backward hides it") {
+  auto p = seven_b_two_nodes();
+  p.t.grad_precision = precision::fp32;
+  p.t.overlap_grad_sync = false;
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  for (auto const& a : pl.advice) INFO(a);
+  REQUIRE(pl.time);
+  CHECK(any_contains(pl.advice, "communication dominates: dp traffic over the 100 Gbit/s inter-node link exposes "));
+  CHECK_FALSE(any_contains(pl.advice, "gives the backward more time to hide it"));
+  CHECK(any_contains(pl.advice,
+                     "the gradient sync starts after the backward (training.overlap_grad_sync = false); overlapping it "
+                     "with the backward (DDP's buckets, FSDP, Megatron's --overlap-grad-reduce) gives step "));
+  // The figure it names is the re-costed program's.
+  p.t.overlap_grad_sync = true;
+  auto const overlapped = evaluate(p, strategy_spec{}, current(), model, "current");
+  REQUIRE(overlapped.time);
+  CHECK(any_contains(pl.advice, "gives step " + to_string(overlapped.time->step) + " instead of " +
+                                    to_string(pl.time->step)));
+}
