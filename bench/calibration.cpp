@@ -285,10 +285,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     } else {
       c.device = *g;
       c.name = g->name;
-      c.intra_node = g->intra_node;
-      c.intra_latency = g->intra_latency;
-      c.inter_latency = g->inter_latency;
-      c.comm_efficiency = g->comm_efficiency;
+      use_gpu_defaults(c);
       if (auto l = parse_link(row["intra_node"], c.gpus_per_node, false)) c.intra_node = *l;
       if (auto l = parse_link(row["inter_node"], c.gpus_per_node, true)) {
         c.inter_node = *l;
@@ -393,14 +390,12 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     auto gpus = integer(multi ? row["# GPUs"] : row["# GPUs"]).value_or(0);
     cluster& c = run.prog.c;
     c.device = *catalog_gpu("A100_SXM_80GB");
+    use_gpu_defaults(c);
     c.name = "vtrain";
     c.gpus_per_node = std::min<std::int64_t>(8, gpus);
     c.nodes = c.gpus_per_node > 0 ? gpus / c.gpus_per_node : 0;
     c.intra_node = bandwidth(150e9);
     c.inter_node = bandwidth(800e9 / 8);
-    c.intra_latency = c.device.intra_latency;
-    c.inter_latency = c.device.inter_latency;
-    c.comm_efficiency = c.device.comm_efficiency;
     strategy& s = run.s;
     s.tp = integer(row["tensor parallelism"]).value_or(1);
     s.dp = integer(row["data parallelism"]).value_or(1);

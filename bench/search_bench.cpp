@@ -53,11 +53,8 @@ program problem(model m, std::int64_t nodes, bandwidth inter, std::int64_t globa
   p.c.nodes = nodes;
   p.c.gpus_per_node = 8;
   p.c.device = h100();
-  p.c.intra_node = 450_GBps;
+  use_gpu_defaults(p.c);
   p.c.inter_node = inter;
-  p.c.intra_latency = p.c.device.intra_latency;
-  p.c.inter_latency = p.c.device.inter_latency;
-  p.c.comm_efficiency = p.c.device.comm_efficiency;
   p.t.global_batch = global_batch;
   return p;
 }

@@ -386,10 +386,7 @@ planner::cluster cluster_builder::build() const {
     throw error(fmt::format("{} is missing required {}", describe("cluster", c.name), absent));
   if (c.nodes > INT64_MAX / c.gpus_per_node)
     throw error(fmt::format("{} has more GPUs than fit in 64 bits", describe("cluster", c.name)));
-  if (!c.keys.count("intra_node")) c.intra_node = c.device.intra_node;
-  if (!c.keys.count("intra_latency")) c.intra_latency = c.device.intra_latency;
-  if (!c.keys.count("inter_latency")) c.inter_latency = c.device.inter_latency;
-  if (!c.keys.count("comm_efficiency")) c.comm_efficiency = c.device.comm_efficiency;
+  use_gpu_defaults(c);
   if (c.nodes > 1 && !c.keys.count("inter_node"))
     throw error(fmt::format(
         "{} has {} nodes but no 'inter_node' bandwidth (e.g. 'inter_node = 8 x 400 Gbit/s')",

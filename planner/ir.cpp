@@ -72,6 +72,13 @@ std::string to_string(rank_order const& o) {
   return fmt::format("{}-{}-{}-{}", name(o[0]), name(o[1]), name(o[2]), name(o[3]));
 }
 
+void use_gpu_defaults(cluster& c) {
+  if (!c.keys.count("intra_node")) c.intra_node = c.device.intra_node;
+  if (!c.keys.count("intra_latency")) c.intra_latency = c.device.intra_latency;
+  if (!c.keys.count("inter_latency")) c.inter_latency = c.device.inter_latency;
+  if (!c.keys.count("comm_efficiency")) c.comm_efficiency = c.device.comm_efficiency;
+}
+
 double grad_element_bytes(model const& m, training const& t) {
   if (t.grad_precision) return *t.grad_precision == precision::fp32 ? 4 : 2;
   return m.prec == precision::fp32 ? 4 : 2;

@@ -121,6 +121,11 @@ struct cluster {
   [[nodiscard]] std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
+/// Gives `c` its GPU's intra_node, latencies and comm_efficiency where its
+/// block does not write them (`c.keys`): what lowering and the C++ API do
+/// once the GPU is known.
+void use_gpu_defaults(cluster& c);
+
 struct training {
   span where;
   std::int64_t global_batch = 0;  ///< sequences per optimizer step

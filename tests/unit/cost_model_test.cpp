@@ -36,11 +36,8 @@ program two_nodes(std::int64_t nodes = 2, std::int64_t per_node = 8) {
   p.c.nodes = nodes;
   p.c.gpus_per_node = per_node;
   p.c.device = *catalog_gpu("H100_SXM");
-  p.c.intra_node = 450_GBps;
+  use_gpu_defaults(p.c);
   p.c.inter_node = 100_Gbitps;
-  p.c.intra_latency = p.c.device.intra_latency;
-  p.c.inter_latency = p.c.device.inter_latency;
-  p.c.comm_efficiency = p.c.device.comm_efficiency;
   p.t.global_batch = 256;
   return p;
 }

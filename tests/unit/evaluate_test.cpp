@@ -19,11 +19,8 @@ program seven_b_two_nodes() {
   p.c.nodes = 2;
   p.c.gpus_per_node = 8;
   p.c.device = *catalog_gpu("H100_SXM");
-  p.c.intra_node = 450_GBps;
+  use_gpu_defaults(p.c);
   p.c.inter_node = 100_Gbitps;
-  p.c.intra_latency = p.c.device.intra_latency;
-  p.c.inter_latency = p.c.device.inter_latency;
-  p.c.comm_efficiency = p.c.device.comm_efficiency;
   p.t.global_batch = 256;
   return p;
 }
