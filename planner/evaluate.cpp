@@ -178,7 +178,7 @@ void advise_checkpointing(program const& p, strategy_spec const& spec, plan cons
   std::string text;
   if (pl.s.checkpoint != checkpoint_mode::none)
     text = fmt::format("checkpoint = {} costs {} of recomputation", name(pl.s.checkpoint), to_string(t.recompute));
-  for (auto mode : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full}) {
+  for (auto mode : checkpoint_modes) {
     if (mode == pl.s.checkpoint) continue;
     // Only modes that recompute less than the current one trade memory for time.
     bool const cheaper = recompute_rank(mode) < recompute_rank(pl.s.checkpoint);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dtplan::planner {
 
 char const* name(precision p) {
@@ -41,13 +43,8 @@ char const* name(cross_entropy_kind c) {
   return "?";
 }
 int recompute_rank(checkpoint_mode c) {
-  switch (c) {
-    case checkpoint_mode::none: return 0;
-    case checkpoint_mode::selective: return 1;
-    case checkpoint_mode::ops: return 2;
-    case checkpoint_mode::full: return 3;
-  }
-  return 0;
+  auto const at = std::find(checkpoint_modes.begin(), checkpoint_modes.end(), c);
+  return static_cast<int>(at - checkpoint_modes.begin());
 }
 char const* name(axis a) {
   switch (a) {

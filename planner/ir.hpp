@@ -42,9 +42,12 @@ char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
 char const* name(cross_entropy_kind);
-/// The order of checkpoint modes by how much they recompute (and, for
-/// dense transformers, how little they keep): none 0, selective 1, ops 2,
-/// full 3.
+/// Every checkpoint mode, by how much it recomputes (and, for dense
+/// transformers, how little it keeps): the order the search, the advice and
+/// the check's fixes try them in.
+inline constexpr std::array<checkpoint_mode, 4> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,
+                                                                 checkpoint_mode::ops, checkpoint_mode::full};
+/// A mode's place in `checkpoint_modes`: none 0, selective 1, ops 2, full 3.
 int recompute_rank(checkpoint_mode);
 char const* name(axis);
 

@@ -202,7 +202,7 @@ class space_view {
     zero_ = int_domain(spec.zero, 0, zeros, zeros);
     using cform = key_choice<checkpoint_mode>::form;
     if (spec.checkpoint.f == cform::any || spec.checkpoint.f == cform::range)
-      checkpoint_ = {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full};
+      checkpoint_.assign(checkpoint_modes.begin(), checkpoint_modes.end());
     else if (spec.checkpoint.f == cform::set) {
       checkpoint_ = sorted_unique(spec.checkpoint.values);
       std::stable_sort(checkpoint_.begin(), checkpoint_.end(),
