@@ -122,13 +122,9 @@ void report(std::vector<calibration_run> const& runs, analytic_cost_model const&
   for (auto const& r : acc.rows)
     fmt::print("{:<52} {:>4} {:>10} {:>10} {:>+7.1f}% {:>10.0f} {:>10.0f}\n", r.id, r.tier, to_string(r.measured),
                to_string(r.predicted), 100 * r.error, r.measured_tokens_per_gpu, r.predicted_tokens_per_gpu);
-  std::size_t a = 0, within = 0;
-  for (auto const& r : acc.rows) {
-    a += r.tier == 'A';
-    within += std::fabs(r.error) <= 0.25;
-  }
   fmt::print("\n{} runs costed ({} tier A): median |error| {:.1f} %, worst {:.1f} % ({}), {} of {} within 25 %\n",
-             acc.rows.size(), a, 100 * acc.median, 100 * acc.worst, acc.worst_id, within, acc.rows.size());
+             acc.rows.size(), acc.tier_a, 100 * acc.median, 100 * acc.worst, acc.worst_id, acc.within_target,
+             acc.rows.size());
   fmt::print("tier A: median |error| {:.1f} %, worst {:.1f} %\n", 100 * acc.median_a, 100 * acc.worst_a);
   std::size_t skipped = 0;
   for (auto const& r : runs) skipped += !r.representable();
@@ -222,10 +218,8 @@ int main(int argc, char** argv) {
     for (char const* file : {"ground_truth_single.csv", "ground_truth_multi.csv"}) {
       auto v = bench::load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/" + file);
       auto const acc = bench::measure_accuracy(v, model);
-      std::size_t within = 0;
-      for (auto const& r : acc.rows) within += std::fabs(r.error) <= 0.25;
       fmt::print("\nvtrain/{}: {} runs, median |error| {:.1f} %, worst {:.1f} % ({}), {} within 25 %\n", file,
-                 acc.rows.size(), 100 * acc.median, 100 * acc.worst, acc.worst_id, within);
+                 acc.rows.size(), 100 * acc.median, 100 * acc.worst, acc.worst_id, acc.within_target);
     }
   }
   return 0;

@@ -450,6 +450,7 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
     p.predicted_tokens_per_gpu = tokens / t.step.value() / gpus;
     all.push_back(std::fabs(p.error));
     if (r.tier == 'A') tier_a.push_back(std::fabs(p.error));
+    out.within_target += std::fabs(p.error) <= 0.25;
     if (std::fabs(p.error) > out.worst) {
       out.worst = std::fabs(p.error);
       out.worst_id = p.id;
@@ -459,6 +460,7 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
   out.median = median_of(all);
   out.median_a = median_of(tier_a);
   out.worst_a = tier_a.empty() ? 0 : *std::max_element(tier_a.begin(), tier_a.end());
+  out.tier_a = tier_a.size();
   return out;
 }
 

@@ -87,6 +87,8 @@ struct accuracy_summary {
   double median = 0, worst = 0;      ///< all representable runs
   double median_a = 0, worst_a = 0;  ///< tier A only
   std::string worst_id;
+  std::size_t within_target = 0;  ///< runs within COSTMODEL.md's 25 %
+  std::size_t tier_a = 0;         ///< tier A runs costed
 };
 
 /// Costs every representable run with `model` and summarises the errors.
