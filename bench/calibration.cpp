@@ -1,5 +1,6 @@
 #include "bench/calibration.hpp"
 
+#include "dsl/source.hpp"
 #include "planner/lower.hpp"
 
 #include <fmt/format.h>
@@ -8,11 +9,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 
 namespace dtplan::bench {
@@ -46,11 +45,9 @@ std::optional<std::int64_t> integer(std::string_view text) {
 }
 
 std::string read_file(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("cannot read '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = dsl::read_file(path);
+  if (!text) throw std::runtime_error(fmt::format("cannot read '{}'", path));
+  return *text;
 }
 
 // Column lookup by header name.

@@ -5,11 +5,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +16,7 @@
 #include "codegen/report.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
+#include "dsl/source.hpp"
 #include "planner/evaluate.hpp"
 #include "planner/lower.hpp"
 #include "planner/search.hpp"
@@ -196,12 +195,7 @@ std::optional<std::string> read_file(std::string const& path) {
   if (path == "-") {
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
+  return dsl::read_file(path);
 }
 
 struct run {

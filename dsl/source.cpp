@@ -1,6 +1,8 @@
 #include "dsl/source.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 namespace dtplan::dsl {
 
@@ -37,6 +39,15 @@ std::string_view source_manager::text(span s) const {
   auto t = files_[s.file]->text();
   if (s.begin > t.size()) return {};
   return t.substr(s.begin, std::min<std::size_t>(s.end, t.size()) - s.begin);
+}
+
+std::optional<std::string> read_file(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
 }
 
 }  // namespace dtplan::dsl

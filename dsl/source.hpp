@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,5 +59,9 @@ class source_manager {
  private:
   std::vector<std::unique_ptr<source_file>> files_;
 };
+
+/// The bytes of the file at `path`, as they are (no newline translation);
+/// nullopt when it cannot be opened or read.
+std::optional<std::string> read_file(std::string const& path);
 
 }  // namespace dtplan::dsl

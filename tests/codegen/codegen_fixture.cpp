@@ -10,9 +10,7 @@
 //   codegen_fixture strategies FILE   the fixed strategies of a .dtp file
 #include <fmt/format.h>
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "codegen/emit.hpp"
@@ -31,12 +29,10 @@ std::optional<codegen::fixtures::fixture> from_file(std::string const& name) {
   auto colon = name.rfind(':');
   auto path = colon == std::string::npos || colon < name.rfind(".dtp") ? name : name.substr(0, colon);
   auto wanted = path == name ? std::string() : name.substr(colon + 1);
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = dsl::read_file(path);
+  if (!text) return std::nullopt;
   dsl::source_manager sources;
-  auto id = sources.add(path, text.str());
+  auto id = sources.add(path, *text);
   dsl::diagnostics diags;
   auto p = planner::load(sources, id, {}, diags);
   if (!p) {
@@ -75,12 +71,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (cmd == "strategies") {
-    std::ifstream in(argv[2]);
-    std::stringstream text;
-    text << in.rdbuf();
+    auto text = dsl::read_file(argv[2]);
+    if (!text) return 2;
     dsl::source_manager sources;
     dsl::diagnostics diags;
-    auto p = planner::load(sources, sources.add(argv[2], text.str()), {}, diags);
+    auto p = planner::load(sources, sources.add(argv[2], *text), {}, diags);
     if (!p) return 2;
     for (auto const& spec : p->strategies)
       if (!spec.is_free() && !spec.name.empty()) fmt::print("{}\n", spec.name);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../codegen/fixtures.hpp"
+#include "dsl/source.hpp"
 #include "codegen/emit.hpp"
 #include "codegen/graphviz.hpp"
 #include "codegen/launch.hpp"
@@ -28,12 +29,7 @@ std::vector<std::string> lines(std::string const& text) {
 
 bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
 
-std::string read(fs::path const& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(fs::path const& p) { return dsl::read_file(p.string()).value_or(std::string()); }
 
 }  // namespace
 

@@ -1,9 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 
 #include "dsl/diagnostics.hpp"
+#include "dsl/source.hpp"
 #include "planner/embedded.hpp"
 #include "planner/lower.hpp"
 
@@ -23,11 +22,9 @@ planner::program load_text(std::string const& text) {
 }
 
 planner::program load_plan(char const* name) {
-  std::ifstream in(std::string(DTPLAN_SOURCE_DIR) + "/plans/" + name);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_text(text.str());
+  auto text = dsl::read_file(std::string(DTPLAN_SOURCE_DIR) + "/plans/" + name);
+  REQUIRE(text);
+  return load_text(*text);
 }
 
 std::vector<std::string> key_names(planner::key_spans const& keys) {

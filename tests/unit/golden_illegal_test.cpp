@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dsl/diagnostics.hpp"
+#include "dsl/source.hpp"
 #include "planner/check.hpp"
 #include "planner/lower.hpp"
 
@@ -17,12 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(fs::path const& p) { return dsl::read_file(p.string()).value_or(std::string()); }
 
 struct outcome {
   std::string diags;

@@ -20,12 +20,7 @@ using namespace dtplan;
 
 namespace {
 
-std::string read(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(fs::path const& p) { return dsl::read_file(p.string()).value_or(std::string()); }
 
 // The diagnostics `dtplan FILE` prints for a file, located by its path
 // relative to the repository so the text is the same in every checkout.

@@ -1,8 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -526,10 +524,9 @@ TEST_CASE("every plan in plans/ lowers, with a fixed and a free strategy") {
   REQUIRE(plans.size() >= 6);
   for (auto const& path : plans) {
     INFO(path.filename().string());
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto r = lower_text(text.str());
+    auto text = dsl::read_file(path.string());
+    REQUIRE(text);
+    auto r = lower_text(*text);
     CHECK(r.errors.empty());
     REQUIRE(r.p);
     bool fixed = false, free = false;
