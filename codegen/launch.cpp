@@ -55,11 +55,17 @@ std::string nccl_env(planner::program const& p, planner::plan const& pl, std::st
   return o;
 }
 
-std::string build_block() {
-  return "if [ ! -x \"$SKELETON/build/train_step\" ]; then\n"
-         "  cmake -S \"$SKELETON\" -B \"$SKELETON/build\" -DCMAKE_BUILD_TYPE=Release\n"
-         "  cmake --build \"$SKELETON/build\" -j\n"
-         "fi\n";
+// What both scripts do once they know $BUNDLE: the NCCL environment, then
+// the skeleton built if it is not yet.
+std::string skeleton_setup(planner::program const& p, planner::plan const& pl, std::string& exported) {
+  std::string o = "SKELETON=\"$BUNDLE/skeleton\"\n";
+  o += nccl_env(p, pl, exported);
+  o += "\n";
+  o += "if [ ! -x \"$SKELETON/build/train_step\" ]; then\n"
+       "  cmake -S \"$SKELETON\" -B \"$SKELETON/build\" -DCMAKE_BUILD_TYPE=Release\n"
+       "  cmake --build \"$SKELETON/build\" -j\n"
+       "fi\n";
+  return o;
 }
 
 std::int64_t world(planner::plan const& pl) { return pl.s.dp * pl.s.tp * pl.s.cp * pl.s.pp; }
@@ -84,11 +90,8 @@ std::string slurm_script(planner::program const& p, planner::plan const& pl) {
   o += "# The bundle must sit on a file system every node sees: the batch step\n";
   o += "# builds the skeleton once and every task runs that binary.\n";
   o += "BUNDLE=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n";
-  o += "SKELETON=\"$BUNDLE/skeleton\"\n";
   std::string exported;
-  o += nccl_env(p, pl, exported);
-  o += "\n";
-  o += build_block();
+  o += skeleton_setup(p, pl, exported);
   o += fmt::format(
       "\n# One task per GPU; train_step reads its rank from MPI (srun's PMIx) and\n"
       "# picks GPU local_rank. Without PMIx support, add --no-mpi.\n"
@@ -111,11 +114,8 @@ std::string mpirun_script(planner::program const& p, planner::plan const& pl) {
   o += "HOSTFILE=\"$1\"\n";
   o += "shift\n";
   o += "BUNDLE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")/..\" && pwd)\"\n";
-  o += "SKELETON=\"$BUNDLE/skeleton\"\n";
   std::string exported;
-  o += nccl_env(p, pl, exported);
-  o += "\n";
-  o += build_block();
+  o += skeleton_setup(p, pl, exported);
   o += fmt::format(
       "\nmpirun -np {} --hostfile \"$HOSTFILE\" --map-by ppr:{}:node --bind-to none \\\n"
       "  {} \\\n"
