@@ -25,7 +25,7 @@ struct gemm_shape {
 /// scale with experts_per_token).
 std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy const& s);
 
-/// Addition (opsac helper): per GEMM of layer_gemms, the output columns the
+/// Per GEMM of layer_gemms, the output columns the
 /// backward recomputes before its own GEMMs: all under full checkpointing;
 /// under `ops` the k projection's slice of qkv, the o projection and the
 /// MLP's second matmul (SwiGLU's up half of mlp-up, or GELU's mlp-down);

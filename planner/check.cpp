@@ -191,7 +191,7 @@ class rules {
         error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
     }
 
-    if (out_ && legal_ && s.tp > 1 && p_.c.gpus_per_node > 0) {
+    if (reporting() && legal_ && s.tp > 1 && p_.c.gpus_per_node > 0) {
       auto placed = rank_layout(s, p_.c.gpus_per_node).placement(axis::tp);
       if (placed.crosses_nodes())
         warning("tp", [&] {

@@ -179,7 +179,7 @@ class training_builder {
   training_builder& global_batch(std::int64_t v);
   training_builder& base_lr(double v);
   training_builder& base_batch(std::int64_t v);
-  /// `cross_entropy = fused | unfused` (addition, opsac helper).
+  /// `cross_entropy = fused | unfused`.
   training_builder& cross_entropy(cross_entropy_kind v);
   /// bf16, fp16 or fp32 (fp8 is no gradient precision: throws).
   training_builder& grad_precision(precision v);

@@ -75,7 +75,7 @@ struct model {
   std::int64_t experts_per_token = 1;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
-  /// pretraining use none). Addition (memory helper); not yet a DSL key.
+  /// pretraining use none). The model key `dropout`, an extension of DSL.md.
   bool dropout = false;
   key_spans keys;
 };
@@ -134,7 +134,7 @@ struct training {
   std::int64_t global_batch = 0;  ///< sequences per optimizer step
   std::optional<double> base_lr;
   std::optional<std::int64_t> base_batch;
-  /// Addition (opsac helper): how the loss is computed (memory at the loss).
+  /// How the loss is computed (what the loss moment holds).
   cross_entropy_kind cross_entropy = cross_entropy_kind::fused;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's

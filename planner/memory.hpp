@@ -28,11 +28,9 @@ struct memory_breakdown {
   bytes total;        ///< the sum of the five above
   std::int64_t in_flight = 1;  ///< micro-batches whose activations stage 0 holds at once
   std::vector<memory_term> detail;
-  // Additions (memory helper):
   std::int64_t stage = 0;         ///< the most loaded pipeline stage these figures are for
   std::int64_t stage_layers = 0;  ///< transformer layers on that stage
   std::string stage_note;         ///< "stage 0 of 4 (embedding, 8 layers)"
-  // Addition (opsac helper):
   /// The moment of the step these figures describe: "the loss (end of the
   /// forward, start of the backward)" or "the backward of a layer",
   /// whichever needs more; set with or without `detail` (a literal, so the
