@@ -10,6 +10,11 @@
 
 namespace dtplan::planner {
 
+/// Every divisor of `n`, ascending; none for n <= 0. Any 64-bit n in
+/// microseconds (factorised, not trial-divided), so a huge global_batch or
+/// GPU count never stalls the search.
+std::vector<std::int64_t> divisors(std::int64_t n);
+
 /// Every knob of the search, in one place.
 struct search_options {
   int top = 5;                ///< plans to return, best first
@@ -78,6 +83,11 @@ struct search_result {
 /// dense model). A range keeps the values of that domain inside it (without
 /// the caps); a set is taken as written.
 strategy_spec search_everything(std::string name = "search");
+
+/// search_everything() anchored at `p`'s model block: the space the driver
+/// searches when a file has no free strategy, so that the warnings of its
+/// plans and its "no valid plan" point into the file.
+strategy_spec whole_space(program const& p);
 
 /// Finds the fastest valid plans of `space` under `model`: exhaustive over
 /// the space, pruned only by legality and by bounds that cannot discard the

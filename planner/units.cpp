@@ -4,6 +4,16 @@
 
 namespace dtplan::planner {
 
+std::string grouped(std::int64_t n) {
+  auto const digits = fmt::format("{}", n < 0 ? -static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n));
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string three_digits(double v) {
   if (v == 0 || !std::isfinite(v)) return fmt::format("{}", v);
   double mag = std::floor(std::log10(std::fabs(v)));

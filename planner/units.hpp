@@ -110,6 +110,8 @@ std::string to_string(flop_rate v);
 std::string to_string(bandwidth v);
 /// Three significant digits, without trailing exponent noise ("1.96", "118", "0.0312").
 std::string three_digits(double v);
+/// A count with thousands separators ("12,288").
+std::string grouped(std::int64_t n);
 
 }  // namespace dtplan::planner
 

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
+#include <vector>
+
 #include "planner/search.hpp"
 #include "tests/unit/search_fixtures.hpp"
 
@@ -315,4 +318,32 @@ TEST_CASE("search of an empty or impossible space returns no plan") {
   auto zero_top = search(two_nodes(), search_everything(), model, with_threads(2, 0));
   CHECK(zero_top.best.empty());
   CHECK(zero_top.stats.valid > 0);
+}
+
+TEST_CASE("divisors: exact for small numbers, large primes and the 64-bit edge") {
+  using v = std::vector<std::int64_t>;
+  CHECK(divisors(0).empty());
+  CHECK(divisors(-12).empty());
+  CHECK(divisors(1) == v{1});
+  CHECK(divisors(12) == v{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(2048) == v{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048});
+  // Every n up to 3,000 against trial division.
+  for (std::int64_t n = 1; n <= 3000; ++n) {
+    v expected;
+    for (std::int64_t d = 1; d <= n; ++d)
+      if (n % d == 0) expected.push_back(d);
+    REQUIRE(divisors(n) == expected);
+  }
+  // A Mersenne prime, a product of two 30-bit primes, a power of two, and
+  // 2^63 - 1 = 7^2 x 73 x 127 x 337 x 92737 x 649657 (3 x 2^5 = 96 divisors).
+  CHECK(divisors(2305843009213693951) == v{1, 2305843009213693951});
+  CHECK(divisors(998244353LL * 1000000007LL) == v{1, 998244353, 1000000007, 998244353LL * 1000000007LL});
+  CHECK(divisors(std::int64_t{1} << 62).size() == 63);
+  auto const top = divisors(std::numeric_limits<std::int64_t>::max());
+  REQUIRE(top.size() == 96);
+  CHECK(top[1] == 7);
+  CHECK(top[2] == 49);
+  CHECK(top[3] == 73);
+  CHECK(top[94] == std::numeric_limits<std::int64_t>::max() / 7);
+  for (auto d : top) CHECK(std::numeric_limits<std::int64_t>::max() % d == 0);
 }
