@@ -108,6 +108,11 @@ struct gpu {
   key_spans keys;
 };
 
+/// The largest node and cluster dtplan plans: far beyond any machine built,
+/// and small enough that every placement is exact and quick to work out.
+constexpr std::int64_t max_gpus_per_node = 4096;
+constexpr std::int64_t max_gpus = std::int64_t{1} << 24;
+
 struct cluster {
   std::string name;
   span where;

@@ -1,6 +1,7 @@
 #include "planner/layout.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -139,26 +140,36 @@ std::vector<char> rank_layout::start_offsets(std::vector<std::pair<std::int64_t,
 
 group_placement rank_layout::worst_strided(std::vector<char> const& offsets, std::int64_t stride,
                                            std::int64_t n) const {
+  auto const g = gpus_per_node_;
   group_placement worst;
   worst.size = n;
   worst.nodes = 0;
   worst.max_per_node = 0;
-  for (std::int64_t rho = 0; rho < gpus_per_node_; ++rho) {
+  for (std::int64_t rho = 0; rho < g; ++rho) {
     if (!offsets[static_cast<std::size_t>(rho)]) continue;
-    // Member k is on node (rho + k x stride) / g: nondecreasing in k.
+    // Member k sits at rho + k x stride, on node (rho + k x stride) / g.
     group_placement p;
     p.size = n;
-    p.nodes = 0;
-    p.max_per_node = 0;
-    std::int64_t node = -1, run = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-      auto const at = (rho + k * stride) / gpus_per_node_;
-      if (at != node) {
-        ++p.nodes;
-        node = at;
-        run = 0;
-      }
-      p.max_per_node = std::max(p.max_per_node, ++run);
+    if (n <= 1 || stride >= g) {
+      // One member per node.
+      p.nodes = std::max<std::int64_t>(1, n);
+      p.max_per_node = std::min<std::int64_t>(1, n);
+    } else {
+      // Members closer than a node: every node from 0 to the last member's
+      // holds some. Node j holds the k with j g <= rho + k stride < (j+1) g.
+      auto const last = (rho + (n - 1) * stride) / g;
+      p.nodes = last + 1;
+      auto first_member = [&](std::int64_t j) {  // the first k at or after node j
+        auto const from = j * g - rho;
+        return from <= 0 ? 0 : std::min(n, (from + stride - 1) / stride);
+      };
+      auto held = [&](std::int64_t j) { return first_member(j + 1) - first_member(j); };
+      p.max_per_node = std::max(held(0), held(last));
+      // The nodes between hold floor or ceil of g / stride members, in a
+      // pattern that repeats every stride / gcd(g, stride) nodes: one period
+      // holds every count the rest do.
+      auto const period = stride / std::gcd(g, stride);
+      for (std::int64_t j = 1; j < last && j <= period; ++j) p.max_per_node = std::max(p.max_per_node, held(j));
     }
     if (p.nodes > worst.nodes || (p.nodes == worst.nodes && p.max_per_node > worst.max_per_node)) worst = p;
   }

@@ -1,4 +1,5 @@
 #include "planner/lower.hpp"
+#include "planner/params.hpp"
 
 #include <fmt/format.h>
 
@@ -857,6 +858,10 @@ std::optional<model> lowerer::finish_model(std::size_t i) {
                              m.experts));
     ok = false;
   }
+  if (ok && count_params(m).saturated) {
+    diags_.error(m.where, fmt::format("{} has more parameters than fit in 64 bits", describe(e)));
+    ok = false;
+  }
   if (!ok) return std::nullopt;
   return m;
 }
@@ -922,8 +927,24 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   auto device = finish_gpu(*g);
   if (!device) return std::nullopt;
   c.device = *device;
-  if (c.nodes > INT64_MAX / c.gpus_per_node) {
-    diags_.error(c.where, fmt::format("{} has more GPUs than fit in 64 bits", describe(e)));
+  // Bounds far beyond any machine built (the largest scale-up domains hold
+  // hundreds of GPUs, the largest clusters a few hundred thousand) that keep
+  // every placement the planner works out exact and quick.
+  if (c.gpus_per_node > max_gpus_per_node) {
+    diags_.error(user_key(c.keys, "gpus_per_node", "gpus_per_node", c.where),
+                 fmt::format("gpus_per_node = {}: dtplan plans nodes of at most {} GPUs", c.gpus_per_node,
+                             grouped(max_gpus_per_node)));
+    return std::nullopt;
+  }
+  if (c.nodes > max_gpus / c.gpus_per_node) {
+    __extension__ using wide = unsigned __int128;
+    auto const total = wide(c.nodes) * wide(c.gpus_per_node);
+    // fmt has no 128-bit formatting in every version; the product has at
+    // most 76 bits here, so it prints as a decimal string built by hand.
+    std::string digits;
+    for (auto v = total; v > 0; v /= 10) digits.insert(digits.begin(), static_cast<char>('0' + int(v % 10)));
+    diags_.error(c.where, fmt::format("{} has {} x {} = {} GPUs; dtplan plans clusters of at most {} GPUs",
+                                      describe(e), c.nodes, c.gpus_per_node, digits, grouped(max_gpus)));
     return std::nullopt;
   }
   use_gpu_defaults(c);
@@ -1010,6 +1031,13 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     auto c = finish_cluster(*ci);
     if (c) p.c = *c;
     ok = ok && c.has_value();
+  }
+  // Tokens per step (global_batch x seq_len) are counted in 64 bits.
+  if (ok && mi && p.m.seq_len > 0 && p.t.global_batch > INT64_MAX / p.m.seq_len) {
+    diags_.error(user_key(p.t.keys, "global_batch", "global_batch", p.t.where),
+                 fmt::format("global_batch = {} sequences of {} tokens: more tokens per step than fit in 64 bits",
+                             p.t.global_batch, p.m.seq_len));
+    ok = false;
   }
   std::size_t unnamed = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <type_traits>
 
@@ -69,8 +70,12 @@ model_state model_state_bytes(double params, precision prec, optimizer_kind opt,
 }
 
 std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) {
-  std::int64_t const multiple = 128 * std::max<std::int64_t>(1, tp);
-  return (vocab + multiple - 1) / multiple * multiple;
+  // In 128 bits, held below 2^63: an absurd vocab or tp pads to the largest
+  // count, never wraps to a negative one.
+  __extension__ using wide = __int128;
+  wide const multiple = wide{128} * std::max<std::int64_t>(1, tp);
+  wide const padded = (wide{std::max<std::int64_t>(0, vocab)} + multiple - 1) / multiple * multiple;
+  return static_cast<std::int64_t>(std::min<wide>(padded, std::numeric_limits<std::int64_t>::max()));
 }
 
 std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks) {

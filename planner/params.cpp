@@ -11,10 +11,9 @@ namespace {
 // saturated, so an absurd model gives huge counts, never overflow.
 __extension__ typedef __int128 wide;
 
-std::int64_t clamp64(wide v) {
-  constexpr wide top = std::numeric_limits<std::int64_t>::max();
-  return static_cast<std::int64_t>(std::clamp<wide>(v, 0, top));
-}
+constexpr wide top64 = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t clamp64(wide v) { return static_cast<std::int64_t>(std::clamp<wide>(v, 0, top64)); }
 
 }  // namespace
 
@@ -30,6 +29,21 @@ param_counts count_params(model const& m) {
   wide const active = std::min<wide>(experts, std::max<std::int64_t>(1, m.experts_per_token));
   wide const layers = std::max<std::int64_t>(0, m.layers);
   wide const vocab = std::max<std::int64_t>(0, m.vocab);
+
+  // The largest product below, estimated in double: beyond 2^120 the
+  // 128-bit arithmetic itself could overflow, and every count saturates.
+  double const estimate = double(layers) * (4.0 * double(h) * double(h) + 3.0 * double(experts) * double(h) * double(ffn) +
+                                            double(h) * double(experts) + 6.0 * double(h)) +
+                          2.0 * double(vocab) * double(h) + 3.0 * double(experts) * (double(ffn) + double(h));
+  if (estimate > 0x1p120) {
+    constexpr auto most = std::numeric_limits<std::int64_t>::max();
+    c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = most;
+    c.per_layer = c.total = c.matmul = most;
+    if (m.tied_embeddings) c.output = 0;
+    if (experts == 1) c.router = 0;
+    c.saturated = true;
+    return c;
+  }
 
   wide const embedding = vocab * h;
   wide const output = m.tied_embeddings ? 0 : vocab * h;
@@ -52,7 +66,10 @@ param_counts count_params(model const& m) {
   c.per_layer = clamp64(per_layer);
   c.total = clamp64(layers * per_layer + embedding + output + norm);
   // The logits are a matrix product whether or not the output is tied.
-  c.matmul = clamp64(layers * (attention_matrices + active * expert_matrices + router) + vocab * h);
+  wide const matmul = layers * (attention_matrices + active * expert_matrices + router) + vocab * h;
+  c.matmul = clamp64(matmul);
+  // The totals bound every other count.
+  c.saturated = layers * per_layer + embedding + output + norm > top64 || matmul > top64;
   return c;
 }
 

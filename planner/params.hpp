@@ -19,6 +19,7 @@ struct param_counts {
   std::int64_t total = 0;       ///< every parameter
   std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
                                 ///< (layers' matrices with active experts + output/logits)
+  bool saturated = false;       ///< some count exceeds 64 bits and was held at its maximum
 };
 
 /// Counts the parameters of `m`. The IR has no bias key, so the convention
