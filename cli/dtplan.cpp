@@ -8,6 +8,7 @@
 #include <iostream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -203,10 +204,18 @@ struct run {
   dsl::source_manager sources;
   dsl::diagnostics diags;
 
-  // Prints what was collected; --quiet keeps only the errors.
+  std::set<std::string> printed;
+
+  // Prints what was collected, each distinct diagnostic once (an override
+  // that breaks two strategies, or a warning every search result shares,
+  // points at the same text with the same words); --quiet keeps only the
+  // errors.
   void flush() {
-    for (auto const& d : diags.list())
-      if (!o.quiet || d.level == dsl::severity::error) fmt::print(stderr, "{}", dsl::format(d, sources));
+    for (auto const& d : diags.list()) {
+      if (o.quiet && d.level != dsl::severity::error) continue;
+      auto text = dsl::format(d, sources);
+      if (printed.insert(text).second) fmt::print(stderr, "{}", text);
+    }
     diags.clear();
   }
 };
@@ -216,7 +225,7 @@ struct run {
 int main(int argc, char** argv) {
   options o;
   if (auto status = parse_args(argc, argv, o)) return *status;
-  run r{o, {}, {}};
+  run r{o, {}, {}, {}};
 
   auto text = read_file(o.file);
   if (!text) {
@@ -291,7 +300,8 @@ int main(int argc, char** argv) {
     so.progress = !o.quiet && isatty(STDERR_FILENO);
     std::vector<planner::strategy_spec> spaces;
     for (auto const* spec : free) spaces.push_back(*spec);
-    if (spaces.empty()) spaces.push_back(planner::search_everything());
+    bool const whole_space = spaces.empty();
+    if (whole_space) spaces.push_back(planner::whole_space(*program));
     planner::search_stats total;
     for (auto const& space : spaces) {
       auto result = planner::search(*program, space, model, so);
@@ -303,11 +313,19 @@ int main(int argc, char** argv) {
         plans.push_back(std::move(pl));
       }
       for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
-      if (result.best.empty())
-        r.diags.add({dsl::severity::error, space.where,
-                     fmt::format("no valid plan in the space of strategy '{}' ({} candidates)", space.name,
-                                 result.stats.candidates),
-                     {}});
+      if (result.best.empty()) {
+        auto const candidates = fmt::format("{} candidate{}", result.stats.candidates,
+                                            result.stats.candidates == 1 ? "" : "s");
+        dsl::diagnostic d{dsl::severity::error, space.where,
+                          whole_space ? fmt::format("no valid plan for model '{}' on cluster '{}' in the whole "
+                                                    "strategy space ({})",
+                                                    program->m.name, program->c.name, candidates)
+                                      : fmt::format("no valid plan in the space of strategy '{}' ({})", space.name,
+                                                    candidates),
+                          {}};
+        if (!o.explain) d.notes.push_back({{}, "--explain says which regions were rejected and why"});
+        r.diags.add(std::move(d));
+      }
     }
     rep.stats = total;
   }

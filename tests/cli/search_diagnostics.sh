@@ -1,0 +1,55 @@
+# What --optimize says when it finds nothing, and that a diagnostic shared
+# by several strategies or search results is printed once.
+source "$(dirname "$0")/lib.sh"
+
+# No free strategy: the whole space is searched, and its error points at
+# the model block with the exact words and a pointer to --explain.
+cat >"$TMP/nofit.dtp" <<'DTP'
+model m : llama3_405b { }
+cluster c {
+  nodes = 1
+  gpus_per_node = 1
+  gpu = H100_SXM
+}
+training { global_batch = 8 }
+DTP
+expect_status 1 "$DTPLAN" "$TMP/nofit.dtp" --optimize
+checks=$((checks + 1))
+cat >"$TMP/want" <<EOF2
+$TMP/nofit.dtp:1:1: error: no valid plan for model 'm' on cluster 'c' in the whole strategy space (64 candidates)
+    1 | model m : llama3_405b { }
+      | ^~~~~~~~~~~~~~~~~~~~~~~
+note: --explain says which regions were rejected and why
+EOF2
+diff "$TMP/want" "$TMP/err" >/dev/null || fail "whole-space error differs: $(diff "$TMP/want" "$TMP/err")"
+expect_contains "$TMP/out" "cluster   c: 1 x 1 H100_SXM = 1 GPU; "
+expect_contains "$TMP/out" "search    64 candidates, 0 valid"
+
+# With --explain the note gives way to the explanation on stdout.
+expect_status 1 "$DTPLAN" "$TMP/nofit.dtp" --optimize --explain
+checks=$((checks + 1))
+grep -q "note: --explain" "$TMP/err" && fail "--explain still points at --explain"
+expect_contains "$TMP/out" "tp = 1: 5.9 TiB per GPU > 75.6 GiB usable"
+
+# A free strategy with one candidate: named, singular.
+printf 'strategy s { tp = auto }\n' >>"$TMP/nofit.dtp"
+expect_status 1 "$DTPLAN" "$TMP/nofit.dtp" --optimize
+expect_contains "$TMP/err" "nofit.dtp:8:1: error: no valid plan in the space of strategy 's' (1 candidate)"
+
+# One override that breaks both strategies of the file: one error, not two.
+expect_status 1 "$DTPLAN" plans/405b_1024_h100.dtp --set strategy.cp=32000
+checks=$((checks + 1))
+n=$(grep -c "error: cp = 32000 exceeds the 1024 GPUs of cluster 'h100_pod'" "$TMP/err")
+[ "$n" = 1 ] || fail "the cp error was printed $n times"
+
+# The whole-space search of a file whose fixed strategies split 126 layers
+# unevenly: each search result's warning points into the file, once.
+head -n 38 plans/405b_1024_h100.dtp >"$TMP/nofree.dtp"
+expect_status 0 "$DTPLAN" "$TMP/nofree.dtp" --optimize
+checks=$((checks + 1))
+grep -q "^warning:" "$TMP/err" && fail "a warning without file:line:col: $(grep '^warning:' "$TMP/err")"
+checks=$((checks + 1))
+dups=$(grep ': warning: ' "$TMP/err" | sort | uniq -d)
+[ -z "$dups" ] && [ -n "$(grep ': warning: ' "$TMP/err")" ] || fail "warnings repeated or missing: $(cat "$TMP/err")"
+
+finish
