@@ -937,14 +937,8 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
     return std::nullopt;
   }
   if (c.nodes > max_gpus / c.gpus_per_node) {
-    __extension__ using wide = unsigned __int128;
-    auto const total = wide(c.nodes) * wide(c.gpus_per_node);
-    // fmt has no 128-bit formatting in every version; the product has at
-    // most 76 bits here, so it prints as a decimal string built by hand.
-    std::string digits;
-    for (auto v = total; v > 0; v /= 10) digits.insert(digits.begin(), static_cast<char>('0' + int(v % 10)));
-    diags_.error(c.where, fmt::format("{} has {} x {} = {} GPUs; dtplan plans clusters of at most {} GPUs",
-                                      describe(e), c.nodes, c.gpus_per_node, digits, grouped(max_gpus)));
+    diags_.error(c.where, fmt::format("{} has {} nodes of {} GPUs; dtplan plans clusters of at most {} GPUs",
+                                      describe(e), c.nodes, c.gpus_per_node, grouped(max_gpus)));
     return std::nullopt;
   }
   use_gpu_defaults(c);

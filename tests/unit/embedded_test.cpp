@@ -232,4 +232,16 @@ TEST_CASE("misuse is reported as lowering reports the same text") {
                         .intra_node(1_GBps).reserved(80_GiB).build(),
                     "'reserved' (80.0 GiB) leaves nothing of 'memory' (80.0 GiB) for the job");
   CHECK_THROWS_AS(gpu("g").matmul_efficiency(1.5), error);
+  // What cannot be planned exactly, as lowering rejects it.
+  CHECK_THROWS_WITH(cluster("c").nodes(1).gpus_per_node(5000).gpu("H100_SXM").build(),
+                    "gpus_per_node = 5000: dtplan plans nodes of at most 4,096 GPUs");
+  CHECK_THROWS_WITH(cluster("c").nodes(300'000'000'000).gpus_per_node(8).gpu("H100_SXM").build(),
+                    "cluster 'c' has 300000000000 nodes of 8 GPUs; dtplan plans clusters of at most 16,777,216 GPUs");
+  CHECK_THROWS_WITH(model("m").layers(2).hidden(4096).heads(32).vocab(INT64_MAX).seq_len(8).build(),
+                    "model 'm' has more parameters than fit in 64 bits");
+  auto const small = model("m").layers(2).hidden(64).heads(2).vocab(128).seq_len(1 << 20).build();
+  auto const one = cluster("c").nodes(1).gpus_per_node(8).gpu("H100_SXM").build();
+  CHECK_THROWS_WITH(plan(small, one, training().global_batch(std::int64_t{1} << 50).build(), {}),
+                    "global_batch = 1125899906842624 sequences of 1048576 tokens: more tokens per step than fit in "
+                    "64 bits");
 }
