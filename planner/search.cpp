@@ -9,6 +9,7 @@
 #include <range/v3/view/zip.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -106,14 +107,16 @@ u64 pow_mod(u64 a, u64 e, u64 m) {
   return r;
 }
 
+// Trial divisors, and Miller-Rabin's bases: with these twelve the test is
+// exact for every 64-bit n.
+constexpr std::array<u64, 12> small_primes{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37};
+
+// For n > 37 with no factor among small_primes.
 bool is_prime(u64 n) {
-  if (n < 2) return false;
-  for (u64 p : {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37})
-    if (n % p == 0) return n == p;
   u64 d = n - 1;
   int s = 0;
   for (; d % 2 == 0; d /= 2) ++s;
-  for (u64 a : {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37}) {
+  for (u64 a : small_primes) {
     u64 x = pow_mod(a, d, n);
     if (x == 1 || x == n - 1) continue;
     bool composite = true;
@@ -157,21 +160,16 @@ u64 rho_factor(u64 n) {
   }
 }
 
-void factor(u64 n, std::vector<u64>& primes) {
+// The prime factors of n, none of them in small_primes.
+void factor_large(u64 n, std::vector<u64>& primes) {
   if (n == 1) return;
   if (is_prime(n)) {
     primes.push_back(n);
     return;
   }
-  for (u64 p : {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37})
-    if (n % p == 0) {
-      primes.push_back(p);
-      factor(n / p, primes);
-      return;
-    }
   u64 const d = rho_factor(n);
-  factor(d, primes);
-  factor(n / d, primes);
+  factor_large(d, primes);
+  factor_large(n / d, primes);
 }
 
 }  // namespace
@@ -180,7 +178,10 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> out;
   if (n <= 0) return out;
   std::vector<u64> primes;
-  factor(static_cast<u64>(n), primes);
+  auto rest = static_cast<u64>(n);
+  for (u64 p : small_primes)
+    for (; rest % p == 0; rest /= p) primes.push_back(p);
+  factor_large(rest, primes);
   std::sort(primes.begin(), primes.end());
   out.push_back(1);
   for (std::size_t i = 0; i < primes.size();) {
