@@ -1,5 +1,4 @@
 #include "planner/embedded.hpp"
-#include "planner/params.hpp"
 
 #include <fmt/format.h>
 
@@ -8,6 +7,7 @@
 
 #include "dsl/diagnostics.hpp"
 #include "planner/lower.hpp"
+#include "planner/params.hpp"
 
 namespace dtplan::planner::edsl {
 
@@ -214,8 +214,7 @@ planner::model model_builder::build() const {
   if (m.experts_per_token > m.experts)
     throw error(fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})",
                             m.experts_per_token, m.experts));
-  if (count_params(m).saturated)
-    throw error(fmt::format("{} has more parameters than fit in 64 bits", describe("model", m.name)));
+  if (auto limit = beyond_limits(m, describe("model", m.name))) throw error(limit->message);
   return m;
 }
 
@@ -387,12 +386,7 @@ planner::cluster cluster_builder::build() const {
   auto absent = missing_keys(c.keys, {"nodes", "gpus_per_node", "gpu"});
   if (!absent.empty())
     throw error(fmt::format("{} is missing required {}", describe("cluster", c.name), absent));
-  if (c.gpus_per_node > max_gpus_per_node)
-    throw error(fmt::format("gpus_per_node = {}: dtplan plans nodes of at most {} GPUs", c.gpus_per_node,
-                            grouped(max_gpus_per_node)));
-  if (c.nodes > max_gpus / c.gpus_per_node)
-    throw error(fmt::format("{} has {} nodes of {} GPUs; dtplan plans clusters of at most {} GPUs",
-                            describe("cluster", c.name), c.nodes, c.gpus_per_node, grouped(max_gpus)));
+  if (auto limit = beyond_limits(c, describe("cluster", c.name))) throw error(limit->message);
   use_gpu_defaults(c);
   if (c.nodes > 1 && !c.keys.count("inter_node"))
     throw error(fmt::format(
@@ -591,9 +585,7 @@ strategy_builder strategy(std::string name) { return strategy_builder(std::move(
 
 program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
              std::vector<strategy_spec> const& strategies) {
-  if (m.seq_len > 0 && t.global_batch > INT64_MAX / m.seq_len)
-    throw error(fmt::format("global_batch = {} sequences of {} tokens: more tokens per step than fit in 64 bits",
-                            t.global_batch, m.seq_len));
+  if (auto limit = beyond_limits(m, t)) throw error(limit->message);
   program p;
   p.file = "<embedded>";
   p.m = m;

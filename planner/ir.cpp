@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace dtplan::planner {
 
@@ -67,6 +68,24 @@ std::string to_string(shard_group const& s) {
 
 std::string to_string(rank_order const& o) {
   return fmt::format("{}-{}-{}-{}", name(o[0]), name(o[1]), name(o[2]), name(o[3]));
+}
+
+std::optional<size_limit> beyond_limits(cluster const& c, std::string const& called) {
+  if (c.gpus_per_node > max_gpus_per_node)
+    return size_limit{"gpus_per_node", fmt::format("gpus_per_node = {}: dtplan plans nodes of at most {} GPUs",
+                                                   c.gpus_per_node, grouped(max_gpus_per_node))};
+  if (c.gpus_per_node > 0 && c.nodes > max_gpus / c.gpus_per_node)
+    return size_limit{nullptr, fmt::format("{} has {} nodes of {} GPUs; dtplan plans clusters of at most {} GPUs",
+                                           called, c.nodes, c.gpus_per_node, grouped(max_gpus))};
+  return std::nullopt;
+}
+
+std::optional<size_limit> beyond_limits(model const& m, training const& t) {
+  if (m.seq_len > 0 && t.global_batch > INT64_MAX / m.seq_len)
+    return size_limit{"global_batch",
+                      fmt::format("global_batch = {} sequences of {} tokens: more tokens per step than fit in 64 bits",
+                                  t.global_batch, m.seq_len)};
+  return std::nullopt;
 }
 
 void use_gpu_defaults(cluster& c) {

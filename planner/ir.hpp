@@ -129,6 +129,16 @@ struct cluster {
   [[nodiscard]] std::int64_t gpus() const { return nodes * gpus_per_node; }
 };
 
+/// A size beyond what dtplan plans: the key it is written at (nullptr for
+/// the block itself) and the message lowering reports and the C++ API throws.
+struct size_limit {
+  char const* key = nullptr;
+  std::string message;
+};
+/// Nodes of more than max_gpus_per_node GPUs, clusters of more than
+/// max_gpus; `called` is how messages name the block ("cluster 'c'").
+std::optional<size_limit> beyond_limits(cluster const& c, std::string const& called);
+
 /// Gives `c` its GPU's intra_node, latencies and comm_efficiency where its
 /// block does not write them (`c.keys`): what lowering and the C++ API do
 /// once the GPU is known.
@@ -157,6 +167,10 @@ struct training {
   bool grad_reduce_scatter = true;
   key_spans keys;
 };
+
+/// More tokens per step (global_batch x seq_len) than fit in 64 bits, at
+/// the training block's global_batch.
+std::optional<size_limit> beyond_limits(model const& m, training const& t);
 
 /// Bytes of one gradient element as the program keeps and reduces it.
 double grad_element_bytes(model const& m, training const& t);

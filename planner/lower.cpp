@@ -1,5 +1,4 @@
 #include "planner/lower.hpp"
-#include "planner/params.hpp"
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include "dsl/parse.hpp"
 #include "planner/catalog.hpp"
 #include "planner/lower_values.hpp"
+#include "planner/params.hpp"
 
 namespace dtplan::planner {
 
@@ -858,8 +858,8 @@ std::optional<model> lowerer::finish_model(std::size_t i) {
                              m.experts));
     ok = false;
   }
-  if (ok && count_params(m).saturated) {
-    diags_.error(m.where, fmt::format("{} has more parameters than fit in 64 bits", describe(e)));
+  if (auto limit = ok ? beyond_limits(m, describe(e)) : std::nullopt) {
+    diags_.error(m.where, limit->message);
     ok = false;
   }
   if (!ok) return std::nullopt;
@@ -927,18 +927,8 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   auto device = finish_gpu(*g);
   if (!device) return std::nullopt;
   c.device = *device;
-  // Bounds far beyond any machine built (the largest scale-up domains hold
-  // hundreds of GPUs, the largest clusters a few hundred thousand) that keep
-  // every placement the planner works out exact and quick.
-  if (c.gpus_per_node > max_gpus_per_node) {
-    diags_.error(user_key(c.keys, "gpus_per_node", "gpus_per_node", c.where),
-                 fmt::format("gpus_per_node = {}: dtplan plans nodes of at most {} GPUs", c.gpus_per_node,
-                             grouped(max_gpus_per_node)));
-    return std::nullopt;
-  }
-  if (c.nodes > max_gpus / c.gpus_per_node) {
-    diags_.error(c.where, fmt::format("{} has {} nodes of {} GPUs; dtplan plans clusters of at most {} GPUs",
-                                      describe(e), c.nodes, c.gpus_per_node, grouped(max_gpus)));
+  if (auto limit = beyond_limits(c, describe(e))) {
+    diags_.error(limit->key ? user_key(c.keys, limit->key, limit->key, c.where) : c.where, limit->message);
     return std::nullopt;
   }
   use_gpu_defaults(c);
@@ -1026,12 +1016,11 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     if (c) p.c = *c;
     ok = ok && c.has_value();
   }
-  // Tokens per step (global_batch x seq_len) are counted in 64 bits.
-  if (ok && mi && p.m.seq_len > 0 && p.t.global_batch > INT64_MAX / p.m.seq_len) {
-    diags_.error(user_key(p.t.keys, "global_batch", "global_batch", p.t.where),
-                 fmt::format("global_batch = {} sequences of {} tokens: more tokens per step than fit in 64 bits",
-                             p.t.global_batch, p.m.seq_len));
-    ok = false;
+  if (ok && mi) {
+    if (auto limit = beyond_limits(p.m, p.t)) {
+      diags_.error(user_key(p.t.keys, limit->key, limit->key, p.t.where), limit->message);
+      ok = false;
+    }
   }
   std::size_t unnamed = 0;
   for (std::size_t i = 0; i < entries_.size(); ++i) {

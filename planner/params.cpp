@@ -1,5 +1,7 @@
 #include "planner/params.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -64,13 +66,19 @@ param_counts count_params(model const& m) {
   c.final_norm = clamp64(norm);
   c.router = clamp64(router);
   c.per_layer = clamp64(per_layer);
-  c.total = clamp64(layers * per_layer + embedding + output + norm);
+  wide const total = layers * per_layer + embedding + output + norm;
+  c.total = clamp64(total);
   // The logits are a matrix product whether or not the output is tied.
   wide const matmul = layers * (attention_matrices + active * expert_matrices + router) + vocab * h;
   c.matmul = clamp64(matmul);
   // The totals bound every other count.
-  c.saturated = layers * per_layer + embedding + output + norm > top64 || matmul > top64;
+  c.saturated = total > top64 || matmul > top64;
   return c;
+}
+
+std::optional<size_limit> beyond_limits(model const& m, std::string const& called) {
+  if (!count_params(m).saturated) return std::nullopt;
+  return size_limit{nullptr, fmt::format("{} has more parameters than fit in 64 bits", called)};
 }
 
 }  // namespace dtplan::planner

@@ -1,5 +1,7 @@
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "planner/ir.hpp"
 
@@ -29,5 +31,9 @@ struct param_counts {
 /// embeddings have none; GPT-3's learned positions are seq_len x hidden,
 /// 0.01 % of 175B). The vocabulary is counted unpadded.
 param_counts count_params(model const& m);
+
+/// A model whose parameter count exceeds 64 bits (count_params saturates);
+/// `called` is how the message names the block ("model 'm'").
+std::optional<size_limit> beyond_limits(model const& m, std::string const& called);
 
 }  // namespace dtplan::planner
