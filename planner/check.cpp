@@ -209,11 +209,10 @@ class rules {
     return *keys.begin();
   }
 
-  // Silent passes (is_legal, the search's hot loop) skip formatting warnings.
-  [[nodiscard]] bool reporting() const { return out_ != nullptr && spec_ != nullptr; }
-
   // Messages are built only when reported: the silent passes (is_legal, the
   // search's hot loop) meet millions of illegal candidates.
+  [[nodiscard]] bool reporting() const { return out_ != nullptr && spec_ != nullptr; }
+
   template <class F>
   void error(std::string_view key, F const& message) {
     legal_ = false;
@@ -224,7 +223,6 @@ class rules {
     if (reporting()) report(dsl::severity::warning, key, message());
   }
   void report(dsl::severity level, std::string_view key, std::string message) {
-    if (!reporting()) return;
     dsl::diagnostic d;
     d.level = level;
     d.where = spec_->key_span(key);

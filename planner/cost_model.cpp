@@ -252,6 +252,10 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
     // bucket is ready only after its layers' backward, the last bucket's
     // collective always trails the backward. Without overlap
     // (overlap_grad_sync = false) the whole sync follows the backward.
+    // ZeRO-1/2 reduce-scatter the gradients, or with grad_reduce =
+    // all_reduce every rank receives every gradient (and updates only its
+    // slice).
+    auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
     auto const overlapped = [&](seconds total) {
       if (!overlap) return total;
       seconds const capacity = backward_one * (1.0 - 1.0 / static_cast<double>(buckets));
@@ -266,9 +270,6 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       // bucketed reduce-scatter of the gradients under the last backward, then
       // the updated 16-bit weights all-gathered after the optimizer step, in
       // the open (nothing is left to overlap it with).
-      // With grad_reduce = all_reduce every rank receives every gradient
-      // (and updates only its slice).
-      auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
       auto const rs_one = collective_time(op, bucket, sync_ranks, link);
       seconds const rs = rs_one * static_cast<double>(buckets);
       cb.add(op, comm_group::dp, sync_ranks, bucket, buckets, rs, overlapped(rs), link.kind);
@@ -284,7 +285,6 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
       bytes const layer_size(sp.per_layer * comm_e);
       bytes const head_size(sp.head * comm_e);
       bytes const layer_grads(sp.per_layer * grad_e);
-      auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
       auto const rs_layer = collective_time(op, layer_grads, sync_ranks, link);
       auto const rs_head = collective_time(op, bytes(sp.head * grad_e), sync_ranks, link);
       seconds const rs = rs_layer * layers + rs_head;
