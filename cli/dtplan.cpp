@@ -300,8 +300,8 @@ int main(int argc, char** argv) {
     so.progress = !o.quiet && isatty(STDERR_FILENO);
     std::vector<planner::strategy_spec> spaces;
     for (auto const* spec : free) spaces.push_back(*spec);
-    bool const whole_space = spaces.empty();
-    if (whole_space) spaces.push_back(planner::whole_space(*program));
+    bool const everything = spaces.empty();
+    if (everything) spaces.push_back(planner::whole_space(*program));
     planner::search_stats total;
     for (auto const& space : spaces) {
       auto result = planner::search(*program, space, model, so);
@@ -314,10 +314,9 @@ int main(int argc, char** argv) {
       }
       for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
       if (result.best.empty()) {
-        auto const candidates = fmt::format("{} candidate{}", result.stats.candidates,
-                                            result.stats.candidates == 1 ? "" : "s");
+        auto const candidates = planner::counted(result.stats.candidates, "candidate");
         dsl::diagnostic d{dsl::severity::error, space.where,
-                          whole_space ? fmt::format("no valid plan for model '{}' on cluster '{}' in the whole "
+                          everything ? fmt::format("no valid plan for model '{}' on cluster '{}' in the whole "
                                                     "strategy space ({})",
                                                     program->m.name, program->c.name, candidates)
                                       : fmt::format("no valid plan in the space of strategy '{}' ({})", space.name,

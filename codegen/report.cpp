@@ -301,16 +301,16 @@ std::string to_text(report const& r, bool explain) {
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
       name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
-  out += fmt::format("  cluster   {}: {} x {} {} = {} GPU{}; {} per GPU inside a node", c.name, c.nodes,
-                     c.gpus_per_node, c.device.name, c.gpus(), c.gpus() == 1 ? "" : "s", to_string(c.intra_node));
+  out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
+                     c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
   out += fmt::format("  training  global batch {} sequences = {}tokens per step{}\n", p.t.global_batch,
                      count(static_cast<double>(p.t.global_batch * m.seq_len)),
                      p.t.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
   if (r.stats)
-    out += fmt::format("  search    {} candidate{}, {} valid, {}\n", r.stats->candidates,
-                       r.stats->candidates == 1 ? "" : "s", r.stats->valid, to_string(r.stats->elapsed));
+    out += fmt::format("  search    {}, {} valid, {}\n", counted(r.stats->candidates, "candidate"), r.stats->valid,
+                       to_string(r.stats->elapsed));
   auto base = baselines(*r.plans);
   plan const* best = nullptr;
   for (auto const& pl : *r.plans) {

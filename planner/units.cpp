@@ -14,6 +14,10 @@ std::string grouped(std::int64_t n) {
   return out;
 }
 
+std::string counted(std::int64_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string three_digits(double v) {
   if (v == 0 || !std::isfinite(v)) return fmt::format("{}", v);
   double mag = std::floor(std::log10(std::fabs(v)));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <compare>
 #include <string>
+#include <string_view>
 
 /// Strong unit types for the planner's interfaces. Bytes, seconds, FLOPs,
 /// FLOP/s and bytes/s are distinct types; only meaningful arithmetic
@@ -112,6 +113,8 @@ std::string to_string(bandwidth v);
 std::string three_digits(double v);
 /// A count with thousands separators ("12,288").
 std::string grouped(std::int64_t n);
+/// A count and its noun, plural unless one ("1 GPU", "64 candidates").
+std::string counted(std::int64_t n, std::string_view noun);
 
 }  // namespace dtplan::planner
 

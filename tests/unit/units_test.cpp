@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "planner/units.hpp"
 
 using namespace dtplan::planner;
@@ -34,4 +36,16 @@ TEST_CASE("every number a user sees carries its unit") {
   CHECK(fmt::format("{}", 450_GBps) == "450 GB/s");
   CHECK(three_digits(9.996) == "10.0");
   CHECK(three_digits(0.03125) == "0.0312");
+}
+
+TEST_CASE("counts read with thousands separators and a noun that agrees") {
+  CHECK(grouped(0) == "0");
+  CHECK(grouped(999) == "999");
+  CHECK(grouped(12288) == "12,288");
+  CHECK(grouped(16777216) == "16,777,216");
+  CHECK(grouped(-1234567) == "-1,234,567");
+  CHECK(grouped(std::numeric_limits<std::int64_t>::min()) == "-9,223,372,036,854,775,808");
+  CHECK(counted(1, "GPU") == "1 GPU");
+  CHECK(counted(0, "candidate") == "0 candidates");
+  CHECK(counted(64, "candidate") == "64 candidates");
 }
