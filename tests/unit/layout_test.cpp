@@ -135,3 +135,24 @@ TEST_CASE("placements in closed form equal the worst group walked, for sizes tha
             }
   CHECK(checked == 5 * 4 * 3 * 2 * 5 * 4);
 }
+
+// Groups spanning more nodes than their pattern's period (stride / gcd of
+// stride and node size): the closed form counts one period of inner nodes.
+TEST_CASE("placements of long strided groups equal the walk") {
+  int checked = 0;
+  for (std::int64_t tp : {3, 5, 7})
+    for (std::int64_t dp : {29, 37, 40})
+      for (std::int64_t gpn : {4, 6, 8, 9, 16})
+        for (auto const& order : {default_order, rank_order{axis::dp, axis::tp, axis::cp, axis::pp}}) {
+          rank_layout l(make(dp, tp, 2, 1, order), gpn);
+          INFO("dp " << dp << " tp " << tp << " order " << to_string(order) << " on " << gpn << " per node");
+          for (axis a : {axis::tp, axis::dp, axis::pp}) {
+            auto const closed = l.placement(a);
+            auto const walked = walked_worst(l, [&](std::int64_t r) { return l.group_of(a, r); });
+            CHECK(closed.nodes == walked.nodes);
+            CHECK(closed.max_per_node == walked.max_per_node);
+          }
+          ++checked;
+        }
+  CHECK(checked == 3 * 3 * 5 * 2);
+}
