@@ -1,7 +1,9 @@
 #include "bench/calibration.hpp"
 
 #include "dsl/source.hpp"
+#include "planner/cost_model.hpp"
 #include "planner/lower.hpp"
+#include "planner/search.hpp"
 
 #include <fmt/format.h>
 
@@ -323,7 +325,13 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       if (s.tp > 1) s.sequence_parallel = true;
     }
     auto mb = integer(row["micro_batch"]);
-    if (!mb || *mb <= 0) skip("no micro_batch published");
+    if (!mb || *mb <= 0) {
+      skip("no micro_batch published");
+      run.unpublished.push_back("micro_batch");
+      // A table that leaves out the micro-batch of a pipelined run leaves
+      // out its interleaving too (Narayanan et al.'s Table 1).
+      if (s.pp > 1 && row["vpp"].empty()) run.unpublished.push_back("virtual_stages");
+    }
     s.micro_batch = mb.value_or(1);
 
     run.prog.t.global_batch = integer(row["global_batch_seqs"]).value_or(0);
@@ -349,6 +357,10 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     m.name = std::string(row["model"]);
     run.prog.file = path;
     for (std::size_t i = 0; i < skips.size(); ++i) run.skip_reason += (i ? "; " : "") + skips[i];
+    run.only_unpublished =
+        !run.unpublished.empty() && std::all_of(skips.begin(), skips.end(), [](std::string const& why) {
+          return why == "no micro_batch published" || why == "global batch not a multiple of dp x micro_batch";
+        });
     runs.push_back(std::move(run));
   }
   return runs;
@@ -416,7 +428,6 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
 
 }  // namespace dtplan::bench
 
-#include "planner/cost_model.hpp"
 
 namespace dtplan::bench {
 
@@ -458,6 +469,59 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
   out.median_a = median_of(tier_a);
   out.worst_a = tier_a.empty() ? 0 : *std::max_element(tier_a.begin(), tier_a.end());
   out.tier_a = tier_a.size();
+  return out;
+}
+
+namespace {
+
+template <class T>
+planner::key_choice<T> written(T v) {
+  planner::key_choice<T> c;
+  c.f = planner::key_choice<T>::form::single;
+  c.values = {v};
+  return c;
+}
+
+template <class T>
+planner::key_choice<T> searched() {
+  planner::key_choice<T> c;
+  c.f = planner::key_choice<T>::form::any;
+  return c;
+}
+
+bool unpublished(calibration_run const& run, std::string_view key) {
+  return std::find(run.unpublished.begin(), run.unpublished.end(), key) != run.unpublished.end();
+}
+
+}  // namespace
+
+std::optional<calibration_run> at_best_choice(calibration_run const& run, planner::cost_model const& model) {
+  using namespace planner;
+  if (!run.only_unpublished || !run.step_time) return std::nullopt;
+  auto const& s = run.s;
+  strategy_spec space;
+  space.name = run.id;
+  space.dp = written(s.dp);
+  space.tp = written(s.tp);
+  space.pp = written(s.pp);
+  space.cp = written(s.cp);
+  space.ep = written(s.ep);
+  space.zero = written<std::int64_t>(s.zero);
+  space.shard = written(s.shard);
+  space.sequence_parallel = written(s.sequence_parallel);
+  space.order = written(s.order);
+  space.micro_batch = unpublished(run, "micro_batch") ? searched<std::int64_t>() : written(s.micro_batch);
+  space.virtual_stages = unpublished(run, "virtual_stages") ? searched<std::int64_t>() : written(s.virtual_stages);
+  space.checkpoint = written(s.checkpoint);
+  search_options options;
+  options.top = 1;
+  options.threads = 1;
+  auto const found = search(run.prog, space, model, options);
+  if (found.best.empty() || !found.best.front().valid) return std::nullopt;
+  calibration_run out = run;
+  out.s = found.best.front().s;
+  out.grad_accum = found.best.front().grad_accum;
+  out.skip_reason.clear();
   return out;
 }
 

@@ -29,6 +29,12 @@ struct calibration_run {
   std::int64_t grad_accum = 1;
   std::string skip_reason;
   std::vector<std::string> assumptions;  ///< figures the loader had to assume (e.g. a default link)
+  /// Tuning keys the source does not publish ("micro_batch",
+  /// "virtual_stages"); such a run is skipped by the accuracy figures and
+  /// costed apart, at the planner's best choice of those keys. (An
+  /// unpublished recomputation is not guessed: it changes the work done.)
+  std::vector<std::string> unpublished;
+  bool only_unpublished = false;  ///< the unpublished keys are all that keeps it from being costed
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
 };
@@ -93,5 +99,11 @@ struct accuracy_summary {
 
 /// Costs every representable run with `model` and summarises the errors.
 accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model);
+
+/// A run whose only gap is unpublished strategy keys, with those keys set
+/// to the fastest valid choice `--optimize` finds when they alone are free
+/// (everything published stays as published); nullopt when the run has
+/// other gaps or no choice is valid.
+std::optional<calibration_run> at_best_choice(calibration_run const& run, planner::cost_model const& model);
 
 }  // namespace dtplan::bench
