@@ -474,21 +474,6 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
 
 namespace {
 
-template <class T>
-planner::key_choice<T> written(T v) {
-  planner::key_choice<T> c;
-  c.f = planner::key_choice<T>::form::single;
-  c.values = {v};
-  return c;
-}
-
-template <class T>
-planner::key_choice<T> searched() {
-  planner::key_choice<T> c;
-  c.f = planner::key_choice<T>::form::any;
-  return c;
-}
-
 bool unpublished(calibration_run const& run, std::string_view key) {
   return std::find(run.unpublished.begin(), run.unpublished.end(), key) != run.unpublished.end();
 }
@@ -501,18 +486,19 @@ std::optional<calibration_run> at_best_choice(calibration_run const& run, planne
   auto const& s = run.s;
   strategy_spec space;
   space.name = run.id;
-  space.dp = written(s.dp);
-  space.tp = written(s.tp);
-  space.pp = written(s.pp);
-  space.cp = written(s.cp);
-  space.ep = written(s.ep);
-  space.zero = written<std::int64_t>(s.zero);
-  space.shard = written(s.shard);
-  space.sequence_parallel = written(s.sequence_parallel);
-  space.order = written(s.order);
-  space.micro_batch = unpublished(run, "micro_batch") ? searched<std::int64_t>() : written(s.micro_batch);
-  space.virtual_stages = unpublished(run, "virtual_stages") ? searched<std::int64_t>() : written(s.virtual_stages);
-  space.checkpoint = written(s.checkpoint);
+  using count = key_choice<std::int64_t>;
+  space.dp = count::one(s.dp);
+  space.tp = count::one(s.tp);
+  space.pp = count::one(s.pp);
+  space.cp = count::one(s.cp);
+  space.ep = count::one(s.ep);
+  space.zero = count::one(s.zero);
+  space.shard = key_choice<shard_group>::one(s.shard);
+  space.sequence_parallel = key_choice<bool>::one(s.sequence_parallel);
+  space.order = key_choice<rank_order>::one(s.order);
+  space.checkpoint = key_choice<checkpoint_mode>::one(s.checkpoint);
+  space.micro_batch = unpublished(run, "micro_batch") ? count::any() : count::one(s.micro_batch);
+  space.virtual_stages = unpublished(run, "virtual_stages") ? count::any() : count::one(s.virtual_stages);
   search_options options;
   options.top = 1;
   options.threads = 1;

@@ -63,13 +63,6 @@ std::string suggestion(std::string_view name, std::vector<std::string> const& na
   return near.empty() ? std::string() : fmt::format("; did you mean '{}'?", near);
 }
 
-key_choice<std::int64_t> single(std::int64_t v) {
-  key_choice<std::int64_t> c;
-  c.f = key_choice<std::int64_t>::form::single;
-  c.values = {v};
-  return c;
-}
-
 template <class T>
 key_choice<T> set_of(char const* key, std::initializer_list<T> values,
                      std::string (*show)(T const&)) {
@@ -84,20 +77,6 @@ key_choice<T> set_of(char const* key, std::initializer_list<T> values,
   return c;
 }
 
-template <class T>
-key_choice<T> any_choice() {
-  key_choice<T> c;
-  c.f = key_choice<T>::form::any;
-  return c;
-}
-
-template <class T>
-key_choice<T> single_choice(T v) {
-  key_choice<T> c;
-  c.f = key_choice<T>::form::single;
-  c.values = {v};
-  return c;
-}
 
 std::string show_count(std::int64_t const& v) { return std::to_string(v); }
 std::string show_checkpoint(checkpoint_mode const& v) { return fmt::format("'{}'", name(v)); }
@@ -466,7 +445,7 @@ strategy_builder& strategy_builder::count(key_choice<std::int64_t> strategy_spec
 
 #define DTPLAN_EDSL_COUNT_KEY(key)                                                        \
   strategy_builder& strategy_builder::key(std::int64_t v) {                               \
-    return count(&strategy_spec::key, #key, single(v));                                   \
+    return count(&strategy_spec::key, #key, key_choice<std::int64_t>::one(v));                                   \
   }                                                                                       \
   strategy_builder& strategy_builder::key(std::initializer_list<std::int64_t> v) {        \
     return count(&strategy_spec::key, #key, set_of<std::int64_t>(#key, v, show_count));   \
@@ -479,7 +458,7 @@ strategy_builder& strategy_builder::count(key_choice<std::int64_t> strategy_spec
     return count(&strategy_spec::key, #key, c);                                           \
   }                                                                                       \
   strategy_builder& strategy_builder::key(any_t) {                                        \
-    return count(&strategy_spec::key, #key, any_choice<std::int64_t>());                  \
+    return count(&strategy_spec::key, #key, key_choice<std::int64_t>::any());                  \
   }
 DTPLAN_EDSL_COUNT_KEY(dp)
 DTPLAN_EDSL_COUNT_KEY(tp)
@@ -493,7 +472,7 @@ DTPLAN_EDSL_COUNT_KEY(virtual_stages)
 
 strategy_builder& strategy_builder::shard(shard_group v) {
   if (v.k == shard_group::kind::size) check_count("shard", v.size, 1, INT64_MAX);
-  s_.shard = single_choice(v);
+  s_.shard = key_choice<shard_group>::one(v);
   return *this;
 }
 strategy_builder& strategy_builder::shard(std::int64_t ranks) {
@@ -506,11 +485,11 @@ strategy_builder& strategy_builder::shard(std::initializer_list<shard_group> v) 
   return *this;
 }
 strategy_builder& strategy_builder::shard(any_t) {
-  s_.shard = any_choice<shard_group>();
+  s_.shard = key_choice<shard_group>::any();
   return *this;
 }
 strategy_builder& strategy_builder::checkpoint(checkpoint_mode v) {
-  s_.checkpoint = single_choice(v);
+  s_.checkpoint = key_choice<checkpoint_mode>::one(v);
   return *this;
 }
 strategy_builder& strategy_builder::checkpoint(std::initializer_list<checkpoint_mode> v) {
@@ -518,15 +497,15 @@ strategy_builder& strategy_builder::checkpoint(std::initializer_list<checkpoint_
   return *this;
 }
 strategy_builder& strategy_builder::checkpoint(any_t) {
-  s_.checkpoint = any_choice<checkpoint_mode>();
+  s_.checkpoint = key_choice<checkpoint_mode>::any();
   return *this;
 }
 strategy_builder& strategy_builder::sequence_parallel(bool v) {
-  s_.sequence_parallel = single_choice(v);
+  s_.sequence_parallel = key_choice<bool>::one(v);
   return *this;
 }
 strategy_builder& strategy_builder::sequence_parallel(any_t) {
-  s_.sequence_parallel = any_choice<bool>();
+  s_.sequence_parallel = key_choice<bool>::any();
   return *this;
 }
 strategy_builder& strategy_builder::order(rank_order v) {
@@ -535,7 +514,7 @@ strategy_builder& strategy_builder::order(rank_order v) {
     throw error(fmt::format(
         "expected an order of tp, cp, dp and pp such as \"tp-cp-dp-pp\" for 'order', got \"{}\"",
         to_string(v)));
-  s_.order = single_choice(v);
+  s_.order = key_choice<rank_order>::one(v);
   return *this;
 }
 strategy_builder& strategy_builder::order(std::string_view text) {
@@ -559,7 +538,7 @@ strategy_builder& strategy_builder::order(std::string_view text) {
     throw error(fmt::format(
         "expected an order of tp, cp, dp and pp such as \"tp-cp-dp-pp\" for 'order', got \"{}\"",
         text));
-  s_.order = single_choice(o);
+  s_.order = key_choice<rank_order>::one(o);
   return *this;
 }
 strategy_builder& strategy_builder::order(std::initializer_list<rank_order> v) {
@@ -567,7 +546,7 @@ strategy_builder& strategy_builder::order(std::initializer_list<rank_order> v) {
   return *this;
 }
 strategy_builder& strategy_builder::order(any_t) {
-  s_.order = any_choice<rank_order>();
+  s_.order = key_choice<rank_order>::any();
   return *this;
 }
 

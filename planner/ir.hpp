@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dsl/source.hpp"
@@ -222,6 +223,20 @@ struct key_choice {
 
   [[nodiscard]] bool is_free() const { return f == form::set || f == form::range || f == form::any; }
   [[nodiscard]] bool is_set() const { return f != form::unset; }
+
+  /// `key = v`, written nowhere (the C++ API, a published run).
+  static key_choice one(T v) {
+    key_choice c;
+    c.f = form::single;
+    c.values = {std::move(v)};
+    return c;
+  }
+  /// `key = auto`, written nowhere.
+  static key_choice any() {
+    key_choice c;
+    c.f = form::any;
+    return c;
+  }
 };
 
 /// A strategy block as written: fixed when every key is unset or single.
