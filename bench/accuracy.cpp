@@ -178,13 +178,14 @@ std::map<std::string, fit_pool> fit_pools(std::vector<calibration_run> const& pu
       pools[r.prog.c.device.name].runs.push_back(r);
       pools[r.prog.c.device.name].weights.push_back(1.0);
     }
+  // The loader's GPU (its catalog entry carries no name of its own).
+  std::string const gpu = "A100_SXM_80GB";
+  auto const published_runs = pools.contains(gpu) ? pools[gpu].runs.size() : std::size_t{0};
   for (auto const& file : vtrain) {
     if (family_of(file.front()) == excluded) continue;
-    // The loader's GPU (its catalog entry carries no name of its own).
-    auto& pool = pools["A100_SXM_80GB"];
-    auto const published_runs = std::count(pool.weights.begin(), pool.weights.end(), 1.0);
+    auto& pool = pools[gpu];
     double const share =
-        static_cast<double>(std::max<std::ptrdiff_t>(1, published_runs)) / static_cast<double>(file.size());
+        static_cast<double>(std::max<std::size_t>(1, published_runs)) / static_cast<double>(file.size());
     for (auto const& r : file) {
       pool.runs.push_back(r);
       pool.weights.push_back(share);
