@@ -68,7 +68,7 @@ TEST_CASE("Megatron's Table 1 runs at the planner's best micro-batch and interle
 // (training.grad_precision = fp32, grad_reduce = all_reduce,
 // overlap_grad_sync = false) and the tied embedding's two copies are summed
 // between the first and last stage. Without those it was predicted 37.8 %
-// too fast; with them 17.9 %.
+// too fast; with them 15.2 %.
 TEST_CASE("BLOOM-176B's gradient synchronisation after the backward") {
   auto const runs = bench::load_calibration_runs();
   analytic_cost_model const model;
