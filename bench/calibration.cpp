@@ -326,7 +326,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     }
     auto mb = integer(row["micro_batch"]);
     if (!mb || *mb <= 0) {
-      skip("no micro_batch published");
+      skip(std::string(no_micro_batch));
       run.unpublished.push_back("micro_batch");
       // A table that leaves out the micro-batch of a pipelined run leaves
       // out its interleaving too (Narayanan et al.'s Table 1).
@@ -357,10 +357,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     m.name = std::string(row["model"]);
     run.prog.file = path;
     for (std::size_t i = 0; i < skips.size(); ++i) run.skip_reason += (i ? "; " : "") + skips[i];
-    run.only_unpublished =
-        !run.unpublished.empty() && std::all_of(skips.begin(), skips.end(), [](std::string const& why) {
-          return why == "no micro_batch published" || why == "global batch not a multiple of dp x micro_batch";
-        });
     runs.push_back(std::move(run));
   }
   return runs;
@@ -426,11 +422,6 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
   return runs;
 }
 
-}  // namespace dtplan::bench
-
-
-namespace dtplan::bench {
-
 namespace {
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -482,7 +473,7 @@ bool unpublished(calibration_run const& run, std::string_view key) {
 
 std::optional<calibration_run> at_best_choice(calibration_run const& run, planner::cost_model const& model) {
   using namespace planner;
-  if (!run.only_unpublished || !run.step_time) return std::nullopt;
+  if (!run.only_unpublished() || !run.step_time) return std::nullopt;
   auto const& s = run.s;
   strategy_spec space;
   space.name = run.id;

@@ -17,6 +17,9 @@ namespace dtplan::bench {
 /// One published run: the model and cluster as a program, the published
 /// strategy and what was measured. `skip_reason` is empty when the planner
 /// can represent the run.
+/// The skip reason of a run whose source leaves out its micro-batch.
+inline constexpr std::string_view no_micro_batch = "no micro_batch published";
+
 struct calibration_run {
   std::string id;
   char tier = 'C';             ///< 'A' (read from the source), 'B', 'C' (second-hand)
@@ -34,9 +37,10 @@ struct calibration_run {
   /// costed apart, at the planner's best choice of those keys. (An
   /// unpublished recomputation is not guessed: it changes the work done.)
   std::vector<std::string> unpublished;
-  bool only_unpublished = false;  ///< the unpublished keys are all that keeps it from being costed
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
+  /// The unpublished keys are all that keeps the run from being costed.
+  [[nodiscard]] bool only_unpublished() const { return !unpublished.empty() && skip_reason == no_micro_batch; }
 };
 
 /// Splits CSV text into rows of fields: quoted fields may hold commas,

@@ -39,7 +39,7 @@ TEST_CASE("Megatron's Table 1 runs at the planner's best micro-batch and interle
   int costed = 0;
   for (auto const& run : runs) {
     if (run.id.rfind("MLM21-", 0) != 0) continue;
-    REQUIRE(run.only_unpublished);
+    REQUIRE(run.only_unpublished());
     auto const chosen = bench::at_best_choice(run, model);
     REQUIRE(chosen);
     ++costed;
