@@ -55,7 +55,7 @@ std::string describe(figures const& f) {
 }
 
 void apply(calibration_run& r, figures const& f) {
-  gpu& g = r.prog.c.device;
+  gpu& g = r.prog.cluster.device;
   g.matmul_efficiency = f.matmul_efficiency;
   g.hbm_efficiency = f.hbm_efficiency;
   g.comm_efficiency = f.comm_efficiency;
@@ -66,9 +66,9 @@ void apply(calibration_run& r, figures const& f) {
   g.intra_latency = seconds(f.intra_latency_us * 1e-6);
   g.inter_latency = seconds(f.inter_latency_us * 1e-6);
   g.dispatch_latency = seconds(f.dispatch_latency_us * 1e-6);
-  r.prog.c.comm_efficiency = f.comm_efficiency;
-  r.prog.c.intra_latency = g.intra_latency;
-  r.prog.c.inter_latency = g.inter_latency;
+  r.prog.cluster.comm_efficiency = f.comm_efficiency;
+  r.prog.cluster.intra_latency = g.intra_latency;
+  r.prog.cluster.inter_latency = g.inter_latency;
 }
 
 // Mean absolute log error, tier A weighted twice, plus a penalty for every
@@ -175,8 +175,8 @@ std::map<std::string, fit_pool> fit_pools(std::vector<calibration_run> const& pu
   std::map<std::string, fit_pool> pools;
   for (auto const& r : published)
     if (r.representable() && r.step_time && family_of(r) != excluded) {
-      pools[r.prog.c.device.name].runs.push_back(r);
-      pools[r.prog.c.device.name].weights.push_back(1.0);
+      pools[r.prog.cluster.device.name].runs.push_back(r);
+      pools[r.prog.cluster.device.name].weights.push_back(1.0);
     }
   // The loader's GPU (its catalog entry carries no name of its own).
   std::string const gpu = "A100_SXM_80GB";
@@ -204,9 +204,9 @@ void cross_validate(std::vector<calibration_run> const& published, analytic_cost
   auto const vtrain = vtrain_files();
   std::map<std::pair<std::string, std::string>, std::vector<calibration_run>> families;  // (gpu, family)
   for (auto const& r : published)
-    if (r.representable() && r.step_time) families[{r.prog.c.device.name, family_of(r)}].push_back(r);
+    if (r.representable() && r.step_time) families[{r.prog.cluster.device.name, family_of(r)}].push_back(r);
   for (auto const& file : vtrain)
-    for (auto const& r : file) families[{r.prog.c.device.name, family_of(r)}].push_back(r);
+    for (auto const& r : file) families[{r.prog.cluster.device.name, family_of(r)}].push_back(r);
   fmt::print("{:<14} {:<12} {:>5}  {:>22}  {:>22}\n", "GPU", "held out", "runs", "calibrated with it",
              "fitted without it");
   std::vector<double> out_of_sample;
@@ -219,7 +219,7 @@ void cross_validate(std::vector<calibration_run> const& published, analytic_cost
       continue;
     }
     auto const in = bench::measure_accuracy(held, model);
-    auto const f = descend(it->second.runs, it->second.weights, figures_of(held.front().prog.c.device), model).first;
+    auto const f = descend(it->second.runs, it->second.weights, figures_of(held.front().prog.cluster.device), model).first;
     for (auto& r : held) apply(r, f);
     auto const out = bench::measure_accuracy(held, model);
     for (auto const& p : out.rows) out_of_sample.push_back(std::fabs(p.error));
@@ -300,8 +300,8 @@ void dump(std::vector<calibration_run> const& runs, analytic_cost_model const& m
       else exposed_dp += x;
     }
     fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f}\n",
-               r.id, r.prog.c.device.name, r.prog.c.gpus(), r.prog.m.hidden, r.prog.m.layers, r.prog.m.seq_len,
-               r.prog.t.global_batch, r.s.micro_batch, r.s.tp, r.s.pp, r.s.dp, r.s.zero, static_cast<int>(r.s.checkpoint),
+               r.id, r.prog.cluster.device.name, r.prog.cluster.gpus(), r.prog.model.hidden, r.prog.model.layers, r.prog.model.seq_len,
+               r.prog.training.global_batch, r.s.micro_batch, r.s.tp, r.s.pp, r.s.dp, r.s.zero, static_cast<int>(r.s.checkpoint),
                r.step_time->value(), t.step.value(), t.compute.value(), t.recompute.value(), t.bubble.value(),
                t.optimizer.value(), t.overhead.value(), exposed_tp, exposed_pp, exposed_dp,
                (t.step - *r.step_time) / *r.step_time);
@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
     // then no longer the fit of the model as it is (ctest catalog_is_the_fit).
     int status = 0;
     for (auto& [gpu_name, pool] : fit_pools(runs, vtrain_files(), "")) {
-      auto const catalog = figures_of(pool.runs.front().prog.c.device);
+      auto const catalog = figures_of(pool.runs.front().prog.cluster.device);
       auto const f = fit(pool.runs, pool.weights, catalog, model);
       double const before = objective(pool.runs, pool.weights, catalog, model);
       double const after = objective(pool.runs, pool.weights, f, model);

@@ -216,7 +216,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       if (std::find(skips.begin(), skips.end(), why) == skips.end()) skips.push_back(std::move(why));
     };
 
-    model& m = run.prog.m;
+    model& m = run.prog.model;
     m.name = std::string(row["model"]);
     m.layers = integer(row["layers"]).value_or(0);
     m.hidden = integer(row["hidden"]).value_or(0);
@@ -253,19 +253,19 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // BF16_Optimizer accumulates and all-reduces fp32 gradients ("fp32 grad
     // accumulation"); Megatron-LM before its 2023 --overlap-grad-reduce and
     // DeepSpeed's pipeline engine reduce them after the whole backward.
-    if (contains(prec, "fp32 grad")) run.prog.t.grad_precision = precision::fp32;
+    if (contains(prec, "fp32 grad")) run.prog.training.grad_precision = precision::fp32;
     // Composer's automatic mixed precision (amp_bf16, amp_fp8) runs FSDP's
     // DEFAULT mixed precision: 16-bit gathers, fp32 gradient reduction;
     // its pure bf16 (PURE) reduces in bf16.
-    if (contains(framework, "Composer") && contains(prec, "amp_")) run.prog.t.grad_precision = precision::fp32;
+    if (contains(framework, "Composer") && contains(prec, "amp_")) run.prog.training.grad_precision = precision::fp32;
     // BF16_Optimizer all-reduces every gradient, then each rank updates its
     // slice and all-gathers the weights.
-    if (contains(prec, "BF16_Optimizer")) run.prog.t.grad_reduce_scatter = false;
-    if (contains(framework, "Megatron") || contains(framework, "DeepSpeed")) run.prog.t.overlap_grad_sync = false;
+    if (contains(prec, "BF16_Optimizer")) run.prog.training.grad_reduce_scatter = false;
+    if (contains(framework, "Megatron") || contains(framework, "DeepSpeed")) run.prog.training.overlap_grad_sync = false;
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
-    cluster& c = run.prog.c;
+    cluster& c = run.prog.cluster;
     c.gpus_per_node = integer(row["gpus_per_node"]).value_or(8);
     c.nodes = integer(row["nodes"]).value_or(1);
     auto num_gpus = integer(row["num_gpus"]).value_or(c.nodes * c.gpus_per_node);
@@ -321,7 +321,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       // cross_entropy(logits.float(), labels), unfused; its tensor-parallel
       // plan shards the norms over the sequence (sequence parallelism).
       if (s.checkpoint == checkpoint_mode::selective) s.checkpoint = checkpoint_mode::ops;
-      run.prog.t.cross_entropy = cross_entropy_kind::unfused;
+      run.prog.training.cross_entropy = cross_entropy_kind::unfused;
       if (s.tp > 1) s.sequence_parallel = true;
     }
     auto mb = integer(row["micro_batch"]);
@@ -334,14 +334,14 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     }
     s.micro_batch = mb.value_or(1);
 
-    run.prog.t.global_batch = integer(row["global_batch_seqs"]).value_or(0);
-    if (run.prog.t.global_batch <= 0) skip("no global batch published");
-    if (s.dp > 0 && s.micro_batch > 0 && run.prog.t.global_batch % (s.dp * s.micro_batch) != 0)
+    run.prog.training.global_batch = integer(row["global_batch_seqs"]).value_or(0);
+    if (run.prog.training.global_batch <= 0) skip("no global batch published");
+    if (s.dp > 0 && s.micro_batch > 0 && run.prog.training.global_batch % (s.dp * s.micro_batch) != 0)
       skip("global batch not a multiple of dp x micro_batch");
     else if (s.dp > 0 && s.micro_batch > 0)
-      run.grad_accum = run.prog.t.global_batch / (s.dp * s.micro_batch);
+      run.grad_accum = run.prog.training.global_batch / (s.dp * s.micro_batch);
 
-    auto tokens = static_cast<double>(run.prog.t.global_batch) * static_cast<double>(m.seq_len);
+    auto tokens = static_cast<double>(run.prog.training.global_batch) * static_cast<double>(m.seq_len);
     if (auto st = number(row["step_time_s"]); st && *st > 0) run.step_time = seconds(*st);
     if (auto tpg = number(row["tokens_per_s_per_gpu"]); tpg && *tpg > 0) run.tokens_per_s_per_gpu = *tpg;
     if (!run.step_time && run.tokens_per_s_per_gpu && num_gpus > 0)
@@ -379,7 +379,7 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     run.id = fmt::format("vtrain-{}-{}", multi ? "multi" : "single", r);
     run.tier = 'B';
     run.source = "vTrain ground truth (Bang et al., MICRO 2024)";
-    model& m = run.prog.m;
+    model& m = run.prog.model;
     m.name = "GPT";
     m.layers = integer(row["# layers"]).value_or(0);
     m.hidden = integer(row["hidden size"]).value_or(0);
@@ -393,7 +393,7 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     m.prec = precision::fp16;
     m.optimizer = optimizer_kind::adam;
     auto gpus = integer(multi ? row["# GPUs"] : row["# GPUs"]).value_or(0);
-    cluster& c = run.prog.c;
+    cluster& c = run.prog.cluster;
     c.device = *catalog_gpu("A100_SXM_80GB");
     use_gpu_defaults(c);
     c.name = "vtrain";
@@ -407,15 +407,15 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     s.pp = integer(row["pipeline parallelism"]).value_or(1);
     s.micro_batch = integer(row["micro batch"]).value_or(1);
     s.checkpoint = checkpoint_mode::full;
-    run.prog.t.global_batch = integer(row["global batch"]).value_or(0);
+    run.prog.training.global_batch = integer(row["global batch"]).value_or(0);
     // Megatron-DeepSpeed without gradient bucketing (the published
     // validation setup): the data-parallel all-reduce follows the backward.
-    run.prog.t.overlap_grad_sync = false;
+    run.prog.training.overlap_grad_sync = false;
     if (s.dp * s.tp * s.pp != gpus || c.nodes * c.gpus_per_node != gpus) run.skip_reason = "GPU count mismatch";
-    if (s.dp > 0 && s.micro_batch > 0) run.grad_accum = std::max<std::int64_t>(1, run.prog.t.global_batch / (s.dp * s.micro_batch));
+    if (s.dp > 0 && s.micro_batch > 0) run.grad_accum = std::max<std::int64_t>(1, run.prog.training.global_batch / (s.dp * s.micro_batch));
     if (auto ms = number(row["iteration time (ms)"])) run.step_time = seconds(*ms / 1e3);
     if (run.step_time && gpus > 0)
-      run.tokens_per_s_per_gpu = static_cast<double>(run.prog.t.global_batch * m.seq_len) / run.step_time->value() / static_cast<double>(gpus);
+      run.tokens_per_s_per_gpu = static_cast<double>(run.prog.training.global_batch * m.seq_len) / run.step_time->value() / static_cast<double>(gpus);
     if (!run.step_time) run.skip_reason = "no iteration time";
     runs.push_back(std::move(run));
   }
@@ -443,8 +443,8 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
     p.measured = *r.step_time;
     p.predicted = t.step;
     p.error = (t.step - *r.step_time) / *r.step_time;
-    auto const gpus = static_cast<double>(std::max<std::int64_t>(1, r.prog.c.gpus()));
-    double const tokens = static_cast<double>(r.prog.t.global_batch * r.prog.m.seq_len);
+    auto const gpus = static_cast<double>(std::max<std::int64_t>(1, r.prog.cluster.gpus()));
+    double const tokens = static_cast<double>(r.prog.training.global_batch * r.prog.model.seq_len);
     p.measured_tokens_per_gpu = tokens / r.step_time->value() / gpus;
     p.predicted_tokens_per_gpu = tokens / t.step.value() / gpus;
     all.push_back(std::fabs(p.error));

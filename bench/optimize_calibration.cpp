@@ -46,13 +46,13 @@ int main() {
     seconds_total += r.stats.elapsed.value();
     if (!published.valid()) {
       fmt::print("{:<44} {:>7} {:>11} {:>11} {:>8} {:>7.2f}s  (published strategy not valid in the model)\n", run.id,
-                 run.prog.c.gpus(), "-", r.ranked.empty() ? std::string("-") : to_string(r.ranked.front().step), "-",
+                 run.prog.cluster.gpus(), "-", r.ranked.empty() ? std::string("-") : to_string(r.ranked.front().step), "-",
                  r.stats.elapsed.value());
       continue;
     }
     auto const base = model.step_time(run.prog, published.s).step;
     if (r.ranked.empty()) {
-      fmt::print("{:<44} {:>7} {:>11} {:>11}  search found nothing\n", run.id, run.prog.c.gpus(), to_string(base), "-");
+      fmt::print("{:<44} {:>7} {:>11} {:>11}  search found nothing\n", run.id, run.prog.cluster.gpus(), to_string(base), "-");
       ++failures;
       continue;
     }
@@ -63,7 +63,7 @@ int main() {
       if (best.step > base) ++failures;
     }
     fmt::print("{:<44} {:>7} {:>11} {:>11} {:>7.2f}x {:>7.2f}s  dp {} tp {} pp {} cp {} zero {} mb {} vs {}{}{}\n",
-               run.id, run.prog.c.gpus(), to_string(base), to_string(best.step), base / best.step,
+               run.id, run.prog.cluster.gpus(), to_string(base), to_string(best.step), base / best.step,
                r.stats.elapsed.value(), best.s.dp, best.s.tp, best.s.pp, best.s.cp, best.s.zero, best.s.micro_batch,
                best.s.virtual_stages, comparable ? "" : "  (published strategy outside the space)",
                comparable && best.step > base ? "  SLOWER THAN PUBLISHED" : "");

@@ -48,14 +48,14 @@ gpu h100() {
 program problem(model m, std::int64_t nodes, bandwidth inter, std::int64_t global_batch) {
   program p;
   p.file = m.name + ".dtp";
-  p.m = std::move(m);
-  p.c.name = "bench";
-  p.c.nodes = nodes;
-  p.c.gpus_per_node = 8;
-  p.c.device = h100();
-  use_gpu_defaults(p.c);
-  p.c.inter_node = inter;
-  p.t.global_batch = global_batch;
+  p.model = std::move(m);
+  p.cluster.name = "bench";
+  p.cluster.nodes = nodes;
+  p.cluster.gpus_per_node = 8;
+  p.cluster.device = h100();
+  use_gpu_defaults(p.cluster);
+  p.cluster.inter_node = inter;
+  p.training.global_batch = global_batch;
   return p;
 }
 

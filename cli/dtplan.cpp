@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
         dsl::diagnostic d{dsl::severity::error, space.where,
                           everything ? fmt::format("no valid plan for model '{}' on cluster '{}' in the whole "
                                                     "strategy space ({})",
-                                                    program->m.name, program->c.name, candidates)
+                                                    program->model.name, program->cluster.name, candidates)
                                       : fmt::format("no valid plan in the space of strategy '{}' ({})", space.name,
                                                     candidates),
                           {}};

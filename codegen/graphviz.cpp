@@ -57,7 +57,7 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   auto co = c.l.of(r);
   auto stage = co[static_cast<int>(axis::pp)];
   std::vector<std::string> out;
-  auto ranges = stage_layers(c.p.m.layers, s.pp, s.virtual_stages, stage);
+  auto ranges = stage_layers(c.p.model.layers, s.pp, s.virtual_stages, stage);
   std::string held;
   std::int64_t count = 0;
   for (auto r : ranges) {
@@ -66,8 +66,8 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
     count += r.last - r.first;
   }
   if (count == 0) out.push_back("no transformer layers");
-  else if (ranges.size() > 1) out.push_back(fmt::format("layers {} of {} ({} chunks)", held, c.p.m.layers, ranges.size()));
-  else out.push_back(fmt::format("layers {} of {}", held, c.p.m.layers));
+  else if (ranges.size() > 1) out.push_back(fmt::format("layers {} of {} ({} chunks)", held, c.p.model.layers, ranges.size()));
+  else out.push_back(fmt::format("layers {} of {}", held, c.p.model.layers));
   if (stage == 0) out.push_back("embedding");
   if (stage == s.pp - 1) out.push_back("output layer, loss");
   if (s.tp > 1) out.push_back(fmt::format("1/{} of each weight matrix", s.tp));
@@ -164,14 +164,14 @@ std::string header(context const& c) {
   std::string o = "digraph sharding {\n";
   o += fmt::format("  graph [label=\"{} on {} ({} x {} GPUs): plan '{}'\", labelloc=t, fontname=\"Helvetica\", fontsize=14, "
                    "nodesep=0.25, ranksep=0.5];\n",
-                   esc(c.p.m.name), esc(c.p.c.name), c.p.c.nodes, c.p.c.gpus_per_node, esc(c.pl.name));
+                   esc(c.p.model.name), esc(c.p.cluster.name), c.p.cluster.nodes, c.p.cluster.gpus_per_node, esc(c.pl.name));
   o += "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=9];\n";
   o += "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   return o;
 }
 
 void full_node(std::string& o, context const& c, std::int64_t n) {
-  auto gpn = c.p.c.gpus_per_node;
+  auto gpn = c.p.cluster.gpus_per_node;
   auto first = n * gpn;
   auto last = std::min(c.l.world(), first + gpn) - 1;
   o += fmt::format("  subgraph cluster_node{} {{\n    label=\"node {} (ranks {})\";\n    style=rounded;\n    color=\"#444444\";\n", n,
@@ -196,7 +196,7 @@ void full_node(std::string& o, context const& c, std::int64_t n) {
 std::string full(context const& c) {
   std::string o = header(c);
   auto world = c.l.world();
-  auto gpn = std::max<std::int64_t>(1, c.p.c.gpus_per_node);
+  auto gpn = std::max<std::int64_t>(1, c.p.cluster.gpus_per_node);
   std::set<std::int64_t> drawn;
   for (std::int64_t r = 0; r < world; ++r) drawn.insert(r);
   for (std::int64_t n = 0; n * gpn < world; ++n) full_node(o, c, n);
@@ -213,7 +213,7 @@ std::string full(context const& c) {
 std::string condensed(context const& c) {
   std::string o = header(c);
   auto world = c.l.world();
-  auto gpn = std::max<std::int64_t>(1, c.p.c.gpus_per_node);
+  auto gpn = std::max<std::int64_t>(1, c.p.cluster.gpus_per_node);
   auto nodes = (world + gpn - 1) / gpn;
   full_node(o, c, 0);
   std::set<std::int64_t> drawn;
@@ -258,13 +258,13 @@ std::string condensed(context const& c) {
                                     r1 - r0 + 1, range(*st.begin(), *st.rbegin()), range(dp_lo, dp_hi));
     std::int64_t count = 0;
     for (auto stage : st)
-      for (auto r : stage_layers(c.p.m.layers, c.pl.s.pp, c.pl.s.virtual_stages, stage)) count += r.last - r.first;
+      for (auto r : stage_layers(c.p.model.layers, c.pl.s.pp, c.pl.s.virtual_stages, stage)) count += r.last - r.first;
     if (c.pl.s.virtual_stages == 1) {
-      auto first = stage_layers(c.p.m.layers, c.pl.s.pp, 1, *st.begin()).front().first;
-      auto last = stage_layers(c.p.m.layers, c.pl.s.pp, 1, *st.rbegin()).front().last;
-      label += fmt::format("\\nlayers {} of {}", last > first ? range(first, last - 1) : "none", c.p.m.layers);
+      auto first = stage_layers(c.p.model.layers, c.pl.s.pp, 1, *st.begin()).front().first;
+      auto last = stage_layers(c.p.model.layers, c.pl.s.pp, 1, *st.rbegin()).front().last;
+      label += fmt::format("\\nlayers {} of {}", last > first ? range(first, last - 1) : "none", c.p.model.layers);
     } else {
-      label += fmt::format("\\n{} of {} layers in {} chunks per stage", count, c.p.m.layers, c.pl.s.virtual_stages);
+      label += fmt::format("\\n{} of {} layers in {} chunks per stage", count, c.p.model.layers, c.pl.s.virtual_stages);
     }
     auto h = holdings(c, r0);
     for (std::size_t i = 1; i < h.size(); ++i)
@@ -310,8 +310,8 @@ std::string condensed(context const& c) {
 }  // namespace
 
 std::string sharding_dot(planner::program const& p, planner::plan const& pl) {
-  auto shard = shard_ranks(pl.s, p.c.gpus_per_node);
-  context c{p, pl, planner::rank_layout(pl.s, p.c.gpus_per_node), shard, pl.s.zero > 0 && shard < pl.s.dp};
+  auto shard = shard_ranks(pl.s, p.cluster.gpus_per_node);
+  context c{p, pl, planner::rank_layout(pl.s, p.cluster.gpus_per_node), shard, pl.s.zero > 0 && shard < pl.s.dp};
   return c.l.world() > dot_full_limit ? condensed(c) : full(c);
 }
 

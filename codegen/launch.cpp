@@ -21,12 +21,12 @@ std::string job_name(std::string const& plan_name) {
 // The NCCL settings shared by both scripts. Values the site knows better
 // are overridable from the caller's environment.
 std::string nccl_env(planner::program const& p, planner::plan const& pl, std::string& exported) {
-  planner::rank_layout l(pl.s, p.c.gpus_per_node);
+  planner::rank_layout l(pl.s, p.cluster.gpus_per_node);
   std::string o;
   o += "# NCCL: warnings only; set NCCL_DEBUG=INFO to see the rings and the transports.\n";
   o += "export NCCL_DEBUG=\"${NCCL_DEBUG:-WARN}\"\n";
   exported = "-x NCCL_DEBUG";
-  if (p.c.nodes > 1) {
+  if (p.cluster.nodes > 1) {
     std::string inter;
     for (auto a : {planner::axis::tp, planner::axis::cp, planner::axis::dp, planner::axis::pp})
       if (l.placement(a).crosses_nodes()) inter += fmt::format("{}{}", inter.empty() ? "" : ", ", planner::name(a));
@@ -73,10 +73,10 @@ std::int64_t world(planner::plan const& pl) { return pl.s.dp * pl.s.tp * pl.s.cp
 }  // namespace
 
 std::string slurm_script(planner::program const& p, planner::plan const& pl) {
-  auto const gpn = p.c.gpus_per_node;
+  auto const gpn = p.cluster.gpus_per_node;
   std::string o = "#!/bin/bash\n";
   o += fmt::format("#SBATCH --job-name={}\n", job_name(pl.name));
-  o += fmt::format("#SBATCH --nodes={}\n", p.c.nodes);
+  o += fmt::format("#SBATCH --nodes={}\n", p.cluster.nodes);
   o += fmt::format("#SBATCH --ntasks-per-node={}\n", gpn);
   o += fmt::format("#SBATCH --gpus-per-node={}\n", gpn);
   o += "#SBATCH --cpus-per-task=8\n";
@@ -101,11 +101,11 @@ std::string slurm_script(planner::program const& p, planner::plan const& pl) {
 }
 
 std::string mpirun_script(planner::program const& p, planner::plan const& pl) {
-  auto const gpn = p.c.gpus_per_node;
+  auto const gpn = p.cluster.gpus_per_node;
   std::string o = "#!/bin/bash\n";
-  o += fmt::format("# Plan '{}' of {}: {} ranks on {} nodes x {} GPUs.\n", pl.name, p.file, world(pl), p.c.nodes, gpn);
+  o += fmt::format("# Plan '{}' of {}: {} ranks on {} nodes x {} GPUs.\n", pl.name, p.file, world(pl), p.cluster.nodes, gpn);
   o += "# Usage: launch/mpirun.sh HOSTFILE [train_step flags]\n";
-  o += fmt::format("# HOSTFILE lists the {} nodes, one per line with 'slots={}'.\n", p.c.nodes, gpn);
+  o += fmt::format("# HOSTFILE lists the {} nodes, one per line with 'slots={}'.\n", p.cluster.nodes, gpn);
   o += "set -euo pipefail\n\n";
   o += "if [ $# -lt 1 ]; then\n";
   o += "  echo \"usage: $0 HOSTFILE [train_step flags]\" >&2\n";

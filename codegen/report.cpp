@@ -139,41 +139,41 @@ std::string to_json(report const& r) {
   json_writer w;
   w.begin_object();
   w.key("file").value(p.file);
-  auto params = count_params(p.m);
+  auto params = count_params(p.model);
   w.key("model").begin_object();
-  w.key("name").value(p.m.name);
+  w.key("name").value(p.model.name);
   w.key("params").value(params.total);
-  w.key("layers").value(p.m.layers);
-  w.key("hidden").value(p.m.hidden);
-  w.key("heads").value(p.m.heads);
-  w.key("kv_heads").value(p.m.kv_heads);
-  w.key("ffn").value(p.m.ffn);
-  w.key("mlp").value(name(p.m.mlp));
-  w.key("vocab").value(p.m.vocab);
-  w.key("seq_len").value(p.m.seq_len);
-  w.key("tied_embeddings").value(p.m.tied_embeddings);
-  w.key("attention").value(name(p.m.attention));
-  w.key("precision").value(name(p.m.prec));
-  w.key("optimizer").value(name(p.m.optimizer));
-  w.key("experts").value(p.m.experts);
-  w.key("experts_per_token").value(p.m.experts_per_token);
-  w.key("dropout").value(p.m.dropout);
+  w.key("layers").value(p.model.layers);
+  w.key("hidden").value(p.model.hidden);
+  w.key("heads").value(p.model.heads);
+  w.key("kv_heads").value(p.model.kv_heads);
+  w.key("ffn").value(p.model.ffn);
+  w.key("mlp").value(name(p.model.mlp));
+  w.key("vocab").value(p.model.vocab);
+  w.key("seq_len").value(p.model.seq_len);
+  w.key("tied_embeddings").value(p.model.tied_embeddings);
+  w.key("attention").value(name(p.model.attention));
+  w.key("precision").value(name(p.model.prec));
+  w.key("optimizer").value(name(p.model.optimizer));
+  w.key("experts").value(p.model.experts);
+  w.key("experts_per_token").value(p.model.experts_per_token);
+  w.key("dropout").value(p.model.dropout);
   w.end_object();
   w.key("cluster").begin_object();
-  w.key("name").value(p.c.name);
-  w.key("gpus").value(p.c.gpus());
-  w.key("nodes").value(p.c.nodes);
-  w.key("gpus_per_node").value(p.c.gpus_per_node);
-  w.key("gpu").value(p.c.device.name);
-  w.key("gpu_memory_bytes").value(whole(p.c.device.memory));
-  w.key("intra_node_bytes_per_s").value(p.c.intra_node.value());
-  w.key("inter_node_bytes_per_s").value(p.c.inter_node.value());
+  w.key("name").value(p.cluster.name);
+  w.key("gpus").value(p.cluster.gpus());
+  w.key("nodes").value(p.cluster.nodes);
+  w.key("gpus_per_node").value(p.cluster.gpus_per_node);
+  w.key("gpu").value(p.cluster.device.name);
+  w.key("gpu_memory_bytes").value(whole(p.cluster.device.memory));
+  w.key("intra_node_bytes_per_s").value(p.cluster.intra_node.value());
+  w.key("inter_node_bytes_per_s").value(p.cluster.inter_node.value());
   w.end_object();
   w.key("training").begin_object();
-  w.key("global_batch").value(p.t.global_batch);
-  w.key("tokens_per_step").value(p.t.global_batch * p.m.seq_len);
+  w.key("global_batch").value(p.training.global_batch);
+  w.key("tokens_per_step").value(p.training.global_batch * p.model.seq_len);
   // Only when not the default, so reports of existing plans keep their bytes.
-  if (p.t.cross_entropy != planner::cross_entropy_kind::fused) w.key("cross_entropy").value(name(p.t.cross_entropy));
+  if (p.training.cross_entropy != planner::cross_entropy_kind::fused) w.key("cross_entropy").value(name(p.training.cross_entropy));
   w.end_object();
   auto base = baselines(*r.plans);
   w.key("plans").begin_array();
@@ -261,7 +261,7 @@ void text_time(std::string& out, time_breakdown const& t) {
 
 void text_rate(std::string& out, program const& p, throughput const& r) {
   out += fmt::format("  throughput                     {}tokens/s ({}tokens/s per GPU), {} samples/s\n",
-                     count(r.tokens_per_s), count(r.tokens_per_s / static_cast<double>(p.c.gpus())),
+                     count(r.tokens_per_s), count(r.tokens_per_s / static_cast<double>(p.cluster.gpus())),
                      three_digits(r.samples_per_s));
   out += fmt::format("  per GPU                        model {} (MFU {}), hardware {} (HFU {})\n",
                      to_string(r.model_flops_per_gpu), percent(r.mfu),
@@ -292,8 +292,8 @@ std::string differences(strategy const& s, strategy const& best) {
 
 std::string to_text(report const& r, bool explain) {
   auto const& p = *r.program;
-  auto const& m = p.m;
-  auto const& c = p.c;
+  auto const& m = p.model;
+  auto const& c = p.cluster;
   std::string out;
   out += fmt::format("{}\n", p.file);
   out += fmt::format(
@@ -305,9 +305,9 @@ std::string to_text(report const& r, bool explain) {
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
-  out += fmt::format("  training  global batch {} sequences = {}tokens per step{}\n", p.t.global_batch,
-                     count(static_cast<double>(p.t.global_batch * m.seq_len)),
-                     p.t.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
+  out += fmt::format("  training  global batch {} sequences = {}tokens per step{}\n", p.training.global_batch,
+                     count(static_cast<double>(p.training.global_batch * m.seq_len)),
+                     p.training.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
   if (r.stats)
     out += fmt::format("  search    {}, {} valid, {}\n", counted(r.stats->candidates, "candidate"), r.stats->valid,
                        to_string(r.stats->elapsed));

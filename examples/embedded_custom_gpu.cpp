@@ -33,8 +33,8 @@ int main() {
   auto const& spec = p.strategies.front();
   auto result = planner::check(p, spec, spec.fixed());
   for (auto const& d : result.diags) fmt::print("{}\n", d.message);
-  fmt::print("{} on {} x {} {}: strategy '{}' needs {} of {} usable per GPU\n", p.m.name, p.c.nodes,
-             p.c.gpus_per_node, p.c.device.name, spec.name, result.memory.total, result.memory.usable);
+  fmt::print("{} on {} x {} {}: strategy '{}' needs {} of {} usable per GPU\n", p.model.name, p.cluster.nodes,
+             p.cluster.gpus_per_node, p.cluster.device.name, spec.name, result.memory.total, result.memory.usable);
   for (auto const& term : result.memory.detail) fmt::print("  {:<40} {}\n", term.name, term.size);
   return result.valid() ? 0 : 1;
 }

@@ -68,8 +68,8 @@ class rules {
       : p_(p), spec_(spec), out_(out) {}
 
   bool apply(strategy& s, std::int64_t& grad_accum) {
-    model const& m = p_.m;
-    std::int64_t const gpus = p_.c.gpus();
+    model const& m = p_.model;
+    std::int64_t const gpus = p_.cluster.gpus();
 
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
                           {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
@@ -80,15 +80,15 @@ class rules {
     if (!legal_) return false;
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
       if (v > gpus)
-        error(key, [&] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.c.name); });
+        error(key, [&] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.cluster.name); });
     if (s.virtual_stages > m.layers)
       error("virtual_stages", [&] {
         return fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages, m.layers,
                            m.name);
       });
-    if (s.micro_batch > p_.t.global_batch)
+    if (s.micro_batch > p_.training.global_batch)
       error("micro_batch", [&] {
-        return fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.t.global_batch);
+        return fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.training.global_batch);
       });
     if (!legal_) return false;
 
@@ -98,7 +98,7 @@ class rules {
         error(first_written({"tp", "pp", "cp"}), [&] {
           return fmt::format(
               "tp x pp x cp = {} x {} x {} = {} does not divide the {} GPUs of cluster '{}', so dp cannot be derived",
-              s.tp, s.pp, s.cp, model_parallel, gpus, p_.c.name);
+              s.tp, s.pp, s.cp, model_parallel, gpus, p_.cluster.name);
         });
         return false;
       }
@@ -106,7 +106,7 @@ class rules {
     } else if (sat_mul(s.dp, model_parallel) != gpus) {
       error("dp", [&] {
         return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp, s.pp,
-                           s.cp, sat_mul(s.dp, model_parallel), p_.c.name, gpus);
+                           s.cp, sat_mul(s.dp, model_parallel), p_.cluster.name, gpus);
       });
       return false;
     }
@@ -143,12 +143,12 @@ class rules {
     }
 
     std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
-    if (p_.t.global_batch % per_step != 0 || p_.t.global_batch < per_step) {
+    if (p_.training.global_batch % per_step != 0 || p_.training.global_batch < per_step) {
       error(first_written({"micro_batch", "dp"}), [&] {
-        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.t.global_batch, per_step);
+        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch, per_step);
       });
     } else {
-      grad_accum = p_.t.global_batch / per_step;
+      grad_accum = p_.training.global_batch / per_step;
       if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)
         error("virtual_stages", [&] {
           return fmt::format(
@@ -162,12 +162,12 @@ class rules {
 
     if (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)) {
       error("shard", [&] { return fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp); });
-    } else if (s.shard.k == shard_group::kind::node && shard_size(s, p_.c.gpus_per_node) == 0) {
+    } else if (s.shard.k == shard_group::kind::node && shard_size(s, p_.cluster.gpus_per_node) == 0) {
       error("shard", [&] {
         return fmt::format(
             "shard = node needs the data-parallel ranks of each node to form whole shard groups; with order '{}', dp = "
             "{} and {} GPUs per node they do not",
-            to_string(s.order), s.dp, p_.c.gpus_per_node);
+            to_string(s.order), s.dp, p_.cluster.gpus_per_node);
       });
     } else if (s.shard.k != shard_group::kind::all && s.zero == 0) {
       warning("shard", [&] { return fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)); });
@@ -191,12 +191,12 @@ class rules {
         error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
     }
 
-    if (reporting() && legal_ && s.tp > 1 && p_.c.gpus_per_node > 0) {
-      auto placed = rank_layout(s, p_.c.gpus_per_node).placement(axis::tp);
+    if (reporting() && legal_ && s.tp > 1 && p_.cluster.gpus_per_node > 0) {
+      auto placed = rank_layout(s, p_.cluster.gpus_per_node).placement(axis::tp);
       if (placed.crosses_nodes())
         warning("tp", [&] {
           return fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp, placed.nodes,
-                             gbits(p_.c.inter_node));
+                             gbits(p_.cluster.inter_node));
         });
     }
     return legal_;
@@ -258,7 +258,7 @@ struct fix {
 std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strategy const& s) {
   std::vector<fix> fixes;
   bool const dp_written = spec.dp.is_set();
-  std::int64_t const gpus = p.c.gpus();
+  std::int64_t const gpus = p.cluster.gpus();
   auto try_first = [&](auto const& candidates) {
     for (auto const& [text, cand] : candidates) {
       auto r = run(p, &spec, cand, false);
@@ -292,7 +292,7 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   // The largest smaller micro-batch that divides the per-replica batch;
   // bounded so that an absurd micro_batch cannot stall the check.
   std::vector<candidate> micro;
-  std::int64_t const per_replica = p.t.global_batch / std::max<std::int64_t>(1, s.dp);
+  std::int64_t const per_replica = p.training.global_batch / std::max<std::int64_t>(1, s.dp);
   for (std::int64_t mb = s.micro_batch - 1, tried = 0; mb >= 1 && tried < 4096 && micro.size() < 16; --mb, ++tried) {
     if (per_replica % mb != 0) continue;
     auto c = s;
@@ -327,9 +327,9 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
     }
     try_first(out);
   };
-  grow("tp", &strategy::tp, std::max<std::int64_t>(p.c.gpus_per_node, 1));
-  grow("pp", &strategy::pp, p.m.layers);
-  grow("cp", &strategy::cp, p.m.seq_len);
+  grow("tp", &strategy::tp, std::max<std::int64_t>(p.cluster.gpus_per_node, 1));
+  grow("pp", &strategy::pp, p.model.layers);
+  grow("cp", &strategy::cp, p.model.seq_len);
 
   std::stable_sort(fixes.begin(), fixes.end(), [](fix const& a, fix const& b) { return a.total < b.total; });
   if (fixes.size() > 3) fixes.resize(3);
@@ -359,7 +359,7 @@ check_result check(program const& p, strategy_spec const& spec, strategy s) {
   dsl::diagnostic d;
   d.where = spec.key_span(key);
   d.message = fmt::format("{} needs {:.1f} GiB per GPU; {} has {} ({:.1f} usable)", strategy_label(spec),
-                          mem.total.value() / gib, p.c.device.name, capacity_text(mem.capacity),
+                          mem.total.value() / gib, p.cluster.device.name, capacity_text(mem.capacity),
                           mem.usable.value() / gib);
   std::string const share =
       fmt::format("{} {:.1f} GiB of it", std::get<0>(dominant), std::get<1>(dominant).value() / gib);

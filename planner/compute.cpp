@@ -104,8 +104,8 @@ weight_gemm weight_op(gpu const& g, std::int64_t tokens, std::int64_t in, std::i
 }  // namespace
 
 stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
-  model const& m = p.m;
-  gpu const& g = p.c.device;
+  model const& m = p.model;
+  gpu const& g = p.cluster.device;
   precision const prec = m.prec;
   double const e = element_bytes(prec);
   auto const tp = std::max<std::int64_t>(1, s.tp);
@@ -250,8 +250,8 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
 std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; }
 
 flops model_flops_per_step(program const& p) {
-  model const& m = p.m;
-  double const tokens = static_cast<double>(p.t.global_batch) * static_cast<double>(m.seq_len);
+  model const& m = p.model;
+  double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
   double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
                            12.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
                                static_cast<double>(m.hidden);
@@ -259,8 +259,8 @@ flops model_flops_per_step(program const& p) {
 }
 
 flops hardware_flops_per_step(program const& p, strategy const& s) {
-  model const& m = p.m;
-  double const tokens = static_cast<double>(p.t.global_batch) * static_cast<double>(m.seq_len);
+  model const& m = p.model;
+  double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
   double const attention_fwd = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
                                static_cast<double>(m.hidden) * tokens;
   double const layer_matmul = static_cast<double>(matmul_parameters(m) - m.vocab * m.hidden);

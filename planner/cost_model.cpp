@@ -118,20 +118,20 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
   s.cp = std::max<std::int64_t>(1, s.cp);
   s.micro_batch = std::max<std::int64_t>(1, s.micro_batch);
   s.virtual_stages = std::max<std::int64_t>(1, s.virtual_stages);
-  if (s.dp <= 0) s.dp = std::max<std::int64_t>(1, p.c.gpus() / (s.tp * s.pp * s.cp));
+  if (s.dp <= 0) s.dp = std::max<std::int64_t>(1, p.cluster.gpus() / (s.tp * s.pp * s.cp));
 
-  model const& m = p.m;
-  cluster const& c = p.c;
+  model const& m = p.model;
+  cluster const& c = p.cluster;
   gpu const& g = c.device;
   double const e = element_bytes(m.prec);
   // fp8 training communicates 16-bit weights; gradients travel in the
   // precision the program keeps them in (fp32 with grad_precision = fp32).
   double const comm_e = m.prec == precision::fp32 ? 4.0 : 2.0;
-  double const grad_e = grad_element_bytes(m, p.t);
-  bool const overlap = p.t.overlap_grad_sync;
+  double const grad_e = grad_element_bytes(m, p.training);
+  bool const overlap = p.training.overlap_grad_sync;
 
   time_breakdown t;
-  auto const micro = std::max<std::int64_t>(1, p.t.global_batch / (s.dp * s.micro_batch));
+  auto const micro = std::max<std::int64_t>(1, p.training.global_batch / (s.dp * s.micro_batch));
   double const md = static_cast<double>(micro);
   stage_compute const sc = compute_per_micro_batch(p, s);
   stage_params const sp = params_per_gpu(m, s);
@@ -255,7 +255,7 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
     // ZeRO-1/2 reduce-scatter the gradients, or with grad_reduce =
     // all_reduce every rank receives every gradient (and updates only its
     // slice).
-    auto const op = p.t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+    auto const op = p.training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
     auto const overlapped = [&](seconds total) {
       if (!overlap) return total;
       seconds const capacity = backward_one * (1.0 - 1.0 / static_cast<double>(buckets));
@@ -406,8 +406,8 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
 }
 
 seconds analytic_cost_model::lower_bound(program const& p) const {
-  auto const gpus = std::max<std::int64_t>(1, p.c.gpus());
-  return model_flops_per_step(p) / (peak_at(p.c.device, p.m.prec) * static_cast<double>(gpus));
+  auto const gpus = std::max<std::int64_t>(1, p.cluster.gpus());
+  return model_flops_per_step(p) / (peak_at(p.cluster.device, p.model.prec) * static_cast<double>(gpus));
 }
 
 }  // namespace dtplan::planner

@@ -567,9 +567,9 @@ program plan(planner::model const& m, planner::cluster const& c, planner::traini
   if (auto limit = beyond_limits(m, t)) throw error(limit->message);
   program p;
   p.file = "<embedded>";
-  p.m = m;
-  p.c = c;
-  p.t = t;
+  p.model = m;
+  p.cluster = c;
+  p.training = t;
   std::size_t unnamed = 0;
   for (auto s : strategies) {
     if (s.name.empty()) s.name = fmt::format("strategy#{}", ++unnamed);

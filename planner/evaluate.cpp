@@ -55,7 +55,7 @@ std::string bottleneck_of(program const& p, strategy const& s, time_breakdown co
   if (t.exposed_comm.value() >= dominant_share * step) {
     if (auto const* e = most_exposed(t)) {
       std::string line = fmt::format("communication: {} {} over {} exposes {} of {}", name(e->group), name(e->op),
-                                     link_text(p.c, e->link), to_string(e->exposed), to_string(t.step));
+                                     link_text(p.cluster, e->link), to_string(e->exposed), to_string(t.step));
       if (t.exposed_comm.value() > 1.001 * e->exposed.value())
         line += fmt::format(" ({} exposed in all)", to_string(t.exposed_comm));
       return line;
@@ -63,7 +63,7 @@ std::string bottleneck_of(program const& p, strategy const& s, time_breakdown co
   }
   if (t.bubble.value() >= dominant_share * step)
     return fmt::format("pipeline bubble: {} of {} with pp = {} and {} micro-batches", to_string(t.bubble),
-                       to_string(t.step), s.pp, std::max<std::int64_t>(1, p.t.global_batch / (s.dp * s.micro_batch)));
+                       to_string(t.step), s.pp, std::max<std::int64_t>(1, p.training.global_batch / (s.dp * s.micro_batch)));
   if (t.optimizer.value() + t.overhead.value() >= dominant_share * step)
     return fmt::format("optimizer step and overhead: {} of {}", to_string(t.optimizer + t.overhead), to_string(t.step));
   if (t.recompute.value() >= dominant_share * step)
@@ -80,8 +80,8 @@ std::string faster(seconds now, seconds before) {
 void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
                      std::vector<std::string>& out) {
   if (pl.s.zero != 3 || pl.s.shard.k == shard_group::kind::node) return;
-  rank_layout const layout(pl.s, p.c.gpus_per_node);
-  auto const size = shard_size(pl.s, p.c.gpus_per_node);
+  rank_layout const layout(pl.s, p.cluster.gpus_per_node);
+  auto const size = shard_size(pl.s, p.cluster.gpus_per_node);
   auto const placement = size >= pl.s.dp || size <= 0 ? layout.placement(axis::dp) : layout.shard_placement(size);
   if (!placement.crosses_nodes()) return;
   strategy s = pl.s;
@@ -90,7 +90,7 @@ void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl
   std::string text = fmt::format(
       "hybrid sharding: ZeRO-3 gathers the weights over the {} link every layer; shard = node keeps the gathers "
       "on the {} link and only the gradient all-reduce crosses nodes",
-      link_text(p.c, link_kind::inter), link_text(p.c, link_kind::intra));
+      link_text(p.cluster, link_kind::inter), link_text(p.cluster, link_kind::intra));
   // Only a verified fix is advice: the variant must be valid.
   if (!v.time) return;
   text += fmt::format(" ({})", faster(v.time->step, pl.time->step));
@@ -105,9 +105,9 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
   if (!e) return;
   std::vector<std::pair<std::string, variant>> tries;
   strategy const base = pl.s;
-  auto const gpus = p.c.gpus();
+  auto const gpus = p.cluster.gpus();
   // Tensor parallelism inside a node: fewer, larger data-parallel messages cross nodes.
-  for (std::int64_t tp = base.tp * 2; tp <= p.c.gpus_per_node; tp *= 2) {
+  for (std::int64_t tp = base.tp * 2; tp <= p.cluster.gpus_per_node; tp *= 2) {
     strategy s = base;
     s.tp = tp;
     s.sequence_parallel = true;
@@ -140,7 +140,7 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name(c.op), to_string(c.exposed));
   }
   std::string const head = fmt::format("communication dominates: {} traffic over the {} link exposes {} of {} ({})",
-                                       name(e->group), link_text(p.c, e->link), to_string(group_exposed),
+                                       name(e->group), link_text(p.cluster, e->link), to_string(group_exposed),
                                        to_string(t.step), parts);
   std::pair<std::string, variant> const* best = nullptr;
   for (auto const& tr : tries)
@@ -151,7 +151,7 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
   if (best) {
     out.push_back(fmt::format("{}; the best verified change is {}: {}", head, best->first,
                               faster(best->second.time->step, t.step)));
-  } else if (gradient_sync && !p.t.overlap_grad_sync) {
+  } else if (gradient_sync && !p.training.overlap_grad_sync) {
     out.push_back(fmt::format("{}; fewer GPUs make it smaller", head));
   } else {
     out.push_back(fmt::format("{}; a larger micro-batch or more gradient accumulation gives the backward more time "
@@ -160,9 +160,9 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
   }
   // A sync that waits for the whole backward is the framework's choice, not
   // the strategy's: say what overlapping it would give.
-  if (gradient_sync && !p.t.overlap_grad_sync) {
+  if (gradient_sync && !p.training.overlap_grad_sync) {
     program overlapped = p;
-    overlapped.t.overlap_grad_sync = true;
+    overlapped.training.overlap_grad_sync = true;
     auto v = try_variant(overlapped, spec, base, model);
     if (v.time && v.time->step < t.step)
       out.push_back(fmt::format(
@@ -202,14 +202,14 @@ void advise_checkpointing(program const& p, strategy_spec const& spec, plan cons
 }
 
 void advise_learning_rate(program const& p, std::vector<std::string>& out) {
-  if (!p.t.base_lr || !p.t.base_batch || *p.t.base_batch <= 0 || p.t.global_batch == *p.t.base_batch) return;
-  double const k = static_cast<double>(p.t.global_batch) / static_cast<double>(*p.t.base_batch);
-  double const lr = *p.t.base_lr;
+  if (!p.training.base_lr || !p.training.base_batch || *p.training.base_batch <= 0 || p.training.global_batch == *p.training.base_batch) return;
+  double const k = static_cast<double>(p.training.global_batch) / static_cast<double>(*p.training.base_batch);
+  double const lr = *p.training.base_lr;
   out.push_back(fmt::format(
       "learning rate: base_lr = {:.3g} was tuned at batch {}; at global_batch = {} ({}x) the linear rule gives {:.3g} "
       "and the square-root rule {:.3g}; warm up over the first steps (longer when the batch grows); a starting "
       "point; retune",
-      lr, *p.t.base_batch, p.t.global_batch, three_digits(k), lr * k, lr * std::sqrt(k)));
+      lr, *p.training.base_batch, p.training.global_batch, three_digits(k), lr * k, lr * std::sqrt(k)));
 }
 
 }  // namespace
@@ -218,14 +218,14 @@ throughput rate_of(program const& p, time_breakdown const& t) {
   throughput r;
   double const step = t.step.value();
   if (step <= 0) return r;
-  auto const gpus = static_cast<double>(std::max<std::int64_t>(1, p.c.gpus()));
-  r.samples_per_s = static_cast<double>(p.t.global_batch) / step;
-  r.tokens_per_s = r.samples_per_s * static_cast<double>(p.m.seq_len);
+  auto const gpus = static_cast<double>(std::max<std::int64_t>(1, p.cluster.gpus()));
+  r.samples_per_s = static_cast<double>(p.training.global_batch) / step;
+  r.tokens_per_s = r.samples_per_s * static_cast<double>(p.model.seq_len);
   r.model_flops_per_step = t.model_flops;
   r.hardware_flops_per_step = t.hardware_flops;
   r.model_flops_per_gpu = flop_rate(t.model_flops.value() / step / gpus);
   r.hardware_flops_per_gpu = flop_rate(t.hardware_flops.value() / step / gpus);
-  double const peak = peak_at(p.c.device, p.m.prec).value();
+  double const peak = peak_at(p.cluster.device, p.model.prec).value();
   r.mfu = r.model_flops_per_gpu.value() / peak;
   r.hfu = r.hardware_flops_per_gpu.value() / peak;
   return r;
@@ -268,9 +268,9 @@ std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_
   for (std::int64_t dp = 1; dp <= base.dp; dp = dp * 2 > base.dp && dp < base.dp ? base.dp : dp * 2) {
     auto const gpus = dp * per_replica;
     program q = p;
-    q.c.gpus_per_node = std::min(p.c.gpus_per_node, gpus);
-    q.c.nodes = (gpus + q.c.gpus_per_node - 1) / q.c.gpus_per_node;
-    if (q.c.nodes * q.c.gpus_per_node != gpus) continue;
+    q.cluster.gpus_per_node = std::min(p.cluster.gpus_per_node, gpus);
+    q.cluster.nodes = (gpus + q.cluster.gpus_per_node - 1) / q.cluster.gpus_per_node;
+    if (q.cluster.nodes * q.cluster.gpus_per_node != gpus) continue;
     strategy s = base;
     s.dp = dp;
     if (s.zero > 0 && dp == 1) s.zero = 0;
@@ -296,10 +296,10 @@ std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_
   }
   if (points.empty()) return lines;
   auto const& first = points.front();
-  double const tokens = static_cast<double>(p.t.global_batch * p.m.seq_len);
+  double const tokens = static_cast<double>(p.training.global_batch * p.model.seq_len);
   double const base_rate = tokens / first.t.step.value() / static_cast<double>(first.gpus);
   lines.push_back(fmt::format("scaling from {} to {} GPUs (global batch {} kept, dp grows; tp {}, pp {}, cp {}):",
-                              first.gpus, points.back().gpus, p.t.global_batch, base.tp, base.pp, base.cp));
+                              first.gpus, points.back().gpus, p.training.global_batch, base.tp, base.pp, base.cp));
   for (auto const& pt : points) {
     double const rate = tokens / pt.t.step.value() / static_cast<double>(pt.gpus);
     double const share = [&] { return 1.0 / pt.t.step.value(); }();

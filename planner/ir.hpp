@@ -261,9 +261,9 @@ struct strategy_spec {
 /// strategies to check, cost or search.
 struct program {
   std::string file;
-  model m;
-  cluster c;
-  training t;
+  planner::model model;        ///< what is trained
+  planner::cluster cluster;    ///< on what
+  planner::training training;  ///< the run: batch, and what the framework does at run time
   std::vector<strategy_spec> strategies;
 };
 

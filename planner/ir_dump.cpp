@@ -37,8 +37,8 @@ std::string describe(strategy const& s) {
 }
 
 std::string dump(program const& p) {
-  auto const& m = p.m;
-  auto const& c = p.c;
+  auto const& m = p.model;
+  auto const& c = p.cluster;
   auto const& g = c.device;
   std::string out;
   out += fmt::format("model {}\n", m.name);
@@ -67,15 +67,15 @@ std::string dump(program const& p) {
       "  intra_latency     {}\n  inter_latency     {}\n  comm_efficiency   {}\n",
       c.name, c.nodes, c.gpus_per_node, c.gpus(), g.name, c.intra_node, c.inter_node,
       c.intra_latency, c.inter_latency, c.comm_efficiency);
-  out += fmt::format("training\n  global_batch      {}\n", p.t.global_batch);
-  if (p.t.base_lr) out += fmt::format("  base_lr           {}\n", *p.t.base_lr);
-  if (p.t.base_batch) out += fmt::format("  base_batch        {}\n", *p.t.base_batch);
+  out += fmt::format("training\n  global_batch      {}\n", p.training.global_batch);
+  if (p.training.base_lr) out += fmt::format("  base_lr           {}\n", *p.training.base_lr);
+  if (p.training.base_batch) out += fmt::format("  base_batch        {}\n", *p.training.base_batch);
   // Shown when written or not the default, so dumps of plans without it stay as they were.
-  if (p.t.cross_entropy != cross_entropy_kind::fused || p.t.keys.count("cross_entropy"))
-    out += fmt::format("  cross_entropy     {}\n", name(p.t.cross_entropy));
-  if (p.t.grad_precision) out += fmt::format("  grad_precision    {}\n", name(*p.t.grad_precision));
-  if (!p.t.overlap_grad_sync) out += "  overlap_grad_sync false\n";
-  if (!p.t.grad_reduce_scatter) out += "  grad_reduce       all_reduce\n";
+  if (p.training.cross_entropy != cross_entropy_kind::fused || p.training.keys.count("cross_entropy"))
+    out += fmt::format("  cross_entropy     {}\n", name(p.training.cross_entropy));
+  if (p.training.grad_precision) out += fmt::format("  grad_precision    {}\n", name(*p.training.grad_precision));
+  if (!p.training.overlap_grad_sync) out += "  overlap_grad_sync false\n";
+  if (!p.training.grad_reduce_scatter) out += "  grad_reduce       all_reduce\n";
   for (auto const& s : p.strategies) {
     out += fmt::format("strategy {} ({})\n", s.name, s.is_free() ? "free" : "fixed");
     out += fmt::format("  dp                {}\n", choice_text(s.dp, show_int));

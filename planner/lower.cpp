@@ -1004,21 +1004,21 @@ std::optional<program> lowerer::run(std::uint32_t file) {
       missing(entries_[trainings[0]], "key 'global_batch'");
       ok = false;
     }
-    p.t = t;
+    p.training = t;
   }
   if (mi) {
     auto m = finish_model(*mi);
-    if (m) p.m = *m;
+    if (m) p.model = *m;
     ok = ok && m.has_value();
   }
   if (ci) {
     auto c = finish_cluster(*ci);
-    if (c) p.c = *c;
+    if (c) p.cluster = *c;
     ok = ok && c.has_value();
   }
   if (ok && mi) {
-    if (auto limit = beyond_limits(p.m, p.t)) {
-      diags_.error(user_key(p.t.keys, limit->key, limit->key, p.t.where), limit->message);
+    if (auto limit = beyond_limits(p.model, p.training)) {
+      diags_.error(user_key(p.training.keys, limit->key, limit->key, p.training.where), limit->message);
       ok = false;
     }
   }

@@ -186,7 +186,7 @@ bytes activations_per_layer(model const& m, strategy const& s) {
 }
 
 memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail) {
-  model const& m = p.m;
+  model const& m = p.model;
   auto const counts = count_params(m);
   std::int64_t const tp = std::max<std::int64_t>(1, s.tp);
   std::int64_t const pp = std::max<std::int64_t>(1, s.pp);
@@ -194,11 +194,11 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
   std::int64_t const ep = std::max<std::int64_t>(1, s.ep);
   std::int64_t const dp = std::max<std::int64_t>(1, s.dp);
   std::int64_t const grad_accum =
-      std::max<std::int64_t>(1, p.t.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
+      std::max<std::int64_t>(1, p.training.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
   // Context-parallel ranks hold the same weights as their dp peers, so ZeRO
   // shards over the shard group's dp ranks times cp (as Megatron and FSDP
   // with context parallelism do, and as the cost model's collectives assume).
-  std::int64_t shard = shard_size(s, p.c.gpus_per_node);
+  std::int64_t shard = shard_size(s, p.cluster.gpus_per_node);
   if (shard <= 0) shard = dp;
   shard *= std::max<std::int64_t>(1, s.cp);
   bool const sp = s.sequence_parallel && tp > 1;
@@ -220,7 +220,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
   no_recompute.checkpoint = checkpoint_mode::none;
   bytes const recompute_working =
       s.checkpoint == checkpoint_mode::none ? bytes{} : max(bytes{}, activations_per_layer(m, no_recompute) - act_layer);
-  bool const unfused = p.t.cross_entropy == cross_entropy_kind::unfused;
+  bool const unfused = p.training.cross_entropy == cross_entropy_kind::unfused;
 
   // Totals of every stage first; the readable detail only for the most
   // loaded one (the search calls this in its hot loop).
@@ -231,8 +231,8 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     for (std::int64_t k = 0; k < v; ++k) layers += chunk_layers[static_cast<std::size_t>(r + k * pp)];
 
     memory_breakdown b;
-    b.capacity = p.c.device.memory;
-    b.usable = p.c.device.memory - p.c.device.reserved;
+    b.capacity = p.cluster.device.memory;
+    b.usable = p.cluster.device.memory - p.cluster.device.reserved;
     b.stage = r;
     b.stage_layers = layers;
     auto add = [&](bytes& into, auto const& name, bytes size) {
@@ -251,7 +251,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     if (first) params += vocab_params;
     if (holds_output) params += vocab_params;
     if (last) params += double(counts.final_norm);
-    double const grad_bytes = grad_element_bytes(m, p.t);
+    double const grad_bytes = grad_element_bytes(m, p.training);
     auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard, grad_bytes);
     auto const bpp = state_bytes(m.prec, m.optimizer, grad_bytes);
     add(
@@ -265,7 +265,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
         b.gradients,
         [&] {
           return fmt::format("gradients ({}{} x {} B{})",
-                             p.t.grad_precision ? fmt::format("{}, ", name(*p.t.grad_precision)) : "",
+                             p.training.grad_precision ? fmt::format("{}, ", name(*p.training.grad_precision)) : "",
                              params_text(params), bpp.gradients,
                              sharded_text(s.zero, 2, shard));
         },

@@ -49,7 +49,7 @@ strategy_spec search_everything(std::string name) {
 
 strategy_spec whole_space(program const& p) {
   auto s = search_everything();
-  s.where = p.m.where;
+  s.where = p.model.where;
   return s;
 }
 
@@ -295,16 +295,16 @@ class space_view {
  public:
   space_view(program const& p, strategy_spec const& spec, search_options const& o)
       : p_(p), spec_(spec), options_(o) {
-    auto gpus = p.c.gpus();
+    auto gpus = p.cluster.gpus();
     auto g = divisors(gpus);
     gpu_divisors_ = g;
-    batch_divisors_ = divisors(p.t.global_batch);
-    layer_divisors_ = divisors(p.m.layers);
+    batch_divisors_ = divisors(p.training.global_batch);
+    layer_divisors_ = divisors(p.model.layers);
     tp_ = int_domain(spec.tp, 1, g, g);
     pp_ = int_domain(spec.pp, 1, g, g);
     cp_ = int_domain(spec.cp, 1, g, g);
-    auto experts = divisors(std::max<std::int64_t>(1, p.m.experts));
-    ep_ = int_domain(spec.ep, 1, experts, p.m.experts > 1 ? experts : std::vector<std::int64_t>{1});
+    auto experts = divisors(std::max<std::int64_t>(1, p.model.experts));
+    ep_ = int_domain(spec.ep, 1, experts, p.model.experts > 1 ? experts : std::vector<std::int64_t>{1});
     std::vector<std::int64_t> zeros{0, 1, 2, 3};
     zero_ = int_domain(spec.zero, 0, zeros, zeros);
     using cform = key_choice<checkpoint_mode>::form;
@@ -409,14 +409,14 @@ class space_view {
   // Interleaving only exists with pipelining: chunks of layers / pp.
   [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
     std::vector<std::int64_t> valid{1};
-    if (pp > 1 && p_.m.layers % pp == 0) valid = dividing(layer_divisors_, p_.m.layers / pp);
+    if (pp > 1 && p_.model.layers % pp == 0) valid = dividing(layer_divisors_, p_.model.layers / pp);
     auto automatic = capped(valid, options_.max_virtual_stages);
     return int_domain(spec_.virtual_stages, 1, valid, automatic);
   }
 
   // Ascending, which the memory cut-off in the search relies on.
   [[nodiscard]] std::vector<std::int64_t> micro_batch(std::int64_t dp) const {
-    auto per_rank = p_.t.global_batch % dp == 0 ? p_.t.global_batch / dp : 0;
+    auto per_rank = p_.training.global_batch % dp == 0 ? p_.training.global_batch / dp : 0;
     auto valid = dividing(batch_divisors_, per_rank);
     return int_domain(spec_.micro_batch, 1, valid, capped(valid, options_.max_micro_batch));
   }
@@ -598,7 +598,7 @@ class searcher {
     // dp x micro_batch must divide the global batch: a dp that does not
     // makes every candidate of the structure illegal (a cluster far larger
     // than the batch has millions of such structures).
-    if (w.dp <= 0 || p_.t.global_batch % w.dp != 0) {
+    if (w.dp <= 0 || p_.training.global_batch % w.dp != 0) {
       st.illegal += w.candidates;
       if (options_.explain) st.illegal_structures.push_back(w);
       return;
@@ -624,7 +624,7 @@ class searcher {
       for (std::size_t o = 0; o < n_orders; ++o) {
         strategy t = s;
         t.order = orders[o];
-        node_shard[o] = node_shard_size(t, p_.c.gpus_per_node);
+        node_shard[o] = node_shard_size(t, p_.cluster.gpus_per_node);
       }
     auto sps = space_.sequence_parallel(w.tp);
     auto vss = space_.virtual_stages(w.pp);
@@ -728,7 +728,7 @@ class searcher {
         e.step = seconds(step);
         e.memory = c.memory;
         e.s = c.unpacked();
-        rank_layout layout(e.s, p_.c.gpus_per_node);
+        rank_layout layout(e.s, p_.cluster.gpus_per_node);
         e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
         offer(st, std::move(e));
       }
@@ -749,7 +749,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
              std::vector<std::string> const& structural, thread_state const& all, double kth, double best,
              std::vector<std::string>& out) {
   out.insert(out.end(), structural.begin(), structural.end());
-  auto usable = p.c.device.memory - p.c.device.reserved;
+  auto usable = p.cluster.device.memory - p.cluster.device.reserved;
 
   // Structures every candidate of which is illegal, grouped by the first
   // error the checker gives for one of them.
@@ -848,7 +848,7 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   auto const start = clock_type::now();
   search_result result;
   space_view space(p, spec, options);
-  auto const gpus = p.c.gpus();
+  auto const gpus = p.cluster.gpus();
 
   std::vector<std::string> structural;
   std::vector<work_item> items;

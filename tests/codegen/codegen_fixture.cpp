@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "layout") {
-    auto gpn = f->program.c.gpus_per_node;
+    auto gpn = f->program.cluster.gpus_per_node;
     auto s = f->plan.s;
     auto shard = codegen::shard_ranks(s, gpn);
     if (argc > 3) {

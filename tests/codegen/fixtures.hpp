@@ -86,8 +86,8 @@ using planner::link_kind;
 inline fixture dp16_zero1() {
   fixture f{"7b_2node", {}, {}};
   f.program.file = "plans/7b_2node.dtp";
-  f.program.m = llama("llama2_7b", 32, 4096, 32, 32, 11008);
-  f.program.c = h100("two_nodes", 2);
+  f.program.model = llama("llama2_7b", 32, 4096, 32, 32, 11008);
+  f.program.cluster = h100("two_nodes", 2);
   f.plan.name = "current";
   f.plan.s.dp = 16;
   f.plan.s.zero = 1;
@@ -106,8 +106,8 @@ inline fixture dp16_zero1() {
 inline fixture tp4_pp2() {
   fixture f{"tp4_pp2", {}, {}};
   f.program.file = "plans/13b_tp_pp.dtp";
-  f.program.m = llama("llama2_13b", 40, 5120, 40, 40, 13824);
-  f.program.c = h100("two_nodes", 2);
+  f.program.model = llama("llama2_13b", 40, 5120, 40, 40, 13824);
+  f.program.cluster = h100("two_nodes", 2);
   f.plan.name = "megatron";
   f.plan.s.dp = 2;
   f.plan.s.tp = 4;
@@ -132,8 +132,8 @@ inline fixture tp4_pp2() {
 inline fixture hsdp() {
   fixture f{"hsdp", {}, {}};
   f.program.file = "plans/7b_hsdp.dtp";
-  f.program.m = llama("llama2_7b", 32, 4096, 32, 32, 11008);
-  f.program.c = h100("four_nodes", 4);
+  f.program.model = llama("llama2_7b", 32, 4096, 32, 32, 11008);
+  f.program.cluster = h100("four_nodes", 4);
   f.plan.name = "hsdp";
   f.plan.s.dp = 32;
   f.plan.s.zero = 3;
@@ -155,10 +155,10 @@ inline fixture hsdp() {
 inline fixture all_axes() {
   fixture f{"all_axes", {}, {}};
   f.program.file = "plans/7b_cp.dtp";
-  f.program.m = llama("llama2_7b", 32, 4096, 32, 8, 14336);
-  f.program.m.seq_len = 32768;
-  f.program.m.tied_embeddings = true;  // the pipeline's ends sum its gradients: group `embedding`
-  f.program.c = h100("two_nodes", 2);
+  f.program.model = llama("llama2_7b", 32, 4096, 32, 8, 14336);
+  f.program.model.seq_len = 32768;
+  f.program.model.tied_embeddings = true;  // the pipeline's ends sum its gradients: group `embedding`
+  f.program.cluster = h100("two_nodes", 2);
   f.plan.name = "long_context";
   f.plan.s.dp = 2;
   f.plan.s.tp = 2;
@@ -187,8 +187,8 @@ inline fixture all_axes() {
 inline fixture large() {
   fixture f{"70b_1024", {}, {}};
   f.program.file = "plans/70b_1024.dtp";
-  f.program.m = llama("llama2_70b", 80, 8192, 64, 8, 28672);
-  f.program.c = h100("big", 128);
+  f.program.model = llama("llama2_70b", 80, 8192, 64, 8, 28672);
+  f.program.cluster = h100("big", 128);
   f.plan.name = "current";
   f.plan.s.dp = 16;
   f.plan.s.tp = 8;

@@ -48,7 +48,7 @@ TEST_CASE("Megatron's Table 1 runs at the planner's best micro-batch and interle
     CHECK(chosen->s.pp == run.s.pp);
     CHECK(chosen->s.dp == run.s.dp);
     CHECK(chosen->s.checkpoint == run.s.checkpoint);
-    CHECK(chosen->grad_accum * chosen->s.dp * chosen->s.micro_batch == chosen->prog.t.global_batch);
+    CHECK(chosen->grad_accum * chosen->s.dp * chosen->s.micro_batch == chosen->prog.training.global_batch);
     if (run.s.pp == 1) CHECK(chosen->s.virtual_stages == 1);
     auto const t = model.step_time(chosen->prog, chosen->s);
     double const error = (t.step - *run.step_time) / *run.step_time;

@@ -45,22 +45,22 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(bloom.s.zero == 1);
   CHECK(bloom.s.checkpoint == checkpoint_mode::full);
   CHECK(bloom.grad_accum == 128);
-  CHECK(bloom.prog.c.inter_node.value() == 50e9);
+  CHECK(bloom.prog.cluster.inter_node.value() == 50e9);
   CHECK(bloom.step_time->value() == 104.7);
 
   auto mpt = find("MPT-h100_80gb-amp_bf16-7b-s2048-g8-mb6");
   CHECK(mpt.representable());
   CHECK(mpt.s.zero == 3);
   CHECK(mpt.s.dp == 8);
-  CHECK(mpt.prog.m.prec == precision::bf16);
-  CHECK(mpt.prog.m.attention == attention_kind::flash);
+  CHECK(mpt.prog.model.prec == precision::bf16);
+  CHECK(mpt.prog.model.attention == attention_kind::flash);
 
   CHECK(find("MPT-h100_80gb-amp_bf16-3b-s2048-g512-mb8").s.zero == 2);
   CHECK(find("TT-8B-8gpu-FSDP").s.zero == 3);
-  CHECK(find("TT-8B-8gpu-FSDP").prog.m.kv_heads == 8);
+  CHECK(find("TT-8B-8gpu-FSDP").prog.model.kv_heads == 8);
   CHECK(find("TT-8B-8gpu-FSDP+compile+Float8").skip_reason == "float8 linears (not modeled); torch.compile (not modeled); GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
   CHECK(find("TT-8B-8gpu-FSDP").skip_reason == "GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
-  CHECK(find("TT-8B-8gpu-FSDP").prog.c.device.memory.value() == 96.0 * 1073741824.0);
+  CHECK(find("TT-8B-8gpu-FSDP").prog.cluster.device.memory.value() == 96.0 * 1073741824.0);
   CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);
@@ -71,7 +71,7 @@ TEST_CASE("vtrain ground truth loads as A100 runs with full checkpointing") {
   REQUIRE(runs.size() == 109);
   CHECK(runs[0].s.dp == 64);
   CHECK(runs[0].s.micro_batch == 8);
-  CHECK(runs[0].prog.c.nodes == 8);
+  CHECK(runs[0].prog.cluster.nodes == 8);
   CHECK(runs[0].step_time->value() == Approx(3.5665));
   CHECK(runs[0].s.checkpoint == checkpoint_mode::full);
 }

@@ -104,9 +104,9 @@ TEST_CASE("a legal strategy derives dp and grad_accum", "[check]") {
 TEST_CASE("tp must divide heads and ffn", "[check]") {
   written w("strategy current {\n  tp = 3\n}\n");
   auto p = two_nodes_7b();
-  p.c.nodes = 3;
-  p.c.gpus_per_node = 4;
-  p.t.global_batch = 252;
+  p.cluster.nodes = 3;
+  p.cluster.gpus_per_node = 4;
+  p.training.global_batch = 252;
   CHECK(w.diags(p) ==
         "plan.dtp:2:3: error: tp = 3 does not divide heads = 32\n"
         "    2 |   tp = 3\n"
@@ -122,12 +122,12 @@ TEST_CASE("tp must divide heads and ffn", "[check]") {
 TEST_CASE("the world size must match the cluster", "[check]") {
   written w("strategy current {\n  dp = 8\n  tp = 2\n}\n");
   auto p = two_nodes_7b();
-  p.c.nodes = 4;
+  p.cluster.nodes = 4;
   CHECK(w.diags(p) ==
         "plan.dtp:2:3: error: dp x tp x pp x cp = 8 x 2 x 1 x 1 = 16, but cluster 'two_nodes' has 32 GPUs\n"
         "    2 |   dp = 8\n"
         "      |   ^~\n");
-  p.c.nodes = 2;
+  p.cluster.nodes = 2;
   CHECK(w.run(p).legal);
 
   written underived("strategy odd {\n  pp = 3\n}\n");
@@ -148,13 +148,13 @@ TEST_CASE("global batch divisible by dp x micro_batch", "[check]") {
 
 TEST_CASE("uneven pipeline stages warn and say how layers are spread", "[check]") {
   auto p = two_nodes_7b();
-  p.c.nodes = 3;
-  p.c.gpus_per_node = 5;
-  p.t.global_batch = 20;
+  p.cluster.nodes = 3;
+  p.cluster.gpus_per_node = 5;
+  p.training.global_batch = 20;
   written w("strategy five {\n  pp = 5\n  dp = 3\n  zero = 1\n}\n");
   auto r = w.run(p);
   CHECK_FALSE(r.legal);  // 20 is not divisible by dp x micro_batch = 3
-  p.t.global_batch = 30;
+  p.training.global_batch = 30;
   r = w.run(p);
   CHECK(r.legal);
   CHECK(w.diags(p) ==
@@ -177,7 +177,7 @@ TEST_CASE("pipeline rules: more stages than layers, interleaving", "[check]") {
         "plan.dtp:2:3: error: virtual_stages = 2 needs pp > 1, got pp = 1\n"
         "    2 |   virtual_stages = 2\n"
         "      |   ^~~~~~~~~~~~~~\n");
-  p.t.global_batch = 24;
+  p.training.global_batch = 24;
   written odd("strategy odd {\n  pp = 4\n  virtual_stages = 2\n}\n");
   CHECK(odd.diags(p) ==
         "plan.dtp:3:3: error: virtual_stages = 2 needs the micro-batches per step to be a multiple of pp = 4, got "
@@ -188,7 +188,7 @@ TEST_CASE("pipeline rules: more stages than layers, interleaving", "[check]") {
 
 TEST_CASE("context parallel, shard group, ep, zero range", "[check]") {
   auto p = two_nodes_7b();
-  p.m.seq_len = 4097;
+  p.model.seq_len = 4097;
   written cp("strategy c {\n  cp = 2\n}\n");
   CHECK(cp.run(p).diags.at(0).message == "cp = 2 does not divide seq_len = 4097");
 
@@ -207,8 +207,8 @@ TEST_CASE("context parallel, shard group, ep, zero range", "[check]") {
   CHECK(zero.run(p).diags.at(0).message == "expected a ZeRO stage 0, 1, 2 or 3, got zero = 4");
   written ep("strategy e {\n  ep = 2\n}\n");
   CHECK(ep.run(p).diags.at(0).message == "ep = 2 needs a model with experts, but model 'llama2_7b' has experts = 1");
-  p.m.experts = 6;
-  p.m.experts_per_token = 2;
+  p.model.experts = 6;
+  p.model.experts_per_token = 2;
   written ep4("strategy e {\n  ep = 4\n}\n");
   CHECK(ep4.run(p).diags.at(0).message == "ep = 4 does not divide experts = 6");
 }
@@ -216,9 +216,9 @@ TEST_CASE("context parallel, shard group, ep, zero range", "[check]") {
 TEST_CASE("warnings: tp across nodes, sequence parallel without tp", "[check]") {
   auto p = two_nodes_7b();
   written wide("strategy wide {\n  tp = 16\n  zero = 1\n}\n");
-  p.m.heads = 32;
-  p.m.ffn = 11264;
-  p.t.global_batch = 8;
+  p.model.heads = 32;
+  p.model.ffn = 11264;
+  p.training.global_batch = 8;
   CHECK(wide.diags(p) ==
         "plan.dtp:2:3: warning: tensor parallelism across nodes: tp = 16 spans 2 nodes over 100 Gbit/s\n"
         "    2 |   tp = 16\n"

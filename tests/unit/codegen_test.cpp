@@ -74,14 +74,14 @@ TEST_CASE("layout text adds shard and replicate groups under hybrid sharding") {
 
 TEST_CASE("per-GPU GEMM shapes of a layer") {
   auto f = fx::dp16_zero1();
-  auto g = codegen::layer_gemms(f.program.m, f.plan.s);
+  auto g = codegen::layer_gemms(f.program.model, f.plan.s);
   REQUIRE(g.size() == 4);
   CHECK((g[0].name == "qkv" && g[0].m == 4096 && g[0].n == 12288 && g[0].k == 4096));
   CHECK((g[1].name == "o-proj" && g[1].m == 4096 && g[1].n == 4096 && g[1].k == 4096));
   CHECK((g[2].name == "mlp-up" && g[2].m == 4096 && g[2].n == 22016 && g[2].k == 4096));
   CHECK((g[3].name == "mlp-down" && g[3].m == 4096 && g[3].n == 4096 && g[3].k == 11008));
   auto t = fx::all_axes();  // GQA 32/8 heads, tp 2, cp 2, 32k tokens
-  auto h = codegen::layer_gemms(t.program.m, t.plan.s);
+  auto h = codegen::layer_gemms(t.program.model, t.plan.s);
   CHECK((h[0].m == 16384 && h[0].n == (32 + 16) * 128 / 2 && h[0].k == 4096));
   CHECK((h[3].m == 16384 && h[3].n == 4096 && h[3].k == 7168));
 }
@@ -90,15 +90,15 @@ TEST_CASE("the skeleton's backward recomputes what the checkpoint mode drops") {
   auto f = fx::dp16_zero1();  // Llama 2 7B, SwiGLU, 32 kv heads, tp 1
   auto s = f.plan.s;
   s.checkpoint = planner::checkpoint_mode::none;
-  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{0, 0, 0, 0});
+  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{0, 0, 0, 0});
   s.checkpoint = planner::checkpoint_mode::selective;
-  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{0, 0, 0, 0});
+  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{0, 0, 0, 0});
   s.checkpoint = planner::checkpoint_mode::full;
-  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{12288, 4096, 22016, 4096});
+  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{12288, 4096, 22016, 4096});
   // k (4096 of qkv's 12288 columns), o, and SwiGLU's up half of mlp-up.
   s.checkpoint = planner::checkpoint_mode::ops;
-  CHECK(codegen::recompute_columns(f.program.m, s) == std::vector<std::int64_t>{4096, 4096, 11008, 0});
-  auto gelu = f.program.m;
+  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{4096, 4096, 11008, 0});
+  auto gelu = f.program.model;
   gelu.mlp = planner::mlp_kind::gelu;
   CHECK(codegen::recompute_columns(gelu, s) == std::vector<std::int64_t>{4096, 4096, 0, 4096});
   f.plan.s = s;
@@ -210,7 +210,7 @@ TEST_CASE("launch scripts carry the plan's node and task counts") {
   CHECK(contains(mpi, "mpirun -np 16 --hostfile \"$HOSTFILE\" --map-by ppr:8:node --bind-to none \\\n"
                       "  -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME \\\n"));
   auto one = fx::dp16_zero1();
-  one.program.c.nodes = 1;
+  one.program.cluster.nodes = 1;
   one.plan.s.dp = 8;
   CHECK(contains(codegen::slurm_script(one.program, one.plan), "#SBATCH --nodes=1\n"));
   CHECK(contains(codegen::mpirun_script(one.program, one.plan), "mpirun -np 8 "));

@@ -31,14 +31,14 @@ model llama7b() {
 
 program two_nodes(std::int64_t nodes = 2, std::int64_t per_node = 8) {
   program p;
-  p.m = llama7b();
-  p.c.name = "two_nodes";
-  p.c.nodes = nodes;
-  p.c.gpus_per_node = per_node;
-  p.c.device = *catalog_gpu("H100_SXM");
-  use_gpu_defaults(p.c);
-  p.c.inter_node = 100_Gbitps;
-  p.t.global_batch = 256;
+  p.model = llama7b();
+  p.cluster.name = "two_nodes";
+  p.cluster.nodes = nodes;
+  p.cluster.gpus_per_node = per_node;
+  p.cluster.device = *catalog_gpu("H100_SXM");
+  use_gpu_defaults(p.cluster);
+  p.cluster.inter_node = 100_Gbitps;
+  p.training.global_batch = 256;
   return p;
 }
 
@@ -92,7 +92,7 @@ TEST_CASE("ring volumes: all-reduce 2(N-1)/N, reduce-scatter and all-gather (N-1
 }
 
 TEST_CASE("a group spanning nodes shares the node's NICs with the node's other groups") {
-  cluster c = two_nodes().c;
+  cluster c = two_nodes().cluster;
   c.comm_efficiency = 1.0;
   // dp = 16 over 2 nodes: one group, 8 members per node, the whole 100 Gbit/s.
   rank_layout dp16(data_parallel(16, 0), 8);
@@ -108,10 +108,10 @@ TEST_CASE("a group spanning nodes shares the node's NICs with the node's other g
 
 TEST_CASE("ZeRO-3 moves 1.5x the traffic of DDP's all-reduce") {
   program p = two_nodes();
-  p.c.comm_efficiency = 1.0;
-  p.c.inter_latency = seconds(0);
-  p.c.intra_latency = seconds(0);
-  p.t.global_batch = 16;  // one micro-batch per GPU: gathers happen once
+  p.cluster.comm_efficiency = 1.0;
+  p.cluster.inter_latency = seconds(0);
+  p.cluster.intra_latency = seconds(0);
+  p.training.global_batch = 16;  // one micro-batch per GPU: gathers happen once
   analytic_cost_model const model;
   auto const ddp = model.step_time(p, data_parallel(16, 0));
   auto const z3 = model.step_time(p, data_parallel(16, 3));
@@ -199,9 +199,9 @@ TEST_CASE("no step beats its FLOPs at peak; MFU stays at most 100 %") {
     for (std::int64_t mb : {1, 4, 16}) {
       for (auto prec : {precision::bf16, precision::fp8}) {
         program p = two_nodes();
-        p.m.seq_len = seq;
-        p.m.prec = prec;
-        p.t.global_batch = 16 * mb;
+        p.model.seq_len = seq;
+        p.model.prec = prec;
+        p.training.global_batch = 16 * mb;
         auto s = data_parallel(16, 3);
         s.micro_batch = mb;
         auto const t = model.step_time(p, s);
@@ -251,11 +251,11 @@ TEST_CASE("tensor-parallel collectives sit on the critical path") {
 TEST_CASE("degenerate inputs give finite times, never a crash") {
   analytic_cost_model const model;
   program p = two_nodes();
-  p.m.layers = 0;
-  p.m.heads = 0;
-  p.m.seq_len = 0;
-  p.m.vocab = 0;
-  p.t.global_batch = 0;
+  p.model.layers = 0;
+  p.model.heads = 0;
+  p.model.seq_len = 0;
+  p.model.vocab = 0;
+  p.training.global_batch = 0;
   strategy s = data_parallel(0, 3);
   s.micro_batch = 0;
   auto const t = model.step_time(p, s);
@@ -268,16 +268,16 @@ TEST_CASE("degenerate inputs give finite times, never a crash") {
 
 TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch rate") {
   program p = two_nodes(1, 8);
-  p.m.layers = 4;
-  p.m.hidden = 256;
-  p.m.heads = 4;
-  p.m.kv_heads = 4;
-  p.m.ffn = 1024;
-  p.m.seq_len = 128;
-  p.m.attention = attention_kind::standard;
-  p.t.global_batch = 8;
-  p.c.device.dispatch_latency = seconds(100e-6);
-  p.c.device.overlap_slowdown = 0;
+  p.model.layers = 4;
+  p.model.hidden = 256;
+  p.model.heads = 4;
+  p.model.kv_heads = 4;
+  p.model.ffn = 1024;
+  p.model.seq_len = 128;
+  p.model.attention = attention_kind::standard;
+  p.training.global_batch = 8;
+  p.cluster.device.dispatch_latency = seconds(100e-6);
+  p.cluster.device.overlap_slowdown = 0;
   strategy s = data_parallel(8, 0);
   s.checkpoint = checkpoint_mode::full;
   auto const sc = compute_per_micro_batch(p, s);
@@ -292,7 +292,7 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   // One micro-batch: forward, backward and recomputation take the host's
   // 233 operators x 100 us, whatever the GPU would need.
   CHECK((t.compute + t.recompute).value() == Approx(233 * 100e-6).epsilon(1e-9));
-  p.c.device.dispatch_latency = seconds(0);
+  p.cluster.device.dispatch_latency = seconds(0);
   auto const unbound = model.step_time(p, s);
   CHECK(unbound.compute.value() < t.compute.value() / 5);
 }
@@ -309,18 +309,18 @@ comm_entry const* find_comm(time_breakdown const& t, comm_group g) {
 
 TEST_CASE("gradients travel in the precision the program keeps them in") {
   program p = two_nodes();
-  p.c.comm_efficiency = 1.0;
-  p.c.inter_latency = seconds(0);
-  p.t.global_batch = 16;
+  p.cluster.comm_efficiency = 1.0;
+  p.cluster.inter_latency = seconds(0);
+  p.training.global_batch = 16;
   analytic_cost_model const model;
   auto const bf16 = model.step_time(p, data_parallel(16, 0));
-  p.t.grad_precision = precision::fp32;
+  p.training.grad_precision = precision::fp32;
   auto const fp32 = model.step_time(p, data_parallel(16, 0));
   CHECK(dp_time(fp32).value() == Approx(2 * dp_time(bf16).value()).epsilon(1e-9));
   // ZeRO-1: the reduce-scatter doubles, the weights' all-gather stays 16-bit.
-  p.t.grad_precision.reset();
+  p.training.grad_precision.reset();
   auto const z1 = model.step_time(p, data_parallel(16, 1));
-  p.t.grad_precision = precision::fp32;
+  p.training.grad_precision = precision::fp32;
   auto const z1_fp32 = model.step_time(p, data_parallel(16, 1));
   REQUIRE(z1.comm.size() == 2);
   REQUIRE(z1_fp32.comm.size() == 2);
@@ -332,13 +332,13 @@ TEST_CASE("gradients travel in the precision the program keeps them in") {
 
 TEST_CASE("a gradient sync after the backward is exposed whole; under it, only its tail") {
   program p = two_nodes();
-  p.t.global_batch = 16;
+  p.training.global_batch = 16;
   analytic_cost_model const model;
   for (int zero : {0, 1, 2, 3}) {
     INFO("zero " << zero);
-    p.t.overlap_grad_sync = true;
+    p.training.overlap_grad_sync = true;
     auto const under = model.step_time(p, data_parallel(16, zero));
-    p.t.overlap_grad_sync = false;
+    p.training.overlap_grad_sync = false;
     auto const after = model.step_time(p, data_parallel(16, zero));
     CHECK(after.exposed_comm > under.exposed_comm);
     CHECK(after.step > under.step);
@@ -351,12 +351,12 @@ TEST_CASE("a gradient sync after the backward is exposed whole; under it, only i
 
 TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywhere: twice the traffic") {
   program p = two_nodes();
-  p.c.comm_efficiency = 1.0;
-  p.c.inter_latency = seconds(0);
-  p.t.global_batch = 16;
+  p.cluster.comm_efficiency = 1.0;
+  p.cluster.inter_latency = seconds(0);
+  p.training.global_batch = 16;
   analytic_cost_model const model;
   auto const rs = model.step_time(p, data_parallel(16, 1));
-  p.t.grad_reduce_scatter = false;
+  p.training.grad_reduce_scatter = false;
   auto const ar = model.step_time(p, data_parallel(16, 1));
   CHECK(ar.comm.front().op == collective::all_reduce);
   CHECK(ar.comm.front().time.value() == Approx(2 * rs.comm.front().time.value()).epsilon(1e-9));
@@ -365,17 +365,17 @@ TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywher
 
 TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies across the ends") {
   program p = two_nodes();
-  p.c.comm_efficiency = 1.0;
-  p.c.inter_latency = seconds(0);
-  p.c.intra_latency = seconds(0);
-  p.t.global_batch = 16;
+  p.cluster.comm_efficiency = 1.0;
+  p.cluster.inter_latency = seconds(0);
+  p.cluster.intra_latency = seconds(0);
+  p.training.global_batch = 16;
   analytic_cost_model const model;
   strategy s = data_parallel(2, 1);
   s.tp = 4;
   s.pp = 2;
   // Untied: nothing to sum.
   CHECK(find_comm(model.step_time(p, s), comm_group::embedding) == nullptr);
-  p.m.tied_embeddings = true;
+  p.model.tied_embeddings = true;
   auto const t = model.step_time(p, s);
   auto const* e = find_comm(t, comm_group::embedding);
   REQUIRE(e != nullptr);

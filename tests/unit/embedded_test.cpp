@@ -110,16 +110,16 @@ void same_strategy(planner::strategy_spec const& a, planner::strategy_spec const
 }
 
 void same_program(planner::program const& a, planner::program const& b) {
-  same_model(a.m, b.m);
-  same_cluster(a.c, b.c);
-  CHECK(a.t.global_batch == b.t.global_batch);
-  CHECK(a.t.base_lr == b.t.base_lr);
-  CHECK(a.t.base_batch == b.t.base_batch);
-  CHECK(a.t.cross_entropy == b.t.cross_entropy);
-  CHECK(a.t.grad_precision == b.t.grad_precision);
-  CHECK(a.t.overlap_grad_sync == b.t.overlap_grad_sync);
-  CHECK(a.t.grad_reduce_scatter == b.t.grad_reduce_scatter);
-  CHECK(key_names(a.t.keys) == key_names(b.t.keys));
+  same_model(a.model, b.model);
+  same_cluster(a.cluster, b.cluster);
+  CHECK(a.training.global_batch == b.training.global_batch);
+  CHECK(a.training.base_lr == b.training.base_lr);
+  CHECK(a.training.base_batch == b.training.base_batch);
+  CHECK(a.training.cross_entropy == b.training.cross_entropy);
+  CHECK(a.training.grad_precision == b.training.grad_precision);
+  CHECK(a.training.overlap_grad_sync == b.training.overlap_grad_sync);
+  CHECK(a.training.grad_reduce_scatter == b.training.grad_reduce_scatter);
+  CHECK(key_names(a.training.keys) == key_names(b.training.keys));
   REQUIRE(a.strategies.size() == b.strategies.size());
   for (std::size_t i = 0; i < a.strategies.size(); ++i) same_strategy(a.strategies[i], b.strategies[i]);
   CHECK(planner::dump(a) == planner::dump(b));
@@ -181,7 +181,7 @@ TEST_CASE("defaults are lowering's") {
   CHECK(p.strategies[0].name == "strategy#1");
   CHECK(p.strategies[1].name == "strategy#2");
   // The catalog's A100 writes its own fp8 and fp32 peaks, so they are kept.
-  CHECK(p.c.device.peak_flops_fp8 == catalog_gpu("A100_SXM_80GB").peak_flops_fp8);
+  CHECK(p.cluster.device.peak_flops_fp8 == catalog_gpu("A100_SXM_80GB").peak_flops_fp8);
   auto fresh = gpu("x").memory(80_GiB).peak_flops(100_TFLOPps).hbm_bandwidth(2_TBps)
                    .intra_node(300_GBps).build();
   CHECK(fresh.peak_flops_fp8 == 100_TFLOPps);
@@ -202,7 +202,7 @@ TEST_CASE("op-level checkpointing and the unfused loss, in C++ and in text") {
                 training().global_batch(16).cross_entropy(unfused),
                 {strategy("titan").zero(3).checkpoint(ops).micro_batch(2), strategy("some").checkpoint({ops, selective})});
   same_program(p, text);
-  CHECK(p.t.cross_entropy == planner::cross_entropy_kind::unfused);
+  CHECK(p.training.cross_entropy == planner::cross_entropy_kind::unfused);
   CHECK(p.strategies[0].fixed().checkpoint == planner::checkpoint_mode::ops);
   CHECK(planner::dump(p).find("  cross_entropy     unfused\n") != std::string::npos);
 }

@@ -14,14 +14,14 @@ namespace {
 // plans/7b_2node.dtp of DSL.md, built in memory.
 program seven_b_two_nodes() {
   program p;
-  p.m = *catalog_model("llama2_7b");
-  p.c.name = "two_nodes";
-  p.c.nodes = 2;
-  p.c.gpus_per_node = 8;
-  p.c.device = *catalog_gpu("H100_SXM");
-  use_gpu_defaults(p.c);
-  p.c.inter_node = 100_Gbitps;
-  p.t.global_batch = 256;
+  p.model = *catalog_model("llama2_7b");
+  p.cluster.name = "two_nodes";
+  p.cluster.nodes = 2;
+  p.cluster.gpus_per_node = 8;
+  p.cluster.device = *catalog_gpu("H100_SXM");
+  use_gpu_defaults(p.cluster);
+  p.cluster.inter_node = 100_Gbitps;
+  p.training.global_batch = 256;
   return p;
 }
 
@@ -100,15 +100,15 @@ TEST_CASE("ZeRO-3 gathers across nodes: the advice is hybrid sharding") {
 
 TEST_CASE("learning-rate rescaling when the batch differs from the tuned one") {
   auto p = seven_b_two_nodes();
-  p.t.base_lr = 3e-4;
-  p.t.base_batch = 512;
+  p.training.base_lr = 3e-4;
+  p.training.base_batch = 512;
   analytic_cost_model const model;
   auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
   CHECK(any_contains(pl.advice,
                      "learning rate: base_lr = 0.0003 was tuned at batch 512; at global_batch = 256 (0.500x) the "
                      "linear rule gives 0.00015 and the square-root rule 0.000212; warm up over the first steps "
                      "(longer when the batch grows); a starting point; retune"));
-  p.t.base_batch = 256;
+  p.training.base_batch = 256;
   auto const same = evaluate(p, strategy_spec{}, current(), model, "current");
   CHECK_FALSE(any_contains(same.advice, "learning rate"));
 }
@@ -129,8 +129,8 @@ TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
 
 TEST_CASE("a gradient sync after the backward: the advice says what overlapping it gives, never that the backward hides it") {
   auto p = seven_b_two_nodes();
-  p.t.grad_precision = precision::fp32;
-  p.t.overlap_grad_sync = false;
+  p.training.grad_precision = precision::fp32;
+  p.training.overlap_grad_sync = false;
   analytic_cost_model const model;
   auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
   for (auto const& a : pl.advice) INFO(a);
@@ -141,7 +141,7 @@ TEST_CASE("a gradient sync after the backward: the advice says what overlapping 
                      "the gradient sync starts after the backward (training.overlap_grad_sync = false); overlapping it "
                      "with the backward (DDP's buckets, FSDP, Megatron's --overlap-grad-reduce) gives step "));
   // The figure it names is the re-costed program's.
-  p.t.overlap_grad_sync = true;
+  p.training.overlap_grad_sync = true;
   auto const overlapped = evaluate(p, strategy_spec{}, current(), model, "current");
   REQUIRE(overlapped.time);
   CHECK(any_contains(pl.advice, "gives step " + to_string(overlapped.time->step) + " instead of " +

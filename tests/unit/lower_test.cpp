@@ -45,7 +45,7 @@ gpu gpu_with(std::string const& key, std::string const& value) {
                       "cluster c { nodes = 1; gpus_per_node = 8; gpu = g }\ntraining { global_batch = 8 }\n");
   INFO(r.errors);
   REQUIRE(r.p);
-  return r.p->c.device;
+  return r.p->cluster.device;
 }
 
 cluster cluster_with(std::string const& keys) {
@@ -53,7 +53,7 @@ cluster cluster_with(std::string const& keys) {
                       " }\ntraining { global_batch = 8 }\n");
   INFO(r.errors);
   REQUIRE(r.p);
-  return r.p->c;
+  return r.p->cluster;
 }
 
 std::string error_of(std::string const& text) {
@@ -121,7 +121,7 @@ TEST_CASE("integers: underscores, the 64-bit limit and overflow") {
   auto mega = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
                                        "training { global_batch = 1_000_000 }\n");
   REQUIRE(mega.p);
-  CHECK(mega.p->t.global_batch == 1000000);
+  CHECK(mega.p->training.global_batch == 1000000);
 }
 
 TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16, adam") {
@@ -129,7 +129,7 @@ TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16
                       plain_cluster);
   INFO(r.errors);
   REQUIRE(r.p);
-  auto const& m = r.p->m;
+  auto const& m = r.p->model;
   CHECK(m.name == "tiny");
   CHECK(m.layers == 2);
   CHECK(m.kv_heads == 4);
@@ -144,7 +144,7 @@ TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16
   CHECK_FALSE(m.dropout);
   CHECK(m.description.empty());
   CHECK(r.p->file == "test.dtp");
-  CHECK_FALSE(r.p->t.base_lr);
+  CHECK_FALSE(r.p->training.base_lr);
   CHECK(r.p->strategies.empty());
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("dropout is off unless the model trains with it") {
   auto r = lower_text("model m : llama2_7b { dropout = true }\n" + plain_cluster);
   INFO(r.errors);
   REQUIRE(r.p);
-  CHECK(r.p->m.dropout);
+  CHECK(r.p->model.dropout);
   auto bad = lower_text("model m : llama2_7b { dropout = 0.1 }\n" + plain_cluster);
   CHECK_FALSE(bad.p);
   CHECK(bad.errors.find("test.dtp:1:33: error:") != std::string::npos);
@@ -165,20 +165,20 @@ TEST_CASE("every enum value lowers") {
       plain_cluster);
   INFO(r.errors);
   REQUIRE(r.p);
-  CHECK(r.p->m.mlp == mlp_kind::gelu);
-  CHECK(r.p->m.attention == attention_kind::standard);
-  CHECK(r.p->m.prec == precision::fp8);
-  CHECK(r.p->m.optimizer == optimizer_kind::sgd_momentum);
-  CHECK(r.p->m.tied_embeddings);
-  CHECK(r.p->m.description == "mine");
-  CHECK(r.p->m.experts == 8);
-  CHECK(r.p->m.experts_per_token == 2);
+  CHECK(r.p->model.mlp == mlp_kind::gelu);
+  CHECK(r.p->model.attention == attention_kind::standard);
+  CHECK(r.p->model.prec == precision::fp8);
+  CHECK(r.p->model.optimizer == optimizer_kind::sgd_momentum);
+  CHECK(r.p->model.tied_embeddings);
+  CHECK(r.p->model.description == "mine");
+  CHECK(r.p->model.experts == 8);
+  CHECK(r.p->model.experts_per_token == 2);
 }
 
 TEST_CASE("checkpoint = ops and cross_entropy lower; the loss is fused unless written") {
   auto plain = lower_text(plain_model + plain_cluster);
   REQUIRE(plain.p);
-  CHECK(plain.p->t.cross_entropy == cross_entropy_kind::fused);
+  CHECK(plain.p->training.cross_entropy == cross_entropy_kind::fused);
   CHECK(dump(*plain.p).find("cross_entropy") == std::string::npos);
   auto r = lower_text(plain_model +
                       "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
@@ -186,7 +186,7 @@ TEST_CASE("checkpoint = ops and cross_entropy lower; the loss is fused unless wr
                       "strategy s { checkpoint = ops }\n");
   INFO(r.errors);
   REQUIRE(r.p);
-  CHECK(r.p->t.cross_entropy == cross_entropy_kind::unfused);
+  CHECK(r.p->training.cross_entropy == cross_entropy_kind::unfused);
   CHECK(r.p->strategies.at(0).fixed().checkpoint == checkpoint_mode::ops);
   CHECK(dump(*r.p).find("  cross_entropy     unfused\n") != std::string::npos);
   CHECK(dump(*r.p).find("checkpoint        ops") != std::string::npos);
@@ -195,7 +195,7 @@ TEST_CASE("checkpoint = ops and cross_entropy lower; the loss is fused unless wr
 TEST_CASE("cluster defaults come from its gpu") {
   auto r = lower_text(plain_model + plain_cluster);
   REQUIRE(r.p);
-  auto const& c = r.p->c;
+  auto const& c = r.p->cluster;
   CHECK(c.gpus() == 8);
   CHECK(c.device.name == "H100_SXM");
   CHECK(c.intra_node.value() == 450e9);
@@ -217,7 +217,7 @@ TEST_CASE("a gpu defined from scratch gets default fp8, fp32 peaks, latencies an
                       "cluster c { nodes = 1; gpus_per_node = 4; gpu = X }\ntraining { global_batch = 8 }\n");
   INFO(r.errors);
   REQUIRE(r.p);
-  auto const& g = r.p->c.device;
+  auto const& g = r.p->cluster.device;
   CHECK(g.name == "X");
   CHECK(g.peak_flops_fp8.value() == 400e12);
   CHECK(g.peak_flops_fp32.value() == 200e12);
@@ -233,55 +233,55 @@ TEST_CASE("bases: presets, the same file, overrides and shadowing") {
   SECTION("a preset as base, one key overridden") {
     auto r = lower_text("model my7b : llama2_7b { seq_len = 8192 }\n" + plain_cluster);
     REQUIRE(r.p);
-    CHECK(r.p->m.name == "my7b");
-    CHECK(r.p->m.seq_len == 8192);
-    CHECK(r.p->m.layers == 32);
-    CHECK(r.p->m.ffn == 11008);
-    CHECK(r.p->m.mlp == mlp_kind::swiglu);
-    CHECK(r.p->m.description == "Llama 2 7B");
+    CHECK(r.p->model.name == "my7b");
+    CHECK(r.p->model.seq_len == 8192);
+    CHECK(r.p->model.layers == 32);
+    CHECK(r.p->model.ffn == 11008);
+    CHECK(r.p->model.mlp == mlp_kind::swiglu);
+    CHECK(r.p->model.description == "Llama 2 7B");
   }
   SECTION("a derived default follows the derived value") {
     // llama2_7b sets no kv_heads: it follows the heads the derived block sets.
     auto r = lower_text("model m : llama2_7b { heads = 64 }\n" + plain_cluster);
     REQUIRE(r.p);
-    CHECK(r.p->m.kv_heads == 64);
+    CHECK(r.p->model.kv_heads == 64);
   }
   SECTION("a chain within the file; the block no other uses is the one planned") {
     auto r = lower_text("model small : big { layers = 4 }\n"
                         "model big : llama3_8b { hidden = 2048 }\n" + plain_cluster);
     INFO(r.errors);
     REQUIRE(r.p);
-    CHECK(r.p->m.name == "small");
-    CHECK(r.p->m.layers == 4);
-    CHECK(r.p->m.hidden == 2048);
-    CHECK(r.p->m.kv_heads == 8);
-    CHECK(r.p->m.vocab == 128256);
+    CHECK(r.p->model.name == "small");
+    CHECK(r.p->model.layers == 4);
+    CHECK(r.p->model.hidden == 2048);
+    CHECK(r.p->model.kv_heads == 8);
+    CHECK(r.p->model.vocab == 128256);
   }
   SECTION("a file's block shadows the preset of the same name") {
     auto r = lower_text("model llama2_7b { layers = 2; hidden = 64; heads = 2; vocab = 100; seq_len = 16 }\n"
                         "model m : llama2_7b { }\n" + plain_cluster);
     INFO(r.errors);
     REQUIRE(r.p);
-    CHECK(r.p->m.name == "m");
-    CHECK(r.p->m.layers == 2);
-    CHECK(r.p->m.ffn == 256);
+    CHECK(r.p->model.name == "m");
+    CHECK(r.p->model.layers == 2);
+    CHECK(r.p->model.ffn == 256);
   }
   SECTION("a block named like its base changes the preset") {
     auto r = lower_text("model llama2_7b : llama2_7b { seq_len = 8192 }\n" + plain_cluster);
     INFO(r.errors);
     REQUIRE(r.p);
-    CHECK(r.p->m.name == "llama2_7b");
-    CHECK(r.p->m.seq_len == 8192);
-    CHECK(r.p->m.layers == 32);
+    CHECK(r.p->model.name == "llama2_7b");
+    CHECK(r.p->model.seq_len == 8192);
+    CHECK(r.p->model.layers == 32);
   }
   SECTION("a derived gpu") {
     auto r = lower_text("gpu MyH100 : H100_SXM { reserved = 6 GiB }\n" + plain_model +
                         "cluster c { nodes = 1; gpus_per_node = 8; gpu = MyH100 }\ntraining { global_batch = 8 }\n");
     REQUIRE(r.p);
-    CHECK(r.p->c.device.name == "MyH100");
-    CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
-    CHECK(r.p->c.device.memory.value() == 85520809984.0);
-    CHECK(r.p->c.device.peak_flops.value() == 989e12);
+    CHECK(r.p->cluster.device.name == "MyH100");
+    CHECK(r.p->cluster.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
+    CHECK(r.p->cluster.device.memory.value() == 85520809984.0);
+    CHECK(r.p->cluster.device.peak_flops.value() == 989e12);
   }
   SECTION("inherited keys keep pointing at the text that set them") {
     dsl::source_manager sources;
@@ -289,9 +289,9 @@ TEST_CASE("bases: presets, the same file, overrides and shadowing") {
     dsl::diagnostics diags;
     auto p = load(sources, id, {}, diags);
     REQUIRE(p);
-    CHECK(p->m.keys.at("seq_len").file == id);
-    CHECK(sources.file(p->m.keys.at("layers").file).builtin());
-    CHECK(sources.text(p->m.keys.at("seq_len")) == "seq_len");
+    CHECK(p->model.keys.at("seq_len").file == id);
+    CHECK(sources.file(p->model.keys.at("layers").file).builtin());
+    CHECK(sources.text(p->model.keys.at("seq_len")) == "seq_len");
   }
 }
 
@@ -347,8 +347,8 @@ TEST_CASE("settings given with --set override keys before lowering") {
     CHECK(r.p->strategies[0].fixed().tp == 2);
     CHECK(r.p->strategies[1].fixed().tp == 2);
     CHECK(r.p->strategies[1].fixed().pp == 2);
-    CHECK(r.p->c.nodes == 4);
-    CHECK(r.p->c.inter_node.value() == 400e9);
+    CHECK(r.p->cluster.nodes == 4);
+    CHECK(r.p->cluster.inter_node.value() == 400e9);
   }
   SECTION("a block name targets that block") {
     auto r = lower_text(file, {"b.zero=3", "b.tp={1,2}"});
@@ -360,7 +360,7 @@ TEST_CASE("settings given with --set override keys before lowering") {
   SECTION("a built-in gpu the file uses") {
     auto r = lower_text(file, {"H100_SXM.reserved=6 GiB"});
     REQUIRE(r.p);
-    CHECK(r.p->c.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
+    CHECK(r.p->cluster.device.reserved.value() == 6.0 * 1024 * 1024 * 1024);
   }
   SECTION("a kind the file has no block of") {
     auto r = lower_text(plain_model + plain_cluster, {"strategy.tp=2"});
@@ -440,7 +440,7 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
                         " }\ntraining { global_batch = 8 }\n");
     REQUIRE(r.p);
-    CHECK(r.p->c.device.memory == g->memory);
+    CHECK(r.p->cluster.device.memory == g->memory);
   }
   auto h = *catalog_gpu("H100_SXM");
   CHECK(h.memory.value() == 81559.0 * 1024 * 1024);
@@ -559,28 +559,28 @@ TEST_CASE("training: how gradients are kept and synchronised") {
   std::string const cluster = "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n";
   auto plain = lower_text(plain_model + cluster + "training { global_batch = 64 }\n");
   REQUIRE(plain.p);
-  CHECK_FALSE(plain.p->t.grad_precision);
-  CHECK(plain.p->t.overlap_grad_sync);
-  CHECK(plain.p->t.grad_reduce_scatter);
-  CHECK(grad_element_bytes(plain.p->m, plain.p->t) == 2);
+  CHECK_FALSE(plain.p->training.grad_precision);
+  CHECK(plain.p->training.overlap_grad_sync);
+  CHECK(plain.p->training.grad_reduce_scatter);
+  CHECK(grad_element_bytes(plain.p->model, plain.p->training) == 2);
 
   auto set = lower_text(plain_model + cluster +
                         "training { global_batch = 64; grad_precision = fp32; overlap_grad_sync = false; "
                         "grad_reduce = all_reduce }\n");
   INFO(set.errors);
   REQUIRE(set.p);
-  CHECK(set.p->t.grad_precision == precision::fp32);
-  CHECK_FALSE(set.p->t.overlap_grad_sync);
-  CHECK_FALSE(set.p->t.grad_reduce_scatter);
-  CHECK(grad_element_bytes(set.p->m, set.p->t) == 4);
+  CHECK(set.p->training.grad_precision == precision::fp32);
+  CHECK_FALSE(set.p->training.overlap_grad_sync);
+  CHECK_FALSE(set.p->training.grad_reduce_scatter);
+  CHECK(grad_element_bytes(set.p->model, set.p->training) == 4);
 
   // An fp32 model keeps fp32 gradients; an fp8 one bf16 gradients.
   auto fp8 = lower_text("model m : llama2_7b { precision = fp8 }\n" + cluster + "training { global_batch = 64 }\n");
   REQUIRE(fp8.p);
-  CHECK(grad_element_bytes(fp8.p->m, fp8.p->t) == 2);
+  CHECK(grad_element_bytes(fp8.p->model, fp8.p->training) == 2);
   auto fp32 = lower_text("model m : llama2_7b { precision = fp32 }\n" + cluster + "training { global_batch = 64 }\n");
   REQUIRE(fp32.p);
-  CHECK(grad_element_bytes(fp32.p->m, fp32.p->t) == 4);
+  CHECK(grad_element_bytes(fp32.p->model, fp32.p->training) == 4);
 
   CHECK(error_of(plain_model + cluster + "training { global_batch = 64; grad_reduce = reduce }\n") ==
         "test.dtp:3:45: error: expected 'reduce_scatter' or 'all_reduce' for 'grad_reduce', got 'reduce'; did you "

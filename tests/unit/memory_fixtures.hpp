@@ -70,9 +70,9 @@ inline planner::cluster nodes_of(std::string name, std::int64_t nodes, planner::
 inline planner::program program_of(planner::model m, planner::cluster c, std::int64_t global_batch) {
   planner::program p;
   p.file = "test.dtp";
-  p.m = std::move(m);
-  p.c = std::move(c);
-  p.t.global_batch = global_batch;
+  p.model = std::move(m);
+  p.cluster = std::move(c);
+  p.training.global_batch = global_batch;
   return p;
 }
 

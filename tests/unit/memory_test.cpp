@@ -140,7 +140,7 @@ TEST_CASE("llama2_7b on one node: terms and most loaded stage", "[memory]") {
   s.virtual_stages = 2;
   auto inter = estimate_memory(p, s);
   CHECK(inter.in_flight == 6);
-  auto const act = activations_per_layer(p.m, s);
+  auto const act = activations_per_layer(p.model, s);
   CHECK(inter.detail[4].size == act * (8 * 5.5));
 }
 
@@ -165,7 +165,7 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
 
   s.zero = 3;
   auto fsdp = estimate_memory(p, s);
-  auto const layer = count_params(p.m).per_layer;
+  auto const layer = count_params(p.model).per_layer;
   // The peak is at the loss: the root unit (embedding, output projection,
   // final norm) stays gathered through the step, plus the last layer.
   CHECK(std::string(fsdp.peak_moment) == "the loss (end of the forward, start of the backward)");
@@ -202,7 +202,7 @@ TEST_CASE("tied embeddings: one copy with pp = 1, a copy on the last stage with 
   // logits make the last stage the most loaded.
   double const params = double(count_params(m).total);
   CHECK(estimate_memory(p, s).weights.value() == 2 * params);
-  p.t.global_batch = 1;
+  p.training.global_batch = 1;
   s.dp = 1;
   s.pp = 8;
   auto piped = estimate_memory(p, s);
@@ -306,7 +306,7 @@ TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the
   s.checkpoint = checkpoint_mode::ops;
   double const logits = 2 * 8192.0 * 128256;
   auto fused = estimate_memory(p, s);
-  p.t.cross_entropy = cross_entropy_kind::unfused;
+  p.training.cross_entropy = cross_entropy_kind::unfused;
   auto unfused = estimate_memory(p, s);
   auto term = [](memory_breakdown const& b, std::string_view prefix) {
     for (auto const& t : b.detail)
@@ -323,7 +323,7 @@ TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the
   CHECK(term(unfused, "recomputed layer") == -1.0);
   // FSDP: the gathered root unit (embedding + output + final norm) and the last layer.
   CHECK(term(unfused, "ZeRO-3 gathered embedding/output unit") == (2.0 * 128256 * 4096 + 4096) * 2);
-  CHECK(term(unfused, "ZeRO-3 gathered last layer") == double(count_params(p.m).per_layer) * 2);
+  CHECK(term(unfused, "ZeRO-3 gathered last layer") == double(count_params(p.model).per_layer) * 2);
   bytes sum;
   for (auto const& t : unfused.detail) sum += t.size;
   CHECK(sum == unfused.total);

@@ -21,7 +21,7 @@ TEST_CASE("the search beats or matches every published strategy on runs of up to
   auto const& orders = search_orders();
   int compared = 0;
   for (auto const& run : bench::load_calibration_runs()) {
-    if (!run.representable() || run.prog.c.gpus() > 16) continue;
+    if (!run.representable() || run.prog.cluster.gpus() > 16) continue;
     auto const spec = search_everything();
     auto const published = check(run.prog, spec, run.s);
     if (!published.valid() || published.s.micro_batch > o.max_micro_batch ||

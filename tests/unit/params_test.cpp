@@ -75,7 +75,7 @@ TEST_CASE("the catalog presets count as published", "[params][catalog]") {
     dsl::diagnostics diags;
     auto p = planner::load(sources, id, {}, diags);
     REQUIRE(p);
-    return double(count_params(p->m).total) / 1e9;
+    return double(count_params(p->model).total) / 1e9;
   };
   CHECK(preset("llama2_7b") == Approx(6.74).epsilon(0.005));
   CHECK(preset("llama2_13b") == Approx(13.0).epsilon(0.005));

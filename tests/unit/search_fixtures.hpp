@@ -24,15 +24,15 @@ class fake_cost_model final : public planner::cost_model {
   [[nodiscard]] planner::time_breakdown step_time(planner::program const& p,
                                                   planner::strategy const& s) const override {
     auto t = bounded(p, s);
-    planner::rank_layout layout(s, p.c.gpus_per_node);
+    planner::rank_layout layout(s, p.cluster.gpus_per_node);
     auto crosses = [&](planner::axis a) {
       return layout.placement_of(layout.group_of(a, 0)).nodes > 1;
     };
     auto link = [&](planner::axis a) {
-      return crosses(a) ? p.c.inter_node.value() / double(p.c.gpus_per_node) : p.c.intra_node.value();
+      return crosses(a) ? p.cluster.inter_node.value() / double(p.cluster.gpus_per_node) : p.cluster.intra_node.value();
     };
-    double const params = double(p.m.layers) * 12.0 * double(p.m.hidden) * double(p.m.hidden);
-    double const tokens = double(p.t.global_batch) * double(p.m.seq_len);
+    double const params = double(p.model.layers) * 12.0 * double(p.model.hidden) * double(p.model.hidden);
+    double const tokens = double(p.training.global_batch) * double(p.model.seq_len);
     double comm = 0;
     if (s.dp > 1) {
       double grads = 2 * params / double(s.tp * s.pp);
@@ -41,21 +41,21 @@ class fake_cost_model final : public planner::cost_model {
       comm += factor * grads * 2 * double(s.dp - 1) / double(s.dp) / link(planner::axis::dp) * 0.3;
     }
     if (s.tp > 1) {
-      double per = 4.0 * tokens / double(s.dp * s.cp) * double(p.m.hidden) * double(p.m.layers) / double(s.pp);
+      double per = 4.0 * tokens / double(s.dp * s.cp) * double(p.model.hidden) * double(p.model.layers) / double(s.pp);
       comm += per * (s.sequence_parallel ? 1.0 : 1.15) * double(s.tp - 1) / double(s.tp) / link(planner::axis::tp);
     }
-    if (s.cp > 1) comm += 2.0 * tokens / double(s.dp) * double(p.m.hidden) / link(planner::axis::cp) / double(s.pp);
-    if (s.pp > 1) comm += 2.0 * tokens / double(s.dp * s.cp) * double(p.m.hidden) / link(planner::axis::pp) /
+    if (s.cp > 1) comm += 2.0 * tokens / double(s.dp) * double(p.model.hidden) / link(planner::axis::cp) / double(s.pp);
+    if (s.pp > 1) comm += 2.0 * tokens / double(s.dp * s.cp) * double(p.model.hidden) / link(planner::axis::pp) /
                           double(s.tp) * double(s.virtual_stages);
     t.exposed_comm = planner::seconds(comm);
     t.optimizer = planner::seconds(16 * params / double(s.tp * s.pp) / (s.zero >= 1 ? double(s.dp) : 1.0) /
-                                   p.c.device.hbm_bandwidth.value());
+                                   p.cluster.device.hbm_bandwidth.value());
     t.step = t.compute + t.recompute + t.bubble + t.exposed_comm + t.optimizer;
     return t;
   }
 
   [[nodiscard]] planner::seconds lower_bound(planner::program const& p) const override {
-    return planner::seconds(flops(p) / (double(p.c.gpus()) * p.c.device.peak_flops.value()));
+    return planner::seconds(flops(p) / (double(p.cluster.gpus()) * p.cluster.device.peak_flops.value()));
   }
 
   [[nodiscard]] planner::seconds step_lower_bound(planner::program const& p,
@@ -66,13 +66,13 @@ class fake_cost_model final : public planner::cost_model {
 
  private:
   static double flops(planner::program const& p) {
-    return 6.0 * double(p.m.layers) * 12.0 * double(p.m.hidden) * double(p.m.hidden) *
-           double(p.t.global_batch) * double(p.m.seq_len);
+    return 6.0 * double(p.model.layers) * 12.0 * double(p.model.hidden) * double(p.model.hidden) *
+           double(p.training.global_batch) * double(p.model.seq_len);
   }
 
   static planner::time_breakdown bounded(planner::program const& p, planner::strategy const& s) {
     planner::time_breakdown t;
-    double const ideal = flops(p) / (double(p.c.gpus()) * p.c.device.peak_flops.value());
+    double const ideal = flops(p) / (double(p.cluster.gpus()) * p.cluster.device.peak_flops.value());
     double const slow = 1.0 + 0.4 / double(s.micro_batch) + 0.03 * double(s.tp) + 0.02 * double(s.cp);
     t.compute = planner::seconds(ideal * slow);
     double const again = s.checkpoint == planner::checkpoint_mode::full        ? 1.0 / 3
@@ -80,7 +80,7 @@ class fake_cost_model final : public planner::cost_model {
                          : s.checkpoint == planner::checkpoint_mode::ops       ? 0.15
                                                                                : 0.0;
     t.recompute = t.compute * again;
-    double const m = double(p.t.global_batch / (s.dp * s.micro_batch));
+    double const m = double(p.training.global_batch / (s.dp * s.micro_batch));
     t.bubble = (t.compute + t.recompute) * (double(s.pp - 1) / (m * double(s.virtual_stages)));
     t.model_flops = planner::flops(flops(p));
     t.hardware_flops = planner::flops(flops(p) * (1 + again));
@@ -118,7 +118,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
   using namespace planner;
   auto spec = search_everything();
   std::vector<search_entry> out;
-  auto const gpus = p.c.gpus();
+  auto const gpus = p.cluster.gpus();
   for (auto tp : divisors_of(gpus))
     for (auto pp : divisors_of(gpus / tp))
       for (auto cp : divisors_of(gpus / tp / pp)) {
@@ -146,7 +146,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
             node_of.cp = cp;
             node_of.order = order;
             node_of.shard = {shard_group::kind::node, 0};
-            auto const node_size = shard_size(node_of, p.c.gpus_per_node);
+            auto const node_size = shard_size(node_of, p.cluster.gpus_per_node);
             for (auto shard : shards) {
               // `node` resolving to `all` or to a listed size is that plan.
               if (shard.k == shard_group::kind::node && node_size == dp) continue;
@@ -155,14 +155,14 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
                 for (bool sp : {false, true}) {
                   if (sp && tp == 1) continue;
                   std::vector<std::int64_t> vss{1};
-                  if (pp > 1 && p.m.layers % pp == 0) {
+                  if (pp > 1 && p.model.layers % pp == 0) {
                     vss.clear();
-                    for (auto v : divisors_of(p.m.layers / pp))
+                    for (auto v : divisors_of(p.model.layers / pp))
                       if (v <= o.max_virtual_stages) vss.push_back(v);
                   }
                   for (auto vs : vss) {
-                    if (p.t.global_batch % dp != 0) continue;
-                    for (auto mb : divisors_of(p.t.global_batch / dp)) {
+                    if (p.training.global_batch % dp != 0) continue;
+                    for (auto mb : divisors_of(p.training.global_batch / dp)) {
                       if (mb > o.max_micro_batch) continue;
                       strategy s;
                       s.dp = dp;
@@ -182,7 +182,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
                       e.s = s;
                       e.step = model.step_time(p, s).step;
                       e.memory = r.memory.total;
-                      rank_layout layout(s, p.c.gpus_per_node);
+                      rank_layout layout(s, p.cluster.gpus_per_node);
                       e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
                       out.push_back(e);
                     }

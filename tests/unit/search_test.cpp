@@ -47,8 +47,8 @@ void compare_with_brute_force(cost_model const& model, std::uint64_t seed) {
   int with_valid = 0;
   for (int i = 0; i < 50; ++i) {
     auto p = test::random_problem(rng);
-    INFO("problem " << i << ": " << p.c.nodes << " x " << p.c.gpus_per_node << " GPUs, " << p.m.layers
-                    << " layers, hidden " << p.m.hidden << ", global batch " << p.t.global_batch);
+    INFO("problem " << i << ": " << p.cluster.nodes << " x " << p.cluster.gpus_per_node << " GPUs, " << p.model.layers
+                    << " layers, hidden " << p.model.hidden << ", global batch " << p.training.global_batch);
     auto expected = test::brute_force(p, model);
     auto got = search(p, search_everything(), model, with_threads(2));
     CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
@@ -305,13 +305,13 @@ TEST_CASE("group placements match a walk over every rank on every small layout")
 TEST_CASE("search of an empty or impossible space returns no plan") {
   auto p = two_nodes();
   test::fake_cost_model model;
-  p.c.device.memory = 1_B;
+  p.cluster.device.memory = 1_B;
   auto r = search(p, search_everything(), model, with_threads(2));
   CHECK(r.best.empty());
   CHECK(r.stats.valid == 0);
   CHECK(r.stats.candidates > 0);
   auto q = two_nodes();
-  q.c.nodes = 0;
+  q.cluster.nodes = 0;
   auto none = search(q, search_everything(), model, with_threads(2));
   CHECK(none.best.empty());
   CHECK(none.stats.candidates == 0);
