@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/calibration.hpp"
-#include "planner/cost_model.hpp"
+#include "planner/model/cost_model.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

@@ -1,9 +1,9 @@
 #include "bench/calibration.hpp"
 
 #include "dsl/source.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/lower.hpp"
-#include "planner/search.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/lower/lower.hpp"
+#include "planner/search/search.hpp"
 
 #include <fmt/format.h>
 

@@ -4,8 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/ir.hpp"
-#include "planner/units.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/units.hpp"
 
 /// Published training runs as planner inputs: the loader of
 /// bench/data/calibration_runs.csv (and vtrain's ground truth), used to

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/calibration.hpp"
-#include "planner/check.hpp"
+#include "planner/model/check.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

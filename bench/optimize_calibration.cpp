@@ -9,9 +9,9 @@
 #include <string>
 
 #include "bench/calibration.hpp"
-#include "planner/check.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/search.hpp"
+#include "planner/model/check.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/search/search.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

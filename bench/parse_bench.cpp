@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dsl/parse.hpp"
-#include "planner/lower.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan::dsl;
 

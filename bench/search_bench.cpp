@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost_model.hpp"
-#include "planner/lower.hpp"
-#include "planner/search.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/lower/lower.hpp"
+#include "planner/search/search.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;

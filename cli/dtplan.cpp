@@ -18,9 +18,9 @@
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/lower.hpp"
-#include "planner/search.hpp"
+#include "planner/model/evaluate.hpp"
+#include "planner/lower/lower.hpp"
+#include "planner/search/search.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "dsl/diagnostics.hpp"
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 
 /// Writes the `--emit DIR` bundle of DSL.md section 5.
 namespace dtplan::codegen {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codegen/skeleton.hpp"
-#include "planner/layout.hpp"
+#include "planner/model/layout.hpp"
 
 namespace dtplan::codegen {
 

@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <string>
 
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 
 /// The Graphviz sharding diagram of a plan (`sharding.dot`, `--dot FILE`):
 /// nodes as clusters, GPUs with their rank, coordinates, what they hold and

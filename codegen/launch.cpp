@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "planner/layout.hpp"
+#include "planner/model/layout.hpp"
 
 namespace dtplan::codegen {
 

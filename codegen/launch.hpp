@@ -1,8 +1,8 @@
 #pragma once
 #include <string>
 
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 
 /// Launch scripts for the generated skeleton (DSL.md section 5). Both build
 /// `../skeleton` when its binary is missing, set the NCCL environment the

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "codegen/json_writer.hpp"
-#include "planner/params.hpp"
+#include "planner/model/params.hpp"
 
 namespace dtplan::codegen {
 

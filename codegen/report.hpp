@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "dsl/source.hpp"
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
-#include "planner/search.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
+#include "planner/search/search.hpp"
 
 namespace dtplan::codegen {
 

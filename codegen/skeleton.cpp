@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "planner/layout.hpp"
-#include "planner/memory.hpp"
+#include "planner/model/layout.hpp"
+#include "planner/model/memory.hpp"
 
 namespace dtplan::codegen {
 

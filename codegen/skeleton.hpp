@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost_model.hpp"
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 
 /// The NCCL/CUDA launch skeleton of a plan: a real training-step program
 /// with the plan's numbers baked in (DSL.md section 5).

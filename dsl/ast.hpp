@@ -8,7 +8,7 @@
 
 /// The syntax tree of a .dtp file: what was written, where, and nothing more.
 /// Names are not resolved, numbers keep their spelling, units are not checked
-/// for dimension; that is lowering's work (planner/lower.hpp).
+/// for dimension; that is lowering's work (planner/lower/lower.hpp).
 namespace dtplan::dsl::ast {
 
 /// A number as written: `32`, `1_000_000`, `3e-4`, `0.85`. `is_integer` is

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "dsl/diagnostics.hpp"
-#include "planner/check.hpp"
-#include "planner/embedded.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/lower.hpp"
+#include "planner/model/check.hpp"
+#include "planner/lower/embedded.hpp"
+#include "planner/model/evaluate.hpp"
+#include "planner/lower/lower.hpp"
 
 namespace {
 

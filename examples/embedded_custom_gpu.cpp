@@ -4,8 +4,8 @@
 // the site variant kept every figure of its base but the one it overrides.
 #include <fmt/format.h>
 
-#include "planner/check.hpp"
-#include "planner/embedded.hpp"
+#include "planner/model/check.hpp"
+#include "planner/lower/embedded.hpp"
 
 int main() {
   using namespace dtplan::planner::edsl;

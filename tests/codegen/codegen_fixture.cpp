@@ -17,9 +17,9 @@
 #include "codegen/skeleton.hpp"
 #include "dsl/source.hpp"
 #include "fixtures.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/lower.hpp"
+#include "planner/model/evaluate.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan;
 

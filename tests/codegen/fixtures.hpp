@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "planner/ir.hpp"
-#include "planner/plan.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 
 // In-memory programs and plans for the code generators' tests, with
 // plausible hand-filled memory, time and communication figures (the

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "bench/calibration.hpp"
-#include "planner/cost_model.hpp"
+#include "planner/model/cost_model.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "bench/calibration.hpp"
-#include "planner/check.hpp"
+#include "planner/model/check.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

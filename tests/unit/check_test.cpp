@@ -4,8 +4,8 @@
 
 #include "dsl/diagnostics.hpp"
 #include "memory_fixtures.hpp"
-#include "planner/check.hpp"
-#include "planner/params.hpp"
+#include "planner/model/check.hpp"
+#include "planner/model/params.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

@@ -12,7 +12,7 @@
 #include "codegen/graphviz.hpp"
 #include "codegen/launch.hpp"
 #include "codegen/skeleton.hpp"
-#include "planner/layout.hpp"
+#include "planner/model/layout.hpp"
 
 using namespace dtplan;
 namespace fx = dtplan::codegen::fixtures;

@@ -2,11 +2,11 @@
 
 #include <cmath>
 
-#include "planner/comm.hpp"
-#include "planner/compute.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/lower.hpp"
+#include "planner/model/comm.hpp"
+#include "planner/model/compute.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/model/evaluate.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;

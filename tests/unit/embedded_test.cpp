@@ -3,8 +3,8 @@
 
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
-#include "planner/embedded.hpp"
-#include "planner/lower.hpp"
+#include "planner/lower/embedded.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner::edsl;

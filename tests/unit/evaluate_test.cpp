@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "planner/cost_model.hpp"
-#include "planner/evaluate.hpp"
-#include "planner/lower.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/model/evaluate.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;

@@ -7,8 +7,8 @@
 
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
-#include "planner/check.hpp"
-#include "planner/lower.hpp"
+#include "planner/model/check.hpp"
+#include "planner/lower/lower.hpp"
 
 // Each tests/golden/illegal/NNN_name.dtp (first line: why it is illegal)
 // beside NNN_name.stderr: the formatted diagnostics of `check` for every

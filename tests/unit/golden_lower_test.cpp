@@ -13,7 +13,7 @@
 
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
-#include "planner/lower.hpp"
+#include "planner/lower/lower.hpp"
 
 namespace fs = std::filesystem;
 using namespace dtplan;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "planner/layout.hpp"
+#include "planner/model/layout.hpp"
 
 using namespace dtplan::planner;
 

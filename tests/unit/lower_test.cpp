@@ -7,7 +7,7 @@
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
-#include "planner/lower.hpp"
+#include "planner/lower/lower.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "planner/ir.hpp"
+#include "planner/ir/ir.hpp"
 
 /// In-memory models, GPUs and clusters for the params, memory and check
 /// tests, independent of the parser and the catalog.

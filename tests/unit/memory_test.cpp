@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "memory_fixtures.hpp"
-#include "planner/memory.hpp"
-#include "planner/params.hpp"
+#include "planner/model/memory.hpp"
+#include "planner/model/params.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

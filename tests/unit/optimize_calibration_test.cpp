@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "bench/calibration.hpp"
-#include "planner/check.hpp"
-#include "planner/search.hpp"
+#include "planner/model/check.hpp"
+#include "planner/search/search.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "memory_fixtures.hpp"
-#include "planner/lower.hpp"
-#include "planner/params.hpp"
+#include "planner/lower/lower.hpp"
+#include "planner/model/params.hpp"
 
 using namespace dtplan;
 using planner::count_params;

@@ -4,10 +4,10 @@
 #include <random>
 #include <vector>
 
-#include "planner/check.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/layout.hpp"
-#include "planner/search.hpp"
+#include "planner/model/check.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/model/layout.hpp"
+#include "planner/search/search.hpp"
 #include "tests/unit/memory_fixtures.hpp"
 
 /// A stand-in cost model and a brute-force search for the search tests and

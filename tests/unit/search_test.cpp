@@ -3,7 +3,7 @@
 #include <limits>
 #include <vector>
 
-#include "planner/search.hpp"
+#include "planner/search/search.hpp"
 #include "tests/unit/search_fixtures.hpp"
 
 using namespace dtplan;

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "planner/units.hpp"
+#include "planner/ir/units.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;

@@ -1,0 +1,277 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsl/source.hpp"
+#include "planner/ir/units.hpp"
+
+/// The typed intermediate representation a .dtp file lowers to: names
+/// resolved, units normalised to base units, defaults filled. `model` and
+/// `cluster` say what is trained on what; `strategy` says how (plain data
+/// that text, search and tests can all produce).
+namespace dtplan::planner {
+
+using dsl::span;
+
+enum class precision { bf16, fp16, fp32, fp8 };
+enum class mlp_kind { gelu, swiglu };
+enum class attention_kind { flash, standard };
+enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
+/// Activation checkpointing of each transformer layer: none; selective
+/// (Megatron: the core attention is recomputed); full (only the layer input
+/// is kept); ops (PyTorch op-level selective checkpointing as torchtitan's
+/// `selective_ac_option = 'op'`: the outputs of the attention kernel and of
+/// every other matmul are kept, the rest recomputed). `ops` is last so the
+/// values of the first three stay as they were; `recompute_rank` orders them.
+enum class checkpoint_mode { none, selective, full, ops };
+/// How the loss is computed: fused (Megatron's vocab-parallel cross entropy
+/// works in place on one fp32 copy of the logits) or unfused (PyTorch's
+/// cross_entropy(logits.float(), labels): log_softmax then nll_loss, three
+/// fp32 logit-sized buffers at the start of the backward).
+enum class cross_entropy_kind { fused, unfused };
+/// A parallel dimension of the rank layout.
+enum class axis { tp, cp, dp, pp };
+
+char const* name(precision);
+char const* name(mlp_kind);
+char const* name(attention_kind);
+char const* name(optimizer_kind);
+char const* name(checkpoint_mode);
+char const* name(cross_entropy_kind);
+/// Every checkpoint mode, by how much it recomputes (and, for dense
+/// transformers, how little it keeps): the order the search, the advice and
+/// the check's fixes try them in.
+inline constexpr std::array<checkpoint_mode, 4> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,
+                                                                 checkpoint_mode::ops, checkpoint_mode::full};
+/// A mode's place in `checkpoint_modes`: none 0, selective 1, ops 2, full 3.
+int recompute_rank(checkpoint_mode);
+char const* name(axis);
+
+/// Where each key of a block was written (key name -> span of the key), so
+/// later stages can point at the key that breaks a plan.
+using key_spans = std::map<std::string, span, std::less<>>;
+
+struct model {
+  std::string name;
+  span where;  ///< the block header
+  std::string description;
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;  ///< = heads unless set
+  std::int64_t ffn = 0;       ///< = 4 * hidden unless set
+  mlp_kind mlp = mlp_kind::gelu;
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 0;
+  bool tied_embeddings = false;
+  attention_kind attention = attention_kind::flash;
+  precision prec = precision::bf16;
+  optimizer_kind optimizer = optimizer_kind::adam;
+  std::int64_t experts = 1;
+  std::int64_t experts_per_token = 1;
+  /// Dropout during training, so its 1-byte masks are stored for backward
+  /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
+  /// pretraining use none). The model key `dropout`, an extension of DSL.md.
+  bool dropout = false;
+  key_spans keys;
+};
+
+struct gpu {
+  std::string name;
+  span where;
+  bytes memory;
+  flop_rate peak_flops;       ///< dense bf16/fp16 tensor peak
+  flop_rate peak_flops_fp8;   ///< dense fp8 peak (= peak_flops where the GPU has no fp8)
+  flop_rate peak_flops_fp32;  ///< dense fp32/tf32 matmul peak
+  bandwidth hbm_bandwidth;
+  bandwidth intra_node;       ///< scale-up link per GPU per direction
+  double matmul_efficiency = 0.7;  ///< share of peak a large matmul reaches
+  bytes reserved;                  ///< never available to the job
+  // Extensions (catalog defaults a cluster may override):
+  seconds intra_latency;
+  seconds inter_latency;
+  double comm_efficiency = 0.8;  ///< share of link bandwidth a large collective reaches
+  double hbm_efficiency = 0.8;   ///< share of HBM bandwidth a streaming kernel reaches
+  // Time-model extensions (calibrated per GPU kind, see bench/accuracy.cpp):
+  std::int64_t sm_count = 108;    ///< streaming multiprocessors: tiles run in waves over them
+  seconds kernel_latency{5e-6};   ///< fixed launch + tail cost of one kernel
+  double attention_efficiency = 0.5;  ///< share of the 16-bit peak a flash attention kernel reaches
+  double overlap_slowdown = 0.1;  ///< compute slow-down while communication overlaps it (0.1 = 10 %)
+  seconds step_overhead{0.02};    ///< fixed per optimizer step (data loading, logging, launch gaps)
+  /// Host time to issue one operator (framework dispatch + launch): a GPU
+  /// never runs a layer faster than its host can issue the layer's kernels.
+  seconds dispatch_latency{0};
+  key_spans keys;
+};
+
+/// The largest node and cluster dtplan plans: far beyond any machine built,
+/// and small enough that every placement is exact and quick to work out.
+constexpr std::int64_t max_gpus_per_node = 4096;
+constexpr std::int64_t max_gpus = std::int64_t{1} << 24;
+
+struct cluster {
+  std::string name;
+  span where;
+  std::int64_t nodes = 0;
+  std::int64_t gpus_per_node = 0;
+  gpu device;
+  bandwidth intra_node;  ///< per GPU, per direction
+  bandwidth inter_node;  ///< per node, all NICs together, per direction
+  seconds intra_latency;
+  seconds inter_latency;
+  double comm_efficiency = 0.8;
+  key_spans keys;
+
+  [[nodiscard]] std::int64_t gpus() const { return nodes * gpus_per_node; }
+};
+
+/// A size beyond what dtplan plans: the key it is written at (nullptr for
+/// the block itself) and the message lowering reports and the C++ API throws.
+struct size_limit {
+  char const* key = nullptr;
+  std::string message;
+};
+/// Nodes of more than max_gpus_per_node GPUs, clusters of more than
+/// max_gpus; `called` is how messages name the block ("cluster 'c'").
+std::optional<size_limit> beyond_limits(cluster const& c, std::string const& called);
+
+/// Gives `c` its GPU's intra_node, latencies and comm_efficiency where its
+/// block does not write them (`c.keys`): what lowering and the C++ API do
+/// once the GPU is known.
+void use_gpu_defaults(cluster& c);
+
+struct training {
+  span where;
+  std::int64_t global_batch = 0;  ///< sequences per optimizer step
+  std::optional<double> base_lr;
+  std::optional<std::int64_t> base_batch;
+  /// How the loss is computed (what the loss moment holds).
+  cross_entropy_kind cross_entropy = cross_entropy_kind::fused;
+  /// Precision of the gradient buffers and of their data-parallel reduction
+  /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
+  /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16
+  /// for fp8 models, fp32 for fp32 models).
+  std::optional<precision> grad_precision;
+  /// Whether the data-parallel gradient reduction runs under the backward
+  /// (DDP buckets, FSDP, Megatron's --overlap-grad-reduce) or after it
+  /// (DeepSpeed's pipeline engine, Megatron before 2023).
+  bool overlap_grad_sync = true;
+  /// How ZeRO-1/2 reduce gradients: a reduce-scatter (each rank receives the
+  /// slice it updates: Megatron's distributed optimizer, DeepSpeed's
+  /// default) or a full all-reduce (DeepSpeed's reduce_scatter = false and
+  /// its BF16_Optimizer). ZeRO-0 always all-reduces, ZeRO-3 reduce-scatters.
+  bool grad_reduce_scatter = true;
+  key_spans keys;
+};
+
+/// More tokens per step (global_batch x seq_len) than fit in 64 bits, at
+/// the training block's global_batch.
+std::optional<size_limit> beyond_limits(model const& m, training const& t);
+
+/// Bytes of one gradient element as the program keeps and reduces it.
+double grad_element_bytes(model const& m, training const& t);
+
+/// The ZeRO/FSDP shard group: all data-parallel ranks, the ranks of one
+/// node (hybrid sharding), or a fixed number of ranks.
+struct shard_group {
+  enum class kind { all, node, size };
+  kind k = kind::all;
+  std::int64_t size = 0;  ///< for kind::size
+  friend bool operator==(shard_group const&, shard_group const&) = default;
+};
+std::string to_string(shard_group const&);
+
+/// Rank layout, innermost (fastest-varying) axis first.
+using rank_order = std::array<axis, 4>;
+inline constexpr rank_order default_order{axis::tp, axis::cp, axis::dp, axis::pp};
+std::string to_string(rank_order const&);  ///< "tp-cp-dp-pp"
+
+/// A concrete strategy: every key has exactly one value.
+struct strategy {
+  std::int64_t dp = 1;
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  std::int64_t cp = 1;
+  std::int64_t ep = 1;
+  int zero = 0;
+  shard_group shard;
+  checkpoint_mode checkpoint = checkpoint_mode::none;
+  std::int64_t micro_batch = 1;
+  bool sequence_parallel = false;
+  std::int64_t virtual_stages = 1;
+  rank_order order = default_order;
+
+  friend bool operator==(strategy const&, strategy const&) = default;
+};
+
+/// What a strategy block says of one key: nothing (the default), one value,
+/// a set `{...}`, a range `a..b` (integer keys only) or `auto`.
+template <class T>
+struct key_choice {
+  enum class form { unset, single, set, range, any };
+  form f = form::unset;
+  std::vector<T> values;  ///< single: one value; set: the values in order written
+  std::int64_t low = 0;   ///< range bounds, inclusive
+  std::int64_t high = 0;
+  span key;    ///< where the key was written
+  span value;  ///< where its value was written
+
+  [[nodiscard]] bool is_free() const { return f == form::set || f == form::range || f == form::any; }
+  [[nodiscard]] bool is_set() const { return f != form::unset; }
+
+  /// `key = v`, written nowhere (the C++ API, a published run).
+  static key_choice one(T v) {
+    key_choice c;
+    c.f = form::single;
+    c.values = {std::move(v)};
+    return c;
+  }
+  /// `key = auto`, written nowhere.
+  static key_choice any() {
+    key_choice c;
+    c.f = form::any;
+    return c;
+  }
+};
+
+/// A strategy block as written: fixed when every key is unset or single.
+struct strategy_spec {
+  std::string name;  ///< as written; an unnamed block is "strategy#N" (N counts blocks from 1)
+  span where;        ///< the block header
+  key_choice<std::int64_t> dp, tp, pp, cp, ep, zero, micro_batch, virtual_stages;
+  key_choice<shard_group> shard;
+  key_choice<checkpoint_mode> checkpoint;
+  key_choice<bool> sequence_parallel;
+  key_choice<rank_order> order;
+
+  [[nodiscard]] bool is_free() const;
+  /// The concrete strategy of a fixed spec, defaults filled; dp is 0 when
+  /// not written (the checker derives it), sequence_parallel follows tp.
+  [[nodiscard]] strategy fixed() const;
+  /// The span of a key by name ("tp", "zero", ...), or the header when unset.
+  [[nodiscard]] span key_span(std::string_view key) const;
+};
+
+/// A lowered .dtp file: the model, the cluster, the training run and the
+/// strategies to check, cost or search.
+struct program {
+  std::string file;
+  planner::model model;        ///< what is trained
+  planner::cluster cluster;    ///< on what
+  planner::training training;  ///< the run: batch, and what the framework does at run time
+  std::vector<strategy_spec> strategies;
+};
+
+/// The IR as readable text (`dtplan --dump ir`): every resolved value with
+/// its unit, defaults filled, each strategy key with its form.
+std::string dump(program const& p);
+
+/// A strategy as one line: "dp 16, tp 1, pp 1, cp 1, zero 1, ...".
+std::string describe(strategy const& s);
+
+}  // namespace dtplan::planner

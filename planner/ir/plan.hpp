@@ -1,0 +1,40 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/diagnostics.hpp"
+#include "planner/model/cost_model.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/model/memory.hpp"
+
+namespace dtplan::planner {
+
+struct throughput {
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  flops model_flops_per_step;
+  flops hardware_flops_per_step;
+  flop_rate model_flops_per_gpu;     ///< achieved model FLOP/s per GPU
+  flop_rate hardware_flops_per_gpu;  ///< achieved hardware FLOP/s per GPU
+  double mfu = 0;  ///< model FLOP/s over all GPUs' peak, in [0, 1]
+  double hfu = 0;
+};
+
+/// A strategy checked and costed: what the report and the JSON print.
+struct plan {
+  std::string name;   ///< "current", "search#1", ...
+  bool from_search = false;  ///< found by --optimize (else a strategy written in the file)
+  span where;         ///< the strategy block, when it came from the file
+  strategy s;         ///< dp derived
+  std::int64_t grad_accum = 1;
+  bool valid = false;
+  std::vector<dsl::diagnostic> errors;    ///< why it is not valid (errors) and warnings
+  memory_breakdown memory;
+  std::optional<time_breakdown> time;     ///< only for valid plans
+  throughput rate;
+  std::string bottleneck;
+  std::vector<std::string> advice;
+};
+
+}  // namespace dtplan::planner

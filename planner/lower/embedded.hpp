@@ -1,0 +1,258 @@
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/ir/ir.hpp"
+#include "planner/ir/units.hpp"
+
+/// The .dtp vocabulary as an embedded C++ DSL: builders with the same key
+/// names as the text, producing the same IR as lowering does (same
+/// defaults, same required keys, same value checks).
+///
+/// ```
+/// using namespace dtplan::planner::edsl;
+/// auto m = model("my7b").layers(32).hidden(4096).heads(32).ffn(11008).mlp(swiglu)
+///              .vocab(32000).seq_len(4096);
+/// auto c = cluster("two_nodes").nodes(2).gpus_per_node(8).gpu(catalog_gpu("H100_SXM"))
+///              .inter_node(100_Gbitps);
+/// auto s = strategy("current").dp(16).zero(1).checkpoint(selective);
+/// auto free = strategy("search").tp({1, 2, 4, 8}).pp(range(1, 4)).zero(any);
+/// program p = plan(m, c, training().global_batch(256), {s, free});
+/// ```
+/// Misuse (a missing required key, a value out of range) throws
+/// `edsl::error` with the message lowering would print for the same text.
+namespace dtplan::planner::edsl {
+
+using namespace dtplan::planner::literals;
+
+/// What lowering would report for the same plan written as text.
+class error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// `auto` (a C++ keyword, hence `any`): search every valid value.
+struct any_t {};
+inline constexpr any_t any{};
+
+/// `low..high`, both included.
+struct range_t {
+  std::int64_t low = 0;
+  std::int64_t high = 0;
+};
+constexpr range_t range(std::int64_t low, std::int64_t high) { return {low, high}; }
+
+inline constexpr mlp_kind gelu = mlp_kind::gelu;
+inline constexpr mlp_kind swiglu = mlp_kind::swiglu;
+inline constexpr attention_kind flash = attention_kind::flash;
+inline constexpr attention_kind standard = attention_kind::standard;
+inline constexpr precision bf16 = precision::bf16;
+inline constexpr precision fp16 = precision::fp16;
+inline constexpr precision fp32 = precision::fp32;
+inline constexpr precision fp8 = precision::fp8;
+inline constexpr optimizer_kind adam = optimizer_kind::adam;
+inline constexpr optimizer_kind adamw = optimizer_kind::adamw;
+inline constexpr optimizer_kind sgd = optimizer_kind::sgd;
+inline constexpr optimizer_kind sgd_momentum = optimizer_kind::sgd_momentum;
+inline constexpr checkpoint_mode none = checkpoint_mode::none;
+inline constexpr checkpoint_mode selective = checkpoint_mode::selective;
+inline constexpr checkpoint_mode full = checkpoint_mode::full;
+inline constexpr checkpoint_mode ops = checkpoint_mode::ops;
+inline constexpr cross_entropy_kind fused = cross_entropy_kind::fused;
+inline constexpr cross_entropy_kind unfused = cross_entropy_kind::unfused;
+/// `shard = all` and `shard = node`; a number of ranks is a plain integer.
+inline constexpr shard_group all{shard_group::kind::all, 0};
+inline constexpr shard_group node{shard_group::kind::node, 0};
+/// `shard = N` inside a set: `shard({node, ranks(16)})`.
+constexpr shard_group ranks(std::int64_t n) { return {shard_group::kind::size, n}; }
+
+/// A built-in GPU (`gpu = H100_SXM`), with its defaults filled; throws
+/// `error` with a "did you mean" for an unknown name.
+gpu catalog_gpu(std::string_view name);
+/// A built-in model preset (`model m : llama2_7b`); throws like catalog_gpu.
+model preset_model(std::string_view name);
+
+/// `model NAME [: BASE] { ... }`
+class model_builder {
+ public:
+  explicit model_builder(std::string name);
+  model_builder(std::string name, model const& base);
+
+  model_builder& description(std::string v);
+  model_builder& layers(std::int64_t v);
+  model_builder& hidden(std::int64_t v);
+  model_builder& heads(std::int64_t v);
+  model_builder& kv_heads(std::int64_t v);
+  model_builder& ffn(std::int64_t v);
+  model_builder& mlp(mlp_kind v);
+  model_builder& vocab(std::int64_t v);
+  model_builder& seq_len(std::int64_t v);
+  model_builder& tied_embeddings(bool v);
+  model_builder& attention(attention_kind v);
+  model_builder& precision(planner::precision v);
+  model_builder& optimizer(optimizer_kind v);
+  model_builder& experts(std::int64_t v);
+  model_builder& experts_per_token(std::int64_t v);
+  model_builder& dropout(bool v);
+
+  /// The model with lowering's defaults (kv_heads = heads, ffn = 4 x hidden);
+  /// throws `error` for a missing required key or an inconsistent shape.
+  [[nodiscard]] model build() const;
+  operator model() const { return build(); }  // NOLINT: a builder stands for its model
+
+ private:
+  model_builder& count(std::int64_t model::*field, char const* key, std::int64_t v,
+                       std::int64_t low = 1);
+  model m_;
+};
+
+/// `gpu NAME [: BASE] { ... }`
+class gpu_builder {
+ public:
+  explicit gpu_builder(std::string name);
+  gpu_builder(std::string name, gpu const& base);
+
+  /// Free text; the IR keeps no description of a GPU, only that one was written.
+  gpu_builder& description(std::string v);
+  gpu_builder& memory(bytes v);
+  gpu_builder& peak_flops(flop_rate v);
+  gpu_builder& peak_flops_fp8(flop_rate v);
+  gpu_builder& peak_flops_fp32(flop_rate v);
+  gpu_builder& hbm_bandwidth(bandwidth v);
+  gpu_builder& intra_node(bandwidth v);
+  gpu_builder& matmul_efficiency(double v);
+  gpu_builder& reserved(bytes v);
+  gpu_builder& intra_latency(seconds v);
+  gpu_builder& inter_latency(seconds v);
+  gpu_builder& comm_efficiency(double v);
+  gpu_builder& hbm_efficiency(double v);
+
+  /// The GPU with lowering's defaults (fp8 peak = 16-bit peak, fp32 peak =
+  /// half of it, 2 GiB reserved, 5 us / 10 us latencies).
+  [[nodiscard]] gpu build() const;
+  operator gpu() const { return build(); }  // NOLINT: a builder stands for its GPU
+
+ private:
+  gpu_builder& fraction(double gpu::*field, char const* key, double v);
+  gpu g_;
+};
+
+/// `cluster NAME { ... }`
+class cluster_builder {
+ public:
+  explicit cluster_builder(std::string name);
+
+  /// Free text; the IR keeps no description of a cluster, only that one was written.
+  cluster_builder& description(std::string v);
+  cluster_builder& nodes(std::int64_t v);
+  cluster_builder& gpus_per_node(std::int64_t v);
+  cluster_builder& gpu(planner::gpu const& v);
+  /// `gpu = NAME` for a built-in GPU.
+  cluster_builder& gpu(std::string_view catalog_name);
+  cluster_builder& intra_node(bandwidth v);
+  cluster_builder& inter_node(bandwidth v);
+  /// `inter_node = N x BANDWIDTH`: N NICs of that bandwidth.
+  cluster_builder& inter_node(std::int64_t nics, bandwidth each);
+  cluster_builder& intra_latency(seconds v);
+  cluster_builder& inter_latency(seconds v);
+  cluster_builder& comm_efficiency(double v);
+
+  /// The cluster with the GPU's defaults for the links it does not set;
+  /// throws `error` when a required key is missing (inter_node with nodes > 1).
+  [[nodiscard]] cluster build() const;
+  operator cluster() const { return build(); }  // NOLINT: a builder stands for its cluster
+
+ private:
+  cluster c_;
+  bool has_gpu_ = false;
+};
+
+/// `training { ... }`
+class training_builder {
+ public:
+  /// Free text; the IR keeps no description of a run, only that one was written.
+  training_builder& description(std::string v);
+  training_builder& global_batch(std::int64_t v);
+  training_builder& base_lr(double v);
+  training_builder& base_batch(std::int64_t v);
+  /// `cross_entropy = fused | unfused`.
+  training_builder& cross_entropy(cross_entropy_kind v);
+  /// bf16, fp16 or fp32 (fp8 is no gradient precision: throws).
+  training_builder& grad_precision(precision v);
+  training_builder& overlap_grad_sync(bool v);
+  /// ZeRO-1/2 gradient reduction: true reduce-scatter (default), false all-reduce.
+  training_builder& grad_reduce_scatter(bool v);
+
+  [[nodiscard]] training build() const;
+  operator training() const { return build(); }  // NOLINT: a builder stands for its block
+
+ private:
+  training t_;
+};
+
+/// `strategy [NAME] { ... }`: each key takes one value, a set `{...}`, a
+/// `range(a, b)` (whole-number keys) or `any` (`auto` in the text).
+class strategy_builder {
+ public:
+  explicit strategy_builder(std::string name = {});
+
+#define DTPLAN_EDSL_COUNT_KEY(key)                            \
+  strategy_builder& key(std::int64_t v);                      \
+  strategy_builder& key(std::initializer_list<std::int64_t> v); \
+  strategy_builder& key(range_t v);                           \
+  strategy_builder& key(any_t);
+  DTPLAN_EDSL_COUNT_KEY(dp)
+  DTPLAN_EDSL_COUNT_KEY(tp)
+  DTPLAN_EDSL_COUNT_KEY(pp)
+  DTPLAN_EDSL_COUNT_KEY(cp)
+  DTPLAN_EDSL_COUNT_KEY(ep)
+  DTPLAN_EDSL_COUNT_KEY(zero)
+  DTPLAN_EDSL_COUNT_KEY(micro_batch)
+  DTPLAN_EDSL_COUNT_KEY(virtual_stages)
+#undef DTPLAN_EDSL_COUNT_KEY
+
+  strategy_builder& shard(shard_group v);
+  /// `shard = N`: shard over groups of N data-parallel ranks.
+  strategy_builder& shard(std::int64_t ranks);
+  strategy_builder& shard(std::initializer_list<shard_group> v);
+  strategy_builder& shard(any_t);
+  strategy_builder& checkpoint(checkpoint_mode v);
+  strategy_builder& checkpoint(std::initializer_list<checkpoint_mode> v);
+  strategy_builder& checkpoint(any_t);
+  strategy_builder& sequence_parallel(bool v);
+  strategy_builder& sequence_parallel(any_t);
+  strategy_builder& order(rank_order v);
+  /// `order = "tp-cp-dp-pp"`: throws `error` unless it names each axis once.
+  strategy_builder& order(std::string_view v);
+  strategy_builder& order(std::initializer_list<rank_order> v);
+  strategy_builder& order(any_t);
+
+  /// The strategy as written (name "" stays unnamed until `plan` numbers it).
+  [[nodiscard]] strategy_spec build() const { return s_; }
+  operator strategy_spec() const { return s_; }  // NOLINT: a builder stands for its block
+
+ private:
+  strategy_builder& count(key_choice<std::int64_t> strategy_spec::*field, char const* key,
+                          key_choice<std::int64_t> c);
+  strategy_spec s_;
+};
+
+model_builder model(std::string name);
+/// `model NAME : BASE`, e.g. `model("my7b", preset_model("llama2_7b")).seq_len(8192)`.
+model_builder model(std::string name, planner::model const& base);
+gpu_builder gpu(std::string name);
+gpu_builder gpu(std::string name, planner::gpu const& base);
+cluster_builder cluster(std::string name);
+training_builder training();
+strategy_builder strategy(std::string name = {});
+
+/// The program lowering would produce for the same blocks written as text;
+/// unnamed strategies are called "strategy#1", "strategy#2", ... as there.
+program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
+             std::vector<strategy_spec> const& strategies = {});
+
+}  // namespace dtplan::planner::edsl

@@ -1,0 +1,385 @@
+#include "planner/model/check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+#include "planner/model/layout.hpp"
+
+namespace dtplan::planner {
+
+namespace {
+
+constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+std::string chunk_ranges(std::vector<std::int64_t> const& per_chunk, char const* what) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < per_chunk.size()) {
+    std::size_t j = i;
+    while (j + 1 < per_chunk.size() && per_chunk[j + 1] == per_chunk[i]) ++j;
+    if (!out.empty()) out += ", ";
+    out += i == j ? fmt::format("{} on {} {}", per_chunk[i], what, i)
+                  : fmt::format("{} on {}s {}-{}", per_chunk[i], what, i, j);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Products of user-written values saturate instead of overflowing; a
+// saturated product never equals a GPU count or divides a batch.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<std::int64_t>::max();
+  return r;
+}
+
+std::string gbits(bandwidth b) { return three_digits(b.value() * 8 / 1e9) + " Gbit/s"; }
+
+std::string capacity_text(bytes b) {
+  double const g = b.value() / gib;
+  if (g == std::floor(g)) return fmt::format("{:.0f} GiB", g);
+  return to_string(b);
+}
+
+std::string strategy_label(strategy_spec const& spec) {
+  return spec.name.empty() ? std::string("the unnamed strategy") : fmt::format("strategy '{}'", spec.name);
+}
+
+bool written(strategy_spec const& spec, std::string_view key) {
+  if (key == "dp") return spec.dp.is_set();
+  if (key == "tp") return spec.tp.is_set();
+  if (key == "pp") return spec.pp.is_set();
+  if (key == "cp") return spec.cp.is_set();
+  if (key == "micro_batch") return spec.micro_batch.is_set();
+  return false;
+}
+
+// Applies the legality rules to `s`, deriving dp; reports through `out`
+// when a spec is given (the first pass) and stays silent for is_legal and
+// for the re-checks of candidate fixes.
+class rules {
+ public:
+  rules(program const& p, strategy_spec const* spec, std::vector<dsl::diagnostic>* out)
+      : p_(p), spec_(spec), out_(out) {}
+
+  bool apply(strategy& s, std::int64_t& grad_accum) {
+    model const& m = p_.model;
+    std::int64_t const gpus = p_.cluster.gpus();
+
+    for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
+                          {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
+      if (v < 1) error(key, [&] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
+    if (s.dp < 0) error("dp", [&] { return fmt::format("expected dp of at least 1, got dp = {}", s.dp); });
+    if (s.zero < 0 || s.zero > 3)
+      error("zero", [&] { return fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got zero = {}", s.zero); });
+    if (!legal_) return false;
+    for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
+      if (v > gpus)
+        error(key, [&] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.cluster.name); });
+    if (s.virtual_stages > m.layers)
+      error("virtual_stages", [&] {
+        return fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages, m.layers,
+                           m.name);
+      });
+    if (s.micro_batch > p_.training.global_batch)
+      error("micro_batch", [&] {
+        return fmt::format("micro_batch = {} exceeds global_batch = {}", s.micro_batch, p_.training.global_batch);
+      });
+    if (!legal_) return false;
+
+    std::int64_t const model_parallel = sat_mul(sat_mul(s.tp, s.pp), s.cp);
+    if (s.dp == 0) {
+      if (gpus % model_parallel != 0) {
+        error(first_written({"tp", "pp", "cp"}), [&] {
+          return fmt::format(
+              "tp x pp x cp = {} x {} x {} = {} does not divide the {} GPUs of cluster '{}', so dp cannot be derived",
+              s.tp, s.pp, s.cp, model_parallel, gpus, p_.cluster.name);
+        });
+        return false;
+      }
+      s.dp = gpus / model_parallel;
+    } else if (sat_mul(s.dp, model_parallel) != gpus) {
+      error("dp", [&] {
+        return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp, s.pp,
+                           s.cp, sat_mul(s.dp, model_parallel), p_.cluster.name, gpus);
+      });
+      return false;
+    }
+
+    std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+    std::int64_t const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
+    if (m.heads % s.tp != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide heads = {}", s.tp, m.heads); });
+    if (kv_heads != m.heads && kv_heads % s.tp != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads); });
+    if (ffn % s.tp != 0) error("tp", [&] { return fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn); });
+
+    std::int64_t const chunks = sat_mul(s.pp, s.virtual_stages);
+    if (s.virtual_stages > 1 && s.pp == 1) {
+      error("virtual_stages",
+            [&] { return fmt::format("virtual_stages = {} needs pp > 1, got pp = 1", s.virtual_stages); });
+    } else if (m.layers < chunks) {
+      if (s.virtual_stages > 1)
+        error(s.pp > m.layers ? "pp" : "virtual_stages", [&] {
+          return fmt::format("pp x virtual_stages = {} x {} = {} pipeline chunks, but model '{}' has {} layers", s.pp,
+                             s.virtual_stages, chunks, m.name, m.layers);
+        });
+      else
+        error("pp",
+              [&] { return fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers); });
+    } else if (m.layers % chunks != 0) {
+      warning(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
+        auto per = layers_per_chunk(m.layers, chunks);
+        return s.virtual_stages > 1
+                   ? fmt::format("{} layers over {} pipeline chunks (pp x virtual_stages = {} x {}): {}", m.layers,
+                                 chunks, s.pp, s.virtual_stages, chunk_ranges(per, "chunk"))
+                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, chunk_ranges(per, "stage"));
+      });
+    }
+
+    std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
+    if (p_.training.global_batch % per_step != 0 || p_.training.global_batch < per_step) {
+      error(first_written({"micro_batch", "dp"}), [&] {
+        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch, per_step);
+      });
+    } else {
+      grad_accum = p_.training.global_batch / per_step;
+      if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)
+        error("virtual_stages", [&] {
+          return fmt::format(
+              "virtual_stages = {} needs the micro-batches per step to be a multiple of pp = {}, got grad_accum = {}",
+              s.virtual_stages, s.pp, grad_accum);
+        });
+    }
+
+    if (m.seq_len % s.cp != 0)
+      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, m.seq_len); });
+
+    if (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)) {
+      error("shard", [&] { return fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp); });
+    } else if (s.shard.k == shard_group::kind::node && shard_size(s, p_.cluster.gpus_per_node) == 0) {
+      error("shard", [&] {
+        return fmt::format(
+            "shard = node needs the data-parallel ranks of each node to form whole shard groups; with order '{}', dp = "
+            "{} and {} GPUs per node they do not",
+            to_string(s.order), s.dp, p_.cluster.gpus_per_node);
+      });
+    } else if (s.shard.k != shard_group::kind::all && s.zero == 0) {
+      warning("shard", [&] { return fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)); });
+    }
+
+    if (s.sequence_parallel && s.tp == 1) {
+      if (spec_ && spec_->sequence_parallel.is_set())
+        warning("sequence_parallel", [&] { return "sequence_parallel = true has no effect with tp = 1; ignored"; });
+      s.sequence_parallel = false;
+    }
+
+    if (s.ep > 1) {
+      if (m.experts <= 1)
+        error("ep", [&] {
+          return fmt::format("ep = {} needs a model with experts, but model '{}' has experts = {}", s.ep, m.name,
+                             m.experts);
+        });
+      else if (m.experts % s.ep != 0)
+        error("ep", [&] { return fmt::format("ep = {} does not divide experts = {}", s.ep, m.experts); });
+      if ((s.dp * s.cp) % s.ep != 0)
+        error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
+    }
+
+    if (reporting() && legal_ && s.tp > 1 && p_.cluster.gpus_per_node > 0) {
+      auto placed = rank_layout(s, p_.cluster.gpus_per_node).placement(axis::tp);
+      if (placed.crosses_nodes())
+        warning("tp", [&] {
+          return fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp, placed.nodes,
+                             gbits(p_.cluster.inter_node));
+        });
+    }
+    return legal_;
+  }
+
+ private:
+  std::string_view first_written(std::initializer_list<std::string_view> keys) const {
+    for (auto k : keys)
+      if (spec_ && written(*spec_, k)) return k;
+    return *keys.begin();
+  }
+
+  // Messages are built only when reported: the silent passes (is_legal, the
+  // search's hot loop) meet millions of illegal candidates.
+  [[nodiscard]] bool reporting() const { return out_ != nullptr && spec_ != nullptr; }
+
+  template <class F>
+  void error(std::string_view key, F const& message) {
+    legal_ = false;
+    if (reporting()) report(dsl::severity::error, key, message());
+  }
+  template <class F>
+  void warning(std::string_view key, F const& message) {
+    if (reporting()) report(dsl::severity::warning, key, message());
+  }
+  void report(dsl::severity level, std::string_view key, std::string message) {
+    dsl::diagnostic d;
+    d.level = level;
+    d.where = spec_->key_span(key);
+    d.message = std::move(message);
+    out_->push_back(std::move(d));
+  }
+
+  program const& p_;
+  strategy_spec const* spec_;
+  std::vector<dsl::diagnostic>* out_;
+  bool legal_ = true;
+};
+
+check_result run(program const& p, strategy_spec const* spec, strategy s, bool report) {
+  check_result r;
+  rules rs(p, spec, report ? &r.diags : nullptr);
+  r.legal = rs.apply(s, r.grad_accum);
+  r.s = s;
+  if (r.legal) {
+    r.memory = estimate_memory(p, s);
+    r.fits = r.memory.fits();
+  }
+  return r;
+}
+
+struct fix {
+  std::string text;
+  bytes total;
+};
+
+// The single-key changes that make an over-full plan fit, each re-checked;
+// for every key only its mildest change that fits.
+std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strategy const& s) {
+  std::vector<fix> fixes;
+  bool const dp_written = spec.dp.is_set();
+  std::int64_t const gpus = p.cluster.gpus();
+  auto try_first = [&](auto const& candidates) {
+    for (auto const& [text, cand] : candidates) {
+      auto r = run(p, &spec, cand, false);
+      if (r.valid()) {
+        fixes.push_back({text, r.memory.total});
+        return;
+      }
+    }
+  };
+  using candidate = std::pair<std::string, strategy>;
+
+  std::vector<candidate> zero;
+  for (int z = s.zero + 1; z <= 3; ++z) {
+    auto c = s;
+    c.zero = z;
+    zero.emplace_back(fmt::format("zero = {}", z), c);
+  }
+  try_first(zero);
+
+  std::vector<candidate> ckpt;
+  // Megatron's modes only: op-level checkpointing (`ops`) is PyTorch's, not
+  // every framework's; the advice and the search propose it.
+  for (auto mode : {checkpoint_mode::selective, checkpoint_mode::full}) {
+    if (recompute_rank(mode) <= recompute_rank(s.checkpoint)) continue;
+    auto c = s;
+    c.checkpoint = mode;
+    ckpt.emplace_back(fmt::format("checkpoint = {}", name(mode)), c);
+  }
+  try_first(ckpt);
+
+  // The largest smaller micro-batch that divides the per-replica batch;
+  // bounded so that an absurd micro_batch cannot stall the check.
+  std::vector<candidate> micro;
+  std::int64_t const per_replica = p.training.global_batch / std::max<std::int64_t>(1, s.dp);
+  for (std::int64_t mb = s.micro_batch - 1, tried = 0; mb >= 1 && tried < 4096 && micro.size() < 16; --mb, ++tried) {
+    if (per_replica % mb != 0) continue;
+    auto c = s;
+    c.micro_batch = mb;
+    micro.emplace_back(fmt::format("micro_batch = {}", mb), c);
+  }
+  try_first(micro);
+
+  if (s.tp > 1 && !s.sequence_parallel) {
+    auto c = s;
+    c.sequence_parallel = true;
+    try_first(std::vector<candidate>{{"sequence_parallel = true", c}});
+  }
+  if (s.zero > 0 && s.shard.k != shard_group::kind::all) {
+    auto c = s;
+    c.shard = shard_group{};
+    try_first(std::vector<candidate>{{"shard = all", c}});
+  }
+
+  // Model-parallel degrees: dp follows when the user did not write it.
+  auto grow = [&](char const* key, std::int64_t strategy::*field, std::int64_t limit) {
+    std::vector<candidate> out;
+    for (std::int64_t v = s.*field * 2; v <= limit && v <= gpus; v *= 2) {
+      auto c = s;
+      c.*field = v;
+      std::int64_t const rest = c.tp * c.pp * c.cp;
+      if (gpus % rest != 0) break;
+      c.dp = gpus / rest;
+      std::string text = fmt::format("{} = {}", key, v);
+      if (dp_written) text += fmt::format(" with dp = {}", c.dp);
+      out.emplace_back(std::move(text), c);
+    }
+    try_first(out);
+  };
+  grow("tp", &strategy::tp, std::max<std::int64_t>(p.cluster.gpus_per_node, 1));
+  grow("pp", &strategy::pp, p.model.layers);
+  grow("cp", &strategy::cp, p.model.seq_len);
+
+  std::stable_sort(fixes.begin(), fixes.end(), [](fix const& a, fix const& b) { return a.total < b.total; });
+  if (fixes.size() > 3) fixes.resize(3);
+  return fixes;
+}
+
+}  // namespace
+
+check_result check(program const& p, strategy_spec const& spec, strategy s) {
+  auto r = run(p, &spec, s, true);
+  if (!r.legal || r.fits) return r;
+
+  auto const& mem = r.memory;
+  std::array<std::tuple<char const*, bytes, char const*>, 5> terms{{
+      {"optimizer state is", mem.optimizer, "zero"},
+      {"weights are", mem.weights, "zero"},
+      {"gradients are", mem.gradients, "zero"},
+      {"activations are", mem.activations, "checkpoint"},
+      {"buffers are", mem.buffers, "micro_batch"},
+  }};
+  auto dominant = *std::max_element(terms.begin(), terms.end(), [](auto const& a, auto const& b) {
+    return std::get<1>(a) < std::get<1>(b);
+  });
+  std::string_view key = spec.zero.is_set() ? "zero" : std::get<2>(dominant);
+  if (key == "checkpoint" && !spec.checkpoint.is_set() && spec.micro_batch.is_set()) key = "micro_batch";
+
+  dsl::diagnostic d;
+  d.where = spec.key_span(key);
+  d.message = fmt::format("{} needs {:.1f} GiB per GPU; {} has {} ({:.1f} usable)", strategy_label(spec),
+                          mem.total.value() / gib, p.cluster.device.name, capacity_text(mem.capacity),
+                          mem.usable.value() / gib);
+  std::string const share =
+      fmt::format("{} {:.1f} GiB of it", std::get<0>(dominant), std::get<1>(dominant).value() / gib);
+  auto fixes = find_fixes(p, spec, r.s);
+  if (fixes.empty()) {
+    d.notes.push_back(
+        {{}, share + "; no single change of zero, checkpoint, micro_batch, tp, pp or cp makes it fit"});
+  } else {
+    for (std::size_t i = 0; i < fixes.size(); ++i)
+      d.notes.push_back({{}, fmt::format("{}{} brings the total to {:.1f} GiB", i == 0 ? share + "; " : "",
+                                         fixes[i].text, fixes[i].total.value() / gib)});
+  }
+  r.diags.push_back(std::move(d));
+  return r;
+}
+
+bool is_legal(program const& p, strategy const& s) {
+  auto copy = s;
+  std::int64_t grad_accum = 1;
+  return rules(p, nullptr, nullptr).apply(copy, grad_accum);
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,289 @@
+#include "planner/model/compute.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "planner/model/params.hpp"
+
+namespace dtplan::planner {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// GEMM tile shapes a library chooses from, with the share of the large-tile
+// rate each reaches: smaller tiles reuse each loaded operand fewer times.
+struct tile {
+  std::int64_t m, n;
+  double reuse;
+};
+constexpr std::array<tile, 4> tiles{{{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.82}, {64, 64, 0.65}}};
+constexpr std::int64_t k_tile = 64;
+// The prologue/epilogue of a tile (load the first operands, write C) costs
+// about this many main-loop iterations: short reductions pay for it.
+constexpr double epilogue_iterations = 2.0;
+
+// Flash attention's backward runs five GEMMs for the forward's two.
+constexpr double flash_backward_ratio = 2.5;
+constexpr std::int64_t flash_block = 128;
+
+}  // namespace
+
+flop_rate peak_at(gpu const& g, precision p) {
+  switch (p) {
+    case precision::fp8: return g.peak_flops_fp8.value() > 0 ? g.peak_flops_fp8 : g.peak_flops;
+    case precision::fp32: return g.peak_flops_fp32.value() > 0 ? g.peak_flops_fp32 : g.peak_flops;
+    case precision::bf16:
+    case precision::fp16: break;
+  }
+  return g.peak_flops;
+}
+
+double element_bytes(precision p) { return p == precision::fp32 ? 4.0 : 2.0; }
+
+flops gemm_flops(gemm_shape const& s) {
+  return flops(2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
+               static_cast<double>(s.batch));
+}
+
+double shape_efficiency(gpu const& g, gemm_shape const& s) {
+  auto const m = std::max<std::int64_t>(1, s.m);
+  auto const n = std::max<std::int64_t>(1, s.n);
+  auto const k = std::max<std::int64_t>(1, s.k);
+  auto const batch = std::max<std::int64_t>(1, s.batch);
+  auto const sms = std::max<std::int64_t>(1, g.sm_count);
+  double const k_iters = static_cast<double>(ceil_div(k, k_tile));
+  double const k_eff = static_cast<double>(k) / (k_iters * k_tile) * (k_iters / (k_iters + epilogue_iterations));
+  double best = 0;
+  for (auto const& t : tiles) {
+    auto const tm = ceil_div(m, t.m);
+    auto const tn = ceil_div(n, t.n);
+    double const fill = static_cast<double>(m * n) / static_cast<double>(tm * t.m * tn * t.n);
+    auto const count = tm * tn * batch;
+    double const waves = static_cast<double>(ceil_div(count, sms));
+    double const wave_eff = static_cast<double>(count) / (waves * static_cast<double>(sms));
+    best = std::max(best, t.reuse * fill * wave_eff);
+  }
+  return std::clamp(best * k_eff, 1e-6, 1.0);
+}
+
+seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
+  auto const f = gemm_flops(s);
+  double const rate = peak_at(g, p).value() * g.matmul_efficiency * shape_efficiency(g, s);
+  double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
+  double const moved = e * static_cast<double>(s.batch) *
+                       (static_cast<double>(s.m) * static_cast<double>(s.k) +
+                        static_cast<double>(s.k) * static_cast<double>(s.n) +
+                        static_cast<double>(s.m) * static_cast<double>(s.n));
+  double const compute = f.value() / rate;
+  double const memory = moved / (g.hbm_bandwidth.value() * g.hbm_efficiency);
+  return seconds(std::max(compute, memory)) + g.kernel_latency;
+}
+
+seconds memory_time(gpu const& g, bytes moved) {
+  return seconds(moved.value() / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + g.kernel_latency;
+}
+
+namespace {
+
+// Forward, dgrad and wgrad of one weight GEMM [tokens, in] x [in, out].
+struct weight_gemm {
+  seconds forward;
+  seconds backward;
+};
+
+weight_gemm weight_op(gpu const& g, std::int64_t tokens, std::int64_t in, std::int64_t out, std::int64_t batch,
+                      precision p) {
+  weight_gemm w;
+  w.forward = gemm_time(g, {tokens, out, in, batch}, p);
+  w.backward = gemm_time(g, {tokens, in, out, batch}, p) + gemm_time(g, {in, out, tokens, batch}, p);
+  return w;
+}
+
+}  // namespace
+
+stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
+  model const& m = p.model;
+  gpu const& g = p.cluster.device;
+  precision const prec = m.prec;
+  double const e = element_bytes(prec);
+  auto const tp = std::max<std::int64_t>(1, s.tp);
+  auto const cp = std::max<std::int64_t>(1, s.cp);
+  auto const pp = std::max<std::int64_t>(1, s.pp);
+  auto const heads = std::max<std::int64_t>(1, m.heads);
+  auto const kv_heads = m.kv_heads > 0 ? m.kv_heads : heads;
+  auto const head_dim = std::max<std::int64_t>(1, m.hidden / heads);
+  auto const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
+  auto const tokens = std::max<std::int64_t>(1, s.micro_batch * m.seq_len / cp);
+  // Norms, residual adds and the embedding run on tokens/tp with sequence parallelism.
+  double const sp_tokens = static_cast<double>(tokens) / (s.sequence_parallel ? static_cast<double>(tp) : 1.0);
+  double const h = static_cast<double>(m.hidden);
+  auto const q_out = heads * head_dim;
+  auto const kv_out = kv_heads * head_dim;
+
+  stage_compute out;
+  out.layers = ceil_div(std::max<std::int64_t>(1, m.layers), pp);
+
+  // Attention projections and MLP matrices.
+  std::array<weight_gemm, 8> ops{};
+  std::size_t n_ops = 0;
+  ops[n_ops++] = weight_op(g, tokens, m.hidden, (q_out + 2 * kv_out) / tp, 1, prec);
+  ops[n_ops++] = weight_op(g, tokens, q_out / tp, m.hidden, 1, prec);
+  auto const experts = std::max<std::int64_t>(1, m.experts);
+  auto const active = std::max<std::int64_t>(1, std::min(m.experts_per_token, experts));
+  auto const ep = std::max<std::int64_t>(1, s.ep);
+  std::int64_t mlp_tokens = tokens;
+  std::int64_t local_experts = 1;
+  if (experts > 1) {
+    local_experts = std::max<std::int64_t>(1, experts / ep);
+    mlp_tokens = std::max<std::int64_t>(1, tokens * active * ep / experts);
+    ops[n_ops++] = weight_op(g, tokens, m.hidden, experts, 1, prec);  // router
+  }
+  auto const up_out = (m.mlp == mlp_kind::swiglu ? 2 * ffn : ffn) / tp;
+  ops[n_ops++] = weight_op(g, mlp_tokens, m.hidden, up_out, local_experts, prec);
+  ops[n_ops++] = weight_op(g, mlp_tokens, ffn / tp, m.hidden, local_experts, prec);
+  seconds weights_fwd, weights_bwd;
+  for (std::size_t i = 0; i < n_ops; ++i) {
+    weights_fwd += ops[i].forward;
+    weights_bwd += ops[i].backward;
+  }
+
+  // Attention core: per GPU heads/tp heads, tokens queries against the whole sequence.
+  auto const local_heads = std::max<std::int64_t>(1, heads / tp);
+  auto const seq = std::max<std::int64_t>(1, m.seq_len);
+  double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
+                            static_cast<double>(head_dim) * static_cast<double>(local_heads);
+  // Attention core precision: fp8 training keeps attention in 16-bit.
+  precision const core_prec = prec == precision::fp8 ? precision::bf16 : prec;
+  seconds core_fwd, core_bwd;
+  if (m.attention == attention_kind::flash) {
+    // A causal flash kernel skips the key blocks above the diagonal.
+    auto const blocks = ceil_div(seq, flash_block);
+    double const causal = static_cast<double>(blocks + 1) / (2.0 * static_cast<double>(blocks));
+    // Tiles and waves as for the weighted sum: queries x head_dim, reduced over keys.
+    gemm_shape const shape{tokens, head_dim, seq, local_heads};
+    // Flash kernels also compute exp() and rescale the running softmax on the
+    // special-function units, so they reach their own (calibrated) share of
+    // the peak, attention_efficiency, not matmul_efficiency.
+    double const rate = peak_at(g, core_prec).value() * g.attention_efficiency * shape_efficiency(g, shape);
+    core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
+    core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
+  } else {
+    auto const batch = s.micro_batch * local_heads;
+    auto const q_len = seq / cp;
+    gemm_shape const scores{q_len, seq, head_dim, batch};
+    gemm_shape const weighted{q_len, head_dim, seq, batch};
+    double const elems = static_cast<double>(batch) * static_cast<double>(q_len) * static_cast<double>(seq);
+    // Scores written, softmax read and written, dropout read, written and masked: ~11 bytes per score.
+    core_fwd = gemm_time(g, scores, core_prec) + gemm_time(g, weighted, core_prec) + memory_time(g, bytes(11.0 * elems));
+    core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
+               gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
+               memory_time(g, bytes(11.0 * elems));
+  }
+
+  // Memory-bound operators of a layer (forward; the backward moves about twice as much).
+  double const t = static_cast<double>(tokens);
+  double const act_out = static_cast<double>(m.mlp == mlp_kind::swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
+  double const mlp_share = static_cast<double>(active);
+  double const mem_fwd_bytes = e * (2 * 2 * sp_tokens * h                                   // two norms
+                                    + 2 * 3 * sp_tokens * h                                 // two residual adds
+                                    + t * act_out * mlp_share                               // gelu / swiglu
+                                    + 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp));  // rotary
+  constexpr double fwd_kernels = 6;
+  seconds const mem_fwd = seconds(mem_fwd_bytes / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + g.kernel_latency * fwd_kernels;
+  seconds const mem_bwd = seconds(2 * mem_fwd_bytes / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + g.kernel_latency * (2 * fwd_kernels);
+
+  out.layer_attention_core = core_fwd;
+  out.layer_attention_core_backward = core_bwd;
+  out.layer_forward = weights_fwd + core_fwd + mem_fwd;
+  out.layer_backward = weights_bwd + core_bwd + mem_bwd;
+  // Operators issued: one per weight GEMM (two in the backward), the
+  // attention core (flash: one kernel each way; otherwise scores, softmax,
+  // dropout and weighted sum forward, twice that backward), the memory-bound
+  // operators (twice as many backward).
+  auto const n = static_cast<std::int64_t>(n_ops);
+  bool const flash = m.attention == attention_kind::flash;
+  out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels);
+  out.layer_kernels_backward = 2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels);
+  switch (s.checkpoint) {
+    case checkpoint_mode::none: break;
+    case checkpoint_mode::selective:
+      out.layer_recompute = core_fwd;
+      out.layer_kernels_recompute = flash ? 1 : 4;
+      break;
+    case checkpoint_mode::full:
+      out.layer_recompute = out.layer_forward;
+      out.layer_kernels_recompute = out.layer_kernels;
+      break;
+    case checkpoint_mode::ops: {
+      // torchtitan's op-level policy keeps every other matmul's output and
+      // the flash kernel's: the k and o projections and the MLP's second
+      // matmul (SwiGLU's up projection; GELU's down projection) run again,
+      // with every memory-bound operator (norms, rotary, activation,
+      // residual adds); the standard attention core too (batched matmuls
+      // are not in the list).
+      auto const second_mlp = m.mlp == mlp_kind::swiglu
+                                  ? weight_op(g, mlp_tokens, m.hidden, ffn / tp, local_experts, prec)
+                                  : weight_op(g, mlp_tokens, ffn / tp, m.hidden, local_experts, prec);
+      out.layer_recompute = weight_op(g, tokens, m.hidden, kv_out / tp, 1, prec).forward +
+                            weight_op(g, tokens, q_out / tp, m.hidden, 1, prec).forward + second_mlp.forward + mem_fwd +
+                            (flash ? seconds() : core_fwd);
+      out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : 4);
+      break;
+    }
+  }
+
+  // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
+  auto const vocab_local = std::max<std::int64_t>(1, m.vocab / tp);
+  auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, prec == precision::fp8 ? precision::bf16 : prec);
+  double const logit_elems = t * static_cast<double>(vocab_local);
+  seconds const embed = memory_time(g, bytes(2 * e * sp_tokens * h));
+  seconds const norm = memory_time(g, bytes(2 * e * sp_tokens * h));
+  seconds const loss = memory_time(g, bytes(logit_elems * (2 * e + 4)));
+  out.head_forward = logits.forward + norm + loss + (pp == 1 ? embed : seconds());
+  out.head_backward = logits.backward + norm * 2.0 + loss + (pp == 1 ? embed : seconds());
+  out.head_kernels = 3 + 4 + (pp == 1 ? 2 : 0);
+  return out;
+}
+
+std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; }
+
+flops model_flops_per_step(program const& p) {
+  model const& m = p.model;
+  double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
+  double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
+                           12.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                               static_cast<double>(m.hidden);
+  return flops(per_token * tokens);
+}
+
+flops hardware_flops_per_step(program const& p, strategy const& s) {
+  model const& m = p.model;
+  double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
+  double const attention_fwd = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                               static_cast<double>(m.hidden) * tokens;
+  double const layer_matmul = static_cast<double>(matmul_parameters(m) - m.vocab * m.hidden);
+  double extra = 0;
+  switch (s.checkpoint) {
+    case checkpoint_mode::none: break;
+    case checkpoint_mode::selective: extra = attention_fwd; break;
+    case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
+    case checkpoint_mode::ops: {
+      // The k and o projections and the MLP's second matmul, per layer.
+      auto const heads = std::max<std::int64_t>(1, m.heads);
+      double const head_dim = static_cast<double>(m.hidden / heads);
+      double const kv = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : heads) * head_dim;
+      double const q = static_cast<double>(heads) * head_dim;
+      double const ffn = static_cast<double>(m.ffn > 0 ? m.ffn : 4 * m.hidden);
+      double const active = static_cast<double>(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+      double const h = static_cast<double>(m.hidden);
+      extra = 2.0 * static_cast<double>(m.layers) * (h * kv + q * h + active * h * ffn) * tokens;
+      if (m.attention != attention_kind::flash) extra += attention_fwd;
+      break;
+    }
+  }
+  return model_flops_per_step(p) + flops(extra);
+}
+
+}  // namespace dtplan::planner

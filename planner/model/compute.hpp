@@ -1,0 +1,84 @@
+#pragma once
+#include <cstdint>
+
+#include "planner/ir/ir.hpp"
+#include "planner/ir/units.hpp"
+
+/// The compute side of the time model (COSTMODEL.md section 3): each
+/// operator of a transformer layer as a roofline on one GPU, with its
+/// tensor/context-parallel shape.
+namespace dtplan::planner {
+
+/// One GEMM of the step: C[M,N] = A[M,K] x B[K,N], `batch` times.
+struct gemm_shape {
+  std::int64_t m = 1;
+  std::int64_t n = 1;
+  std::int64_t k = 1;
+  std::int64_t batch = 1;
+};
+
+/// The share of the matmul rate a GEMM of this shape reaches relative to a
+/// large one, in (0, 1]: M, N, K rounded up to whole tiles and the tiles run
+/// in waves over the GPU's SMs (the last wave partly idle). The best of a
+/// few tile sizes is taken, the smaller tiles paying for their lower data
+/// reuse, as a GEMM library's heuristic would.
+double shape_efficiency(gpu const& g, gemm_shape const& s);
+
+/// Dense matmul peak at a precision: fp8 at peak_flops_fp8, fp32 at
+/// peak_flops_fp32, 16-bit at peak_flops.
+flop_rate peak_at(gpu const& g, precision p);
+/// Bytes per element of activations/weights at a precision (fp8 keeps
+/// 16-bit activations between operators, as Transformer Engine does).
+double element_bytes(precision p);
+
+/// Roofline time of one GEMM (all its `batch` instances): the slower of its
+/// FLOPs at peak x matmul_efficiency x shape_efficiency and its operands at
+/// HBM bandwidth x hbm_efficiency, plus one kernel latency.
+seconds gemm_time(gpu const& g, gemm_shape const& s, precision p);
+/// A memory-bound kernel that moves `moved` bytes, plus one kernel latency.
+seconds memory_time(gpu const& g, bytes moved);
+
+/// FLOPs of a GEMM shape (2 M N K per batch).
+flops gemm_flops(gemm_shape const& s);
+
+/// Per-GPU compute of one micro-batch on one pipeline stage.
+struct stage_compute {
+  seconds layer_forward;    ///< one transformer layer, forward
+  seconds layer_backward;   ///< one transformer layer, backward (dgrad + wgrad, flash backward)
+  seconds layer_attention_core;  ///< attention core forward (scores, softmax, weighted sum)
+  seconds layer_attention_core_backward;  ///< attention core backward
+  seconds layer_recompute;  ///< extra per layer under the strategy's checkpointing
+  seconds head_forward;     ///< embedding + logits + loss, forward (first/last stage)
+  seconds head_backward;
+  std::int64_t layers = 0;  ///< layers on the stage
+  std::int64_t layer_kernels = 0;           ///< operators one layer's forward issues
+  std::int64_t layer_kernels_backward = 0;  ///< operators one layer's backward issues
+  std::int64_t layer_kernels_recompute = 0; ///< operators the recomputation issues per layer
+  std::int64_t head_kernels = 0;            ///< operators of the head, forward + backward
+  /// Operators the stage issues for one micro-batch (forward, backward, recomputation).
+  [[nodiscard]] std::int64_t kernels() const {
+    return (layer_kernels + layer_kernels_backward + layer_kernels_recompute) * layers + head_kernels;
+  }
+  /// forward + backward of the stage for one micro-batch, without recomputation
+  [[nodiscard]] seconds forward_backward() const {
+    return (layer_forward + layer_backward) * static_cast<double>(layers) + head_forward + head_backward;
+  }
+  [[nodiscard]] seconds recompute() const { return layer_recompute * static_cast<double>(layers); }
+};
+
+/// The compute of one micro-batch on the most loaded stage (the layers of a
+/// stage plus the embedding and the logits, which the first and last stage
+/// hold; with one stage, both).
+stage_compute compute_per_micro_batch(program const& p, strategy const& s);
+
+/// Matrix-product parameters one token goes through (layers' q/k/v/o and the
+/// active experts' MLP matrices, plus the logits projection).
+std::int64_t matmul_parameters(model const& m);
+/// Model FLOPs per step over all GPUs: 6 x matmul parameters x tokens
+/// + 12 x layers x seq_len x hidden per token (attention, not halved for
+/// causal masking).
+flops model_flops_per_step(program const& p);
+/// Hardware FLOPs per step: model FLOPs plus what recomputation adds.
+flops hardware_flops_per_step(program const& p, strategy const& s);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,328 @@
+#include "planner/model/evaluate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "planner/model/check.hpp"
+#include "planner/model/compute.hpp"
+#include "planner/model/layout.hpp"
+
+namespace dtplan::planner {
+
+namespace {
+
+// A component of the step is the bottleneck when it takes at least this
+// share of the step (compute is the bottleneck otherwise).
+constexpr double dominant_share = 0.25;
+
+std::string gbits(bandwidth b) { return three_digits(b.value() * 8 / 1e9) + " Gbit/s"; }
+
+std::string link_text(cluster const& c, link_kind k) {
+  return k == link_kind::inter ? gbits(c.inter_node) + " inter-node" : to_string(c.intra_node) + " intra-node";
+}
+
+std::string percent(double x) { return three_digits(100 * x) + " %"; }
+
+// A variant of the plan's strategy, checked and costed; nothing when it is
+// not valid.
+struct variant {
+  strategy s;
+  check_result checked;
+  std::optional<time_breakdown> time;
+};
+
+variant try_variant(program const& p, strategy_spec const& spec, strategy s, cost_model const& model) {
+  variant v;
+  v.checked = check(p, spec, s);
+  v.s = v.checked.s;
+  if (v.checked.valid()) v.time = model.step_time(p, v.s);
+  return v;
+}
+
+comm_entry const* most_exposed(time_breakdown const& t) {
+  comm_entry const* best = nullptr;
+  for (auto const& e : t.comm)
+    if (!best || e.exposed > best->exposed) best = &e;
+  return best;
+}
+
+std::string bottleneck_of(program const& p, strategy const& s, time_breakdown const& t, throughput const& r) {
+  double const step = t.step.value();
+  if (step <= 0) return "";
+  if (t.exposed_comm.value() >= dominant_share * step) {
+    if (auto const* e = most_exposed(t)) {
+      std::string line = fmt::format("communication: {} {} over {} exposes {} of {}", name(e->group), name(e->op),
+                                     link_text(p.cluster, e->link), to_string(e->exposed), to_string(t.step));
+      if (t.exposed_comm.value() > 1.001 * e->exposed.value())
+        line += fmt::format(" ({} exposed in all)", to_string(t.exposed_comm));
+      return line;
+    }
+  }
+  if (t.bubble.value() >= dominant_share * step)
+    return fmt::format("pipeline bubble: {} of {} with pp = {} and {} micro-batches", to_string(t.bubble),
+                       to_string(t.step), s.pp, std::max<std::int64_t>(1, p.training.global_batch / (s.dp * s.micro_batch)));
+  if (t.optimizer.value() + t.overhead.value() >= dominant_share * step)
+    return fmt::format("optimizer step and overhead: {} of {}", to_string(t.optimizer + t.overhead), to_string(t.step));
+  if (t.recompute.value() >= dominant_share * step)
+    return fmt::format("recomputation: {} of {} ({} checkpointing)", to_string(t.recompute), to_string(t.step),
+                       name(s.checkpoint));
+  return fmt::format("compute: forward and backward take {} of {} at {} MFU", to_string(t.compute + t.recompute),
+                     to_string(t.step), percent(r.mfu));
+}
+
+std::string faster(seconds now, seconds before) {
+  return fmt::format("step {} instead of {}", to_string(now), to_string(before));
+}
+
+void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                     std::vector<std::string>& out) {
+  if (pl.s.zero != 3 || pl.s.shard.k == shard_group::kind::node) return;
+  rank_layout const layout(pl.s, p.cluster.gpus_per_node);
+  auto const size = shard_size(pl.s, p.cluster.gpus_per_node);
+  auto const placement = size >= pl.s.dp || size <= 0 ? layout.placement(axis::dp) : layout.shard_placement(size);
+  if (!placement.crosses_nodes()) return;
+  strategy s = pl.s;
+  s.shard = {shard_group::kind::node, 0};
+  auto v = try_variant(p, spec, s, model);
+  std::string text = fmt::format(
+      "hybrid sharding: ZeRO-3 gathers the weights over the {} link every layer; shard = node keeps the gathers "
+      "on the {} link and only the gradient all-reduce crosses nodes",
+      link_text(p.cluster, link_kind::inter), link_text(p.cluster, link_kind::intra));
+  // Only a verified fix is advice: the variant must be valid.
+  if (!v.time) return;
+  text += fmt::format(" ({})", faster(v.time->step, pl.time->step));
+  out.push_back(std::move(text));
+}
+
+void advise_communication(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                          std::vector<std::string>& out) {
+  auto const& t = *pl.time;
+  if (t.exposed_comm.value() < dominant_share * t.step.value()) return;
+  auto const* e = most_exposed(t);
+  if (!e) return;
+  std::vector<std::pair<std::string, variant>> tries;
+  strategy const base = pl.s;
+  auto const gpus = p.cluster.gpus();
+  // Tensor parallelism inside a node: fewer, larger data-parallel messages cross nodes.
+  for (std::int64_t tp = base.tp * 2; tp <= p.cluster.gpus_per_node; tp *= 2) {
+    strategy s = base;
+    s.tp = tp;
+    s.sequence_parallel = true;
+    s.dp = gpus / (tp * s.pp * s.cp);
+    if (s.dp < 1 || s.dp * tp * s.pp * s.cp != gpus) continue;
+    tries.emplace_back(fmt::format("tp = {} within the node", tp), try_variant(p, spec, s, model));
+  }
+  for (std::int64_t mb = base.micro_batch * 2; mb <= base.micro_batch * 8; mb *= 2) {
+    strategy s = base;
+    s.micro_batch = mb;
+    tries.emplace_back(fmt::format("micro_batch = {}", mb), try_variant(p, spec, s, model));
+  }
+  if (base.zero == 3 && base.shard.k != shard_group::kind::node) {
+    strategy s = base;
+    s.shard = {shard_group::kind::node, 0};
+    tries.emplace_back("shard = node", try_variant(p, spec, s, model));
+  }
+  if (base.zero != 3) {
+    strategy s = base;
+    s.zero = 3;
+    s.shard = {shard_group::kind::node, 0};
+    tries.emplace_back("zero = 3 with shard = node", try_variant(p, spec, s, model));
+  }
+  // The whole traffic of the most exposed collective's group, each collective named.
+  seconds group_exposed;
+  std::string parts;
+  for (auto const& c : t.comm) {
+    if (c.group != e->group || c.exposed.value() <= 0) continue;
+    group_exposed += c.exposed;
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name(c.op), to_string(c.exposed));
+  }
+  std::string const head = fmt::format("communication dominates: {} traffic over the {} link exposes {} of {} ({})",
+                                       name(e->group), link_text(p.cluster, e->link), to_string(group_exposed),
+                                       to_string(t.step), parts);
+  std::pair<std::string, variant> const* best = nullptr;
+  for (auto const& tr : tries)
+    if (tr.second.time && tr.second.time->step < t.step && (!best || tr.second.time->step < best->second.time->step))
+      best = &tr;
+  bool const gradient_sync = e->group == comm_group::dp || e->group == comm_group::shard ||
+                             e->group == comm_group::replicate;
+  if (best) {
+    out.push_back(fmt::format("{}; the best verified change is {}: {}", head, best->first,
+                              faster(best->second.time->step, t.step)));
+  } else if (gradient_sync && !p.training.overlap_grad_sync) {
+    out.push_back(fmt::format("{}; fewer GPUs make it smaller", head));
+  } else {
+    out.push_back(fmt::format("{}; a larger micro-batch or more gradient accumulation gives the backward more time "
+                              "to hide it, fewer GPUs make it smaller",
+                              head));
+  }
+  // A sync that waits for the whole backward is the framework's choice, not
+  // the strategy's: say what overlapping it would give.
+  if (gradient_sync && !p.training.overlap_grad_sync) {
+    program overlapped = p;
+    overlapped.training.overlap_grad_sync = true;
+    auto v = try_variant(overlapped, spec, base, model);
+    if (v.time && v.time->step < t.step)
+      out.push_back(fmt::format(
+          "the gradient sync starts after the backward (training.overlap_grad_sync = false); overlapping it with the "
+          "backward (DDP's buckets, FSDP, Megatron's --overlap-grad-reduce) gives {}",
+          faster(v.time->step, t.step)));
+  }
+}
+
+void advise_checkpointing(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                          std::vector<std::string>& out) {
+  auto const& t = *pl.time;
+  std::string text;
+  if (pl.s.checkpoint != checkpoint_mode::none)
+    text = fmt::format("checkpoint = {} costs {} of recomputation", name(pl.s.checkpoint), to_string(t.recompute));
+  for (auto mode : checkpoint_modes) {
+    if (mode == pl.s.checkpoint) continue;
+    // Only modes that recompute less than the current one trade memory for time.
+    bool const cheaper = recompute_rank(mode) < recompute_rank(pl.s.checkpoint);
+    strategy s = pl.s;
+    s.checkpoint = mode;
+    auto v = try_variant(p, spec, s, model);
+    if (!v.checked.legal) continue;
+    if (cheaper) {
+      if (v.time)
+        text += fmt::format("{}{} fits in {} ({})", text.empty() ? "" : "; ", name(mode),
+                            to_string(v.checked.memory.total), faster(v.time->step, t.step));
+      else
+        text += fmt::format("{}{} needs {} of {} usable", text.empty() ? "" : "; ", name(mode),
+                            to_string(v.checked.memory.total), to_string(v.checked.memory.usable));
+    } else if (pl.memory.total.value() > 0.9 * pl.memory.usable.value() && v.time) {
+      text += fmt::format("{}{} frees {} of memory for {} more per step", text.empty() ? "" : "; ", name(mode),
+                          to_string(pl.memory.total - v.checked.memory.total), to_string(v.time->step - t.step));
+    }
+  }
+  if (!text.empty()) out.push_back(std::move(text));
+}
+
+void advise_learning_rate(program const& p, std::vector<std::string>& out) {
+  if (!p.training.base_lr || !p.training.base_batch || *p.training.base_batch <= 0 || p.training.global_batch == *p.training.base_batch) return;
+  double const k = static_cast<double>(p.training.global_batch) / static_cast<double>(*p.training.base_batch);
+  double const lr = *p.training.base_lr;
+  out.push_back(fmt::format(
+      "learning rate: base_lr = {:.3g} was tuned at batch {}; at global_batch = {} ({}x) the linear rule gives {:.3g} "
+      "and the square-root rule {:.3g}; warm up over the first steps (longer when the batch grows); a starting "
+      "point; retune",
+      lr, *p.training.base_batch, p.training.global_batch, three_digits(k), lr * k, lr * std::sqrt(k)));
+}
+
+}  // namespace
+
+throughput rate_of(program const& p, time_breakdown const& t) {
+  throughput r;
+  double const step = t.step.value();
+  if (step <= 0) return r;
+  auto const gpus = static_cast<double>(std::max<std::int64_t>(1, p.cluster.gpus()));
+  r.samples_per_s = static_cast<double>(p.training.global_batch) / step;
+  r.tokens_per_s = r.samples_per_s * static_cast<double>(p.model.seq_len);
+  r.model_flops_per_step = t.model_flops;
+  r.hardware_flops_per_step = t.hardware_flops;
+  r.model_flops_per_gpu = flop_rate(t.model_flops.value() / step / gpus);
+  r.hardware_flops_per_gpu = flop_rate(t.hardware_flops.value() / step / gpus);
+  double const peak = peak_at(p.cluster.device, p.model.prec).value();
+  r.mfu = r.model_flops_per_gpu.value() / peak;
+  r.hfu = r.hardware_flops_per_gpu.value() / peak;
+  return r;
+}
+
+plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, cost_model const& model,
+              std::string name) {
+  plan out;
+  out.name = std::move(name);
+  out.where = spec.where;
+  auto const checked = check(p, spec, s);
+  out.s = checked.s;
+  out.grad_accum = checked.grad_accum;
+  out.valid = checked.valid();
+  out.errors = checked.diags;
+  out.memory = checked.memory;
+  if (!out.valid) return out;
+  out.time = model.step_time(p, out.s);
+  out.rate = rate_of(p, *out.time);
+  out.bottleneck = bottleneck_of(p, out.s, *out.time, out.rate);
+  advise_sharding(p, spec, out, model, out.advice);
+  advise_communication(p, spec, out, model, out.advice);
+  advise_checkpointing(p, spec, out, model, out.advice);
+  advise_learning_rate(p, out.advice);
+  return out;
+}
+
+std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_model const& model) {
+  std::vector<std::string> lines;
+  if (!pl.valid || !pl.time) return lines;
+  strategy const base = pl.s;
+  auto const per_replica = base.tp * base.pp * base.cp;
+  strategy_spec const spec;
+  struct point {
+    std::int64_t gpus;
+    std::string forced;
+    time_breakdown t;
+  };
+  std::vector<point> points;
+  for (std::int64_t dp = 1; dp <= base.dp; dp = dp * 2 > base.dp && dp < base.dp ? base.dp : dp * 2) {
+    auto const gpus = dp * per_replica;
+    program q = p;
+    q.cluster.gpus_per_node = std::min(p.cluster.gpus_per_node, gpus);
+    q.cluster.nodes = (gpus + q.cluster.gpus_per_node - 1) / q.cluster.gpus_per_node;
+    if (q.cluster.nodes * q.cluster.gpus_per_node != gpus) continue;
+    strategy s = base;
+    s.dp = dp;
+    if (s.zero > 0 && dp == 1) s.zero = 0;
+    if (s.shard.k == shard_group::kind::size && s.shard.size > dp) s.shard = {};
+    std::string forced;
+    auto v = try_variant(q, spec, s, model);
+    // Memory-forced choices: what the smaller count needs to fit at all.
+    if (!v.time) {
+      for (auto fix : {std::pair<int, checkpoint_mode>{3, base.checkpoint}, {3, checkpoint_mode::full}}) {
+        strategy f = s;
+        if (dp > 1) f.zero = fix.first;
+        f.checkpoint = fix.second;
+        auto w = try_variant(q, spec, f, model);
+        if (w.time) {
+          forced = fmt::format(" (fits only with zero = {}, checkpoint = {})", f.zero, name(f.checkpoint));
+          v = std::move(w);
+          break;
+        }
+      }
+    }
+    if (v.time) points.push_back({gpus, forced, *v.time});
+    if (dp == base.dp) break;
+  }
+  if (points.empty()) return lines;
+  auto const& first = points.front();
+  double const tokens = static_cast<double>(p.training.global_batch * p.model.seq_len);
+  double const base_rate = tokens / first.t.step.value() / static_cast<double>(first.gpus);
+  lines.push_back(fmt::format("scaling from {} to {} GPUs (global batch {} kept, dp grows; tp {}, pp {}, cp {}):",
+                              first.gpus, points.back().gpus, p.training.global_batch, base.tp, base.pp, base.cp));
+  for (auto const& pt : points) {
+    double const rate = tokens / pt.t.step.value() / static_cast<double>(pt.gpus);
+    double const share = [&] { return 1.0 / pt.t.step.value(); }();
+    lines.push_back(fmt::format(
+        "{} GPUs: step {}, {} tokens/s per GPU, {} of the {}-GPU rate; exposed communication {} ({}), bubble {} "
+        "({}), recomputation {} ({}){}",
+        pt.gpus, to_string(pt.t.step), three_digits(rate), percent(rate / base_rate), first.gpus,
+        to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm.value() * share), to_string(pt.t.bubble),
+        percent(pt.t.bubble.value() * share), to_string(pt.t.recompute), percent(pt.t.recompute.value() * share),
+        pt.forced));
+  }
+  auto const& last = points.back();
+  if (points.size() > 1) {
+    double const lost = 1 - (tokens / last.t.step.value() / static_cast<double>(last.gpus)) / base_rate;
+    seconds const ideal = first.t.step * (static_cast<double>(first.gpus) / static_cast<double>(last.gpus));
+    lines.push_back(fmt::format(
+        "at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed communication "
+        "grows from {} to {}, the bubble from {} to {}",
+        last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
+        to_string(first.t.exposed_comm), to_string(last.t.exposed_comm), to_string(first.t.bubble),
+        to_string(last.t.bubble)));
+  }
+  return lines;
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,81 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "planner/ir/ir.hpp"
+
+namespace dtplan::planner {
+
+/// A rank's position on each parallel axis, indexed by `axis`.
+using coords = std::array<std::int64_t, 4>;
+
+/// How one communication group sits on the machines.
+struct group_placement {
+  std::int64_t size = 1;          ///< ranks in the group
+  std::int64_t nodes = 1;         ///< distinct nodes the group spans (worst group)
+  std::int64_t max_per_node = 1;  ///< most members of one group on one node
+  [[nodiscard]] bool crosses_nodes() const { return nodes > 1; }
+};
+
+/// The mapping between global ranks and (tp, cp, dp, pp) coordinates given
+/// the strategy's `order` (innermost axis first: with "tp-cp-dp-pp", ranks
+/// 0..tp-1 form the first tensor-parallel group). Node n holds ranks
+/// [n*gpus_per_node, (n+1)*gpus_per_node).
+class rank_layout {
+ public:
+  rank_layout(strategy const& s, std::int64_t gpus_per_node);
+
+  [[nodiscard]] std::int64_t world() const { return world_; }
+  [[nodiscard]] std::int64_t size(axis a) const { return sizes_[static_cast<int>(a)]; }
+  [[nodiscard]] std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
+  [[nodiscard]] coords of(std::int64_t rank) const;
+  [[nodiscard]] std::int64_t rank_of(coords const& c) const;
+  /// The ranks that share every coordinate with `rank` except `a`, in
+  /// order of their coordinate on `a`.
+  [[nodiscard]] std::vector<std::int64_t> group_of(axis a, std::int64_t rank) const;
+  /// The worst placement over every group of axis `a`.
+  [[nodiscard]] group_placement placement(axis a) const;
+  /// The placement of the group two axes span together (dp x cp, which
+  /// syncs gradients): closed form when one axis sits directly inside the
+  /// other in the rank order, else rank 0's group walked.
+  [[nodiscard]] group_placement placement(axis a, axis b) const;
+
+  /// Hybrid sharding splits the data-parallel group into shard groups of
+  /// `shard_size` consecutive dp coordinates and replicate groups of the
+  /// ranks with the same position inside their shard group.
+  [[nodiscard]] std::vector<std::int64_t> shard_group_of(std::int64_t rank, std::int64_t shard_size) const;
+  [[nodiscard]] std::vector<std::int64_t> replicate_group_of(std::int64_t rank, std::int64_t shard_size) const;
+  [[nodiscard]] group_placement shard_placement(std::int64_t shard_size) const;
+  [[nodiscard]] group_placement replicate_placement(std::int64_t shard_size) const;
+
+  /// The placement of an arbitrary set of ranks.
+  [[nodiscard]] group_placement placement_of(std::vector<std::int64_t> const& ranks) const;
+
+ private:
+  template <class F>
+  group_placement worst_over_ranks(F const& group_for) const;
+  /// Which ranks modulo gpus_per_node are reachable as sums of c x stride
+  /// (0 <= c < count) over `terms`: the node offsets groups can start at.
+  [[nodiscard]] std::vector<char> start_offsets(std::vector<std::pair<std::int64_t, std::int64_t>> const& terms) const;
+  /// The worst placement over groups of `n` members `stride` ranks apart
+  /// whose first member sits at one of `offsets` within its node.
+  [[nodiscard]] group_placement worst_strided(std::vector<char> const& offsets, std::int64_t stride,
+                                              std::int64_t n) const;
+  /// (stride, size) of every axis but `skip`.
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> other_axes(int skip) const;
+
+  std::array<std::int64_t, 4> sizes_{};    // by axis
+  std::array<std::int64_t, 4> strides_{};  // by axis
+  std::int64_t world_ = 1;
+  std::int64_t gpus_per_node_ = 1;
+};
+
+/// The number of data-parallel ranks in a shard group for a strategy on a
+/// cluster: dp for `all`, the dp ranks that share a node for `node`, the
+/// given size otherwise. Returns 0 when `node` cannot be formed (the dp
+/// group's ranks on one node are not a whole sub-group).
+std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node);
+
+}  // namespace dtplan::planner

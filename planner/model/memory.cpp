@@ -1,0 +1,399 @@
+#include "planner/model/memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <cmath>
+#include <type_traits>
+
+#include "planner/model/layout.hpp"
+#include "planner/model/params.hpp"
+
+namespace dtplan::planner {
+
+namespace {
+
+// 25 MiB is PyTorch DDP's default bucket_cap_mb; two buckets are in flight
+// (one filling while the previous one is reduced).
+constexpr double ddp_bucket = 25.0 * 1024 * 1024;
+
+struct per_param {
+  double weights = 2, gradients = 2, master = 4, moments = 8;
+};
+
+per_param state_bytes(precision prec, optimizer_kind opt, double grad_bytes) {
+  per_param b;
+  if (prec == precision::fp32) b = {4, 4, 0, 0};
+  if (grad_bytes > 0) b.gradients = grad_bytes;
+  switch (opt) {
+    case optimizer_kind::adam:
+    case optimizer_kind::adamw:
+      b.moments = 8;
+      break;
+    case optimizer_kind::sgd_momentum:
+      b.moments = 4;
+      break;
+    case optimizer_kind::sgd:
+      b.moments = 0;
+      break;
+  }
+  return b;
+}
+
+// Bytes of one stored activation element: 16-bit tensors in bf16/fp16/fp8,
+// 32-bit when the model trains in fp32.
+double element_bytes(precision prec) { return prec == precision::fp32 ? 4 : 2; }
+
+std::string params_text(double n) {
+  if (n >= 1e9) return three_digits(n / 1e9) + "B params";
+  if (n >= 1e6) return three_digits(n / 1e6) + "M params";
+  return fmt::format("{:.0f} params", n);
+}
+
+std::string sharded_text(int zero, int from_stage, std::int64_t shard) {
+  if (zero < from_stage || shard <= 1) return "";
+  return fmt::format(", ZeRO-{} over {}", zero, shard);
+}
+
+}  // namespace
+
+model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard,
+                              double grad_bytes) {
+  auto b = state_bytes(prec, opt, grad_bytes);
+  double const n = shard > 1 ? double(shard) : 1.0;
+  model_state st;
+  st.weights = bytes(params * b.weights / (zero >= 3 ? n : 1.0));
+  st.gradients = bytes(params * b.gradients / (zero >= 2 ? n : 1.0));
+  st.optimizer = bytes(params * (b.master + b.moments) / (zero >= 1 ? n : 1.0));
+  return st;
+}
+
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) {
+  // In 128 bits, held below 2^63: an absurd vocab or tp pads to the largest
+  // count, never wraps to a negative one.
+  __extension__ using wide = __int128;
+  wide const multiple = wide{128} * std::max<std::int64_t>(1, tp);
+  wide const padded = (wide{std::max<std::int64_t>(0, vocab)} + multiple - 1) / multiple * multiple;
+  return static_cast<std::int64_t>(std::min<wide>(padded, std::numeric_limits<std::int64_t>::max()));
+}
+
+std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks) {
+  chunks = std::max<std::int64_t>(1, chunks);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), layers / chunks);
+  for (std::int64_t c = 0; c < layers % chunks; ++c) ++out[static_cast<std::size_t>(c)];
+  return out;
+}
+
+namespace {
+
+// Calls add(name, bytes) for each stored tensor; names are literals so the
+// hot path (activations_per_layer in the search) builds no strings.
+template <class F>
+void for_each_activation(model const& m, strategy const& s, F&& add) {
+  double const t = double(std::max<std::int64_t>(1, s.tp));
+  bool const sp = s.sequence_parallel && s.tp > 1;
+  double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
+  double const e = element_bytes(m.prec);
+  double const seq = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp));
+  double const tokens = seq * double(s.micro_batch);
+  double const h = double(m.hidden);
+  double const a = double(m.heads);
+  std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  double const kv_width = m.heads > 0 ? double(kv_heads * (m.hidden / m.heads)) : h;
+  double const ffn = double(m.ffn > 0 ? m.ffn : 4 * m.hidden);
+  double const active = double(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+  bool const dropout = m.dropout;
+  if (s.checkpoint == checkpoint_mode::full) {
+    add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
+    return;
+  }
+  if (s.checkpoint == checkpoint_mode::ops) {
+    // torchtitan's op-level selective checkpointing (selective_ac_option =
+    // 'op'): per layer the checkpoint keeps its input and the outputs of the
+    // ops in its save list (aten.mm, the flash/efficient attention kernels,
+    // reduce_scatter, max) except every second mm, counted per layer. With
+    // separate q, k, v projections the mms run q, k, v, o, then up/gate,
+    // (up,) down: the 1st, 3rd, 5th and 7th are kept (q, v, gate and down
+    // for SwiGLU; q, v and the first MLP matrix for a GELU MLP, whose
+    // second is the 6th); k, o, the SwiGLU up projection, the norms, rotary
+    // embeddings, activations and residual adds are recomputed. A
+    // row-parallel mm's output under tp is the local partial sum, full
+    // width; with sequence parallelism the reduce-scatters after the o and
+    // down projections are kept too. The math attention path (standard) is
+    // batched matmuls, not in the list: its core is recomputed, as under
+    // `selective`. Dropout masks are recomputed (regenerated, not stored).
+    add("layer input (kept by the checkpoint)", e * tokens * h / rep);
+    add("q projection output (1st matmul)", e * tokens * h / t);
+    add("v projection output (3rd matmul)", e * tokens * kv_width / t);
+    if (m.attention == attention_kind::flash) {
+      add("attention kernel output", e * tokens * h / t);
+      add("attention kernel log-sum-exp (fp32)", 4 * a * tokens / t);
+    }
+    if (sp) add("attention output after its reduce-scatter", e * tokens * h / t);
+    add(m.mlp == mlp_kind::gelu ? "mlp up projection output (5th matmul)" : "swiglu gate projection output (5th matmul)",
+        e * active * tokens * ffn / t);
+    if (m.mlp == mlp_kind::swiglu)
+      add("mlp down projection output (7th matmul; partial sums under tp)", e * active * tokens * h);
+    if (sp) add("mlp output after its reduce-scatter", e * tokens * h / t);
+    if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+    return;
+  }
+  add("attention norm input", e * tokens * h / rep);
+  add("q, k, v projection input", e * tokens * h / rep);
+  add("q and k (for q.k^T)", e * tokens * (h + kv_width) / t);
+  add("v", e * tokens * kv_width / t);
+  if (s.checkpoint == checkpoint_mode::none) {
+    double const scores = a * seq * seq * double(s.micro_batch) / t;
+    if (m.attention == attention_kind::standard) {
+      add("softmax output (a.s^2)", e * scores);
+      if (dropout) {
+        add("attention dropout mask (a.s^2)", scores);
+        add("attention dropout output (a.s^2)", e * scores);
+      }
+    } else {
+      add("flash attention softmax statistics (fp32)", 4 * a * tokens / t);
+    }
+  }
+  add("attention output (o projection input)", e * tokens * h / t);
+  if (dropout) add("attention residual dropout mask", tokens * h / rep);
+  add("mlp norm input", e * tokens * h / rep);
+  add("mlp input", e * tokens * h / rep);
+  if (m.mlp == mlp_kind::gelu) {
+    add("gelu input", e * active * tokens * ffn / t);
+    add("gelu output (second matrix input)", e * active * tokens * ffn / t);
+  } else {
+    add("swiglu gate output", e * active * tokens * ffn / t);
+    add("swiglu up output", e * active * tokens * ffn / t);
+    add("swiglu product (down projection input)", e * active * tokens * ffn / t);
+  }
+  if (dropout) add("mlp residual dropout mask", tokens * h / rep);
+  if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+}
+
+}  // namespace
+
+std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
+  std::vector<memory_term> out;
+  for_each_activation(m, s, [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
+  return out;
+}
+
+bytes activations_per_layer(model const& m, strategy const& s) {
+  double sum = 0;
+  for_each_activation(m, s, [&](char const*, double v) { sum += v; });
+  return bytes(sum);
+}
+
+memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail) {
+  model const& m = p.model;
+  auto const counts = count_params(m);
+  std::int64_t const tp = std::max<std::int64_t>(1, s.tp);
+  std::int64_t const pp = std::max<std::int64_t>(1, s.pp);
+  std::int64_t const v = std::max<std::int64_t>(1, s.virtual_stages);
+  std::int64_t const ep = std::max<std::int64_t>(1, s.ep);
+  std::int64_t const dp = std::max<std::int64_t>(1, s.dp);
+  std::int64_t const grad_accum =
+      std::max<std::int64_t>(1, p.training.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
+  // Context-parallel ranks hold the same weights as their dp peers, so ZeRO
+  // shards over the shard group's dp ranks times cp (as Megatron and FSDP
+  // with context parallelism do, and as the cost model's collectives assume).
+  std::int64_t shard = shard_size(s, p.cluster.gpus_per_node);
+  if (shard <= 0) shard = dp;
+  shard *= std::max<std::int64_t>(1, s.cp);
+  bool const sp = s.sequence_parallel && tp > 1;
+  double const rep = sp ? double(tp) : 1.0;
+  double const e = element_bytes(m.prec);
+  double const tokens = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp)) * double(s.micro_batch);
+  double const h = double(m.hidden);
+  std::int64_t const vocab = padded_vocab(m.vocab, tp);
+  bool const dropout = m.dropout;
+
+  // Norms (and row-parallel biases) are replicated across tp; the rest splits.
+  double const layer_params = double(counts.attention) / double(tp) + double(counts.mlp) / double(tp * ep) +
+                              double(counts.norms + counts.router);
+  double const vocab_params = double(vocab) * h / double(tp);
+  auto const chunk_layers = layers_per_chunk(m.layers, pp * v);
+  bytes const act_layer = activations_per_layer(m, s);
+
+  strategy no_recompute = s;
+  no_recompute.checkpoint = checkpoint_mode::none;
+  bytes const recompute_working =
+      s.checkpoint == checkpoint_mode::none ? bytes{} : max(bytes{}, activations_per_layer(m, no_recompute) - act_layer);
+  bool const unfused = p.training.cross_entropy == cross_entropy_kind::unfused;
+
+  // Totals of every stage first; the readable detail only for the most
+  // loaded one (the search calls this in its hot loop).
+  auto stage = [&](std::int64_t r, bool with_detail) {
+    bool const first = r == 0;
+    bool const last = r == pp - 1;
+    std::int64_t layers = 0;
+    for (std::int64_t k = 0; k < v; ++k) layers += chunk_layers[static_cast<std::size_t>(r + k * pp)];
+
+    memory_breakdown b;
+    b.capacity = p.cluster.device.memory;
+    b.usable = p.cluster.device.memory - p.cluster.device.reserved;
+    b.stage = r;
+    b.stage_layers = layers;
+    auto add = [&](bytes& into, auto const& name, bytes size) {
+      if (size.value() <= 0) return;
+      into += size;
+      if (!with_detail) return;
+      if constexpr (std::is_invocable_v<decltype(name)>)
+        b.detail.push_back({name(), size});
+      else
+        b.detail.push_back({std::string(name), size});
+    };
+
+    // Megatron keeps a copy of a tied embedding on the last stage for the logits.
+    bool const holds_output = last && (!m.tied_embeddings || pp > 1);
+    double params = double(layers) * layer_params;
+    if (first) params += vocab_params;
+    if (holds_output) params += vocab_params;
+    if (last) params += double(counts.final_norm);
+    double const grad_bytes = grad_element_bytes(m, p.training);
+    auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard, grad_bytes);
+    auto const bpp = state_bytes(m.prec, m.optimizer, grad_bytes);
+    add(
+        b.weights,
+        [&] {
+          return fmt::format("weights ({}, {} x {} B{})", name(m.prec), params_text(params), bpp.weights,
+                             sharded_text(s.zero, 3, shard));
+        },
+        st.weights);
+    add(
+        b.gradients,
+        [&] {
+          return fmt::format("gradients ({}{} x {} B{})",
+                             p.training.grad_precision ? fmt::format("{}, ", name(*p.training.grad_precision)) : "",
+                             params_text(params), bpp.gradients,
+                             sharded_text(s.zero, 2, shard));
+        },
+        st.gradients);
+    auto const opt_state = st.optimizer;
+    double const opt_per = bpp.master + bpp.moments;
+    if (opt_per > 0) {
+      add(
+          b.optimizer,
+          [&] {
+            return fmt::format("optimizer moments ({} x {} B{})", name(m.optimizer), bpp.moments,
+                               sharded_text(s.zero, 1, shard));
+          },
+          opt_state * (bpp.moments / opt_per));
+      add(
+          b.optimizer,
+          [&] {
+            return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp.master,
+                               sharded_text(s.zero, 1, shard));
+          },
+          opt_state * (bpp.master / opt_per));
+    }
+
+    // 1F1B: stage r holds min(pp - r, m) micro-batches. Interleaved
+    // (Megatron): stage r warms up with 2 (pp - r - 1) + (v - 1) pp chunks
+    // and holds one more in the steady state; on stage 0 that is
+    // pp (1 + (pp - 1) / (pp v)) micro-batches' worth of its layers
+    // (Narayanan et al. 2021).
+    double held_layers = 0;
+    std::int64_t in_flight = 0;
+    if (v == 1) {
+      in_flight = std::min(pp - r, grad_accum);
+      held_layers = double(in_flight * layers);
+    } else {
+      std::int64_t const chunks = std::min(grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
+      in_flight = (chunks + v - 1) / v;
+      held_layers = double(chunks) * double(layers) / double(v);
+    }
+    b.in_flight = in_flight;
+    add(
+        b.activations,
+        [&] {
+          return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})",
+                             layers, v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
+                             to_string(act_layer), name(s.checkpoint));
+        },
+        act_layer * held_layers);
+    // The embedding's output is the first layer's input, which that layer
+    // already keeps (counted in its activations); only an embedding
+    // dropout's mask is extra.
+    if (first && dropout)
+      add(
+          b.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
+          bytes(tokens * h / rep * double(in_flight)));
+    if (s.zero <= 2 && dp > 1) add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
+    // output projection: what a stage holds outside its layers) gathered
+    // from its forward to its post-backward, so both moments below hold it.
+    double const root_params = params - double(layers) * layer_params;
+    bool const zero3 = s.zero == 3 && shard > 1;
+    if (zero3 && root_params > 0)
+      add(b.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)",
+          bytes(root_params * bpp.weights));
+    if (tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
+    if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
+
+    // The peak is a moment, not a sum of maxima: the loss (the last stage at
+    // the end of a micro-batch's forward: the logits and the loss buffers
+    // are alive, no layer is being recomputed yet) or the backward of a
+    // layer (its recomputed activations and, under ZeRO-3, it and the
+    // prefetched next layer gathered; the loss buffers are freed by then).
+    // Saved activations and the terms above are alive at both. At the loss
+    // ZeRO-3 holds one gathered layer, the last, whose backward comes next.
+    double const vocab_elems = tokens * double(vocab) / double(tp);
+    double const gathered_layer = zero3 ? layer_params * bpp.weights : 0.0;
+    double const at_loss = !last ? 0.0
+                                 : e * tokens * h / rep + (unfused ? 12.0 : e + 4.0) * vocab_elems + 8 * tokens +
+                                       (layers > 0 ? gathered_layer : 0.0);
+    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered_layer : 0.0;
+    bool const loss_moment = last && at_loss >= in_layer;
+    if (loss_moment) {
+      b.peak_moment = "the loss (end of the forward, start of the backward)";
+      add(b.activations, "final norm input", bytes(e * tokens * h / rep));
+      if (unfused) {
+        // cross_entropy(logits.float(), labels) as torchtitan runs it: the
+        // 16-bit logits are freed before the backward; log_softmax's output
+        // (kept for its backward), its incoming gradient from nll_loss and
+        // the gradient it produces are alive at once.
+        add(
+            b.activations,
+            [&] {
+              return fmt::format(
+                  "unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient "
+                  "(3 x fp32 x s.b.vocab/t, vocab padded to {})",
+                  vocab);
+            },
+            bytes(12.0 * vocab_elems));
+      } else {
+        add(
+            b.activations,
+            [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)); },
+            bytes(e * vocab_elems));
+        add(b.activations, "logits in fp32 for the loss (softmax kept for backward)", bytes(4 * vocab_elems));
+      }
+      add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
+      if (layers > 0) add(b.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered_layer));
+    } else {
+      b.peak_moment = "the backward of a layer";
+      if (layers > 0) {
+        add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
+            recompute_working);
+        add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * gathered_layer));
+      }
+    }
+
+    b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
+    if (with_detail)
+      b.stage_note = fmt::format("stage {} of {} ({}{}{} layers)", r, pp, first ? "embedding, " : "",
+                                 last ? "logits, " : "", layers);
+    return b;
+  };
+  std::int64_t worst = 0;
+  bytes worst_total;
+  for (std::int64_t r = 0; r < pp; ++r) {
+    auto const total = stage(r, false).total;
+    if (r == 0 || worst_total < total) worst = r, worst_total = total;
+  }
+  return stage(worst, detail);
+}
+
+}  // namespace dtplan::planner

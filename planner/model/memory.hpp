@@ -1,0 +1,106 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "planner/ir/ir.hpp"
+#include "planner/ir/units.hpp"
+
+namespace dtplan::planner {
+
+/// One line of the readable memory breakdown ("optimizer state (fp32 Adam
+/// moments, ZeRO-1 over 16)", 28.0 GiB).
+struct memory_term {
+  std::string name;
+  bytes size;
+};
+
+/// Memory of the most loaded GPU (first pipeline stage, embedding and
+/// logits owner) for one concrete strategy. The six JSON terms add up to
+/// `total`; `detail` lists the finer terms inside them, each with its unit.
+struct memory_breakdown {
+  bytes capacity;     ///< the GPU's memory
+  bytes usable;       ///< capacity - reserved
+  bytes weights;      ///< 16-bit (or fp32) weights held, after ZeRO-3 sharding
+  bytes gradients;    ///< gradients held, after ZeRO-2/3 sharding
+  bytes optimizer;    ///< optimizer moments + fp32 master weights, after sharding
+  bytes activations;  ///< stored activations of the micro-batches in flight, logits, loss
+  bytes buffers;      ///< communication buckets, FSDP gathered layers, TP/SP buffers
+  bytes total;        ///< the sum of the five above
+  std::int64_t in_flight = 1;  ///< micro-batches whose activations stage 0 holds at once
+  std::vector<memory_term> detail;
+  std::int64_t stage = 0;         ///< the most loaded pipeline stage these figures are for
+  std::int64_t stage_layers = 0;  ///< transformer layers on that stage
+  std::string stage_note;         ///< "stage 0 of 4 (embedding, 8 layers)"
+  /// The moment of the step these figures describe: "the loss (end of the
+  /// forward, start of the backward)" or "the backward of a layer",
+  /// whichever needs more; set with or without `detail` (a literal, so the
+  /// search's hot loop allocates nothing).
+  char const* peak_moment = "";
+
+  [[nodiscard]] bool fits() const { return total <= usable; }
+};
+
+/// Counts every term of COSTMODEL.md section 2 at the peak moment of the
+/// step: on the last stage the larger of the loss (logits and loss buffers,
+/// one gathered ZeRO-3 layer) and a layer's backward (its recomputed
+/// activations, two gathered ZeRO-3 layers); elsewhere the latter. Saved
+/// activations, model state and the other buffers count at both; under
+/// ZeRO-3 the stage's embedding/output unit stays gathered through the step
+/// (PyTorch FSDP's root unit). Assumes the strategy is
+/// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
+/// With `detail` false the readable `detail` terms and `stage_note` are left
+/// empty (the totals are the same): the search's hot loop needs only totals.
+memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail = true);
+
+/// Model state of `params` parameters held by one GPU before ZeRO, sharded
+/// over `shard` data-parallel ranks by ZeRO `stage` (1: optimizer state and
+/// master weights, 2: + gradients, 3: + weights). Bytes per parameter:
+/// bf16/fp16 mixed precision 2 weights + 2 gradients + 4 fp32 master +
+/// moments (adam/adamw 8, sgd_momentum 4, sgd 0), so K = 12 for Adam as in
+/// the ZeRO paper; fp32 4 + 4 + moments, no master copy; fp8 as Transformer
+/// Engine: bf16 weights and gradients, fp32 master and moments (the same
+/// bytes as bf16; its transient fp8 weight casts are not counted).
+struct model_state {
+  bytes weights;
+  bytes gradients;
+  bytes optimizer;  ///< moments + master weights
+  [[nodiscard]] bytes total() const { return weights + gradients + optimizer; }
+};
+/// `grad_bytes` overrides the gradient element size (4 for fp32 gradients
+/// of a 16-bit model, `training.grad_precision`); 0 keeps the precision's.
+model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard,
+                              double grad_bytes = 0);
+
+/// The vocabulary as Megatron pads it: a multiple of 128 x tp.
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp);
+
+/// Layers per pipeline chunk when `layers` are spread over `chunks` =
+/// pp x virtual_stages chunks: the first layers % chunks chunks take one
+/// more ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3"). Chunk c
+/// runs on stage c % pp.
+std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks);
+
+/// The per-tensor accounting behind `activations_per_layer`, one term per
+/// stored tensor (bytes for one layer and one micro-batch on one GPU).
+/// With kv_heads = heads, gelu, ffn = 4h and standard attention it sums to
+/// Korthikanti et al.'s closed forms exactly (with `dropout`). Conventions:
+/// dropout masks (1 byte per element) only when the model trains with
+/// dropout; flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
+/// instead of the a.s^2 scores; selective recomputation drops the core
+/// attention's internals; full keeps only the layer input; ops keeps what
+/// torchtitan's op-level policy saves (layer input, q, v, the flash
+/// kernel's output and log-sum-exp, the SwiGLU gate or GELU up projection,
+/// the SwiGLU down projection's full-width output, and with sequence
+/// parallelism the two reduce-scatter outputs: 31,744 values per token for
+/// Llama 3 8B at tp = 1); context
+/// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors
+/// (fp8 stores them in 16 bits). Mixture of experts multiplies the MLP
+/// intermediates by experts_per_token.
+std::vector<memory_term> activation_terms(model const& m, strategy const& s);
+
+/// Per transformer layer and one micro-batch: the bytes of activations kept
+/// for the backward pass, per Korthikanti et al. generalised to GQA, SwiGLU
+/// and flash attention.
+bytes activations_per_layer(model const& m, strategy const& s);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,84 @@
+#include "planner/model/params.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace dtplan::planner {
+
+namespace {
+
+// Shapes come from user input: products are formed in 128 bits and stored
+// saturated, so an absurd model gives huge counts, never overflow.
+__extension__ typedef __int128 wide;
+
+constexpr wide top64 = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t clamp64(wide v) { return static_cast<std::int64_t>(std::clamp<wide>(v, 0, top64)); }
+
+}  // namespace
+
+param_counts count_params(model const& m) {
+  param_counts c;
+  bool const gpt_style = m.mlp == mlp_kind::gelu;
+  wide const h = m.hidden;
+  wide const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  wide const head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+  wide const kv_width = kv_heads * head_dim;
+  wide const ffn = m.ffn > 0 ? wide(m.ffn) : 4 * h;
+  wide const experts = std::max<std::int64_t>(1, m.experts);
+  wide const active = std::min<wide>(experts, std::max<std::int64_t>(1, m.experts_per_token));
+  wide const layers = std::max<std::int64_t>(0, m.layers);
+  wide const vocab = std::max<std::int64_t>(0, m.vocab);
+
+  // The largest product below, estimated in double: beyond 2^120 the
+  // 128-bit arithmetic itself could overflow, and every count saturates.
+  double const estimate = double(layers) * (4.0 * double(h) * double(h) + 3.0 * double(experts) * double(h) * double(ffn) +
+                                            double(h) * double(experts) + 6.0 * double(h)) +
+                          2.0 * double(vocab) * double(h) + 3.0 * double(experts) * (double(ffn) + double(h));
+  if (estimate > 0x1p120) {
+    constexpr auto most = std::numeric_limits<std::int64_t>::max();
+    c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = most;
+    c.per_layer = c.total = c.matmul = most;
+    if (m.tied_embeddings) c.output = 0;
+    if (experts == 1) c.router = 0;
+    c.saturated = true;
+    return c;
+  }
+
+  wide const embedding = vocab * h;
+  wide const output = m.tied_embeddings ? 0 : vocab * h;
+  wide const attention_matrices = 2 * h * h + 2 * h * kv_width;
+  wide const attention = attention_matrices + (gpt_style ? 2 * h + 2 * kv_width : 0);
+  wide const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
+  wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
+  wide const norm = gpt_style ? 2 * h : h;
+  wide const router = experts > 1 ? h * experts : 0;
+  wide const per_layer = attention + experts * expert_params + 2 * norm + router;
+
+  c.embedding = clamp64(embedding);
+  c.output = clamp64(output);
+  c.attention = clamp64(attention);
+  c.mlp = clamp64(experts * expert_params);
+  c.mlp_active = clamp64(active * expert_params);
+  c.norms = clamp64(2 * norm);
+  c.final_norm = clamp64(norm);
+  c.router = clamp64(router);
+  c.per_layer = clamp64(per_layer);
+  wide const total = layers * per_layer + embedding + output + norm;
+  c.total = clamp64(total);
+  // The logits are a matrix product whether or not the output is tied.
+  wide const matmul = layers * (attention_matrices + active * expert_matrices + router) + vocab * h;
+  c.matmul = clamp64(matmul);
+  // The totals bound every other count.
+  c.saturated = total > top64 || matmul > top64;
+  return c;
+}
+
+std::optional<size_limit> beyond_limits(model const& m, std::string const& called) {
+  if (!count_params(m).saturated) return std::nullopt;
+  return size_limit{nullptr, fmt::format("{} has more parameters than fit in 64 bits", called)};
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,39 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "planner/ir/ir.hpp"
+
+namespace dtplan::planner {
+
+/// Parameter counts of a decoder-only transformer, from its shape.
+struct param_counts {
+  std::int64_t embedding = 0;   ///< vocab x hidden (input embedding)
+  std::int64_t output = 0;      ///< vocab x hidden unless tied, else 0
+  std::int64_t attention = 0;   ///< per layer: q, k, v (GQA-aware), o projections + biases
+  std::int64_t mlp = 0;         ///< per layer: all experts' matrices (2 for gelu, 3 for swiglu)
+  std::int64_t mlp_active = 0;  ///< per layer: the experts_per_token that one token uses
+  std::int64_t norms = 0;       ///< per layer: the two norms
+  std::int64_t final_norm = 0;
+  std::int64_t router = 0;      ///< per layer: MoE router, 0 without experts
+  std::int64_t per_layer = 0;   ///< attention + mlp + norms + router
+  std::int64_t total = 0;       ///< every parameter
+  std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
+                                ///< (layers' matrices with active experts + output/logits)
+  bool saturated = false;       ///< some count exceeds 64 bits and was held at its maximum
+};
+
+/// Counts the parameters of `m`. The IR has no bias key, so the convention
+/// follows the MLP kind: gelu models follow GPT (LayerNorm with weight and
+/// bias, biases on every linear layer), swiglu models follow LLaMA (RMSNorm
+/// weight only, no biases). Positional embeddings are not counted (rotary
+/// embeddings have none; GPT-3's learned positions are seq_len x hidden,
+/// 0.01 % of 175B). The vocabulary is counted unpadded.
+param_counts count_params(model const& m);
+
+/// A model whose parameter count exceeds 64 bits (count_params saturates);
+/// `called` is how the message names the block ("model 'm'").
+std::optional<size_limit> beyond_limits(model const& m, std::string const& called);
+
+}  // namespace dtplan::planner
