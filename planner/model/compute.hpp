@@ -3,19 +3,12 @@
 
 #include "planner/ir/ir.hpp"
 #include "planner/ir/units.hpp"
+#include "planner/model/shape.hpp"
 
 /// The compute side of the time model (COSTMODEL.md section 3): each
 /// operator of a transformer layer as a roofline on one GPU, with its
 /// tensor/context-parallel shape.
 namespace dtplan::planner {
-
-/// One GEMM of the step: C[M,N] = A[M,K] x B[K,N], `batch` times.
-struct gemm_shape {
-  std::int64_t m = 1;
-  std::int64_t n = 1;
-  std::int64_t k = 1;
-  std::int64_t batch = 1;
-};
 
 /// The share of the matmul rate a GEMM of this shape reaches relative to a
 /// large one, in (0, 1]: M, N, K rounded up to whole tiles and the tiles run

@@ -37,6 +37,17 @@ char const* name(comm_group g) {
 
 char const* name(link_kind k) { return k == link_kind::intra ? "intra" : "inter"; }
 
+char const* name(comm_phase p) {
+  switch (p) {
+    case comm_phase::layer: return "layer";
+    case comm_phase::layer_backward: return "layer_backward";
+    case comm_phase::micro_batch: return "micro_batch";
+    case comm_phase::grad_sync: return "grad_sync";
+    case comm_phase::after_step: return "after_step";
+  }
+  return "?";
+}
+
 namespace {
 
 // DDP's and ZeRO-1/2's gradient buckets (PyTorch DDP default: 25 MiB).
@@ -91,7 +102,26 @@ double optimizer_bytes_per_param(optimizer_kind o) {
   return 30;
 }
 
+// When a collective of a group runs, for ZeRO stage `zero`.
+comm_phase phase_of(collective op, comm_group g, int zero) {
+  switch (g) {
+    case comm_group::tp:
+    case comm_group::cp:
+    case comm_group::ep: return comm_phase::layer;
+    case comm_group::pp: return comm_phase::micro_batch;
+    case comm_group::dp:
+    case comm_group::shard:
+      if (zero >= 3) return op == collective::reduce_scatter ? comm_phase::layer_backward : comm_phase::layer;
+      return op == collective::all_gather ? comm_phase::after_step : comm_phase::grad_sync;
+    case comm_group::replicate:
+      return op == collective::all_gather ? comm_phase::after_step : comm_phase::grad_sync;
+    case comm_group::embedding: return comm_phase::grad_sync;
+  }
+  return comm_phase::grad_sync;
+}
+
 struct comm_builder {
+  int zero = 0;
   std::vector<comm_entry> entries;
   seconds hidden;  // communication time overlap hides (it slows the compute under it)
 
@@ -99,7 +129,7 @@ struct comm_builder {
            seconds exposed, link_kind link) {
     if (time.value() <= 0 || count <= 0) return;
     exposed = min(max(exposed, seconds(0)), time);
-    entries.push_back({op, g, ranks, size, count, time, exposed, link});
+    entries.push_back({op, g, ranks, size, count, time, exposed, link, phase_of(op, g, zero)});
     hidden += time - exposed;
   }
   [[nodiscard]] seconds exposed() const {
@@ -143,6 +173,7 @@ time_breakdown analytic_cost_model::step_time(program const& p, strategy const& 
 
   rank_layout const layout(s, c.gpus_per_node);
   comm_builder cb;
+  cb.zero = s.zero;
   auto const tokens = s.micro_batch * m.seq_len / s.cp;
   double const activation = static_cast<double>(tokens) * static_cast<double>(m.hidden) * e;
 

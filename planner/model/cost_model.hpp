@@ -13,10 +13,20 @@ enum class collective { all_reduce, reduce_scatter, all_gather, all_to_all, send
 /// of a tied embedding table.
 enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding };
 enum class link_kind { intra, inter };
+/// When in the step a collective runs: what the skeleton schedules it
+/// around and what overlap it can hide under.
+enum class comm_phase {
+  layer,           ///< inside every layer, forward and backward (tp, cp, ep; ZeRO-3 gathers)
+  layer_backward,  ///< inside every layer's backward (ZeRO-3 reduce-scatters)
+  micro_batch,     ///< between pipeline stages, once per micro-batch and chunk
+  grad_sync,       ///< the step's gradient sync, under or after the last backward
+  after_step,      ///< after the optimizer step (ZeRO-1/2 weight all-gathers)
+};
 
 char const* name(collective);  ///< "all-reduce", "reduce-scatter", ...
 char const* name(comm_group);  ///< "dp", "tp", ...
 char const* name(link_kind);   ///< "intra", "inter"
+char const* name(comm_phase);  ///< "layer", "layer_backward", "micro_batch", "grad_sync", "after_step"
 
 /// One distinct (collective, group, size, link) of a step.
 struct comm_entry {
@@ -28,6 +38,7 @@ struct comm_entry {
   seconds time;            ///< total over the step's calls
   seconds exposed;         ///< the part overlap does not hide
   link_kind link = link_kind::intra;
+  comm_phase phase = comm_phase::grad_sync;
 };
 
 /// Where one optimizer step's time goes. step = compute + recompute +

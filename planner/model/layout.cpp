@@ -269,3 +269,179 @@ std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node) {
 }
 
 }  // namespace dtplan::planner
+
+namespace dtplan::planner {
+
+std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
+  std::vector<std::int64_t> out;
+  for (auto r : group_of(axis::dp, rank))
+    for (auto q : group_of(axis::cp, r)) out.push_back(q);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+// The members of `ranks` per node, when every node that holds some holds the
+// same number of them; 0 otherwise.
+std::int64_t even_share(std::vector<std::int64_t> const& ranks, std::int64_t gpus_per_node) {
+  std::int64_t share = 0;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j < ranks.size() && ranks[j] / gpus_per_node == ranks[i] / gpus_per_node) ++j;
+    auto const n = static_cast<std::int64_t>(j - i);
+    if (share != 0 && n != share) return 0;
+    share = n;
+    i = j;
+  }
+  return share;
+}
+
+}  // namespace
+
+std::int64_t rank_layout::node_sync_members() const {
+  auto const d = static_cast<int>(axis::dp);
+  auto const c = static_cast<int>(axis::cp);
+  auto const n = sizes_[d] * sizes_[c];
+  if (n == 1) return 1;
+  auto const g = gpus_per_node_;
+  // One run of ranks `stride` apart (one axis of size 1, or cp and dp
+  // adjacent in the order): every group's nodes hold equal shares exactly
+  // when the run tiles the nodes, which regular_placement decides.
+  auto run = [&]() -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+    if (sizes_[d] == 1) return std::pair{strides_[c], n};
+    if (sizes_[c] == 1) return std::pair{strides_[d], n};
+    auto const [inner, outer] = strides_[d] < strides_[c] ? std::pair{d, c} : std::pair{c, d};
+    if (strides_[inner] * sizes_[inner] == strides_[outer]) return std::pair{strides_[inner], n};
+    return std::nullopt;
+  }();
+  if (run) {
+    auto p = regular_placement(run->first, run->second, g);
+    return p ? p->max_per_node : 0;
+  }
+  // The outer axis moves whole nodes: each copy of the inner run sits on
+  // nodes of its own.
+  auto const [inner, outer] = strides_[d] < strides_[c] ? std::pair{d, c} : std::pair{c, d};
+  if (strides_[outer] % g == 0) {
+    auto p = regular_placement(strides_[inner], sizes_[inner], g);
+    return p ? p->max_per_node : 0;
+  }
+  // Any other order: walk the groups that start at each node boundary
+  // (small groups only; larger ones are refused rather than walked).
+  if (n > (std::int64_t{1} << 16)) return 0;
+  std::int64_t share = 0;
+  for (std::int64_t r = 0; r < world_ && r < 4096 * g; r += g) {
+    auto const k = even_share(sync_group_of(r), g);
+    if (k == 0 || (share != 0 && k != share)) return 0;
+    share = k;
+  }
+  return share;
+}
+
+std::int64_t rank_layout::shard_ranks(shard_layout const& k) const {
+  auto const cp = sizes_[static_cast<int>(axis::cp)];
+  switch (k.k) {
+    case shard_layout::kind::whole: return sizes_[static_cast<int>(axis::dp)] * cp;
+    case shard_layout::kind::dp_block: return k.dp_block * cp;
+    case shard_layout::kind::node: return node_sync_members();
+  }
+  return 1;
+}
+
+std::vector<std::int64_t> rank_layout::shard_group_of(std::int64_t rank, shard_layout const& k) const {
+  switch (k.k) {
+    case shard_layout::kind::whole: return sync_group_of(rank);
+    case shard_layout::kind::dp_block: {
+      std::vector<std::int64_t> out;
+      for (auto r : shard_group_of(rank, k.dp_block))
+        for (auto q : group_of(axis::cp, r)) out.push_back(q);
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+    case shard_layout::kind::node: {
+      auto out = sync_group_of(rank);
+      std::erase_if(out, [&](std::int64_t r) { return node_of(r) != node_of(rank); });
+      return out;
+    }
+  }
+  return {rank};
+}
+
+std::vector<std::int64_t> rank_layout::replicate_group_of(std::int64_t rank, shard_layout const& k) const {
+  switch (k.k) {
+    case shard_layout::kind::whole: return {rank};
+    case shard_layout::kind::dp_block: return replicate_group_of(rank, k.dp_block);
+    case shard_layout::kind::node: {
+      auto const sync = sync_group_of(rank);
+      auto const mine = shard_group_of(rank, k);
+      auto const at = std::find(mine.begin(), mine.end(), rank) - mine.begin();
+      std::vector<std::int64_t> out;
+      for (std::size_t i = 0; i < sync.size();) {
+        std::size_t j = i;
+        while (j < sync.size() && node_of(sync[j]) == node_of(sync[i])) ++j;
+        if (at < static_cast<std::ptrdiff_t>(j - i)) out.push_back(sync[i + static_cast<std::size_t>(at)]);
+        i = j;
+      }
+      return out;
+    }
+  }
+  return {rank};
+}
+
+group_placement rank_layout::shard_placement(shard_layout const& k) const {
+  auto const d = static_cast<int>(axis::dp);
+  auto const c = static_cast<int>(axis::cp);
+  switch (k.k) {
+    case shard_layout::kind::whole: return placement(axis::dp, axis::cp);
+    case shard_layout::kind::node: {
+      group_placement p;
+      p.size = p.max_per_node = node_sync_members();
+      p.nodes = 1;
+      return p;
+    }
+    case shard_layout::kind::dp_block: {
+      if (k.dp_block >= sizes_[d]) return placement(axis::dp, axis::cp);
+      if (sizes_[c] == 1) return shard_placement(k.dp_block);
+      auto const g = gpus_per_node_;
+      auto const n = k.dp_block * sizes_[c];
+      // cp directly inside dp: one run of dp_block x cp ranks.
+      if (strides_[c] * sizes_[c] == strides_[d]) {
+        if (auto p = regular_placement(strides_[c], n, g)) return *p;
+        auto terms = other_axes(d);
+        std::erase_if(terms, [&](auto const& t) { return t.first == strides_[c]; });
+        terms.emplace_back(strides_[d] * k.dp_block, sizes_[d] / k.dp_block);
+        return worst_strided(start_offsets(terms), strides_[c], n);
+      }
+      // cp moves whole nodes: cp copies of a dp block, on nodes of their own.
+      if (strides_[c] % g == 0 && strides_[c] > strides_[d]) {
+        auto p = shard_placement(k.dp_block);
+        p.size = n;
+        p.nodes *= sizes_[c];
+        return p;
+      }
+      return worst_over_ranks([&](std::int64_t r) { return shard_group_of(r, k); });
+    }
+  }
+  return {};
+}
+
+group_placement rank_layout::replicate_placement(shard_layout const& k) const {
+  auto const n = sizes_[static_cast<int>(axis::dp)] * sizes_[static_cast<int>(axis::cp)];
+  switch (k.k) {
+    case shard_layout::kind::whole: return {};
+    case shard_layout::kind::dp_block:
+      if (k.dp_block >= sizes_[static_cast<int>(axis::dp)]) return {};
+      return replicate_placement(k.dp_block);
+    case shard_layout::kind::node: {
+      auto const members = node_sync_members();
+      group_placement p;
+      p.size = members > 0 ? n / members : 1;
+      p.nodes = p.size;
+      p.max_per_node = 1;
+      return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace dtplan::planner

@@ -19,6 +19,22 @@ struct group_placement {
   [[nodiscard]] bool crosses_nodes() const { return nodes > 1; }
 };
 
+/// How ZeRO/FSDP state is split inside a gradient-sync group (the dp x cp
+/// ranks that hold the same weights). `whole`: the whole sync group is one
+/// shard group (`shard = all`). `dp_block`: blocks of `dp_block`
+/// consecutive dp coordinates, each with every cp coordinate (`shard = N`:
+/// N x cp ranks, as FSDP's dp_shard x cp mesh). `node`: the members of the
+/// sync group that share a node (`shard = node`, hybrid sharding); legal
+/// only where every node holds the same number of each group's members.
+/// The replicate group of a rank is the sync group's members at the same
+/// position inside their own shard group.
+struct shard_layout {
+  enum class kind { whole, dp_block, node };
+  kind k = kind::whole;
+  std::int64_t dp_block = 0;  ///< dp coordinates per shard group, for dp_block
+  friend bool operator==(shard_layout const&, shard_layout const&) = default;
+};
+
 /// The mapping between global ranks and (tp, cp, dp, pp) coordinates given
 /// the strategy's `order` (innermost axis first: with "tp-cp-dp-pp", ranks
 /// 0..tp-1 form the first tensor-parallel group). Node n holds ranks
@@ -49,6 +65,23 @@ class rank_layout {
   [[nodiscard]] std::vector<std::int64_t> replicate_group_of(std::int64_t rank, std::int64_t shard_size) const;
   [[nodiscard]] group_placement shard_placement(std::int64_t shard_size) const;
   [[nodiscard]] group_placement replicate_placement(std::int64_t shard_size) const;
+
+  /// The ranks that hold the same weights as `rank` (every dp and cp
+  /// coordinate, its tp and pp ones), ascending.
+  [[nodiscard]] std::vector<std::int64_t> sync_group_of(std::int64_t rank) const;
+  /// The members of a sync group on one node when every node holds the same
+  /// number of every sync group's members (the size of a `shard = node`
+  /// group); 0 when they do not.
+  [[nodiscard]] std::int64_t node_sync_members() const;
+  /// The shard group of `rank` inside its sync group, ascending.
+  [[nodiscard]] std::vector<std::int64_t> shard_group_of(std::int64_t rank, shard_layout const& k) const;
+  /// The ranks of `rank`'s sync group at its position in their shard groups.
+  [[nodiscard]] std::vector<std::int64_t> replicate_group_of(std::int64_t rank, shard_layout const& k) const;
+  /// Ranks per shard group.
+  [[nodiscard]] std::int64_t shard_ranks(shard_layout const& k) const;
+  /// The worst placement of shard and replicate groups.
+  [[nodiscard]] group_placement shard_placement(shard_layout const& k) const;
+  [[nodiscard]] group_placement replicate_placement(shard_layout const& k) const;
 
   /// The placement of an arbitrary set of ranks.
   [[nodiscard]] group_placement placement_of(std::vector<std::int64_t> const& ranks) const;

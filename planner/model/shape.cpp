@@ -1,0 +1,177 @@
+#include "planner/model/shape.hpp"
+
+#include <algorithm>
+
+#include "planner/model/memory.hpp"
+#include "planner/model/params.hpp"
+
+namespace dtplan::planner {
+
+std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
+  return layers / chunks + (c < layers % chunks ? 1 : 0);
+}
+
+std::int64_t strategy_shape::chunk_layers(std::int64_t c) const {
+  return layers_of_chunk(prog->model.layers, chunks, c);
+}
+
+std::int64_t strategy_shape::stage_layers(std::int64_t r) const {
+  // Stage r runs chunks r, r + pp, ...: each has layers / chunks, and the
+  // first layers % chunks chunks one more.
+  auto const layers = prog->model.layers;
+  auto const pp = s.pp;
+  auto const rest = layers % chunks;
+  auto const longer = rest > r ? std::min(s.virtual_stages, (rest - r + pp - 1) / pp) : 0;
+  return s.virtual_stages * (layers / chunks) + longer;
+}
+
+stage_shape strategy_shape::stage(std::int64_t r) const {
+  model const& m = prog->model;
+  stage_shape st;
+  st.layers = stage_layers(r);
+  st.embedding = r == 0;
+  st.final_norm = r == s.pp - 1;
+  // Megatron keeps a copy of a tied embedding on the last stage for the
+  // logits when the two ends are on different stages.
+  st.output = r == s.pp - 1 && (!m.tied_embeddings || s.pp > 1);
+  st.params = static_cast<double>(st.layers) * layer_params + (st.embedding ? vocab_params : 0.0) +
+              (st.output ? vocab_params : 0.0) +
+              (st.final_norm ? static_cast<double>(count_params(m).final_norm) : 0.0);
+  return st;
+}
+
+namespace {
+
+group_shape group(cluster const& c, group_placement const& placed) {
+  group_shape g;
+  g.size = placed.size;
+  g.placement = placed;
+  g.link = link_for(c, placed);
+  return g;
+}
+
+shard_layout sharding_of(strategy const& s) {
+  switch (s.shard.k) {
+    case shard_group::kind::all: return {};
+    case shard_group::kind::node: return {shard_layout::kind::node, 0};
+    case shard_group::kind::size:
+      if (s.shard.size >= s.dp) return {};
+      return {shard_layout::kind::dp_block, s.shard.size};
+  }
+  return {};
+}
+
+void fill_gemms(strategy_shape& sh, model const& m) {
+  auto const tp = sh.s.tp;
+  auto const h = m.hidden;
+  auto const add = [&](char const* name, gemm_shape g) { sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0}; };
+  add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1});
+  add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
+  if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
+  auto const up = (m.mlp == mlp_kind::swiglu ? 2 * m.ffn : m.ffn) / tp;
+  add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts});
+  add("mlp-down", {sh.mlp_tokens, h, m.ffn / tp, sh.local_experts});
+  auto& qkv = sh.gemms[0];
+  auto& o = sh.gemms[1];
+  auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];
+  auto& mlp_down = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 1)];
+  switch (sh.s.checkpoint) {
+    case checkpoint_mode::none:
+    case checkpoint_mode::selective: break;
+    case checkpoint_mode::full:
+      for (int i = 0; i < sh.gemm_count; ++i) sh.gemms[static_cast<std::size_t>(i)].recompute_n = sh.gemms[static_cast<std::size_t>(i)].forward.n;
+      break;
+    case checkpoint_mode::ops:
+      // torchtitan's op-level policy keeps every other matmul's output: the
+      // k projection (a kv slice of the fused qkv), the o projection and the
+      // MLP's second matmul (SwiGLU's up half of the fused up GEMM, or a
+      // GELU MLP's down projection) run again.
+      qkv.recompute_n = sh.kv_width / tp;
+      o.recompute_n = o.forward.n;
+      if (m.mlp == mlp_kind::swiglu)
+        mlp_up.recompute_n = mlp_up.forward.n / 2;
+      else
+        mlp_down.recompute_n = mlp_down.forward.n;
+      break;
+  }
+  sh.logits = {sh.tokens, sh.local_vocab, h, 1};
+}
+
+}  // namespace
+
+strategy_shape shape_of(program const& p, strategy const& s_in) {
+  model const& m = p.model;
+  cluster const& c = p.cluster;
+  strategy_shape sh;
+  sh.prog = &p;
+  sh.s = s_in;
+  auto& s = sh.s;
+  if (s.tp == 1) s.sequence_parallel = false;
+  sh.gpus_per_node = c.gpus_per_node;
+  sh.world = s.dp * s.tp * s.pp * s.cp;
+  sh.grad_accum = p.training.global_batch / (s.dp * s.micro_batch);
+  sh.seq_local = m.seq_len / s.cp;
+  sh.tokens = s.micro_batch * sh.seq_local;
+  sh.sp_divisor = s.sequence_parallel ? s.tp : 1;
+
+  sh.head_dim = m.hidden / m.heads;
+  sh.q_width = m.heads * sh.head_dim;
+  sh.kv_width = m.kv_heads * sh.head_dim;
+  sh.local_heads = m.heads / s.tp;
+  sh.active_experts = std::min(m.experts_per_token, m.experts);
+  if (m.experts > 1) {
+    sh.local_experts = m.experts / s.ep;
+    // Each expert of a GPU sees the tokens routed to it from the ep ranks.
+    sh.mlp_tokens = std::max<std::int64_t>(1, sh.tokens * sh.active_experts * s.ep / m.experts);
+  } else {
+    sh.mlp_tokens = sh.tokens;
+  }
+  sh.padded_vocab = padded_vocab(m.vocab, s.tp);
+  sh.local_vocab = sh.padded_vocab / s.tp;
+  auto const counts = count_params(m);
+  sh.layer_params = static_cast<double>(counts.attention) / static_cast<double>(s.tp) +
+                    static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep) +
+                    static_cast<double>(counts.norms + counts.router);
+  sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);
+  fill_gemms(sh, m);
+
+  sh.chunks = s.pp * s.virtual_stages;
+  sh.max_stage_layers = sh.stage_layers(0);
+  sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
+
+  rank_layout const layout(s, c.gpus_per_node);
+  sh.tp = group(c, layout.placement(axis::tp));
+  sh.cp = group(c, layout.placement(axis::cp));
+  sh.dp = group(c, layout.placement(axis::dp));
+  sh.pp = group(c, layout.placement(axis::pp));
+  sh.sync = group(c, layout.placement(axis::dp, axis::cp));
+  if (s.zero >= 1) {
+    sh.sharding = sharding_of(s);
+    sh.shard = group(c, layout.shard_placement(sh.sharding));
+    sh.replicate = group(c, layout.replicate_placement(sh.sharding));
+  } else {
+    // Nothing is sharded: every sync member holds all of it.
+    sh.shard = group(c, group_placement{});
+    sh.replicate = sh.sync;
+  }
+  // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
+  group_placement experts;
+  experts.size = s.ep;
+  experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
+  experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
+  sh.ep = group(c, experts);
+  if (s.pp > 1 && m.tied_embeddings) {
+    // The first and last stage of one pipeline: apart when the pipeline's
+    // stages are.
+    group_placement pair;
+    pair.size = 2;
+    pair.nodes = sh.pp.placement.crosses_nodes() ? 2 : 1;
+    pair.max_per_node = sh.pp.placement.crosses_nodes() ? 1 : 2;
+    sh.embedding = group(c, pair);
+  } else {
+    sh.embedding = group(c, group_placement{});
+  }
+  return sh;
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,125 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "planner/ir/ir.hpp"
+#include "planner/ir/units.hpp"
+#include "planner/model/comm.hpp"
+#include "planner/model/layout.hpp"
+
+/// What a checked strategy *is* on the cluster: every quantity that memory,
+/// compute, the cost model, the diagram, the skeleton and the advice derive
+/// from a program and a strategy, derived once, here. Consumers read it and
+/// re-derive nothing: no clamps, no re-defaulted keys (the IR is trusted
+/// after lowering, and `shape_of` is only called on a legal strategy).
+namespace dtplan::planner {
+
+/// One GEMM: C[M,N] = A[M,K] x B[K,N], `batch` times.
+struct gemm_shape {
+  std::int64_t m = 1;
+  std::int64_t n = 1;
+  std::int64_t k = 1;
+  std::int64_t batch = 1;
+  friend bool operator==(gemm_shape const&, gemm_shape const&) = default;
+};
+
+/// A weight GEMM of a transformer layer, forward, on one GPU: `tokens`
+/// rows times the layer's input width into its (tp-split) output width.
+struct layer_gemm {
+  char const* name = "";  ///< "qkv", "o-proj", "router", "mlp-up", "mlp-down"
+  gemm_shape forward;     ///< [rows, in] x [in, out]
+  /// Output columns (n) the backward recomputes first under the
+  /// strategy's checkpointing: all of them under `full`; under `ops` the k
+  /// slice of qkv, the o projection and the MLP's second matmul.
+  std::int64_t recompute_n = 0;
+};
+
+/// One communication group of the strategy: how many ranks, where its
+/// members sit (the worst group of its kind), and the link its collectives
+/// run over.
+struct group_shape {
+  std::int64_t size = 1;
+  group_placement placement;
+  link_choice link;
+  [[nodiscard]] bool active() const { return size > 1; }
+};
+
+/// One pipeline stage as one of its GPUs holds it.
+struct stage_shape {
+  std::int64_t layers = 0;   ///< transformer layers over all its chunks
+  bool embedding = false;    ///< holds the input embedding (stage 0)
+  bool output = false;       ///< holds the logits projection (the last stage, unless tied on one stage)
+  bool final_norm = false;   ///< the last stage
+  double params = 0;         ///< weights of one GPU of the stage, before ZeRO sharding
+};
+
+struct strategy_shape {
+  strategy s;                    ///< as checked: dp derived, sequence_parallel only with tp > 1
+  std::int64_t gpus_per_node = 1;
+  std::int64_t world = 1;        ///< dp x tp x pp x cp
+  std::int64_t grad_accum = 1;   ///< micro-batches per step on each data-parallel rank
+  std::int64_t seq_local = 1;    ///< seq_len / cp: the sequence one GPU holds
+  std::int64_t tokens = 1;       ///< rows of one micro-batch on one GPU: micro_batch x seq_len / cp
+  /// Divisor of the tensors tensor parallelism replicates: tp with sequence
+  /// parallelism (norms, residuals and dropout see tokens / tp), else 1.
+  std::int64_t sp_divisor = 1;
+
+  // The model as one GPU holds it.
+  std::int64_t head_dim = 1;
+  std::int64_t q_width = 1;      ///< heads x head_dim
+  std::int64_t kv_width = 1;     ///< kv_heads x head_dim
+  std::int64_t local_heads = 1;  ///< heads / tp
+  std::int64_t active_experts = 1;  ///< experts one token goes through
+  std::int64_t local_experts = 1;   ///< experts one GPU holds (experts / ep; 1 for a dense model)
+  std::int64_t mlp_tokens = 1;      ///< rows of each local expert's GEMMs
+  std::int64_t padded_vocab = 1;    ///< vocab padded to a multiple of 128 x tp (Megatron)
+  std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
+  double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
+  double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
+
+  /// The layer's weight GEMMs on one GPU, in the order they run.
+  std::array<layer_gemm, 5> gemms{};
+  int gemm_count = 0;
+  gemm_shape logits;  ///< [tokens, hidden] x [hidden, local_vocab]
+
+  // The pipeline.
+  std::int64_t chunks = 1;            ///< pp x virtual_stages; chunk c runs on stage c % pp
+  std::int64_t max_stage_layers = 0;  ///< the layers of stage 0, the most any stage holds
+  std::int64_t heaviest_stage = 0;    ///< the stage with the most weights (its gradients sync last)
+
+  // The groups and the links they cross (rank layout of `s.order`).
+  group_shape tp, cp, dp, pp;
+  group_shape ep;         ///< experts over the dp x cp ranks inside tp x cp x ep consecutive ranks
+  group_shape sync;       ///< dp x cp: the ranks that hold the same weights and sum their gradients
+  shard_layout sharding;  ///< the ZeRO shard group inside `sync`
+  group_shape shard;      ///< ZeRO/FSDP shard group: ZeRO-1/2/3 state is split over its ranks (1: none)
+  group_shape replicate;  ///< the ranks holding the same shard (sync / shard of them)
+  group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
+
+  /// Layers on stage `r` (every chunk of it).
+  [[nodiscard]] std::int64_t stage_layers(std::int64_t r) const;
+  /// Layers of chunk `c` (0 <= c < chunks): the first layers % chunks take one more.
+  [[nodiscard]] std::int64_t chunk_layers(std::int64_t c) const;
+  /// Stage `r` as one of its GPUs holds it.
+  [[nodiscard]] stage_shape stage(std::int64_t r) const;
+  /// ZeRO-sharded state is split over this many ranks (1 when it is not).
+  [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }
+  /// `shard = node` or a size whose shard group has one rank: the stage
+  /// shards nothing (the check warns).
+  [[nodiscard]] bool shards_nothing() const {
+    return s.zero >= 1 && sync.size > 1 && shard.size == 1;
+  }
+
+  program const* prog = nullptr;  ///< what it was derived from (outlives the shape)
+};
+
+/// The shape of `s` on `p`'s cluster. `s` must be legal (check's rules, with
+/// dp set): every degree divides what it splits.
+strategy_shape shape_of(program const& p, strategy const& s);
+
+/// Layers per pipeline chunk when `layers` are spread over `chunks` chunks
+/// ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").
+std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
+
+}  // namespace dtplan::planner

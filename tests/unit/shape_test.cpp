@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include "memory_fixtures.hpp"
+#include "planner/model/shape.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+
+namespace {
+
+program llama3_8b_on(std::int64_t nodes) {
+  program p;
+  p.file = "<test>";
+  p.model = test::llama3_8b();
+  p.cluster = test::nodes_of("c", nodes, test::h100_sxm());
+  p.training.global_batch = 64;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("tp filling a node leaves a node-sized shard group of one rank; its peers sit on other nodes") {
+  // The example: tp = 8 fills each 8-GPU node, so a node holds one
+  // (cp, dp) coordinate; its dp x cp peers are on three other nodes.
+  auto p = llama3_8b_on(4);
+  strategy s;
+  s.tp = 8, s.cp = 2, s.dp = 2, s.zero = 3, s.shard = {shard_group::kind::node, 0};
+  s.checkpoint = checkpoint_mode::full, s.sequence_parallel = true;
+  auto const sh = shape_of(p, s);
+  CHECK(sh.sync.size == 4);
+  CHECK(sh.sync.placement.nodes == 4);
+  CHECK(sh.sync.link.kind == link_kind::inter);
+  CHECK(sh.shard.size == 1);
+  CHECK(sh.shard_ranks() == 1);
+  CHECK(sh.shards_nothing());
+  CHECK(sh.replicate.size == 4);
+  CHECK(sh.replicate.placement.nodes == 4);
+  CHECK(sh.replicate.link.kind == link_kind::inter);
+  CHECK(sh.tp.link.kind == link_kind::intra);
+  CHECK(sh.cp.link.kind == link_kind::inter);
+}
+
+TEST_CASE("a node-sized shard group with cp holds every dp x cp rank of the node") {
+  // tp = 2, cp = 2, dp = 8 on 4 nodes of 8: a node holds 2 dp x 2 cp of each sync group.
+  auto p = llama3_8b_on(4);
+  strategy s;
+  s.tp = 2, s.cp = 2, s.dp = 8, s.zero = 3, s.shard = {shard_group::kind::node, 0};
+  auto const sh = shape_of(p, s);
+  CHECK(sh.sync.size == 16);
+  CHECK(sh.shard.size == 4);
+  CHECK(sh.shard.placement.nodes == 1);
+  CHECK(sh.shard.link.kind == link_kind::intra);
+  CHECK(sh.replicate.size == 4);
+  CHECK(sh.replicate.placement.nodes == 4);
+  rank_layout const l(sh.s, 8);
+  CHECK(l.shard_group_of(5, sh.sharding) == std::vector<std::int64_t>{1, 3, 5, 7});
+  CHECK(l.replicate_group_of(5, sh.sharding) == std::vector<std::int64_t>{5, 13, 21, 29});
+}
+
+TEST_CASE("shard = N holds N dp coordinates times every cp coordinate") {
+  auto p = llama3_8b_on(4);
+  strategy s;
+  s.tp = 2, s.cp = 2, s.dp = 8, s.zero = 3, s.shard = {shard_group::kind::size, 4};
+  auto const sh = shape_of(p, s);
+  CHECK(sh.shard.size == 8);
+  CHECK(sh.shard.placement.nodes == 2);
+  CHECK(sh.replicate.size == 2);
+  rank_layout const l(sh.s, 8);
+  CHECK(l.shard_group_of(0, sh.sharding) == std::vector<std::int64_t>{0, 2, 4, 6, 8, 10, 12, 14});
+  CHECK(l.replicate_group_of(0, sh.sharding) == std::vector<std::int64_t>{0, 16});
+}
+
+TEST_CASE("stage layers, chunks and the heaviest stage") {
+  auto p = llama3_8b_on(4);
+  p.model.layers = 10;
+  strategy s;
+  s.tp = 8, s.pp = 4, s.dp = 1, s.virtual_stages = 2;
+  p.training.global_batch = 8;
+  auto const sh = shape_of(p, s);
+  CHECK(sh.chunks == 8);
+  CHECK(sh.chunk_layers(0) == 2);
+  CHECK(sh.chunk_layers(1) == 2);
+  CHECK(sh.chunk_layers(2) == 1);
+  CHECK(sh.stage_layers(0) == 3);
+  CHECK(sh.stage_layers(1) == 3);
+  CHECK(sh.stage_layers(2) == 2);
+  CHECK(sh.stage_layers(3) == 2);
+  CHECK(sh.max_stage_layers == 3);
+  CHECK(sh.grad_accum == 8);
+  auto total = 0;
+  for (int r = 0; r < 4; ++r) total += static_cast<int>(sh.stage_layers(r));
+  CHECK(total == 10);
+}
