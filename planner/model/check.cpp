@@ -162,7 +162,7 @@ class rules {
 
     if (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)) {
       error("shard", [&] { return fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp); });
-    } else if (s.shard.k == shard_group::kind::node && shard_size(s, p_.cluster.gpus_per_node) == 0) {
+    } else if (s.shard.k == shard_group::kind::node && rank_layout(s, p_.cluster.gpus_per_node).node_sync_members() == 0) {
       error("shard", [&] {
         return fmt::format(
             "shard = node needs the data-parallel ranks of each node to form whole shard groups; with order '{}', dp = "
@@ -171,6 +171,21 @@ class rules {
       });
     } else if (s.shard.k != shard_group::kind::all && s.zero == 0) {
       warning("shard", [&] { return fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)); });
+    } else if (reporting() && legal_ && s.shard.k != shard_group::kind::all && s.dp * s.cp > 1) {
+      rank_layout const layout(s, p_.cluster.gpus_per_node);
+      shard_layout const k = s.shard.k == shard_group::kind::node ? shard_layout{shard_layout::kind::node, 0}
+                                                                  : shard_layout{shard_layout::kind::dp_block, s.shard.size};
+      if (layout.shard_ranks(k) == 1)
+        warning("shard", [&] {
+          return s.shard.k == shard_group::kind::node
+                     ? fmt::format("shard = node shards nothing here: each node holds one of the {} ranks (dp x cp = "
+                                   "{} x {}) that share the weights, so every rank keeps whole ZeRO-{} state and the "
+                                   "gradients are all-reduced across nodes",
+                                   s.dp * s.cp, s.dp, s.cp, s.zero)
+                     : fmt::format("shard = 1 shards nothing: every rank keeps whole ZeRO-{} state and the gradients "
+                                   "are all-reduced over dp x cp = {} ranks",
+                                   s.zero, s.dp * s.cp);
+        });
     }
 
     if (s.sequence_parallel && s.tp == 1) {
@@ -242,7 +257,7 @@ check_result run(program const& p, strategy_spec const* spec, strategy s, bool r
   r.legal = rs.apply(s, r.grad_accum);
   r.s = s;
   if (r.legal) {
-    r.memory = estimate_memory(p, s);
+    r.memory = estimate_memory(shape_of(p, s));
     r.fits = r.memory.fits();
   }
   return r;

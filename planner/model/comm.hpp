@@ -1,7 +1,7 @@
 #pragma once
 #include <cstdint>
 
-#include "planner/model/cost_model.hpp"
+#include "planner/model/collective.hpp"
 #include "planner/ir/ir.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/ir/units.hpp"
@@ -39,6 +39,10 @@ bytes bytes_moved(collective op, bytes size, std::int64_t ranks);
 /// Latency steps of the ring algorithm: 2(N-1) for all-reduce, N-1 for
 /// reduce-scatter, all-gather and all-to-all, 1 for send/recv.
 std::int64_t latency_steps(collective op, std::int64_t ranks);
+
+/// Time of one collective of `size` bytes over `ranks` members, each with
+/// `link` bytes/s per direction, `latency` per step; ring algorithms.
+seconds collective_time(collective op, bytes size, std::int64_t ranks, bandwidth link, seconds latency);
 
 /// collective_time over a chosen link.
 seconds collective_time(collective op, bytes size, std::int64_t ranks, link_choice const& link);

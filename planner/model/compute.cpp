@@ -104,54 +104,46 @@ weight_gemm weight_op(gpu const& g, std::int64_t tokens, std::int64_t in, std::i
 }  // namespace
 
 stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
+  return compute_per_micro_batch(shape_of(p, s));
+}
+
+stage_compute compute_per_micro_batch(strategy_shape const& sh) {
+  program const& p = *sh.prog;
   model const& m = p.model;
+  strategy const& s = sh.s;
   gpu const& g = p.cluster.device;
   precision const prec = m.prec;
   double const e = element_bytes(prec);
-  auto const tp = std::max<std::int64_t>(1, s.tp);
-  auto const cp = std::max<std::int64_t>(1, s.cp);
-  auto const pp = std::max<std::int64_t>(1, s.pp);
-  auto const heads = std::max<std::int64_t>(1, m.heads);
-  auto const kv_heads = m.kv_heads > 0 ? m.kv_heads : heads;
-  auto const head_dim = std::max<std::int64_t>(1, m.hidden / heads);
-  auto const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
-  auto const tokens = std::max<std::int64_t>(1, s.micro_batch * m.seq_len / cp);
+  auto const tp = s.tp;
+  auto const pp = s.pp;
+  auto const tokens = sh.tokens;
+  auto const head_dim = sh.head_dim;
   // Norms, residual adds and the embedding run on tokens/tp with sequence parallelism.
-  double const sp_tokens = static_cast<double>(tokens) / (s.sequence_parallel ? static_cast<double>(tp) : 1.0);
+  double const sp_tokens = static_cast<double>(tokens) / static_cast<double>(sh.sp_divisor);
   double const h = static_cast<double>(m.hidden);
-  auto const q_out = heads * head_dim;
-  auto const kv_out = kv_heads * head_dim;
+  auto const q_out = sh.q_width;
+  auto const kv_out = sh.kv_width;
+  auto const ffn = m.ffn;
 
   stage_compute out;
-  out.layers = ceil_div(std::max<std::int64_t>(1, m.layers), pp);
+  out.layers = sh.max_stage_layers;
 
-  // Attention projections and MLP matrices.
-  std::array<weight_gemm, 8> ops{};
-  std::size_t n_ops = 0;
-  ops[n_ops++] = weight_op(g, tokens, m.hidden, (q_out + 2 * kv_out) / tp, 1, prec);
-  ops[n_ops++] = weight_op(g, tokens, q_out / tp, m.hidden, 1, prec);
-  auto const experts = std::max<std::int64_t>(1, m.experts);
-  auto const active = std::max<std::int64_t>(1, std::min(m.experts_per_token, experts));
-  auto const ep = std::max<std::int64_t>(1, s.ep);
-  std::int64_t mlp_tokens = tokens;
-  std::int64_t local_experts = 1;
-  if (experts > 1) {
-    local_experts = std::max<std::int64_t>(1, experts / ep);
-    mlp_tokens = std::max<std::int64_t>(1, tokens * active * ep / experts);
-    ops[n_ops++] = weight_op(g, tokens, m.hidden, experts, 1, prec);  // router
+  // Attention projections, router and MLP matrices: forward, dgrad, wgrad.
+  seconds weights_fwd, weights_bwd, ops_recompute;
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
+    auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, prec);
+    weights_fwd += w.forward;
+    weights_bwd += w.backward;
+    if (gm.recompute_n > 0)
+      ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, gm.forward.batch}, prec);
   }
-  auto const up_out = (m.mlp == mlp_kind::swiglu ? 2 * ffn : ffn) / tp;
-  ops[n_ops++] = weight_op(g, mlp_tokens, m.hidden, up_out, local_experts, prec);
-  ops[n_ops++] = weight_op(g, mlp_tokens, ffn / tp, m.hidden, local_experts, prec);
-  seconds weights_fwd, weights_bwd;
-  for (std::size_t i = 0; i < n_ops; ++i) {
-    weights_fwd += ops[i].forward;
-    weights_bwd += ops[i].backward;
-  }
+  auto const n_ops = static_cast<std::size_t>(sh.gemm_count);
+  auto const active = sh.active_experts;
 
   // Attention core: per GPU heads/tp heads, tokens queries against the whole sequence.
-  auto const local_heads = std::max<std::int64_t>(1, heads / tp);
-  auto const seq = std::max<std::int64_t>(1, m.seq_len);
+  auto const local_heads = sh.local_heads;
+  auto const seq = m.seq_len;
   double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
                             static_cast<double>(head_dim) * static_cast<double>(local_heads);
   // Attention core precision: fp8 training keeps attention in 16-bit.
@@ -171,7 +163,7 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
   } else {
     auto const batch = s.micro_batch * local_heads;
-    auto const q_len = seq / cp;
+    auto const q_len = sh.seq_local;
     gemm_shape const scores{q_len, seq, head_dim, batch};
     gemm_shape const weighted{q_len, head_dim, seq, batch};
     double const elems = static_cast<double>(batch) * static_cast<double>(q_len) * static_cast<double>(seq);
@@ -216,26 +208,19 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
       out.layer_recompute = out.layer_forward;
       out.layer_kernels_recompute = out.layer_kernels;
       break;
-    case checkpoint_mode::ops: {
+    case checkpoint_mode::ops:
       // torchtitan's op-level policy keeps every other matmul's output and
-      // the flash kernel's: the k and o projections and the MLP's second
-      // matmul (SwiGLU's up projection; GELU's down projection) run again,
-      // with every memory-bound operator (norms, rotary, activation,
-      // residual adds); the standard attention core too (batched matmuls
-      // are not in the list).
-      auto const second_mlp = m.mlp == mlp_kind::swiglu
-                                  ? weight_op(g, mlp_tokens, m.hidden, ffn / tp, local_experts, prec)
-                                  : weight_op(g, mlp_tokens, ffn / tp, m.hidden, local_experts, prec);
-      out.layer_recompute = weight_op(g, tokens, m.hidden, kv_out / tp, 1, prec).forward +
-                            weight_op(g, tokens, q_out / tp, m.hidden, 1, prec).forward + second_mlp.forward + mem_fwd +
-                            (flash ? seconds() : core_fwd);
+      // the flash kernel's: the GEMM columns the shape marks run again
+      // (k, o, the MLP's second matmul), with every memory-bound operator
+      // (norms, rotary, activation, residual adds); the standard attention
+      // core too (batched matmuls are not in the list).
+      out.layer_recompute = ops_recompute + mem_fwd + (flash ? seconds() : core_fwd);
       out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : 4);
       break;
-    }
   }
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
-  auto const vocab_local = std::max<std::int64_t>(1, m.vocab / tp);
+  auto const vocab_local = sh.local_vocab;
   auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, prec == precision::fp8 ? precision::bf16 : prec);
   double const logit_elems = t * static_cast<double>(vocab_local);
   seconds const embed = memory_time(g, bytes(2 * e * sp_tokens * h));

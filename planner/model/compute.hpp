@@ -62,6 +62,8 @@ struct stage_compute {
 /// The compute of one micro-batch on the most loaded stage (the layers of a
 /// stage plus the embedding and the logits, which the first and last stage
 /// hold; with one stage, both).
+stage_compute compute_per_micro_batch(strategy_shape const& sh);
+/// compute_per_micro_batch(shape_of(p, s)).
 stage_compute compute_per_micro_batch(program const& p, strategy const& s);
 
 /// Matrix-product parameters one token goes through (layers' q/k/v/o and the

@@ -13,15 +13,17 @@ namespace dtplan::planner {
 // the step never beats; search_test checks it against step_time on every
 // valid candidate of its random problems, so a change to step_time that
 // breaks it cannot go unnoticed.
-seconds analytic_cost_model::step_lower_bound(program const& p, strategy const& s) const {
-  auto const micro = std::max<std::int64_t>(1, p.training.global_batch / std::max<std::int64_t>(1, s.dp * s.micro_batch));
-  stage_compute const sc = compute_per_micro_batch(p, s);
+seconds analytic_cost_model::step_lower_bound(strategy_shape const& sh) const {
+  auto const& s = sh.s;
+  stage_compute const sc = compute_per_micro_batch(sh);
   seconds const per_micro = sc.forward_backward() + sc.recompute();
-  seconds bound = per_micro * static_cast<double>(micro) + p.cluster.device.step_overhead;
+  seconds bound = per_micro * static_cast<double>(sh.grad_accum) + sh.prog->cluster.device.step_overhead;
   if (s.pp > 1)
-    bound += per_micro * (static_cast<double>(s.pp - 1) / static_cast<double>(std::max<std::int64_t>(1, s.virtual_stages)));
+    bound += per_micro * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   // The step sums its terms in another order: leave room for rounding.
-  return max(bound, lower_bound(p)) * (1 - 1e-9);
+  return max(bound, lower_bound(*sh.prog)) * (1 - 1e-9);
 }
+
+time_breakdown cost_model::step_time(program const& p, strategy const& s) const { return step_time(shape_of(p, s)); }
 
 }  // namespace dtplan::planner

@@ -80,10 +80,7 @@ std::string faster(seconds now, seconds before) {
 void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
                      std::vector<std::string>& out) {
   if (pl.s.zero != 3 || pl.s.shard.k == shard_group::kind::node) return;
-  rank_layout const layout(pl.s, p.cluster.gpus_per_node);
-  auto const size = shard_size(pl.s, p.cluster.gpus_per_node);
-  auto const placement = size >= pl.s.dp || size <= 0 ? layout.placement(axis::dp) : layout.shard_placement(size);
-  if (!placement.crosses_nodes()) return;
+  if (!shape_of(p, pl.s).shard.placement.crosses_nodes()) return;
   strategy s = pl.s;
   s.shard = {shard_group::kind::node, 0};
   auto v = try_variant(p, spec, s, model);

@@ -268,10 +268,6 @@ std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node) {
   return s.dp;
 }
 
-}  // namespace dtplan::planner
-
-namespace dtplan::planner {
-
 std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   std::vector<std::int64_t> out;
   for (auto r : group_of(axis::dp, rank))
@@ -279,25 +275,6 @@ std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-namespace {
-
-// The members of `ranks` per node, when every node that holds some holds the
-// same number of them; 0 otherwise.
-std::int64_t even_share(std::vector<std::int64_t> const& ranks, std::int64_t gpus_per_node) {
-  std::int64_t share = 0;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j < ranks.size() && ranks[j] / gpus_per_node == ranks[i] / gpus_per_node) ++j;
-    auto const n = static_cast<std::int64_t>(j - i);
-    if (share != 0 && n != share) return 0;
-    share = n;
-    i = j;
-  }
-  return share;
-}
-
-}  // namespace
 
 std::int64_t rank_layout::node_sync_members() const {
   auto const d = static_cast<int>(axis::dp);
@@ -326,16 +303,62 @@ std::int64_t rank_layout::node_sync_members() const {
     auto p = regular_placement(strides_[inner], sizes_[inner], g);
     return p ? p->max_per_node : 0;
   }
-  // Any other order: walk the groups that start at each node boundary
-  // (small groups only; larger ones are refused rather than walked).
-  if (n > (std::int64_t{1} << 16)) return 0;
+  // Any other order: walk the groups from every node offset they can start at.
+  std::vector<std::pair<std::int64_t, std::int64_t>> others{{strides_[static_cast<int>(axis::tp)], sizes_[static_cast<int>(axis::tp)]},
+                                                            {strides_[static_cast<int>(axis::pp)], sizes_[static_cast<int>(axis::pp)]}};
+  return walk_terms({{strides_[d], sizes_[d]}, {strides_[c], sizes_[c]}}, others).even_share;
+}
+
+rank_layout::walked rank_layout::walk_terms(std::vector<std::pair<std::int64_t, std::int64_t>> const& group,
+                                            std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const {
+  auto const g = gpus_per_node_;
+  auto const offsets = start_offsets(others);
+  std::int64_t members = 1;
+  for (auto const& t : group) members *= t.second;
+  // Bounded work: 2^22 member visits in all.
+  constexpr std::int64_t budget = std::int64_t{1} << 22;
+  walked out;
+  out.worst.size = members;
+  out.worst.nodes = 0;
+  out.worst.max_per_node = 0;
+  bool complete = true;
   std::int64_t share = 0;
-  for (std::int64_t r = 0; r < world_ && r < 4096 * g; r += g) {
-    auto const k = even_share(sync_group_of(r), g);
-    if (k == 0 || (share != 0 && k != share)) return 0;
-    share = k;
+  bool even = true;
+  std::int64_t visited = 0;
+  std::vector<std::int64_t> ranks;
+  for (std::int64_t rho = 0; rho < g; ++rho) {
+    if (!offsets[static_cast<std::size_t>(rho)]) continue;
+    if (visited + members > budget && out.worst.nodes > 0) {
+      complete = false;
+      break;
+    }
+    visited += members;
+    ranks.assign(1, rho);
+    for (auto const& [stride, n] : group) {
+      auto const before = ranks.size();
+      for (std::int64_t k = 1; k < n; ++k)
+        for (std::size_t i = 0; i < before; ++i) ranks.push_back(ranks[i] + k * stride);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    group_placement p;
+    p.size = members;
+    p.nodes = 0;
+    p.max_per_node = 0;
+    for (std::size_t i = 0; i < ranks.size();) {
+      std::size_t j = i;
+      while (j < ranks.size() && ranks[j] / g == ranks[i] / g) ++j;
+      auto const held = static_cast<std::int64_t>(j - i);
+      ++p.nodes;
+      p.max_per_node = std::max(p.max_per_node, held);
+      if (share == 0) share = held;
+      even = even && held == share;
+      i = j;
+    }
+    if (p.nodes > out.worst.nodes || (p.nodes == out.worst.nodes && p.max_per_node > out.worst.max_per_node))
+      out.worst = p;
   }
-  return share;
+  out.even_share = complete && even ? share : 0;
+  return out;
 }
 
 std::int64_t rank_layout::shard_ranks(shard_layout const& k) const {
@@ -419,7 +442,10 @@ group_placement rank_layout::shard_placement(shard_layout const& k) const {
         p.nodes *= sizes_[c];
         return p;
       }
-      return worst_over_ranks([&](std::int64_t r) { return shard_group_of(r, k); });
+      auto terms = other_axes(d);
+      std::erase_if(terms, [&](auto const& t) { return t.first == strides_[c]; });
+      terms.emplace_back(strides_[d] * k.dp_block, sizes_[d] / k.dp_block);
+      return walk_terms({{strides_[d], k.dp_block}, {strides_[c], sizes_[c]}}, terms).worst;
     }
   }
   return {};

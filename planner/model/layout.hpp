@@ -96,6 +96,18 @@ class rank_layout {
   /// whose first member sits at one of `offsets` within its node.
   [[nodiscard]] group_placement worst_strided(std::vector<char> const& offsets, std::int64_t stride,
                                               std::int64_t n) const;
+  /// The worst placement over the groups {rho + sum k_i x stride_i} (k_i <
+  /// size_i over `group`'s (stride, size) terms) whose first member can sit
+  /// at any node offset rho the `others` terms reach, and the members every
+  /// node holds when all those groups spread evenly (0 when they do not).
+  /// Walks the members: on larger layouts only the first offsets are
+  /// walked, and evenness is not claimed.
+  struct walked {
+    group_placement worst;
+    std::int64_t even_share = 0;
+  };
+  [[nodiscard]] walked walk_terms(std::vector<std::pair<std::int64_t, std::int64_t>> const& group,
+                                  std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const;
   /// (stride, size) of every axis but `skip`.
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> other_axes(int skip) const;
 

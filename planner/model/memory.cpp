@@ -91,18 +91,17 @@ namespace {
 // hot path (activations_per_layer in the search) builds no strings.
 template <class F>
 void for_each_activation(model const& m, strategy const& s, F&& add) {
-  double const t = double(std::max<std::int64_t>(1, s.tp));
+  double const t = double(s.tp);
   bool const sp = s.sequence_parallel && s.tp > 1;
   double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
   double const e = element_bytes(m.prec);
-  double const seq = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp));
+  double const seq = double(m.seq_len) / double(s.cp);
   double const tokens = seq * double(s.micro_batch);
   double const h = double(m.hidden);
   double const a = double(m.heads);
-  std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  double const kv_width = m.heads > 0 ? double(kv_heads * (m.hidden / m.heads)) : h;
-  double const ffn = double(m.ffn > 0 ? m.ffn : 4 * m.hidden);
-  double const active = double(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+  double const kv_width = double(m.kv_heads * (m.hidden / m.heads));
+  double const ffn = double(m.ffn);
+  double const active = double(std::min(m.experts_per_token, m.experts));
   bool const dropout = m.dropout;
   if (s.checkpoint == checkpoint_mode::full) {
     add("layer input (full recomputation keeps only this)", e * tokens * h / rep);
@@ -186,34 +185,26 @@ bytes activations_per_layer(model const& m, strategy const& s) {
 }
 
 memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail) {
-  model const& m = p.model;
-  auto const counts = count_params(m);
-  std::int64_t const tp = std::max<std::int64_t>(1, s.tp);
-  std::int64_t const pp = std::max<std::int64_t>(1, s.pp);
-  std::int64_t const v = std::max<std::int64_t>(1, s.virtual_stages);
-  std::int64_t const ep = std::max<std::int64_t>(1, s.ep);
-  std::int64_t const dp = std::max<std::int64_t>(1, s.dp);
-  std::int64_t const grad_accum =
-      std::max<std::int64_t>(1, p.training.global_batch / std::max<std::int64_t>(1, dp * s.micro_batch));
-  // Context-parallel ranks hold the same weights as their dp peers, so ZeRO
-  // shards over the shard group's dp ranks times cp (as Megatron and FSDP
-  // with context parallelism do, and as the cost model's collectives assume).
-  std::int64_t shard = shard_size(s, p.cluster.gpus_per_node);
-  if (shard <= 0) shard = dp;
-  shard *= std::max<std::int64_t>(1, s.cp);
-  bool const sp = s.sequence_parallel && tp > 1;
-  double const rep = sp ? double(tp) : 1.0;
-  double const e = element_bytes(m.prec);
-  double const tokens = double(m.seq_len) / double(std::max<std::int64_t>(1, s.cp)) * double(s.micro_batch);
-  double const h = double(m.hidden);
-  std::int64_t const vocab = padded_vocab(m.vocab, tp);
-  bool const dropout = m.dropout;
+  return estimate_memory(shape_of(p, s), detail);
+}
 
-  // Norms (and row-parallel biases) are replicated across tp; the rest splits.
-  double const layer_params = double(counts.attention) / double(tp) + double(counts.mlp) / double(tp * ep) +
-                              double(counts.norms + counts.router);
-  double const vocab_params = double(vocab) * h / double(tp);
-  auto const chunk_layers = layers_per_chunk(m.layers, pp * v);
+memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
+  program const& p = *sh.prog;
+  model const& m = p.model;
+  strategy const& s = sh.s;
+  std::int64_t const pp = s.pp;
+  std::int64_t const v = s.virtual_stages;
+  std::int64_t const grad_accum = sh.grad_accum;
+  // Context-parallel ranks hold the same weights as their dp peers: ZeRO
+  // shards over the shard group's dp x cp ranks (shape.hpp).
+  std::int64_t const shard = sh.shard_ranks();
+  double const rep = double(sh.sp_divisor);
+  double const e = element_bytes(m.prec);
+  double const tokens = double(sh.tokens);
+  double const h = double(m.hidden);
+  std::int64_t const vocab = sh.padded_vocab;
+  bool const dropout = m.dropout;
+  double const layer_params = sh.layer_params;
   bytes const act_layer = activations_per_layer(m, s);
 
   strategy no_recompute = s;
@@ -225,10 +216,10 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
   // Totals of every stage first; the readable detail only for the most
   // loaded one (the search calls this in its hot loop).
   auto stage = [&](std::int64_t r, bool with_detail) {
-    bool const first = r == 0;
-    bool const last = r == pp - 1;
-    std::int64_t layers = 0;
-    for (std::int64_t k = 0; k < v; ++k) layers += chunk_layers[static_cast<std::size_t>(r + k * pp)];
+    stage_shape const placed = sh.stage(r);
+    bool const first = placed.embedding;
+    bool const last = placed.final_norm;
+    std::int64_t const layers = placed.layers;
 
     memory_breakdown b;
     b.capacity = p.cluster.device.memory;
@@ -245,12 +236,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
         b.detail.push_back({std::string(name), size});
     };
 
-    // Megatron keeps a copy of a tied embedding on the last stage for the logits.
-    bool const holds_output = last && (!m.tied_embeddings || pp > 1);
-    double params = double(layers) * layer_params;
-    if (first) params += vocab_params;
-    if (holds_output) params += vocab_params;
-    if (last) params += double(counts.final_norm);
+    double const params = placed.params;
     double const grad_bytes = grad_element_bytes(m, p.training);
     auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard, grad_bytes);
     auto const bpp = state_bytes(m.prec, m.optimizer, grad_bytes);
@@ -320,7 +306,8 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
       add(
           b.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
           bytes(tokens * h / rep * double(in_flight)));
-    if (s.zero <= 2 && dp > 1) add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    if ((s.zero <= 2 || sh.replicate.active()) && sh.sync.active())
+      add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered
     // from its forward to its post-backward, so both moments below hold it.
@@ -329,7 +316,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     if (zero3 && root_params > 0)
       add(b.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)",
           bytes(root_params * bpp.weights));
-    if (tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
+    if (s.tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
     if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
 
     // The peak is a moment, not a sum of maxima: the loss (the last stage at
@@ -339,7 +326,7 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
     // prefetched next layer gathered; the loss buffers are freed by then).
     // Saved activations and the terms above are alive at both. At the loss
     // ZeRO-3 holds one gathered layer, the last, whose backward comes next.
-    double const vocab_elems = tokens * double(vocab) / double(tp);
+    double const vocab_elems = tokens * double(sh.local_vocab);
     double const gathered_layer = zero3 ? layer_params * bpp.weights : 0.0;
     double const at_loss = !last ? 0.0
                                  : e * tokens * h / rep + (unfused ? 12.0 : e + 4.0) * vocab_elems + 8 * tokens +

@@ -4,6 +4,7 @@
 
 #include "planner/ir/ir.hpp"
 #include "planner/ir/units.hpp"
+#include "planner/model/shape.hpp"
 
 namespace dtplan::planner {
 
@@ -50,6 +51,8 @@ struct memory_breakdown {
 /// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
 /// With `detail` false the readable `detail` terms and `stage_note` are left
 /// empty (the totals are the same): the search's hot loop needs only totals.
+memory_breakdown estimate_memory(strategy_shape const& sh, bool detail = true);
+/// estimate_memory(shape_of(p, s), detail): `s` must be legal, with dp set.
 memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail = true);
 
 /// Model state of `params` parameters held by one GPU before ZeRO, sharded

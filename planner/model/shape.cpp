@@ -35,8 +35,7 @@ stage_shape strategy_shape::stage(std::int64_t r) const {
   // logits when the two ends are on different stages.
   st.output = r == s.pp - 1 && (!m.tied_embeddings || s.pp > 1);
   st.params = static_cast<double>(st.layers) * layer_params + (st.embedding ? vocab_params : 0.0) +
-              (st.output ? vocab_params : 0.0) +
-              (st.final_norm ? static_cast<double>(count_params(m).final_norm) : 0.0);
+              (st.output ? vocab_params : 0.0) + (st.final_norm ? final_norm_params : 0.0);
   return st;
 }
 
@@ -99,10 +98,58 @@ void fill_gemms(strategy_shape& sh, model const& m) {
 
 }  // namespace
 
-strategy_shape shape_of(program const& p, strategy const& s_in) {
+shape_groups groups_of(program const& p, strategy const& s) {
+  model const& m = p.model;
+  cluster const& c = p.cluster;
+  shape_groups sh;
+  rank_layout const layout(s, c.gpus_per_node);
+  sh.tp = group(c, layout.placement(axis::tp));
+  sh.cp = group(c, layout.placement(axis::cp));
+  sh.dp = group(c, layout.placement(axis::dp));
+  sh.pp = group(c, layout.placement(axis::pp));
+  sh.sync = group(c, layout.placement(axis::dp, axis::cp));
+  if (s.zero >= 1) {
+    sh.sharding = sharding_of(s);
+    // A shard key that cannot be formed is illegal (the check says so); its
+    // groups are never costed, so any stand-in serves.
+    bool const forms = sh.sharding.k == shard_layout::kind::dp_block ? s.dp % sh.sharding.dp_block == 0
+                       : sh.sharding.k == shard_layout::kind::node   ? layout.node_sync_members() != 0
+                                                                     : true;
+    if (!forms) sh.sharding = {};
+    sh.shard = group(c, layout.shard_placement(sh.sharding));
+    sh.replicate = group(c, layout.replicate_placement(sh.sharding));
+  } else {
+    // Nothing is sharded: every sync member holds all of it.
+    sh.shard = group(c, group_placement{});
+    sh.replicate = sh.sync;
+  }
+  // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
+  group_placement experts;
+  experts.size = s.ep;
+  experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
+  experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
+  sh.ep = group(c, experts);
+  if (s.pp > 1 && m.tied_embeddings) {
+    // The first and last stage of one pipeline: apart when the pipeline's
+    // stages are.
+    group_placement pair;
+    pair.size = 2;
+    pair.nodes = sh.pp.placement.crosses_nodes() ? 2 : 1;
+    pair.max_per_node = sh.pp.placement.crosses_nodes() ? 1 : 2;
+    sh.embedding = group(c, pair);
+  } else {
+    sh.embedding = group(c, group_placement{});
+  }
+  return sh;
+}
+
+strategy_shape shape_of(program const& p, strategy const& s) { return shape_of(p, s, groups_of(p, s)); }
+
+strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups) {
   model const& m = p.model;
   cluster const& c = p.cluster;
   strategy_shape sh;
+  static_cast<shape_groups&>(sh) = groups;
   sh.prog = &p;
   sh.s = s_in;
   auto& s = sh.s;
@@ -129,6 +176,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in) {
   sh.padded_vocab = padded_vocab(m.vocab, s.tp);
   sh.local_vocab = sh.padded_vocab / s.tp;
   auto const counts = count_params(m);
+  sh.final_norm_params = static_cast<double>(counts.final_norm);
   sh.layer_params = static_cast<double>(counts.attention) / static_cast<double>(s.tp) +
                     static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep) +
                     static_cast<double>(counts.norms + counts.router);
@@ -138,39 +186,6 @@ strategy_shape shape_of(program const& p, strategy const& s_in) {
   sh.chunks = s.pp * s.virtual_stages;
   sh.max_stage_layers = sh.stage_layers(0);
   sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
-
-  rank_layout const layout(s, c.gpus_per_node);
-  sh.tp = group(c, layout.placement(axis::tp));
-  sh.cp = group(c, layout.placement(axis::cp));
-  sh.dp = group(c, layout.placement(axis::dp));
-  sh.pp = group(c, layout.placement(axis::pp));
-  sh.sync = group(c, layout.placement(axis::dp, axis::cp));
-  if (s.zero >= 1) {
-    sh.sharding = sharding_of(s);
-    sh.shard = group(c, layout.shard_placement(sh.sharding));
-    sh.replicate = group(c, layout.replicate_placement(sh.sharding));
-  } else {
-    // Nothing is sharded: every sync member holds all of it.
-    sh.shard = group(c, group_placement{});
-    sh.replicate = sh.sync;
-  }
-  // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
-  group_placement experts;
-  experts.size = s.ep;
-  experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
-  experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
-  sh.ep = group(c, experts);
-  if (s.pp > 1 && m.tied_embeddings) {
-    // The first and last stage of one pipeline: apart when the pipeline's
-    // stages are.
-    group_placement pair;
-    pair.size = 2;
-    pair.nodes = sh.pp.placement.crosses_nodes() ? 2 : 1;
-    pair.max_per_node = sh.pp.placement.crosses_nodes() ? 1 : 2;
-    sh.embedding = group(c, pair);
-  } else {
-    sh.embedding = group(c, group_placement{});
-  }
   return sh;
 }
 

@@ -54,7 +54,20 @@ struct stage_shape {
   double params = 0;         ///< weights of one GPU of the stage, before ZeRO sharding
 };
 
-struct strategy_shape {
+/// The groups of a strategy and the links they cross: what depends on the
+/// parallel degrees, the rank order, the ZeRO stage and the shard key (the
+/// search derives it once for every candidate that shares those).
+struct shape_groups {
+  group_shape tp, cp, dp, pp;
+  group_shape ep;         ///< experts over the dp x cp ranks inside tp x cp x ep consecutive ranks
+  group_shape sync;       ///< dp x cp: the ranks that hold the same weights and sum their gradients
+  shard_layout sharding;  ///< the ZeRO shard group inside `sync`
+  group_shape shard;      ///< ZeRO/FSDP shard group: ZeRO-1/2/3 state is split over its ranks (1: none)
+  group_shape replicate;  ///< the ranks holding the same shard (sync / shard of them)
+  group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
+};
+
+struct strategy_shape : shape_groups {
   strategy s;                    ///< as checked: dp derived, sequence_parallel only with tp > 1
   std::int64_t gpus_per_node = 1;
   std::int64_t world = 1;        ///< dp x tp x pp x cp
@@ -77,6 +90,7 @@ struct strategy_shape {
   std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
   double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
+  double final_norm_params = 0;  ///< the final norm (on the last stage)
 
   /// The layer's weight GEMMs on one GPU, in the order they run.
   std::array<layer_gemm, 5> gemms{};
@@ -87,15 +101,6 @@ struct strategy_shape {
   std::int64_t chunks = 1;            ///< pp x virtual_stages; chunk c runs on stage c % pp
   std::int64_t max_stage_layers = 0;  ///< the layers of stage 0, the most any stage holds
   std::int64_t heaviest_stage = 0;    ///< the stage with the most weights (its gradients sync last)
-
-  // The groups and the links they cross (rank layout of `s.order`).
-  group_shape tp, cp, dp, pp;
-  group_shape ep;         ///< experts over the dp x cp ranks inside tp x cp x ep consecutive ranks
-  group_shape sync;       ///< dp x cp: the ranks that hold the same weights and sum their gradients
-  shard_layout sharding;  ///< the ZeRO shard group inside `sync`
-  group_shape shard;      ///< ZeRO/FSDP shard group: ZeRO-1/2/3 state is split over its ranks (1: none)
-  group_shape replicate;  ///< the ranks holding the same shard (sync / shard of them)
-  group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
 
   /// Layers on stage `r` (every chunk of it).
   [[nodiscard]] std::int64_t stage_layers(std::int64_t r) const;
@@ -117,6 +122,11 @@ struct strategy_shape {
 /// The shape of `s` on `p`'s cluster. `s` must be legal (check's rules, with
 /// dp set): every degree divides what it splits.
 strategy_shape shape_of(program const& p, strategy const& s);
+/// The same with its groups already derived (groups_of(p, t) for a `t` with
+/// the degrees, order, zero stage and shard key of `s`).
+strategy_shape shape_of(program const& p, strategy const& s, shape_groups const& groups);
+/// The groups of `s` on `p`'s cluster.
+shape_groups groups_of(program const& p, strategy const& s);
 
 /// Layers per pipeline chunk when `layers` are spread over `chunks` chunks
 /// ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").

@@ -136,27 +136,6 @@ std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap) 
 
 }  // namespace
 
-std::int64_t node_shard_size(strategy const& s, std::int64_t gpus_per_node) {
-  // The dp group of a rank is base + k x stride for k < dp, stride the
-  // product of the axes inside dp. When the groups tile the nodes evenly
-  // the answer follows from the stride alone; otherwise ask the layout.
-  std::int64_t stride = 1;
-  for (axis a : s.order) {
-    if (a == axis::dp) break;
-    stride *= a == axis::tp ? s.tp : a == axis::cp ? s.cp : s.pp;
-  }
-  auto const g = std::max<std::int64_t>(1, gpus_per_node);
-  if (stride >= g) return 1;
-  if (g % stride == 0) {
-    auto const span = s.dp * stride;
-    if (span <= g && g % span == 0) return s.dp;
-    if (span >= g && span % g == 0) return g / stride;
-  }
-  strategy t = s;
-  t.shard = shard_group{shard_group::kind::node, 0};
-  return shard_size(t, gpus_per_node);
-}
-
 namespace {
 
 // One structural choice: the parallel degrees and the rank order. Every
@@ -341,23 +320,22 @@ std::string count_text(std::int64_t n) {
 }
 
 // A valid candidate waiting to be costed. Every valid candidate waits
-// (hundreds of thousands on large clusters), so it is kept packed (96 bytes
+// (hundreds of thousands on large clusters), so it is kept packed (88 bytes
 // against a strategy's 112 plus the bound's): fewer page faults, a faster sort.
 struct candidate {
   double bound = 0;
   bytes memory;
   std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, micro_batch = 1, virtual_stages = 1;
-  std::int64_t shard_size = 0, costed_shard_size = 0;  // costed: the size a `node` group resolves to
+  std::int64_t shard_size = 0;
   std::int8_t zero = 0;
-  std::uint8_t checkpoint = 0, shard_kind = 0, costed_shard_kind = 0, order = 0;
+  std::uint8_t checkpoint = 0, shard_kind = 0, order = 0;
   bool sequence_parallel = false;
 
   candidate() = default;
-  candidate(double b, strategy const& s, shard_group costed, bytes m)
+  candidate(double b, strategy const& s, bytes m)
       : bound(b), memory(m), dp(s.dp), tp(s.tp), pp(s.pp), cp(s.cp), ep(s.ep), micro_batch(s.micro_batch),
-        virtual_stages(s.virtual_stages), shard_size(s.shard.size), costed_shard_size(costed.size),
-        zero(static_cast<std::int8_t>(s.zero)), checkpoint(static_cast<std::uint8_t>(s.checkpoint)),
-        shard_kind(static_cast<std::uint8_t>(s.shard.k)), costed_shard_kind(static_cast<std::uint8_t>(costed.k)),
+        virtual_stages(s.virtual_stages), shard_size(s.shard.size), zero(static_cast<std::int8_t>(s.zero)),
+        checkpoint(static_cast<std::uint8_t>(s.checkpoint)), shard_kind(static_cast<std::uint8_t>(s.shard.k)),
         sequence_parallel(s.sequence_parallel) {
     // Two bits per axis, innermost first.
     for (int i = 0; i < 4; ++i)
@@ -373,11 +351,6 @@ struct candidate {
     s.shard = {static_cast<shard_group::kind>(shard_kind), shard_size};
     s.sequence_parallel = sequence_parallel;
     for (int i = 0; i < 4; ++i) s.order[static_cast<std::size_t>(i)] = static_cast<axis>((order >> (2 * i)) & 3u);
-    return s;
-  }
-  [[nodiscard]] strategy as_costed() const {
-    auto s = unpacked();
-    s.shard = {static_cast<shard_group::kind>(costed_shard_kind), costed_shard_size};
     return s;
   }
 };
@@ -500,35 +473,28 @@ class searcher {
     strategy s = w.structure();
     auto const& orders = w.orders;
     auto const n_orders = orders.size();
-    // The size of a `node` shard group depends on the order; computed once.
-    std::vector<std::int64_t> node_shard(n_orders, 0);
-    bool node_needed = false;
-    for (auto z : space_.zero())
-      for (auto const& g : space_.shard(static_cast<int>(z), w.dp))
-        node_needed = node_needed || g.k == shard_group::kind::node;
-    bool has_node = false;
-    bool has_all = false;
-    if (node_needed)
-      for (std::size_t o = 0; o < n_orders; ++o) {
-        strategy t = s;
-        t.order = orders[o];
-        node_shard[o] = node_shard_size(t, p_.cluster.gpus_per_node);
-      }
     auto sps = space_.sequence_parallel(w.tp);
     auto vss = space_.virtual_stages(w.pp);
     auto mbs = space_.micro_batch(w.dp);
     std::vector<char> fits_so_far(n_orders);
-    // estimate_memory reads the order only through the shard group's size
-    // (shard_size), so one estimate serves every order with the same size.
+    // Groups depend on the order, the zero stage and the shard key: derived
+    // once for every candidate that shares them.
+    std::vector<shape_groups> groups(n_orders);
+    // Memory reads the order only through the shard group's size, and the
+    // bound not at all: one estimate serves every order with that size.
     std::vector<std::pair<std::int64_t, memory_breakdown>> memo;
     memo.reserve(n_orders);
     for (auto z : space_.zero()) {
       s.zero = static_cast<int>(z);
       auto const shards = space_.shard(s.zero, w.dp);
-      has_node = std::find(shards.begin(), shards.end(), shard_group{shard_group::kind::node, 0}) != shards.end();
-      has_all = std::find(shards.begin(), shards.end(), shard_group{}) != shards.end();
       for (auto const& shard : shards) {
         s.shard = shard;
+        std::vector<char> same_as_other(n_orders, 0);
+        for (std::size_t o = 0; o < n_orders; ++o) {
+          s.order = orders[o];
+          groups[o] = groups_of(p_, s);
+          same_as_other[o] = duplicate_shard(s, shards, groups[o]);
+        }
         for (auto c : space_.checkpoint()) {
           s.checkpoint = c;
           for (bool sp : sps) {
@@ -539,29 +505,19 @@ class searcher {
               for (std::size_t i = 0; i < mbs.size(); ++i) {
                 s.micro_batch = mbs[i];
                 memo.clear();
+                std::optional<double> bound;
                 for (std::size_t o = 0; o < n_orders; ++o) {
-                  if (!fits_so_far[o]) continue;
+                  if (!fits_so_far[o] || same_as_other[o]) continue;
                   s.order = orders[o];
-                  // A `node` group that resolves to `all` or to a size also
-                  // in the space is the same plan: only the first counts.
-                  if (shard.k == shard_group::kind::node && node_shard[o] == w.dp && has_all) continue;
-                  if (shard.k == shard_group::kind::size && node_shard[o] == shard.size && has_node) continue;
-                  // The models see a `node` group through the size it
-                  // resolves to (shard_size); costing it as that size skips
-                  // the layout walk per candidate on large clusters.
-                  strategy as_costed = s;
-                  if (shard.k == shard_group::kind::node && node_shard[o] > 0)
-                    as_costed.shard = shard_group{shard_group::kind::size, node_shard[o]};
-                  if (!is_legal(p_, as_costed)) {
+                  if (!is_legal(p_, s)) {
                     ++st.illegal;
                     continue;
                   }
-                  std::int64_t size = shard.k == shard_group::kind::all    ? w.dp
-                                      : shard.k == shard_group::kind::node ? node_shard[o]
-                                                                           : shard.size;
+                  auto const shape = shape_of(p_, s, groups[o]);
+                  auto const size = shape.shard_ranks();
                   auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
                   if (hit == memo.end()) {
-                    memo.emplace_back(size, estimate_memory(p_, as_costed, false));
+                    memo.emplace_back(size, estimate_memory(shape, false));
                     hit = memo.end() - 1;
                   }
                   auto const& mem = hit->second;
@@ -572,7 +528,9 @@ class searcher {
                     continue;
                   }
                   ++st.valid;
-                  evaluate_candidate(st, s, as_costed, mem.total);
+                  if (!bound) bound = model_.step_lower_bound(shape).value();
+                  st.waiting.emplace_back(*bound, s, mem.total);
+                  if (options_.explain) st.bounds.push_back(*bound);
                 }
               }
             }
@@ -583,13 +541,22 @@ class searcher {
     if (options_.explain && st.illegal - illegal_before == w.candidates) st.illegal_structures.push_back(w);
   }
 
-  // Phase 1 only bounds a candidate; costing waits until every bound is
-  // known, so candidates are costed best bound first and the k-th best is
-  // tight from the start.
-  void evaluate_candidate(thread_state& st, strategy const& s, strategy const& as_costed, bytes memory) {
-    candidate const c(model_.step_lower_bound(p_, as_costed).value(), s, as_costed.shard, memory);
-    if (options_.explain) st.bounds.push_back(c.bound);
-    st.waiting.push_back(c);
+  // A `node` or size shard key whose groups are those of another key also
+  // in the space is the same plan: only the first counts (`all` before
+  // `node` before sizes).
+  bool duplicate_shard(strategy const& s, std::vector<shard_group> const& shards, shape_groups const& g) const {
+    if (s.zero == 0 || s.shard.k == shard_group::kind::all) return false;
+    bool const has_all = std::find(shards.begin(), shards.end(), shard_group{}) != shards.end();
+    if (g.shard.size == g.sync.size) return has_all;
+    shard_group const node{shard_group::kind::node, 0};
+    if (s.shard.k != shard_group::kind::size || std::find(shards.begin(), shards.end(), node) == shards.end())
+      return false;
+    strategy t = s;
+    t.shard = node;
+    if (rank_layout(t, p_.cluster.gpus_per_node).node_sync_members() == 0) return false;
+    auto const by_node = groups_of(p_, t);
+    return by_node.shard.size == g.shard.size && by_node.shard.placement.nodes == g.shard.placement.nodes &&
+           by_node.shard.placement.max_per_node == g.shard.placement.max_per_node;
   }
 
  public:
@@ -609,15 +576,16 @@ class searcher {
           next.store(all.size());
           return;
         }
-        auto step = model_.step_time(p_, c.as_costed()).step.value();
+        auto const s = c.unpacked();
+        auto const shape = shape_of(p_, s);
+        auto step = model_.step_time(shape).step.value();
         if (k_ == 0) continue;
         if (st.top.size() == k_ && step > st.top.back().step.value()) continue;
         search_entry e;
         e.step = seconds(step);
         e.memory = c.memory;
-        e.s = c.unpacked();
-        rank_layout layout(e.s, p_.cluster.gpus_per_node);
-        e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
+        e.s = s;
+        e.tp_nodes = shape.tp.placement.nodes;
         offer(st, std::move(e));
       }
     }

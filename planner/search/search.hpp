@@ -44,11 +44,6 @@ bool better(search_entry const& a, search_entry const& b);
 /// that differ only in where axes of size 1 sit are searched once.
 std::vector<rank_order> const& search_orders();
 
-/// The shard group size `shard = node` gives `s` (as shard_size does),
-/// without walking the layout when the data-parallel groups tile the nodes
-/// evenly.
-std::int64_t node_shard_size(strategy const& s, std::int64_t gpus_per_node);
-
 /// How many times faster `candidate` is than `baseline` (baseline step /
 /// candidate step); nothing when either has no time (not valid).
 std::optional<double> speedup(plan const& baseline, plan const& candidate);

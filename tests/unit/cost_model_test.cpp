@@ -248,21 +248,19 @@ TEST_CASE("tensor-parallel collectives sit on the critical path") {
   CHECK(tp_entries == 2);
 }
 
-TEST_CASE("degenerate inputs give finite times, never a crash") {
+TEST_CASE("degenerate strategies never reach the cost model: the check refuses them") {
+  // The time model trusts its input (shape.hpp): lowering fills every model
+  // default and rejects empty shapes; the check rejects what lowering cannot
+  // (a micro-batch of 0 written through the C++ API, ZeRO stages past 3).
   analytic_cost_model const model;
   program p = two_nodes();
-  p.model.layers = 0;
-  p.model.heads = 0;
-  p.model.seq_len = 0;
-  p.model.vocab = 0;
-  p.training.global_batch = 0;
   strategy s = data_parallel(0, 3);
   s.micro_batch = 0;
-  auto const t = model.step_time(p, s);
-  CHECK(std::isfinite(t.step.value()));
-  CHECK(t.step.value() >= 0);
-  auto const r = rate_of(p, t);
-  CHECK(std::isfinite(r.mfu));
+  auto const pl = evaluate(p, strategy_spec{}, s, model, "degenerate");
+  CHECK_FALSE(pl.valid);
+  CHECK_FALSE(pl.time.has_value());
+  REQUIRE_FALSE(pl.errors.empty());
+  CHECK(pl.errors.front().message == "expected micro_batch of at least 1, got micro_batch = 0");
   CHECK(std::isfinite(model.lower_bound(p).value()));
 }
 

@@ -21,8 +21,10 @@ namespace dtplan::test {
 /// order matters). `step_lower_bound` is compute + bubble, a true bound.
 class fake_cost_model final : public planner::cost_model {
  public:
-  [[nodiscard]] planner::time_breakdown step_time(planner::program const& p,
-                                                  planner::strategy const& s) const override {
+  using planner::cost_model::step_time;
+  [[nodiscard]] planner::time_breakdown step_time(planner::strategy_shape const& sh) const override {
+    auto const& p = *sh.prog;
+    auto const& s = sh.s;
     auto t = bounded(p, s);
     planner::rank_layout layout(s, p.cluster.gpus_per_node);
     auto crosses = [&](planner::axis a) {
@@ -58,9 +60,8 @@ class fake_cost_model final : public planner::cost_model {
     return planner::seconds(flops(p) / (double(p.cluster.gpus()) * p.cluster.device.peak_flops.value()));
   }
 
-  [[nodiscard]] planner::seconds step_lower_bound(planner::program const& p,
-                                                  planner::strategy const& s) const override {
-    auto t = bounded(p, s);
+  [[nodiscard]] planner::seconds step_lower_bound(planner::strategy_shape const& sh) const override {
+    auto t = bounded(*sh.prog, sh.s);
     return t.compute + t.recompute + t.bubble;
   }
 
@@ -91,7 +92,8 @@ class fake_cost_model final : public planner::cost_model {
 /// A cost model that prices every strategy the same, for the tie-break.
 class flat_cost_model final : public planner::cost_model {
  public:
-  [[nodiscard]] planner::time_breakdown step_time(planner::program const&, planner::strategy const&) const override {
+  using planner::cost_model::step_time;
+  [[nodiscard]] planner::time_breakdown step_time(planner::strategy_shape const&) const override {
     planner::time_breakdown t;
     t.step = planner::seconds(1.0);
     t.compute = t.step;
@@ -139,18 +141,27 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
               for (auto d : divisors_of(dp))
                 if (d > 1 && d < dp) shards.push_back({shard_group::kind::size, d});
             }
-            strategy node_of;
-            node_of.dp = dp;
-            node_of.tp = tp;
-            node_of.pp = pp;
-            node_of.cp = cp;
-            node_of.order = order;
-            node_of.shard = {shard_group::kind::node, 0};
-            auto const node_size = shard_size(node_of, p.cluster.gpus_per_node);
             for (auto shard : shards) {
-              // `node` resolving to `all` or to a listed size is that plan.
-              if (shard.k == shard_group::kind::node && node_size == dp) continue;
-              if (shard.k == shard_group::kind::size && node_size == shard.size) continue;
+              // A `node` or size key whose groups are another key's is that
+              // plan (`all` before `node` before sizes).
+              strategy keyed;
+              keyed.dp = dp, keyed.tp = tp, keyed.pp = pp, keyed.cp = cp, keyed.order = order;
+              keyed.zero = zero, keyed.shard = shard;
+              bool const keyed_forms = shard.k != shard_group::kind::node ||
+                                       rank_layout(keyed, p.cluster.gpus_per_node).node_sync_members() != 0;
+              if (zero > 0 && shard.k != shard_group::kind::all && keyed_forms) {
+                auto const g = groups_of(p, keyed);
+                if (g.shard.size == g.sync.size) continue;
+                strategy by_node = keyed;
+                by_node.shard = {shard_group::kind::node, 0};
+                if (shard.k == shard_group::kind::size &&
+                    rank_layout(by_node, p.cluster.gpus_per_node).node_sync_members() != 0) {
+                  auto const n = groups_of(p, by_node);
+                  if (n.shard.size == g.shard.size && n.shard.placement.nodes == g.shard.placement.nodes &&
+                      n.shard.placement.max_per_node == g.shard.placement.max_per_node)
+                    continue;
+                }
+              }
               for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full})
                 for (bool sp : {false, true}) {
                   if (sp && tp == 1) continue;
@@ -182,8 +193,7 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
                       e.s = s;
                       e.step = model.step_time(p, s).step;
                       e.memory = r.memory.total;
-                      rank_layout layout(s, p.cluster.gpus_per_node);
-                      e.tp_nodes = layout.placement_of(layout.group_of(axis::tp, 0)).nodes;
+                      e.tp_nodes = shape_of(p, r.s).tp.placement.nodes;
                       out.push_back(e);
                     }
                   }

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <limits>
 #include <vector>
 
@@ -87,7 +89,7 @@ TEST_CASE("the analytic model's per-strategy bound never exceeds its step time")
   for (int i = 0; i < 30; ++i) {
     auto p = test::random_problem(rng);
     for (auto const& e : test::brute_force(p, model)) {
-      auto bound = model.step_lower_bound(p, e.s);
+      auto bound = model.step_lower_bound(shape_of(p, e.s));
       if (bound > e.step) FAIL_CHECK("bound " << bound.value() << " > step " << e.step.value() << " at problem " << i);
       CHECK(bound >= model.lower_bound(p) * 0.999);
       ++checked;
@@ -235,26 +237,42 @@ TEST_CASE("explain reports the time bound's pruning deterministically") {
     CHECK(line.find("time bound") == std::string::npos);
 }
 
-TEST_CASE("node_shard_size agrees with shard_size on every small layout") {
+TEST_CASE("node_sync_members agrees with a walk of every sync group on every small layout") {
+  // A node-sized shard group exists when every node holds the same number
+  // of every gradient-sync (dp x cp) group's members, or none.
+  auto walked = [](rank_layout const& l) {
+    std::int64_t share = 0;
+    for (std::int64_t r = 0; r < l.world(); ++r) {
+      std::map<std::int64_t, std::int64_t> per_node;
+      for (auto q : l.sync_group_of(r)) ++per_node[l.node_of(q)];
+      for (auto const& [node, n] : per_node) {
+        if (share != 0 && n != share) return std::int64_t{0};
+        share = n;
+      }
+    }
+    return share;
+  };
+  std::int64_t layouts = 0;
   for (std::int64_t per_node : {1, 2, 3, 4, 6, 8})
     for (std::int64_t nodes : {1, 2, 3, 4}) {
       auto gpus = per_node * nodes;
       for (auto tp : test::divisors_of(gpus))
         for (auto pp : test::divisors_of(gpus / tp))
-          for (auto cp : test::divisors_of(gpus / tp / pp))
-            for (auto const& order : search_orders()) {
+          for (auto cp : test::divisors_of(gpus / tp / pp)) {
+            rank_order order{axis::tp, axis::cp, axis::dp, axis::pp};
+            std::sort(order.begin(), order.end());
+            do {
               strategy s;
-              s.tp = tp;
-              s.pp = pp;
-              s.cp = cp;
-              s.dp = gpus / (tp * pp * cp);
-              s.order = order;
-              s.shard = shard_group{shard_group::kind::node, 0};
+              s.tp = tp, s.pp = pp, s.cp = cp, s.dp = gpus / (tp * pp * cp), s.order = order;
+              rank_layout const l(s, per_node);
               INFO(per_node << " per node, " << nodes << " nodes, tp " << tp << " pp " << pp << " cp " << cp
                             << " order " << to_string(order));
-              CHECK(node_shard_size(s, per_node) == shard_size(s, per_node));
-            }
+              CHECK(l.node_sync_members() == walked(l));
+              ++layouts;
+            } while (std::next_permutation(order.begin(), order.end()));
+          }
     }
+  CHECK(layouts > 2000);
 }
 
 TEST_CASE("group placements match a walk over every rank on every small layout") {
@@ -294,6 +312,16 @@ TEST_CASE("group placements match a walk over every rank on every small layout")
                 CHECK(same(l.shard_placement(shard), worst(l, [&](std::int64_t r) { return l.shard_group_of(r, shard); })));
                 CHECK(same(l.replicate_placement(shard),
                            worst(l, [&](std::int64_t r) { return l.replicate_group_of(r, shard); })));
+                // The ZeRO shard group of dp x cp ranks: N dp coordinates x every cp one.
+                shard_layout const k{shard_layout::kind::dp_block, shard};
+                CHECK(same(l.shard_placement(k), worst(l, [&](std::int64_t r) { return l.shard_group_of(r, k); })));
+                CHECK(same(l.replicate_placement(k), worst(l, [&](std::int64_t r) { return l.replicate_group_of(r, k); })));
+              }
+              for (shard_layout const k : {shard_layout{}, shard_layout{shard_layout::kind::node, 0}}) {
+                if (k.k == shard_layout::kind::node && l.node_sync_members() == 0) continue;
+                CHECK(same(l.shard_placement(k), worst(l, [&](std::int64_t r) { return l.shard_group_of(r, k); })));
+                CHECK(same(l.replicate_placement(k), worst(l, [&](std::int64_t r) { return l.replicate_group_of(r, k); })));
+                CHECK(l.shard_ranks(k) == static_cast<std::int64_t>(l.shard_group_of(0, k).size()));
               }
               ++layouts;
             } while (std::next_permutation(order.begin(), order.end()));

@@ -1,0 +1,314 @@
+#include "planner/model/cost_axes.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/model/comm.hpp"
+
+namespace dtplan::planner::cost {
+
+namespace {
+
+// DDP's and ZeRO-1/2's gradient buckets (PyTorch DDP default: 25 MiB).
+constexpr double bucket_bytes = 25.0 * 1048576.0;
+
+std::int64_t buckets_for(bytes b) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(b.value() / bucket_bytes)));
+}
+
+// Optimizer-step bytes per parameter it updates: Adam reads and writes
+// fp32 master weights and two moments, reads the gradient, writes the
+// 16-bit weight; SGD with momentum one moment, plain SGD none.
+double optimizer_bytes_per_param(optimizer_kind o) {
+  switch (o) {
+    case optimizer_kind::adam:
+    case optimizer_kind::adamw: return 4 * 2 + 8 * 2 + 4 + 2;
+    case optimizer_kind::sgd_momentum: return 4 * 2 + 4 * 2 + 4 + 2;
+    case optimizer_kind::sgd: return 4 * 2 + 4 + 2;
+  }
+  return 30;
+}
+
+}  // namespace
+
+step_context::step_context(strategy_shape const& shape)
+    : sh(shape), m(shape.prog->model), c(shape.prog->cluster), g(shape.prog->cluster.device),
+      sc(compute_per_micro_batch(shape)) {
+  auto const& t = shape.prog->training;
+  micro = shape.grad_accum;
+  layers = static_cast<double>(sc.layers);
+  e = element_bytes(m.prec);
+  // fp8 training communicates 16-bit weights; gradients travel in the
+  // precision the program keeps them in (fp32 with grad_precision = fp32).
+  comm_e = m.prec == precision::fp32 ? 4.0 : 2.0;
+  grad_e = grad_element_bytes(m, t);
+  overlap = t.overlap_grad_sync;
+  backward_one = sc.layer_backward * layers + sc.head_backward + sc.recompute();
+  activation = bytes(static_cast<double>(shape.tokens) * static_cast<double>(m.hidden) * e);
+}
+
+void comm_builder::add(collective op, comm_group group, group_shape const& over, bytes size, std::int64_t count,
+                       seconds time, seconds exposed, comm_phase phase) {
+  if (time.value() <= 0 || count <= 0) return;
+  exposed = min(max(exposed, seconds(0)), time);
+  entries.push_back({op, group, over.size, size, count, time, exposed, over.link.kind, phase});
+  hidden += time - exposed;
+}
+
+seconds comm_builder::exposed() const {
+  seconds t;
+  for (auto const& e : entries) t += e.exposed;
+  return t;
+}
+
+in_stream tensor_parallel(step_context const& x, comm_builder& out) {
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  in_stream stream;
+  if (s.tp <= 1) return stream;
+  auto const& tp = sh.tp;
+  // Two collectives per layer in the forward (after the attention output
+  // and the MLP down projection) and two in the backward; full
+  // recomputation repeats the forward's. Op-level checkpointing keeps the
+  // reduce-scatter outputs (they are in its save list) but re-runs the
+  // collectives feeding recomputed matmuls: the two all-gathers of the norm
+  // outputs with sequence parallelism, the all-reduce after the o
+  // projection without.
+  std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
+  std::int64_t const per_layer = 2 * passes;
+  bool const ops = s.checkpoint == checkpoint_mode::ops;
+  std::int64_t const layers = x.sc.layers;
+  std::int64_t const count = per_layer * layers * x.micro;
+  if (s.sequence_parallel) {
+    std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
+    std::int64_t const ag_count = ag_per_layer * layers * x.micro;
+    auto const ag = collective_time(collective::all_gather, x.activation, s.tp, tp.link);
+    auto const rs = collective_time(collective::reduce_scatter, x.activation, s.tp, tp.link);
+    auto const ag_total = ag * static_cast<double>(ag_count);
+    auto const rs_total = rs * static_cast<double>(count);
+    out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_total, comm_phase::layer);
+    out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_total,
+            comm_phase::layer);
+    stream.time = (ag + rs) * static_cast<double>(per_layer * layers) +
+                  ag * static_cast<double>((ag_per_layer - per_layer) * layers);
+    stream.calls = (ag_per_layer + per_layer) * layers;
+  } else {
+    std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
+    std::int64_t const ar_count = ar_per_layer * layers * x.micro;
+    auto const ar = collective_time(collective::all_reduce, x.activation, s.tp, tp.link);
+    auto const total = ar * static_cast<double>(ar_count);
+    out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
+    stream.time = ar * static_cast<double>(ar_per_layer * layers);
+    stream.calls = ar_per_layer * layers;
+  }
+  return stream;
+}
+
+void context_parallel(step_context const& x, comm_builder& out) {
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  if (s.cp <= 1) return;
+  // The ring passes K/V chunks cp - 1 times per layer in the forward and
+  // K/V plus their gradients in the backward, overlapped with the
+  // attention core of the chunk in hand.
+  bytes const chunk(2.0 * static_cast<double>(sh.tokens) * static_cast<double>(sh.kv_width) /
+                    static_cast<double>(s.tp) * x.e);
+  auto const hop = collective_time(collective::send_recv, chunk, s.cp, sh.cp.link);
+  seconds const fwd = hop * static_cast<double>(s.cp - 1);
+  seconds const bwd = fwd * 2.0;
+  std::int64_t const fwd_passes = s.checkpoint == checkpoint_mode::full ? 2 : 1;
+  seconds const exposed_layer = max(seconds(0), fwd - x.sc.layer_attention_core) * static_cast<double>(fwd_passes) +
+                                max(seconds(0), bwd - x.sc.layer_attention_core_backward);
+  std::int64_t const count = (s.cp - 1) * (fwd_passes + 2) * x.sc.layers * x.micro;
+  out.add(collective::send_recv, comm_group::cp, sh.cp, chunk, count, hop * static_cast<double>(count),
+          exposed_layer * x.layers * static_cast<double>(x.micro), comm_phase::layer);
+}
+
+void pipeline_parallel(step_context const& x, comm_builder& out) {
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  if (s.pp <= 1) return;
+  // Each micro-batch's activations go forward and their gradients back
+  // across each stage boundary (v times with interleaving). Each tensor
+  // rank sends only its 1/tp slice and the receiver all-gathers it over the
+  // scale-up link (Megatron's scatter-gather). The sends are blocking: the
+  // critical path crosses a boundary twice per micro-batch (and chunk) plus
+  // the fill and drain through the other pp - 1 boundaries.
+  bytes const size = x.activation / static_cast<double>(s.tp);
+  auto const hop = collective_time(collective::send_recv, size, 2, sh.pp.link);
+  std::int64_t const count = 2 * (x.micro * s.virtual_stages + s.pp - 1);
+  seconds const total = hop * static_cast<double>(count);
+  group_shape pair = sh.pp;
+  pair.size = 2;
+  out.add(collective::send_recv, comm_group::pp, pair, size, count, total, total, comm_phase::micro_batch);
+
+  // A tied embedding split over the pipeline lives on the first stage
+  // (input) and the last (logits): their two gradient copies are summed
+  // after the backward, before the optimizer step, as Megatron and
+  // DeepSpeed's pipeline engine do. Every rank of those stages does so at
+  // once over its own pair.
+  if (sh.embedding.active()) {
+    bytes const grads(sh.vocab_params * x.grad_e);
+    auto const one = collective_time(collective::all_reduce, grads, 2, sh.embedding.link);
+    out.add(collective::all_reduce, comm_group::embedding, sh.embedding, grads, 1, one, one, comm_phase::grad_sync);
+  }
+}
+
+namespace {
+
+// The gradient sync of the last micro-batch in `buckets` buckets hides under
+// its backward: the first bucket is ready only after its layers' backward,
+// the last bucket's collective always trails the backward. Without overlap
+// (overlap_grad_sync = false) the whole sync follows the backward.
+seconds bucketed_exposed(step_context const& x, seconds total, std::int64_t buckets) {
+  if (!x.overlap) return total;
+  auto const n = static_cast<double>(buckets);
+  seconds const capacity = x.backward_one * (1.0 - 1.0 / n);
+  return max(total - capacity, total / n);
+}
+
+// ZeRO-1 as Megatron's and DeepSpeed's distributed optimizers run it:
+// bucketed reduce-scatter (or all-reduce) of the gradients under the last
+// backward over `over`, then the updated 16-bit weights all-gathered after
+// the optimizer step, in the open (nothing is left to overlap it with).
+void zero1(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, bytes grads) {
+  auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+  auto const buckets = buckets_for(grads);
+  bytes const bucket = grads / static_cast<double>(buckets);
+  seconds const rs = collective_time(op, bucket, over.size, over.link) * static_cast<double>(buckets);
+  out.add(op, group, over, bucket, buckets, rs, bucketed_exposed(x, rs, buckets), comm_phase::grad_sync);
+  bytes const weights_bucket = bucket * (x.comm_e / x.grad_e);
+  seconds const ag =
+      collective_time(collective::all_gather, weights_bucket, over.size, over.link) * static_cast<double>(buckets);
+  out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, ag, comm_phase::after_step);
+}
+
+// ZeRO-2 as FSDP SHARD_GRAD_OP runs it: each layer's gradients are
+// reduce-scattered as its backward ends (the last layer's trails it), and
+// each layer's updated weights all-gathered ahead of its first forward of
+// the next step, prefetched under the previous layer.
+void zero2(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, stage_shape const& st) {
+  auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+  double const layer = x.sh.layer_params;
+  double const head = st.params - static_cast<double>(st.layers) * layer;
+  double const layers = static_cast<double>(st.layers);
+  bytes const layer_size(layer * x.comm_e);
+  bytes const head_size(head * x.comm_e);
+  bytes const layer_grads(layer * x.grad_e);
+  auto const rs_layer = collective_time(op, layer_grads, over.size, over.link);
+  auto const rs_head = collective_time(op, bytes(head * x.grad_e), over.size, over.link);
+  seconds const rs = rs_layer * layers + rs_head;
+  seconds const bwd_layer = x.sc.layer_backward + x.sc.layer_recompute;
+  seconds const rs_exposed = x.overlap ? rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1) : rs;
+  out.add(op, group, over, layer_grads, st.layers + 1, rs, rs_exposed, comm_phase::grad_sync);
+  auto const ag_layer = collective_time(collective::all_gather, layer_size, over.size, over.link);
+  auto const ag_head = collective_time(collective::all_gather, head_size, over.size, over.link);
+  seconds const ag = ag_layer * layers + ag_head;
+  seconds const exposed = ag_head + ag_layer + max(seconds(0), ag_layer - x.sc.layer_forward) * (layers - 1);
+  out.add(collective::all_gather, group, over, layer_size, st.layers + 1, ag, exposed, comm_phase::after_step);
+}
+
+// ZeRO-3 / FSDP: every micro-batch gathers each layer in the forward and
+// again in the backward and reduce-scatters its gradients; the next layer's
+// gather is prefetched under the current layer's compute.
+void zero3(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, stage_shape const& st) {
+  double const md = static_cast<double>(x.micro);
+  double const layer = x.sh.layer_params;
+  double const head = st.params - static_cast<double>(st.layers) * layer;
+  double const layers = static_cast<double>(st.layers);
+  bytes const layer_size(layer * x.comm_e);
+  bytes const head_size(head * x.comm_e);
+  bytes const layer_grads(layer * x.grad_e);
+  auto const n = over.size;
+  auto const ag = collective_time(collective::all_gather, layer_size, n, over.link);
+  auto const rs = collective_time(collective::reduce_scatter, layer_grads, n, over.link);
+  auto const ag_head = collective_time(collective::all_gather, head_size, n, over.link);
+  auto const rs_head = collective_time(collective::reduce_scatter, bytes(head * x.grad_e), n, over.link);
+  seconds const fwd_compute = x.sc.layer_forward;
+  seconds const bwd_compute = x.sc.layer_backward + x.sc.layer_recompute;
+  // The embedding/logits unit is gathered first in each pass and its
+  // gradients reduced last: never hidden. Without overlap every
+  // reduce-scatter waits for the backward.
+  seconds const fwd_exposed = ag_head + ag + max(seconds(0), ag - fwd_compute) * (layers - 1);
+  seconds const bwd_exposed =
+      x.overlap ? ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1)
+                : ag_head + rs_head + rs * layers + ag + max(seconds(0), ag - bwd_compute) * (layers - 1);
+  std::int64_t const gathers = 2 * st.layers * x.micro;
+  std::int64_t const scatters = st.layers * x.micro;
+  // The exposed time splits over the two entries in proportion to their traffic.
+  seconds const ag_total = ag * static_cast<double>(gathers) + ag_head * (2 * md);
+  seconds const rs_total = rs * static_cast<double>(scatters) + rs_head * md;
+  seconds const exposed_total = (fwd_exposed + bwd_exposed) * md;
+  if (ag_total.value() + rs_total.value() <= 0) return;
+  double const ag_share = ag_total / (ag_total + rs_total);
+  out.add(collective::all_gather, group, over, layer_size, gathers + 2 * x.micro, ag_total, exposed_total * ag_share,
+          comm_phase::layer);
+  out.add(collective::reduce_scatter, group, over, layer_grads, scatters + x.micro, rs_total,
+          exposed_total * (1 - ag_share), comm_phase::layer_backward);
+}
+
+// Hybrid sharding: each shard's gradient slice is all-reduced across the
+// replicas, once per step, under the last backward.
+void replicas(step_context const& x, comm_builder& out, bytes grads) {
+  auto const& sh = x.sh;
+  bytes const slice = grads / static_cast<double>(sh.shard.size);
+  auto const buckets = buckets_for(slice);
+  bytes const bucket = slice / static_cast<double>(buckets);
+  seconds const total =
+      collective_time(collective::all_reduce, bucket, sh.replicate.size, sh.replicate.link) *
+      static_cast<double>(buckets);
+  out.add(collective::all_reduce, comm_group::replicate, sh.replicate, bucket, buckets, total,
+          bucketed_exposed(x, total, buckets), comm_phase::grad_sync);
+}
+
+}  // namespace
+
+void data_parallel(step_context const& x, comm_builder& out) {
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  if (sh.sync.size <= 1) return;
+  // With context parallelism the cp ranks hold the same weights too: their
+  // gradients sync over dp x cp. Every stage syncs at once; the heaviest
+  // takes longest.
+  stage_shape const st = sh.stage(sh.heaviest_stage);
+  bytes const grads(st.params * x.grad_e);
+  if (s.zero == 0) {
+    auto const buckets = buckets_for(grads);
+    bytes const bucket = grads / static_cast<double>(buckets);
+    seconds const total =
+        collective_time(collective::all_reduce, bucket, sh.sync.size, sh.sync.link) * static_cast<double>(buckets);
+    out.add(collective::all_reduce, comm_group::dp, sh.sync, bucket, buckets, total,
+            bucketed_exposed(x, total, buckets), comm_phase::grad_sync);
+    return;
+  }
+  // ZeRO's collectives run over the shard group ("dp" when it is the whole
+  // sync group); a smaller one adds the replicas' all-reduce.
+  bool const hybrid = sh.shard.size < sh.sync.size;
+  comm_group const group = hybrid ? comm_group::shard : comm_group::dp;
+  if (s.zero == 1)
+    zero1(x, out, group, sh.shard, grads);
+  else if (s.zero == 2)
+    zero2(x, out, group, sh.shard, st);
+  else
+    zero3(x, out, group, sh.shard, st);
+  if (hybrid) replicas(x, out, grads);
+}
+
+void expert_parallel(step_context const& x, comm_builder& out) {
+  auto const& sh = x.sh;
+  if (x.m.experts <= 1 || sh.s.ep <= 1) return;
+  // Tokens go to their experts and back, forward and backward.
+  bytes const size = x.activation * static_cast<double>(sh.active_experts);
+  auto const one = collective_time(collective::all_to_all, size, sh.s.ep, sh.ep.link);
+  std::int64_t const count = 4 * x.sc.layers * x.micro;
+  out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, one * static_cast<double>(count),
+          one * static_cast<double>(count), comm_phase::layer);
+}
+
+seconds optimizer_step(step_context const& x) {
+  auto const& sh = x.sh;
+  double const updated = sh.stage(sh.heaviest_stage).params / static_cast<double>(sh.shard_ranks());
+  return memory_time(x.g, bytes(updated * optimizer_bytes_per_param(x.m.optimizer)));
+}
+
+}  // namespace dtplan::planner::cost
