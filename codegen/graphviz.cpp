@@ -6,8 +6,8 @@
 #include <set>
 #include <vector>
 
-#include "codegen/skeleton.hpp"
 #include "planner/model/layout.hpp"
+#include "planner/model/shape.hpp"
 
 namespace dtplan::codegen {
 
@@ -46,9 +46,10 @@ std::string range(std::int64_t a, std::int64_t b) { return a == b ? fmt::format(
 struct context {
   planner::program const& p;
   planner::plan const& pl;
+  planner::strategy_shape sh;
   planner::rank_layout l;
-  std::int64_t shard;
-  bool hybrid;
+  std::int64_t shard;  // ranks ZeRO state is split over
+  bool hybrid;         // shard groups smaller than the dp x cp group
 };
 
 // What rank `r` holds, one line each (the GPU box's body).
@@ -57,7 +58,7 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   auto co = c.l.of(r);
   auto stage = co[static_cast<int>(axis::pp)];
   std::vector<std::string> out;
-  auto ranges = stage_layers(c.p.model.layers, s.pp, s.virtual_stages, stage);
+  auto ranges = c.sh.stage_ranges(stage);
   std::string held;
   std::int64_t count = 0;
   for (auto r : ranges) {
@@ -73,10 +74,12 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   if (s.tp > 1) out.push_back(fmt::format("1/{} of each weight matrix", s.tp));
   if (s.cp > 1) out.push_back(fmt::format("1/{} of each sequence", s.cp));
   auto of = c.hybrid ? fmt::format(" (shard group of {})", c.shard) : std::string();
-  if (s.zero >= 3) out.push_back(fmt::format("1/{} of weights, gradients, optimizer state{}", c.shard, of));
+  if (s.zero >= 1 && c.shard == 1 && c.sh.sync.active())
+    out.push_back("whole weights, gradients, optimizer state (shard group of 1: shards nothing)");
+  else if (s.zero >= 3) out.push_back(fmt::format("1/{} of weights, gradients, optimizer state{}", c.shard, of));
   else if (s.zero == 2) out.push_back(fmt::format("1/{} of gradients and optimizer state{}", c.shard, of));
   else if (s.zero == 1) out.push_back(fmt::format("1/{} of optimizer state{}", c.shard, of));
-  else if (s.dp > 1) out.push_back("full replica of its stage's state");
+  else if (c.sh.sync.active()) out.push_back("full replica of its stage's state");
   return out;
 }
 
@@ -110,9 +113,9 @@ void group_edges(std::string& o, context const& c, std::set<std::int64_t> const&
     if (s.tp > 1 && c.l.group_of(axis::tp, r).front() == r) chain(o, c.l.group_of(axis::tp, r), tp_style, drawn);
     if (s.cp > 1 && c.l.group_of(axis::cp, r).front() == r) chain(o, c.l.group_of(axis::cp, r), cp_style, drawn);
     if (c.hybrid) {
-      auto sh = c.l.shard_group_of(r, c.shard);
-      if (sh.front() == r) chain(o, sh, shard_style, drawn);
-      auto rep = c.l.replicate_group_of(r, c.shard);
+      auto sh = c.l.shard_group_of(r, c.sh.sharding);
+      if (sh.front() == r && sh.size() > 1) chain(o, sh, shard_style, drawn);
+      auto rep = c.l.replicate_group_of(r, c.sh.sharding);
       if (rep.front() == r && rep.size() > 1) chain(o, rep, replicate_style, drawn);
     } else if (s.dp > 1 && c.l.group_of(axis::dp, r).front() == r) {
       chain(o, c.l.group_of(axis::dp, r), dp_style, drawn);
@@ -258,10 +261,10 @@ std::string condensed(context const& c) {
                                     r1 - r0 + 1, range(*st.begin(), *st.rbegin()), range(dp_lo, dp_hi));
     std::int64_t count = 0;
     for (auto stage : st)
-      for (auto r : stage_layers(c.p.model.layers, c.pl.s.pp, c.pl.s.virtual_stages, stage)) count += r.last - r.first;
+      for (auto r : c.sh.stage_ranges(stage)) count += r.last - r.first;
     if (c.pl.s.virtual_stages == 1) {
-      auto first = stage_layers(c.p.model.layers, c.pl.s.pp, 1, *st.begin()).front().first;
-      auto last = stage_layers(c.p.model.layers, c.pl.s.pp, 1, *st.rbegin()).front().last;
+      auto first = c.sh.stage_ranges(*st.begin()).front().first;
+      auto last = c.sh.stage_ranges(*st.rbegin()).front().last;
       label += fmt::format("\\nlayers {} of {}", last > first ? range(first, last - 1) : "none", c.p.model.layers);
     } else {
       label += fmt::format("\\n{} of {} layers in {} chunks per stage", count, c.p.model.layers, c.pl.s.virtual_stages);
@@ -287,8 +290,8 @@ std::string condensed(context const& c) {
     for (auto b : boxes) o += fmt::format("  r0 -> n{} [{}, label=\"{}\"];\n", b, st.attrs, st.group);
   };
   if (c.hybrid) {
-    reach(c.l.shard_group_of(0, c.shard), shard_style);
-    reach(c.l.replicate_group_of(0, c.shard), replicate_style);
+    reach(c.l.shard_group_of(0, c.sh.sharding), shard_style);
+    reach(c.l.replicate_group_of(0, c.sh.sharding), replicate_style);
   } else {
     reach(c.l.group_of(axis::dp, 0), dp_style);
   }
@@ -310,8 +313,10 @@ std::string condensed(context const& c) {
 }  // namespace
 
 std::string sharding_dot(planner::program const& p, planner::plan const& pl) {
-  auto shard = shard_ranks(pl.s, p.cluster.gpus_per_node);
-  context c{p, pl, planner::rank_layout(pl.s, p.cluster.gpus_per_node), shard, pl.s.zero > 0 && shard < pl.s.dp};
+  auto sh = planner::shape_of(p, pl.s);
+  auto const shard = sh.shard_ranks();
+  bool const hybrid = pl.s.zero > 0 && sh.shard.size < sh.sync.size;
+  context c{p, pl, sh, planner::rank_layout(pl.s, p.cluster.gpus_per_node), shard, hybrid};
   return c.l.world() > dot_full_limit ? condensed(c) : full(c);
 }
 

@@ -113,6 +113,53 @@ void write_time(json_writer& w, time_breakdown const& t) {
     w.key("seconds").value(c.time.value());
     w.key("exposed_s").value(c.exposed.value());
     w.key("link").value(name(c.link));
+    w.key("phase").value(name(c.phase));
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void write_group(json_writer& w, char const* key, group_shape const& g) {
+  w.key(key).begin_object();
+  w.key("ranks").value(g.size);
+  w.key("nodes").value(g.placement.nodes);
+  w.key("max_per_node").value(g.placement.max_per_node);
+  w.key("link").value(name(g.link.kind));
+  w.end_object();
+}
+
+// What the strategy is on the cluster: every quantity the memory and time
+// models, the diagram and the skeleton derive from it (shape.hpp).
+void write_shape(json_writer& w, strategy_shape const& sh) {
+  w.key("shape").begin_object();
+  w.key("world").value(sh.world);
+  w.key("grad_accum").value(sh.grad_accum);
+  w.key("tokens_per_micro_batch").value(sh.tokens);
+  w.key("stage_layers").begin_array();
+  for (std::int64_t r = 0; r < sh.s.pp; ++r) w.value(sh.stage_layers(r));
+  w.end_array();
+  w.key("stage_params_per_gpu").begin_array();
+  for (std::int64_t r = 0; r < sh.s.pp; ++r) w.value(static_cast<std::int64_t>(std::llround(sh.stage(r).params)));
+  w.end_array();
+  w.key("layer_params_per_gpu").value(static_cast<std::int64_t>(std::llround(sh.layer_params)));
+  w.key("shard_ranks").value(sh.shard_ranks());
+  w.key("groups").begin_object();
+  write_group(w, "tp", sh.tp);
+  write_group(w, "cp", sh.cp);
+  write_group(w, "dp", sh.dp);
+  write_group(w, "pp", sh.pp);
+  write_group(w, "ep", sh.ep);
+  write_group(w, "sync", sh.sync);
+  write_group(w, "shard", sh.shard);
+  write_group(w, "replicate", sh.replicate);
+  write_group(w, "embedding", sh.embedding);
+  w.end_object();
+  w.key("layer_gemms").begin_array();
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& g = sh.gemms[static_cast<std::size_t>(i)];
+    w.begin_object().key("name").value(g.name).key("m").value(g.forward.m).key("n").value(g.forward.n);
+    w.key("k").value(g.forward.k).key("batch").value(g.forward.batch).key("recompute_n").value(g.recompute_n);
     w.end_object();
   }
   w.end_array();
@@ -186,6 +233,7 @@ std::string to_json(report const& r) {
     write_diags(w, "errors", pl, dsl::severity::error, r.sources);
     write_diags(w, "warnings", pl, dsl::severity::warning, r.sources);
     write_memory(w, pl.memory);
+    if (pl.shape) write_shape(w, *pl.shape);
     if (pl.valid && pl.time) {
       write_time(w, *pl.time);
       write_throughput(w, pl.rate);

@@ -7,6 +7,7 @@
 #include "planner/model/cost_model.hpp"
 #include "planner/ir/ir.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/shape.hpp"
 
 namespace dtplan::planner {
 
@@ -31,6 +32,9 @@ struct plan {
   bool valid = false;
   std::vector<dsl::diagnostic> errors;    ///< why it is not valid (errors) and warnings
   memory_breakdown memory;
+  /// What the strategy is on the cluster (shape.hpp): only for legal plans;
+  /// it points at the program it was derived from.
+  std::optional<strategy_shape> shape;
   std::optional<time_breakdown> time;     ///< only for valid plans
   throughput rate;
   std::string bottleneck;

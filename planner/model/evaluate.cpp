@@ -239,8 +239,9 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   out.valid = checked.valid();
   out.errors = checked.diags;
   out.memory = checked.memory;
+  if (checked.legal) out.shape = shape_of(p, out.s);
   if (!out.valid) return out;
-  out.time = model.step_time(p, out.s);
+  out.time = model.step_time(*out.shape);
   out.rate = rate_of(p, *out.time);
   out.bottleneck = bottleneck_of(p, out.s, *out.time, out.rate);
   advise_sharding(p, spec, out, model, out.advice);

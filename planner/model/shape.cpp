@@ -25,6 +25,17 @@ std::int64_t strategy_shape::stage_layers(std::int64_t r) const {
   return s.virtual_stages * (layers / chunks) + longer;
 }
 
+std::vector<layer_range> strategy_shape::stage_ranges(std::int64_t r) const {
+  std::vector<layer_range> out;
+  std::int64_t first = 0;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto const n = chunk_layers(c);
+    if (c % s.pp == r) out.push_back({first, first + n});
+    first += n;
+  }
+  return out;
+}
+
 stage_shape strategy_shape::stage(std::int64_t r) const {
   model const& m = prog->model;
   stage_shape st;
@@ -125,9 +136,11 @@ shape_groups groups_of(program const& p, strategy const& s) {
   }
   // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
   group_placement experts;
-  experts.size = s.ep;
-  experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
-  experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
+  if (s.ep > 1) {
+    experts.size = s.ep;
+    experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
+    experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
+  }
   sh.ep = group(c, experts);
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's

@@ -45,6 +45,13 @@ struct group_shape {
   [[nodiscard]] bool active() const { return size > 1; }
 };
 
+/// Layers [first, last) of one pipeline chunk.
+struct layer_range {
+  std::int64_t first = 0;
+  std::int64_t last = 0;
+  friend bool operator==(layer_range const&, layer_range const&) = default;
+};
+
 /// One pipeline stage as one of its GPUs holds it.
 struct stage_shape {
   std::int64_t layers = 0;   ///< transformer layers over all its chunks
@@ -106,6 +113,8 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] std::int64_t stage_layers(std::int64_t r) const;
   /// Layers of chunk `c` (0 <= c < chunks): the first layers % chunks take one more.
   [[nodiscard]] std::int64_t chunk_layers(std::int64_t c) const;
+  /// The layers of stage `r`'s chunks, in the order it runs them.
+  [[nodiscard]] std::vector<layer_range> stage_ranges(std::int64_t r) const;
   /// Stage `r` as one of its GPUs holds it.
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
