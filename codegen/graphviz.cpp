@@ -199,7 +199,7 @@ void full_node(std::string& o, context const& c, std::int64_t n) {
 std::string full(context const& c) {
   std::string o = header(c);
   auto world = c.l.world();
-  auto gpn = std::max<std::int64_t>(1, c.p.cluster.gpus_per_node);
+  auto gpn = c.p.cluster.gpus_per_node;
   std::set<std::int64_t> drawn;
   for (std::int64_t r = 0; r < world; ++r) drawn.insert(r);
   for (std::int64_t n = 0; n * gpn < world; ++n) full_node(o, c, n);
@@ -216,7 +216,7 @@ std::string full(context const& c) {
 std::string condensed(context const& c) {
   std::string o = header(c);
   auto world = c.l.world();
-  auto gpn = std::max<std::int64_t>(1, c.p.cluster.gpus_per_node);
+  auto gpn = c.p.cluster.gpus_per_node;
   auto nodes = (world + gpn - 1) / gpn;
   full_node(o, c, 0);
   std::set<std::int64_t> drawn;

@@ -111,8 +111,8 @@ class rules {
       return false;
     }
 
-    std::int64_t const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-    std::int64_t const ffn = m.ffn > 0 ? m.ffn : 4 * m.hidden;
+    std::int64_t const kv_heads = m.kv_heads;
+    std::int64_t const ffn = m.ffn;
     if (m.heads % s.tp != 0)
       error("tp", [&] { return fmt::format("tp = {} does not divide heads = {}", s.tp, m.heads); });
     if (kv_heads != m.heads && kv_heads % s.tp != 0)
@@ -307,7 +307,7 @@ std::vector<fix> find_fixes(program const& p, strategy_spec const& spec, strateg
   // The largest smaller micro-batch that divides the per-replica batch;
   // bounded so that an absurd micro_batch cannot stall the check.
   std::vector<candidate> micro;
-  std::int64_t const per_replica = p.training.global_batch / std::max<std::int64_t>(1, s.dp);
+  std::int64_t const per_replica = p.training.global_batch / s.dp;
   for (std::int64_t mb = s.micro_batch - 1, tried = 0; mb >= 1 && tried < 4096 && micro.size() < 16; --mb, ++tried) {
     if (per_replica % mb != 0) continue;
     auto c = s;

@@ -7,7 +7,7 @@ namespace dtplan::planner {
 link_choice link_for(cluster const& c, group_placement const& g) {
   double const eff = c.comm_efficiency;
   if (!g.crosses_nodes()) return {c.intra_node * eff, c.intra_latency, link_kind::intra};
-  auto const per_node = std::max<std::int64_t>(1, c.gpus_per_node);
+  auto const per_node = c.gpus_per_node;
   auto const members = std::clamp<std::int64_t>(g.max_per_node, 1, per_node);
   bandwidth ring = c.inter_node * (static_cast<double>(members) / static_cast<double>(per_node));
   if (members > 1) ring = min(ring, c.intra_node);

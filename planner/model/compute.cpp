@@ -48,11 +48,11 @@ flops gemm_flops(gemm_shape const& s) {
 }
 
 double shape_efficiency(gpu const& g, gemm_shape const& s) {
-  auto const m = std::max<std::int64_t>(1, s.m);
-  auto const n = std::max<std::int64_t>(1, s.n);
-  auto const k = std::max<std::int64_t>(1, s.k);
-  auto const batch = std::max<std::int64_t>(1, s.batch);
-  auto const sms = std::max<std::int64_t>(1, g.sm_count);
+  auto const m = s.m;
+  auto const n = s.n;
+  auto const k = s.k;
+  auto const batch = s.batch;
+  auto const sms = g.sm_count;
   double const k_iters = static_cast<double>(ceil_div(k, k_tile));
   double const k_eff = static_cast<double>(k) / (k_iters * k_tile) * (k_iters / (k_iters + epilogue_iterations));
   double best = 0;
@@ -256,12 +256,11 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
     case checkpoint_mode::ops: {
       // The k and o projections and the MLP's second matmul, per layer.
-      auto const heads = std::max<std::int64_t>(1, m.heads);
-      double const head_dim = static_cast<double>(m.hidden / heads);
-      double const kv = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : heads) * head_dim;
-      double const q = static_cast<double>(heads) * head_dim;
-      double const ffn = static_cast<double>(m.ffn > 0 ? m.ffn : 4 * m.hidden);
-      double const active = static_cast<double>(std::clamp<std::int64_t>(m.experts_per_token, 1, std::max<std::int64_t>(1, m.experts)));
+      double const head_dim = static_cast<double>(m.hidden / m.heads);
+      double const kv = static_cast<double>(m.kv_heads) * head_dim;
+      double const q = static_cast<double>(m.heads) * head_dim;
+      double const ffn = static_cast<double>(m.ffn);
+      double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
       double const h = static_cast<double>(m.hidden);
       extra = 2.0 * static_cast<double>(m.layers) * (h * kv + q * h + active * h * ffn) * tokens;
       if (m.attention != attention_kind::flash) extra += attention_fwd;

@@ -103,7 +103,7 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
 }
 
 seconds analytic_cost_model::lower_bound(program const& p) const {
-  auto const gpus = std::max<std::int64_t>(1, p.cluster.gpus());
+  auto const gpus = p.cluster.gpus();
   return model_flops_per_step(p) / (peak_at(p.cluster.device, p.model.prec) * static_cast<double>(gpus));
 }
 

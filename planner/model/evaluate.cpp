@@ -63,7 +63,7 @@ std::string bottleneck_of(program const& p, strategy const& s, time_breakdown co
   }
   if (t.bubble.value() >= dominant_share * step)
     return fmt::format("pipeline bubble: {} of {} with pp = {} and {} micro-batches", to_string(t.bubble),
-                       to_string(t.step), s.pp, std::max<std::int64_t>(1, p.training.global_batch / (s.dp * s.micro_batch)));
+                       to_string(t.step), s.pp, p.training.global_batch / (s.dp * s.micro_batch));
   if (t.optimizer.value() + t.overhead.value() >= dominant_share * step)
     return fmt::format("optimizer step and overhead: {} of {}", to_string(t.optimizer + t.overhead), to_string(t.step));
   if (t.recompute.value() >= dominant_share * step)
@@ -215,7 +215,7 @@ throughput rate_of(program const& p, time_breakdown const& t) {
   throughput r;
   double const step = t.step.value();
   if (step <= 0) return r;
-  auto const gpus = static_cast<double>(std::max<std::int64_t>(1, p.cluster.gpus()));
+  auto const gpus = static_cast<double>(p.cluster.gpus());
   r.samples_per_s = static_cast<double>(p.training.global_batch) / step;
   r.tokens_per_s = r.samples_per_s * static_cast<double>(p.model.seq_len);
   r.model_flops_per_step = t.model_flops;

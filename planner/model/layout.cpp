@@ -8,7 +8,7 @@
 namespace dtplan::planner {
 
 rank_layout::rank_layout(strategy const& s, std::int64_t gpus_per_node)
-    : gpus_per_node_(std::max<std::int64_t>(1, gpus_per_node)) {
+    : gpus_per_node_(gpus_per_node) {
   sizes_[static_cast<int>(axis::tp)] = s.tp;
   sizes_[static_cast<int>(axis::cp)] = s.cp;
   sizes_[static_cast<int>(axis::dp)] = s.dp;

@@ -73,13 +73,12 @@ std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) {
   // In 128 bits, held below 2^63: an absurd vocab or tp pads to the largest
   // count, never wraps to a negative one.
   __extension__ using wide = __int128;
-  wide const multiple = wide{128} * std::max<std::int64_t>(1, tp);
+  wide const multiple = wide{128} * tp;
   wide const padded = (wide{std::max<std::int64_t>(0, vocab)} + multiple - 1) / multiple * multiple;
   return static_cast<std::int64_t>(std::min<wide>(padded, std::numeric_limits<std::int64_t>::max()));
 }
 
 std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks) {
-  chunks = std::max<std::int64_t>(1, chunks);
   std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), layers / chunks);
   for (std::int64_t c = 0; c < layers % chunks; ++c) ++out[static_cast<std::size_t>(c)];
   return out;

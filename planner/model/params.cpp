@@ -23,12 +23,12 @@ param_counts count_params(model const& m) {
   param_counts c;
   bool const gpt_style = m.mlp == mlp_kind::gelu;
   wide const h = m.hidden;
-  wide const kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  wide const head_dim = m.heads > 0 ? m.hidden / m.heads : 0;
+  wide const kv_heads = m.kv_heads;
+  wide const head_dim = m.hidden / m.heads;
   wide const kv_width = kv_heads * head_dim;
-  wide const ffn = m.ffn > 0 ? wide(m.ffn) : 4 * h;
-  wide const experts = std::max<std::int64_t>(1, m.experts);
-  wide const active = std::min<wide>(experts, std::max<std::int64_t>(1, m.experts_per_token));
+  wide const ffn = m.ffn;
+  wide const experts = m.experts;
+  wide const active = std::min<wide>(experts, m.experts_per_token);
   wide const layers = std::max<std::int64_t>(0, m.layers);
   wide const vocab = std::max<std::int64_t>(0, m.vocab);
 

@@ -170,7 +170,7 @@ class space_view {
     tp_ = int_domain(spec.tp, 1, g, g);
     pp_ = int_domain(spec.pp, 1, g, g);
     cp_ = int_domain(spec.cp, 1, g, g);
-    auto experts = divisors(std::max<std::int64_t>(1, p.model.experts));
+    auto experts = divisors(p.model.experts);
     ep_ = int_domain(spec.ep, 1, experts, p.model.experts > 1 ? experts : std::vector<std::int64_t>{1});
     std::vector<std::int64_t> zeros{0, 1, 2, 3};
     zero_ = int_domain(spec.zero, 0, zeros, zeros);
