@@ -68,9 +68,34 @@ class rules {
       : p_(p), spec_(spec), out_(out) {}
 
   bool apply(strategy& s, std::int64_t& grad_accum) {
+    if (!degrees(s) || !world(s)) return false;
+    splits(s);
+    pipeline(s);
+    batch(s, grad_accum);
+    if (p_.model.seq_len % s.cp != 0)
+      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, p_.model.seq_len); });
+    sharding(s);
+    if (s.sequence_parallel && s.tp == 1) {
+      if (spec_ && spec_->sequence_parallel.is_set())
+        warning("sequence_parallel", [&] { return "sequence_parallel = true has no effect with tp = 1; ignored"; });
+      s.sequence_parallel = false;
+    }
+    experts(s);
+    if (reporting() && legal_ && s.tp > 1) {
+      auto placed = rank_layout(s, p_.cluster.gpus_per_node).placement(axis::tp);
+      if (placed.crosses_nodes())
+        warning("tp", [&] {
+          return fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp, placed.nodes,
+                             gbits(p_.cluster.inter_node));
+        });
+    }
+    return legal_;
+  }
+
+  // Every degree at least 1, none beyond the cluster; a ZeRO stage 0..3.
+  bool degrees(strategy const& s) {
     model const& m = p_.model;
     std::int64_t const gpus = p_.cluster.gpus();
-
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
                           {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
       if (v < 1) error(key, [&] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
@@ -92,6 +117,12 @@ class rules {
       });
     if (!legal_) return false;
 
+    return legal_;
+  }
+
+  // dp x tp x pp x cp = the GPUs, deriving dp when not written.
+  bool world(strategy& s) {
+    std::int64_t const gpus = p_.cluster.gpus();
     std::int64_t const model_parallel = sat_mul(sat_mul(s.tp, s.pp), s.cp);
     if (s.dp == 0) {
       if (gpus % model_parallel != 0) {
@@ -111,6 +142,12 @@ class rules {
       return false;
     }
 
+    return true;
+  }
+
+  // Tensor parallelism splits heads, key/value heads and the MLP evenly.
+  void splits(strategy const& s) {
+    model const& m = p_.model;
     std::int64_t const kv_heads = m.kv_heads;
     std::int64_t const ffn = m.ffn;
     if (m.heads % s.tp != 0)
@@ -119,6 +156,11 @@ class rules {
       error("tp", [&] { return fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads); });
     if (ffn % s.tp != 0) error("tp", [&] { return fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn); });
 
+  }
+
+  // Pipeline chunks: no more than layers; interleaving needs a pipeline.
+  void pipeline(strategy const& s) {
+    model const& m = p_.model;
     std::int64_t const chunks = sat_mul(s.pp, s.virtual_stages);
     if (s.virtual_stages > 1 && s.pp == 1) {
       error("virtual_stages",
@@ -142,6 +184,10 @@ class rules {
       });
     }
 
+  }
+
+  // The global batch splits into whole micro-batches on every dp rank.
+  void batch(strategy const& s, std::int64_t& grad_accum) {
     std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
     if (p_.training.global_batch % per_step != 0 || p_.training.global_batch < per_step) {
       error(first_written({"micro_batch", "dp"}), [&] {
@@ -157,9 +203,10 @@ class rules {
         });
     }
 
-    if (m.seq_len % s.cp != 0)
-      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, m.seq_len); });
+  }
 
+  // The ZeRO shard group forms, and says when it shards nothing.
+  void sharding(strategy const& s) {
     if (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)) {
       error("shard", [&] { return fmt::format("shard = {} does not divide dp = {}", s.shard.size, s.dp); });
     } else if (s.shard.k == shard_group::kind::node && rank_layout(s, p_.cluster.gpus_per_node).node_sync_members() == 0) {
@@ -188,12 +235,11 @@ class rules {
         });
     }
 
-    if (s.sequence_parallel && s.tp == 1) {
-      if (spec_ && spec_->sequence_parallel.is_set())
-        warning("sequence_parallel", [&] { return "sequence_parallel = true has no effect with tp = 1; ignored"; });
-      s.sequence_parallel = false;
-    }
+  }
 
+  // Experts split over ep ranks inside the dp x cp group.
+  void experts(strategy const& s) {
+    model const& m = p_.model;
     if (s.ep > 1) {
       if (m.experts <= 1)
         error("ep", [&] {
@@ -206,15 +252,6 @@ class rules {
         error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
     }
 
-    if (reporting() && legal_ && s.tp > 1 && p_.cluster.gpus_per_node > 0) {
-      auto placed = rank_layout(s, p_.cluster.gpus_per_node).placement(axis::tp);
-      if (placed.crosses_nodes())
-        warning("tp", [&] {
-          return fmt::format("tensor parallelism across nodes: tp = {} spans {} nodes over {}", s.tp, placed.nodes,
-                             gbits(p_.cluster.inter_node));
-        });
-    }
-    return legal_;
   }
 
  private:

@@ -101,6 +101,49 @@ weight_gemm weight_op(gpu const& g, std::int64_t tokens, std::int64_t in, std::i
   return w;
 }
 
+// The attention core of one layer on one GPU (scores, softmax, weighted
+// sum), forward and backward: heads / tp heads, the GPU's tokens as queries
+// against the whole sequence.
+std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
+  model const& m = sh.prog->model;
+  gpu const& g = sh.prog->cluster.device;
+  auto const tokens = sh.tokens;
+  auto const head_dim = sh.head_dim;
+  auto const local_heads = sh.local_heads;
+  auto const seq = m.seq_len;
+  double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
+                            static_cast<double>(head_dim) * static_cast<double>(local_heads);
+  // Attention core precision: fp8 training keeps attention in 16-bit.
+  precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
+  seconds core_fwd, core_bwd;
+  if (m.attention == attention_kind::flash) {
+    // A causal flash kernel skips the key blocks above the diagonal.
+    auto const blocks = ceil_div(seq, flash_block);
+    double const causal = static_cast<double>(blocks + 1) / (2.0 * static_cast<double>(blocks));
+    // Tiles and waves as for the weighted sum: queries x head_dim, reduced over keys.
+    gemm_shape const shape{tokens, head_dim, seq, local_heads};
+    // Flash kernels also compute exp() and rescale the running softmax on the
+    // special-function units, so they reach their own (calibrated) share of
+    // the peak, attention_efficiency, not matmul_efficiency.
+    double const rate = peak_at(g, core_prec).value() * g.attention_efficiency * shape_efficiency(g, shape);
+    core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
+    core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
+  } else {
+    auto const batch = sh.s.micro_batch * local_heads;
+    auto const q_len = sh.seq_local;
+    gemm_shape const scores{q_len, seq, head_dim, batch};
+    gemm_shape const weighted{q_len, head_dim, seq, batch};
+    double const elems = static_cast<double>(batch) * static_cast<double>(q_len) * static_cast<double>(seq);
+    // Scores written, softmax read and written, dropout read, written and masked: ~11 bytes per score.
+    core_fwd = gemm_time(g, scores, core_prec) + gemm_time(g, weighted, core_prec) + memory_time(g, bytes(11.0 * elems));
+    core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
+               gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
+               memory_time(g, bytes(11.0 * elems));
+  }
+
+  return {core_fwd, core_bwd};
+}
+
 }  // namespace
 
 stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
@@ -117,7 +160,6 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   auto const tp = s.tp;
   auto const pp = s.pp;
   auto const tokens = sh.tokens;
-  auto const head_dim = sh.head_dim;
   // Norms, residual adds and the embedding run on tokens/tp with sequence parallelism.
   double const sp_tokens = static_cast<double>(tokens) / static_cast<double>(sh.sp_divisor);
   double const h = static_cast<double>(m.hidden);
@@ -141,38 +183,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   auto const n_ops = static_cast<std::size_t>(sh.gemm_count);
   auto const active = sh.active_experts;
 
-  // Attention core: per GPU heads/tp heads, tokens queries against the whole sequence.
-  auto const local_heads = sh.local_heads;
-  auto const seq = m.seq_len;
-  double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
-                            static_cast<double>(head_dim) * static_cast<double>(local_heads);
-  // Attention core precision: fp8 training keeps attention in 16-bit.
-  precision const core_prec = prec == precision::fp8 ? precision::bf16 : prec;
-  seconds core_fwd, core_bwd;
-  if (m.attention == attention_kind::flash) {
-    // A causal flash kernel skips the key blocks above the diagonal.
-    auto const blocks = ceil_div(seq, flash_block);
-    double const causal = static_cast<double>(blocks + 1) / (2.0 * static_cast<double>(blocks));
-    // Tiles and waves as for the weighted sum: queries x head_dim, reduced over keys.
-    gemm_shape const shape{tokens, head_dim, seq, local_heads};
-    // Flash kernels also compute exp() and rescale the running softmax on the
-    // special-function units, so they reach their own (calibrated) share of
-    // the peak, attention_efficiency, not matmul_efficiency.
-    double const rate = peak_at(g, core_prec).value() * g.attention_efficiency * shape_efficiency(g, shape);
-    core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
-    core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
-  } else {
-    auto const batch = s.micro_batch * local_heads;
-    auto const q_len = sh.seq_local;
-    gemm_shape const scores{q_len, seq, head_dim, batch};
-    gemm_shape const weighted{q_len, head_dim, seq, batch};
-    double const elems = static_cast<double>(batch) * static_cast<double>(q_len) * static_cast<double>(seq);
-    // Scores written, softmax read and written, dropout read, written and masked: ~11 bytes per score.
-    core_fwd = gemm_time(g, scores, core_prec) + gemm_time(g, weighted, core_prec) + memory_time(g, bytes(11.0 * elems));
-    core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
-               gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
-               memory_time(g, bytes(11.0 * elems));
-  }
+  auto const [core_fwd, core_bwd] = attention_core(sh);
 
   // Memory-bound operators of a layer (forward; the backward moves about twice as much).
   double const t = static_cast<double>(tokens);

@@ -187,199 +187,200 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
   return estimate_memory(shape_of(p, s), detail);
 }
 
-memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
-  program const& p = *sh.prog;
-  model const& m = p.model;
-  strategy const& s = sh.s;
-  std::int64_t const pp = s.pp;
-  std::int64_t const v = s.virtual_stages;
-  std::int64_t const grad_accum = sh.grad_accum;
-  // Context-parallel ranks hold the same weights as their dp peers: ZeRO
-  // shards over the shard group's dp x cp ranks (shape.hpp).
-  std::int64_t const shard = sh.shard_ranks();
-  double const rep = double(sh.sp_divisor);
-  double const e = element_bytes(m.prec);
-  double const tokens = double(sh.tokens);
-  double const h = double(m.hidden);
-  std::int64_t const vocab = sh.padded_vocab;
-  bool const dropout = m.dropout;
-  double const layer_params = sh.layer_params;
-  bytes const act_layer = activations_per_layer(m, s);
+namespace {
 
-  strategy no_recompute = s;
-  no_recompute.checkpoint = checkpoint_mode::none;
-  bytes const recompute_working =
-      s.checkpoint == checkpoint_mode::none ? bytes{} : max(bytes{}, activations_per_layer(m, no_recompute) - act_layer);
-  bool const unfused = p.training.cross_entropy == cross_entropy_kind::unfused;
+// The memory of one pipeline stage's most loaded GPU, term by term. The
+// readable detail is built only when asked: the search's hot loop needs
+// only the totals.
+class stage_memory {
+ public:
+  stage_memory(strategy_shape const& sh, std::int64_t r, bool detail)
+      : sh_(sh), p_(*sh.prog), m_(p_.model), s_(sh.s), placed_(sh.stage(r)), detail_(detail),
+        bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training))),
+        e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
+        act_layer_(activations_per_layer(m_, s_)) {
+    b_.capacity = p_.cluster.device.memory;
+    b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
+    b_.stage = r;
+    b_.stage_layers = placed_.layers;
+  }
 
-  // Totals of every stage first; the readable detail only for the most
-  // loaded one (the search calls this in its hot loop).
-  auto stage = [&](std::int64_t r, bool with_detail) {
-    stage_shape const placed = sh.stage(r);
-    bool const first = placed.embedding;
-    bool const last = placed.final_norm;
-    std::int64_t const layers = placed.layers;
+  memory_breakdown run() && {
+    model_state();
+    activations_in_flight();
+    buffers();
+    peak_moment();
+    b_.total = b_.weights + b_.gradients + b_.optimizer + b_.activations + b_.buffers;
+    if (detail_)
+      b_.stage_note = fmt::format("stage {} of {} ({}{}{} layers)", b_.stage, s_.pp, placed_.embedding ? "embedding, " : "",
+                                  placed_.final_norm ? "logits, " : "", placed_.layers);
+    return std::move(b_);
+  }
 
-    memory_breakdown b;
-    b.capacity = p.cluster.device.memory;
-    b.usable = p.cluster.device.memory - p.cluster.device.reserved;
-    b.stage = r;
-    b.stage_layers = layers;
-    auto add = [&](bytes& into, auto const& name, bytes size) {
-      if (size.value() <= 0) return;
-      into += size;
-      if (!with_detail) return;
-      if constexpr (std::is_invocable_v<decltype(name)>)
-        b.detail.push_back({name(), size});
-      else
-        b.detail.push_back({std::string(name), size});
-    };
+ private:
+  template <class Name>
+  void add(bytes& into, Name const& name, bytes size) {
+    if (size.value() <= 0) return;
+    into += size;
+    if (!detail_) return;
+    if constexpr (std::is_invocable_v<Name>)
+      b_.detail.push_back({name(), size});
+    else
+      b_.detail.push_back({std::string(name), size});
+  }
 
-    double const params = placed.params;
-    double const grad_bytes = grad_element_bytes(m, p.training);
-    auto st = model_state_bytes(params, m.prec, m.optimizer, s.zero, shard, grad_bytes);
-    auto const bpp = state_bytes(m.prec, m.optimizer, grad_bytes);
-    add(
-        b.weights,
-        [&] {
-          return fmt::format("weights ({}, {} x {} B{})", name(m.prec), params_text(params), bpp.weights,
-                             sharded_text(s.zero, 3, shard));
-        },
-        st.weights);
-    add(
-        b.gradients,
-        [&] {
-          return fmt::format("gradients ({}{} x {} B{})",
-                             p.training.grad_precision ? fmt::format("{}, ", name(*p.training.grad_precision)) : "",
-                             params_text(params), bpp.gradients,
-                             sharded_text(s.zero, 2, shard));
-        },
-        st.gradients);
-    auto const opt_state = st.optimizer;
-    double const opt_per = bpp.master + bpp.moments;
-    if (opt_per > 0) {
-      add(
-          b.optimizer,
-          [&] {
-            return fmt::format("optimizer moments ({} x {} B{})", name(m.optimizer), bpp.moments,
-                               sharded_text(s.zero, 1, shard));
-          },
-          opt_state * (bpp.moments / opt_per));
-      add(
-          b.optimizer,
-          [&] {
-            return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp.master,
-                               sharded_text(s.zero, 1, shard));
-          },
-          opt_state * (bpp.master / opt_per));
-    }
+  // Weights, gradients, fp32 master weights and moments under the ZeRO
+  // stage, split over the shard group's dp x cp ranks (shape.hpp).
+  void model_state() {
+    double const params = placed_.params;
+    auto const shard = sh_.shard_ranks();
+    auto const st = model_state_bytes(params, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients);
+    add(b_.weights, [&] {
+      return fmt::format("weights ({}, {} x {} B{})", name(m_.prec), params_text(params), bpp_.weights,
+                         sharded_text(s_.zero, 3, shard));
+    }, st.weights);
+    add(b_.gradients, [&] {
+      return fmt::format("gradients ({}{} x {} B{})",
+                         p_.training.grad_precision ? fmt::format("{}, ", name(*p_.training.grad_precision)) : "",
+                         params_text(params), bpp_.gradients, sharded_text(s_.zero, 2, shard));
+    }, st.gradients);
+    double const opt_per = bpp_.master + bpp_.moments;
+    if (opt_per <= 0) return;
+    add(b_.optimizer, [&] {
+      return fmt::format("optimizer moments ({} x {} B{})", name(m_.optimizer), bpp_.moments,
+                         sharded_text(s_.zero, 1, shard));
+    }, st.optimizer * (bpp_.moments / opt_per));
+    add(b_.optimizer, [&] {
+      return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp_.master,
+                         sharded_text(s_.zero, 1, shard));
+    }, st.optimizer * (bpp_.master / opt_per));
+  }
 
-    // 1F1B: stage r holds min(pp - r, m) micro-batches. Interleaved
-    // (Megatron): stage r warms up with 2 (pp - r - 1) + (v - 1) pp chunks
-    // and holds one more in the steady state; on stage 0 that is
-    // pp (1 + (pp - 1) / (pp v)) micro-batches' worth of its layers
-    // (Narayanan et al. 2021).
+  // 1F1B: stage r holds min(pp - r, m) micro-batches. Interleaved
+  // (Megatron): stage r warms up with 2 (pp - r - 1) + (v - 1) pp chunks
+  // and holds one more in the steady state; on stage 0 that is
+  // pp (1 + (pp - 1) / (pp v)) micro-batches' worth of its layers
+  // (Narayanan et al. 2021).
+  void activations_in_flight() {
+    auto const pp = s_.pp, v = s_.virtual_stages, r = b_.stage, layers = placed_.layers;
     double held_layers = 0;
     std::int64_t in_flight = 0;
     if (v == 1) {
-      in_flight = std::min(pp - r, grad_accum);
+      in_flight = std::min(pp - r, sh_.grad_accum);
       held_layers = double(in_flight * layers);
     } else {
-      std::int64_t const chunks = std::min(grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
+      std::int64_t const chunks = std::min(sh_.grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
       in_flight = (chunks + v - 1) / v;
       held_layers = double(chunks) * double(layers) / double(v);
     }
-    b.in_flight = in_flight;
-    add(
-        b.activations,
-        [&] {
-          return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})",
-                             layers, v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
-                             to_string(act_layer), name(s.checkpoint));
-        },
-        act_layer * held_layers);
+    b_.in_flight = in_flight;
+    add(b_.activations, [&] {
+      return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})", layers,
+                         v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
+                         to_string(act_layer_), name(s_.checkpoint));
+    }, act_layer_ * held_layers);
     // The embedding's output is the first layer's input, which that layer
     // already keeps (counted in its activations); only an embedding
     // dropout's mask is extra.
-    if (first && dropout)
-      add(
-          b.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
-          bytes(tokens * h / rep * double(in_flight)));
-    if ((s.zero <= 2 || sh.replicate.active()) && sh.sync.active())
-      add(b.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    if (placed_.embedding && m_.dropout)
+      add(b_.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
+          bytes(tokens_ * h_ / rep_ * double(in_flight)));
+  }
+
+  [[nodiscard]] bool zero3() const { return s_.zero == 3 && sh_.shard_ranks() > 1; }
+  [[nodiscard]] double gathered_layer() const { return zero3() ? sh_.layer_params * bpp_.weights : 0.0; }
+
+  // Buffers alive through the step.
+  void buffers() {
+    if ((s_.zero <= 2 || sh_.replicate.active()) && sh_.sync.active())
+      add(b_.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered
     // from its forward to its post-backward, so both moments below hold it.
-    double const root_params = params - double(layers) * layer_params;
-    bool const zero3 = s.zero == 3 && shard > 1;
-    if (zero3 && root_params > 0)
-      add(b.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)",
-          bytes(root_params * bpp.weights));
-    if (s.tp > 1) add(b.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e * tokens * h));
-    if (pp > 1) add(b.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e * tokens * h / rep));
+    double const root_params = placed_.params - double(placed_.layers) * sh_.layer_params;
+    if (zero3() && root_params > 0)
+      add(b_.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)", bytes(root_params * bpp_.weights));
+    if (s_.tp > 1) add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
+    if (s_.pp > 1) add(b_.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e_ * tokens_ * h_ / rep_));
+  }
 
-    // The peak is a moment, not a sum of maxima: the loss (the last stage at
-    // the end of a micro-batch's forward: the logits and the loss buffers
-    // are alive, no layer is being recomputed yet) or the backward of a
-    // layer (its recomputed activations and, under ZeRO-3, it and the
-    // prefetched next layer gathered; the loss buffers are freed by then).
-    // Saved activations and the terms above are alive at both. At the loss
-    // ZeRO-3 holds one gathered layer, the last, whose backward comes next.
-    double const vocab_elems = tokens * double(sh.local_vocab);
-    double const gathered_layer = zero3 ? layer_params * bpp.weights : 0.0;
-    double const at_loss = !last ? 0.0
-                                 : e * tokens * h / rep + (unfused ? 12.0 : e + 4.0) * vocab_elems + 8 * tokens +
-                                       (layers > 0 ? gathered_layer : 0.0);
-    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered_layer : 0.0;
-    bool const loss_moment = last && at_loss >= in_layer;
-    if (loss_moment) {
-      b.peak_moment = "the loss (end of the forward, start of the backward)";
-      add(b.activations, "final norm input", bytes(e * tokens * h / rep));
-      if (unfused) {
-        // cross_entropy(logits.float(), labels) as torchtitan runs it: the
-        // 16-bit logits are freed before the backward; log_softmax's output
-        // (kept for its backward), its incoming gradient from nll_loss and
-        // the gradient it produces are alive at once.
-        add(
-            b.activations,
-            [&] {
-              return fmt::format(
-                  "unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient "
-                  "(3 x fp32 x s.b.vocab/t, vocab padded to {})",
-                  vocab);
-            },
-            bytes(12.0 * vocab_elems));
-      } else {
-        add(
-            b.activations,
-            [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m.prec)); },
-            bytes(e * vocab_elems));
-        add(b.activations, "logits in fp32 for the loss (softmax kept for backward)", bytes(4 * vocab_elems));
-      }
-      add(b.activations, "loss (fp32 per token)", bytes(8 * tokens));
-      if (layers > 0) add(b.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered_layer));
-    } else {
-      b.peak_moment = "the backward of a layer";
+  // The peak is a moment, not a sum of maxima: the loss (the last stage at
+  // the end of a micro-batch's forward: the logits and the loss buffers are
+  // alive, no layer is being recomputed yet) or the backward of a layer
+  // (its recomputed activations and, under ZeRO-3, it and the prefetched
+  // next layer gathered; the loss buffers are freed by then). Saved
+  // activations and the terms above are alive at both. At the loss ZeRO-3
+  // holds one gathered layer, the last, whose backward comes next.
+  void peak_moment() {
+    bool const unfused = p_.training.cross_entropy == cross_entropy_kind::unfused;
+    auto const layers = placed_.layers;
+    strategy no_recompute = s_;
+    no_recompute.checkpoint = checkpoint_mode::none;
+    bytes const recompute_working = s_.checkpoint == checkpoint_mode::none
+                                        ? bytes{}
+                                        : max(bytes{}, activations_per_layer(m_, no_recompute) - act_layer_);
+    double const vocab_elems = tokens_ * double(sh_.local_vocab);
+    double const gathered = gathered_layer();
+    double const at_loss = !placed_.final_norm ? 0.0
+                                               : e_ * tokens_ * h_ / rep_ + (unfused ? 12.0 : e_ + 4.0) * vocab_elems +
+                                                     8 * tokens_ + (layers > 0 ? gathered : 0.0);
+    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered : 0.0;
+    if (!(placed_.final_norm && at_loss >= in_layer)) {
+      b_.peak_moment = "the backward of a layer";
       if (layers > 0) {
-        add(b.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
+        add(b_.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
             recompute_working);
-        add(b.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * gathered_layer));
+        add(b_.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * gathered));
       }
+      return;
     }
+    b_.peak_moment = "the loss (end of the forward, start of the backward)";
+    add(b_.activations, "final norm input", bytes(e_ * tokens_ * h_ / rep_));
+    auto const vocab = sh_.padded_vocab;
+    if (unfused) {
+      // cross_entropy(logits.float(), labels) as torchtitan runs it: the
+      // 16-bit logits are freed before the backward; log_softmax's output
+      // (kept for its backward), its incoming gradient from nll_loss and the
+      // gradient it produces are alive at once.
+      add(b_.activations, [&] {
+        return fmt::format(
+            "unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient "
+            "(3 x fp32 x s.b.vocab/t, vocab padded to {})",
+            vocab);
+      }, bytes(12.0 * vocab_elems));
+    } else {
+      add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
+          bytes(e_ * vocab_elems));
+      add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)", bytes(4 * vocab_elems));
+    }
+    add(b_.activations, "loss (fp32 per token)", bytes(8 * tokens_));
+    if (layers > 0) add(b_.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered));
+  }
 
-    b.total = b.weights + b.gradients + b.optimizer + b.activations + b.buffers;
-    if (with_detail)
-      b.stage_note = fmt::format("stage {} of {} ({}{}{} layers)", r, pp, first ? "embedding, " : "",
-                                 last ? "logits, " : "", layers);
-    return b;
-  };
+  strategy_shape const& sh_;
+  program const& p_;
+  model const& m_;
+  strategy const& s_;
+  stage_shape const placed_;
+  bool const detail_;
+  per_param const bpp_;
+  double const e_, tokens_, h_, rep_;
+  bytes const act_layer_;
+  memory_breakdown b_;
+};
+
+}  // namespace
+
+memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
+  // Totals of every stage first; the readable detail only for the most
+  // loaded one.
   std::int64_t worst = 0;
   bytes worst_total;
-  for (std::int64_t r = 0; r < pp; ++r) {
-    auto const total = stage(r, false).total;
+  for (std::int64_t r = 0; r < sh.s.pp; ++r) {
+    auto const total = stage_memory(sh, r, false).run().total;
     if (r == 0 || worst_total < total) worst = r, worst_total = total;
   }
-  return stage(worst, detail);
+  return stage_memory(sh, worst, detail).run();
 }
 
 }  // namespace dtplan::planner
