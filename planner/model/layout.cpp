@@ -303,10 +303,10 @@ std::int64_t rank_layout::node_sync_members() const {
     auto p = regular_placement(strides_[inner], sizes_[inner], g);
     return p ? p->max_per_node : 0;
   }
-  // Any other order: walk the groups from every node offset they can start at.
-  std::vector<std::pair<std::int64_t, std::int64_t>> others{{strides_[static_cast<int>(axis::tp)], sizes_[static_cast<int>(axis::tp)]},
-                                                            {strides_[static_cast<int>(axis::pp)], sizes_[static_cast<int>(axis::pp)]}};
-  return walk_terms({{strides_[d], sizes_[d]}, {strides_[c], sizes_[c]}}, others).even_share;
+  // Any other order (an axis between cp and dp that does not move whole
+  // nodes): the node-local parts of a sync group are not one run of ranks,
+  // and dtplan does not form shard groups from them.
+  return 0;
 }
 
 rank_layout::walked rank_layout::walk_terms(std::vector<std::pair<std::int64_t, std::int64_t>> const& group,

@@ -70,8 +70,10 @@ class rank_layout {
   /// coordinate, its tp and pp ones), ascending.
   [[nodiscard]] std::vector<std::int64_t> sync_group_of(std::int64_t rank) const;
   /// The members of a sync group on one node when every node holds the same
-  /// number of every sync group's members (the size of a `shard = node`
-  /// group); 0 when they do not.
+  /// number of every sync group's members, in one run of ranks (or copies
+  /// of one on nodes of their own): the size of a `shard = node` group; 0
+  /// when they do not (and for rank orders that put another axis between cp
+  /// and dp without moving whole nodes).
   [[nodiscard]] std::int64_t node_sync_members() const;
   /// The shard group of `rank` inside its sync group, ascending.
   [[nodiscard]] std::vector<std::int64_t> shard_group_of(std::int64_t rank, shard_layout const& k) const;

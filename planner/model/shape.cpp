@@ -109,6 +109,28 @@ void fill_gemms(strategy_shape& sh, model const& m) {
 
 }  // namespace
 
+shape_groups group_sizes_of(program const& p, strategy const& s) {
+  shape_groups sh;
+  rank_layout const layout(s, p.cluster.gpus_per_node);
+  auto sized = [](std::int64_t n) {
+    group_shape g;
+    g.size = g.placement.size = g.placement.max_per_node = n;
+    return g;
+  };
+  sh.tp = sized(s.tp), sh.cp = sized(s.cp), sh.dp = sized(s.dp), sh.pp = sized(s.pp), sh.ep = sized(s.ep);
+  sh.sync = sized(s.dp * s.cp);
+  sh.embedding = sized(s.pp > 1 && p.model.tied_embeddings ? 2 : 1);
+  if (s.zero >= 1) {
+    sh.sharding = sharding_of(s);
+    auto const n = layout.shard_ranks(sh.sharding);
+    sh.shard = sized(n > 0 ? n : sh.sync.size);
+    sh.replicate = sized(sh.sync.size / sh.shard.size);
+  } else {
+    sh.replicate = sh.sync;
+  }
+  return sh;
+}
+
 shape_groups groups_of(program const& p, strategy const& s) {
   model const& m = p.model;
   cluster const& c = p.cluster;

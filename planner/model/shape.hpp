@@ -136,6 +136,9 @@ strategy_shape shape_of(program const& p, strategy const& s);
 strategy_shape shape_of(program const& p, strategy const& s, shape_groups const& groups);
 /// The groups of `s` on `p`'s cluster.
 shape_groups groups_of(program const& p, strategy const& s);
+/// Only the groups' sizes (every placement one node, links unset): what
+/// memory and the search's bounds read, without placing any group.
+shape_groups group_sizes_of(program const& p, strategy const& s);
 
 /// Layers per pipeline chunk when `layers` are spread over `chunks` chunks
 /// ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").

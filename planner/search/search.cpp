@@ -25,6 +25,8 @@
 #include "planner/model/evaluate.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/search/explain.hpp"
+#include "planner/search/space.hpp"
 
 namespace dtplan::planner {
 
@@ -86,232 +88,9 @@ bool better(search_entry const& a, search_entry const& b) {
 
 namespace {
 
+using namespace detail;
 using clock_type = std::chrono::steady_clock;
 constexpr double infinity = std::numeric_limits<double>::infinity();
-
-// The divisors of `n` among `candidates` (ascending, holding every divisor
-// of n): n's divisors without a trial division.
-std::vector<std::int64_t> dividing(std::vector<std::int64_t> const& candidates, std::int64_t n) {
-  std::vector<std::int64_t> out;
-  if (n <= 0) return out;
-  for (auto d : candidates) {
-    if (d > n) break;
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
-
-template <class T>
-std::vector<T> sorted_unique(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
-// The values of an integer key. `valid` is every value that can be valid
-// (ascending); a range keeps those inside it, `auto` takes `automatic`.
-std::vector<std::int64_t> int_domain(key_choice<std::int64_t> const& c, std::int64_t fallback,
-                                     std::vector<std::int64_t> const& valid,
-                                     std::vector<std::int64_t> const& automatic) {
-  using form = key_choice<std::int64_t>::form;
-  switch (c.f) {
-    case form::unset: return {fallback};
-    case form::single: return c.values.empty() ? std::vector{fallback} : std::vector{c.values.front()};
-    case form::set: return sorted_unique(c.values);
-    case form::range: {
-      std::vector<std::int64_t> out;
-      for (auto v : valid)
-        if (v >= c.low && v <= c.high) out.push_back(v);
-      return out;
-    }
-    case form::any: return automatic;
-  }
-  return {fallback};
-}
-
-std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap) {
-  std::erase_if(v, [&](std::int64_t x) { return x > cap; });
-  return v;
-}
-
-}  // namespace
-
-namespace {
-
-// One structural choice: the parallel degrees and the rank order. Every
-// other key is enumerated inside it.
-struct work_item {
-  std::int64_t tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
-  std::vector<rank_order> orders;
-  std::int64_t candidates = 0;  // the size of its sub-tree
-
-  // The structure's degrees, every other key at its default.
-  [[nodiscard]] strategy structure() const {
-    strategy s;
-    s.tp = tp;
-    s.pp = pp;
-    s.cp = cp;
-    s.dp = dp;
-    s.ep = ep;
-    return s;
-  }
-};
-
-// The whole space with the dependent domains resolved per structure.
-class space_view {
- public:
-  space_view(program const& p, strategy_spec const& spec, search_options const& o)
-      : p_(p), spec_(spec), options_(o) {
-    auto gpus = p.cluster.gpus();
-    auto g = divisors(gpus);
-    gpu_divisors_ = g;
-    batch_divisors_ = divisors(p.training.global_batch);
-    layer_divisors_ = divisors(p.model.layers);
-    tp_ = int_domain(spec.tp, 1, g, g);
-    pp_ = int_domain(spec.pp, 1, g, g);
-    cp_ = int_domain(spec.cp, 1, g, g);
-    auto experts = divisors(p.model.experts);
-    ep_ = int_domain(spec.ep, 1, experts, p.model.experts > 1 ? experts : std::vector<std::int64_t>{1});
-    std::vector<std::int64_t> zeros{0, 1, 2, 3};
-    zero_ = int_domain(spec.zero, 0, zeros, zeros);
-    using cform = key_choice<checkpoint_mode>::form;
-    if (spec.checkpoint.f == cform::any || spec.checkpoint.f == cform::range)
-      checkpoint_.assign(checkpoint_modes.begin(), checkpoint_modes.end());
-    else if (spec.checkpoint.f == cform::set) {
-      checkpoint_ = sorted_unique(spec.checkpoint.values);
-      std::stable_sort(checkpoint_.begin(), checkpoint_.end(),
-                       [](auto a, auto b) { return recompute_rank(a) < recompute_rank(b); });
-    } else
-      checkpoint_ = {spec.fixed().checkpoint};
-    using oform = key_choice<rank_order>::form;
-    if (spec.order.f == oform::any || spec.order.f == oform::range)
-      orders_ = search_orders();
-    else if (spec.order.f == oform::set)
-      orders_ = spec.order.values;
-    else
-      orders_ = {spec.fixed().order};
-  }
-
-  [[nodiscard]] std::vector<std::int64_t> const& tp() const { return tp_; }
-  [[nodiscard]] std::vector<std::int64_t> const& pp() const { return pp_; }
-  [[nodiscard]] std::vector<std::int64_t> const& cp() const { return cp_; }
-  [[nodiscard]] std::vector<std::int64_t> const& ep() const { return ep_; }
-  [[nodiscard]] std::vector<std::int64_t> const& zero() const { return zero_; }
-  [[nodiscard]] std::vector<checkpoint_mode> const& checkpoint() const { return checkpoint_; }
-
-  // dp is derived from the others; a written dp only filters.
-  [[nodiscard]] bool dp_allowed(std::int64_t dp) const {
-    using form = key_choice<std::int64_t>::form;
-    auto const& c = spec_.dp;
-    switch (c.f) {
-      case form::unset:
-      case form::any: return true;
-      case form::single: return c.values.empty() || c.values.front() == dp;
-      case form::set: return std::find(c.values.begin(), c.values.end(), dp) != c.values.end();
-      case form::range: return dp >= c.low && dp <= c.high;
-    }
-    return true;
-  }
-
-  // Orders that give the same layout (they differ only in where axes of
-  // size 1 sit) are one candidate: the first of them in the list.
-  [[nodiscard]] std::vector<rank_order> orders(std::int64_t tp, std::int64_t pp, std::int64_t cp,
-                                               std::int64_t dp) const {
-    if (orders_.size() == 1) return orders_;
-    std::array<std::int64_t, 4> size{};
-    size[static_cast<int>(axis::tp)] = tp;
-    size[static_cast<int>(axis::pp)] = pp;
-    size[static_cast<int>(axis::cp)] = cp;
-    size[static_cast<int>(axis::dp)] = dp;
-    std::vector<rank_order> out;
-    std::vector<std::vector<axis>> seen;
-    for (auto const& o : orders_) {
-      std::vector<axis> effective;
-      for (axis a : o)
-        if (size[static_cast<int>(a)] > 1) effective.push_back(a);
-      if (std::find(seen.begin(), seen.end(), effective) != seen.end()) continue;
-      seen.push_back(effective);
-      out.push_back(o);
-    }
-    return out;
-  }
-
-  // Sharding only changes anything with ZeRO: a free shard key takes `all`
-  // alone when zero = 0. `node` and every divisor of dp strictly between 1
-  // and dp otherwise (1 shards nothing, dp is `all`).
-  [[nodiscard]] std::vector<shard_group> shard(int zero, std::int64_t dp) const {
-    using form = key_choice<shard_group>::form;
-    auto const& c = spec_.shard;
-    if (c.f == form::unset) return {shard_group{}};
-    if (c.f == form::single) return {c.values.empty() ? shard_group{} : c.values.front()};
-    if (zero == 0) return {shard_group{}};
-    if (c.f == form::set) return c.values;
-    std::vector<shard_group> out{shard_group{}};
-    if (dp > 1) out.push_back(shard_group{shard_group::kind::node, 0});
-    for (auto d : dividing(gpu_divisors_, dp)) {
-      if (d <= 1 || d >= dp) continue;
-      if (c.f == form::range && (d < c.low || d > c.high)) continue;
-      out.push_back(shard_group{shard_group::kind::size, d});
-    }
-    return out;
-  }
-
-  // Sequence parallelism only exists with tensor parallelism.
-  [[nodiscard]] std::vector<bool> sequence_parallel(std::int64_t tp) const {
-    using form = key_choice<bool>::form;
-    auto const& c = spec_.sequence_parallel;
-    switch (c.f) {
-      case form::unset: return {tp > 1};
-      case form::single: return {c.values.empty() ? tp > 1 : c.values.front()};
-      case form::set:
-      case form::range:
-      case form::any:
-        if (tp == 1) return {false};
-        if (c.f == form::set) return sorted_unique(c.values);
-        return {false, true};
-    }
-    return {tp > 1};
-  }
-
-  // Interleaving only exists with pipelining: chunks of layers / pp.
-  [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
-    std::vector<std::int64_t> valid{1};
-    if (pp > 1 && p_.model.layers % pp == 0) valid = dividing(layer_divisors_, p_.model.layers / pp);
-    auto automatic = capped(valid, options_.max_virtual_stages);
-    return int_domain(spec_.virtual_stages, 1, valid, automatic);
-  }
-
-  // Ascending, which the memory cut-off in the search relies on.
-  [[nodiscard]] std::vector<std::int64_t> micro_batch(std::int64_t dp) const {
-    auto per_rank = p_.training.global_batch % dp == 0 ? p_.training.global_batch / dp : 0;
-    auto valid = dividing(batch_divisors_, per_rank);
-    return int_domain(spec_.micro_batch, 1, valid, capped(valid, options_.max_micro_batch));
-  }
-
-  [[nodiscard]] std::int64_t count(work_item const& w) const {
-    auto inner = static_cast<std::int64_t>(checkpoint_.size() * sequence_parallel(w.tp).size() *
-                                           virtual_stages(w.pp).size() * micro_batch(w.dp).size());
-    std::int64_t n = 0;
-    for (auto z : zero_) n += static_cast<std::int64_t>(shard(static_cast<int>(z), w.dp).size()) * inner;
-    return n * static_cast<std::int64_t>(w.orders.size());
-  }
-
- private:
-  program const& p_;
-  strategy_spec const& spec_;
-  search_options const& options_;
-  std::vector<std::int64_t> tp_, pp_, cp_, ep_, zero_;
-  std::vector<checkpoint_mode> checkpoint_;
-  std::vector<rank_order> orders_;
-  // dp divides the GPUs, a rank's batch the global batch, a stage's layers
-  // the model's: their divisors are filtered from these, found once
-  // (trial division per structure costs seconds on huge clusters).
-  std::vector<std::int64_t> gpu_divisors_, batch_divisors_, layer_divisors_;
-};
-
-std::string structure_text(work_item const& w) {
-  return fmt::format("tp = {}, pp = {}, cp = {}, dp = {}", w.tp, w.pp, w.cp, w.dp);
-}
 
 std::string count_text(std::int64_t n) {
   if (n < 1000) return fmt::format("{}", n);
@@ -355,27 +134,23 @@ struct candidate {
   }
 };
 
+void sort_by_bound(std::vector<candidate>& v) {
+  std::sort(v.begin(), v.end(), [](candidate const& a, candidate const& b) { return a.bound < b.bound; });
+}
+
 // What one thread found; merged in the total order at the end.
 struct thread_state {
   std::vector<search_entry> top;
-  std::vector<candidate> waiting;
-  std::int64_t valid = 0;
-  std::int64_t illegal = 0;
-  std::int64_t memory_cut = 0;     // candidates that do not fit (checked or cut off)
-  std::int64_t structure_cut = 0;  // candidates of structures that fit nowhere
-  std::vector<double> bounds;      // with explain: the bound of every valid candidate
-  // With explain: structures none of whose candidates is legal, and the
-  // structures cut by memory with the least memory they need.
-  std::vector<work_item> illegal_structures;
-  std::vector<std::pair<work_item, double>> memory_structures;
+  std::vector<candidate> waiting;  ///< valid candidates bounded, not yet costed
+  search_tally tally;
 };
 
 class searcher {
  public:
   searcher(program const& p, strategy_spec const& spec, cost_model const& model, search_options const& o,
-           space_view const& space)
+           space_view const& space, std::size_t waiting_cap)
       : p_(p), spec_(spec), model_(model), options_(o), space_(space),
-        k_(static_cast<std::size_t>(std::max(0, o.top))) {}
+        k_(static_cast<std::size_t>(std::max(0, o.top))), waiting_cap_(std::max<std::size_t>(1, waiting_cap)) {}
 
   void run(std::vector<work_item> const& items, thread_state& st, std::atomic<std::size_t>& next,
            std::atomic<std::int64_t>& done) {
@@ -446,7 +221,7 @@ class searcher {
           s.virtual_stages = vs.front();
           s.micro_batch = mb.front();
           if (!is_legal(p_, s)) return std::nullopt;
-          auto m = estimate_memory(p_, s, false);
+          auto m = estimate_memory(shape_of(p_, s, group_sizes_of(p_, s)), false);
           if (m.fits()) return std::nullopt;
           least = std::min(least, m.total.value());
         }
@@ -460,16 +235,16 @@ class searcher {
     // makes every candidate of the structure illegal (a cluster far larger
     // than the batch has millions of such structures).
     if (w.dp <= 0 || p_.training.global_batch % w.dp != 0) {
-      st.illegal += w.candidates;
-      if (options_.explain) st.illegal_structures.push_back(w);
+      st.tally.illegal += w.candidates;
+      if (options_.explain) st.tally.illegal_structures.push_back(w);
       return;
     }
     if (auto needs = structure_needs(w)) {
-      st.structure_cut += w.candidates;
-      if (options_.explain) st.memory_structures.emplace_back(w, *needs);
+      st.tally.structure_cut += w.candidates;
+      if (options_.explain) st.tally.memory_structures.emplace_back(w, *needs);
       return;
     }
-    auto const illegal_before = st.illegal;
+    auto const illegal_before = st.tally.illegal;
     strategy s = w.structure();
     auto const& orders = w.orders;
     auto const n_orders = orders.size();
@@ -492,7 +267,7 @@ class searcher {
         std::vector<char> same_as_other(n_orders, 0);
         for (std::size_t o = 0; o < n_orders; ++o) {
           s.order = orders[o];
-          groups[o] = groups_of(p_, s);
+          groups[o] = group_sizes_of(p_, s);
           same_as_other[o] = duplicate_shard(s, shards, groups[o]);
         }
         for (auto c : space_.checkpoint()) {
@@ -510,7 +285,7 @@ class searcher {
                   if (!fits_so_far[o] || same_as_other[o]) continue;
                   s.order = orders[o];
                   if (!is_legal(p_, s)) {
-                    ++st.illegal;
+                    ++st.tally.illegal;
                     continue;
                   }
                   auto const shape = shape_of(p_, s, groups[o]);
@@ -524,13 +299,24 @@ class searcher {
                   if (!mem.fits()) {
                     // Every larger micro-batch needs at least as much.
                     fits_so_far[o] = 0;
-                    st.memory_cut += static_cast<std::int64_t>(mbs.size() - i);
+                    st.tally.memory_cut += static_cast<std::int64_t>(mbs.size() - i);
                     continue;
                   }
-                  ++st.valid;
+                  ++st.tally.valid;
                   if (!bound) bound = model_.step_lower_bound(shape).value();
+                  if (recount_) {
+                    // The explain pass: how many the final k-th best step prunes.
+                    if (*bound > *recount_) {
+                      auto& t = st.tally;
+                      t.least_pruned = t.pruned > 0 ? std::min(t.least_pruned, *bound) : *bound;
+                      ++t.pruned;
+                    }
+                    continue;
+                  }
                   st.waiting.emplace_back(*bound, s, mem.total);
-                  if (options_.explain) st.bounds.push_back(*bound);
+                  // Memory stays bounded however many candidates are
+                  // valid: a full buffer is costed now (best bound first).
+                  if (st.waiting.size() >= waiting_cap_) flush(st);
                 }
               }
             }
@@ -538,29 +324,39 @@ class searcher {
         }
       }
     }
-    if (options_.explain && st.illegal - illegal_before == w.candidates) st.illegal_structures.push_back(w);
+    if (options_.explain && st.tally.illegal - illegal_before == w.candidates) st.tally.illegal_structures.push_back(w);
   }
 
   // A `node` or size shard key whose groups are those of another key also
   // in the space is the same plan: only the first counts (`all` before
-  // `node` before sizes).
-  bool duplicate_shard(strategy const& s, std::vector<shard_group> const& shards, shape_groups const& g) const {
+  // `node` before sizes). `g` holds sizes only.
+  bool duplicate_shard(strategy const& s, std::vector<shard_group> const& shards, shape_groups const& sizes) const {
     if (s.zero == 0 || s.shard.k == shard_group::kind::all) return false;
     bool const has_all = std::find(shards.begin(), shards.end(), shard_group{}) != shards.end();
-    if (g.shard.size == g.sync.size) return has_all;
+    if (sizes.shard.size == sizes.sync.size) return has_all;
     shard_group const node{shard_group::kind::node, 0};
     if (s.shard.k != shard_group::kind::size || std::find(shards.begin(), shards.end(), node) == shards.end())
       return false;
     strategy t = s;
     t.shard = node;
     if (rank_layout(t, p_.cluster.gpus_per_node).node_sync_members() == 0) return false;
+    if (rank_layout(t, p_.cluster.gpus_per_node).node_sync_members() != sizes.shard.size) return false;
     auto const by_node = groups_of(p_, t);
-    return by_node.shard.size == g.shard.size && by_node.shard.placement.nodes == g.shard.placement.nodes &&
+    auto const g = groups_of(p_, s);
+    return by_node.shard.placement.nodes == g.shard.placement.nodes &&
            by_node.shard.placement.max_per_node == g.shard.placement.max_per_node;
   }
 
  public:
-  // Phase 2: cost the candidates in order of their bound until the bound
+  // Costs a full buffer of one thread now, best bound first.
+  void flush(thread_state& st) {
+    sort_by_bound(st.waiting);
+    std::atomic<std::size_t> from{0};
+    cost(st.waiting, st, from);
+    st.waiting.clear();
+  }
+
+  // Phase 2: cost the candidates (sorted by bound) in order until the bound
   // passes the k-th best step; every later one is at least as slow.
   void cost(std::vector<candidate> const& all, thread_state& st, std::atomic<std::size_t>& next) {
     constexpr std::size_t block = 16;
@@ -598,115 +394,22 @@ class searcher {
   search_options const& options_;
   space_view const& space_;
   std::size_t k_;
+  std::size_t waiting_cap_;
   std::atomic<double> kth_{infinity};
+
+ public:
+  /// With a step set, phase 1 again only counts the valid candidates whose
+  /// bound passes it (deterministic, whatever the threads did).
+  std::optional<double> recount_;
 };
 
-void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
-             std::vector<std::string> const& structural, thread_state const& all, double kth, double best,
-             std::vector<std::string>& out) {
-  out.insert(out.end(), structural.begin(), structural.end());
-  auto usable = p.cluster.device.memory - p.cluster.device.reserved;
 
-  // Structures every candidate of which is illegal, grouped by the first
-  // error the checker gives for one of them.
-  std::map<std::string, std::pair<std::int64_t, std::vector<std::string>>> reasons;
-  for (auto const& w : all.illegal_structures) {
-    strategy s = w.structure();
-    s.order = w.orders.front();
-    s.sequence_parallel = w.tp > 1;
-    auto r = check(p, spec, s);
-    std::string why = "not legal";
-    for (auto const& d : r.diags)
-      if (d.level == dsl::severity::error) {
-        why = d.message;
-        break;
-      }
-    auto& entry = reasons[why];
-    entry.first += w.candidates;
-    auto text = structure_text(w);
-    if (std::find(entry.second.begin(), entry.second.end(), text) == entry.second.end())
-      entry.second.push_back(text);
-  }
-  for (auto const& [why, entry] : reasons) {
-    auto const& where = entry.second;
-    std::string at = where.front();
-    if (where.size() > 1) at += fmt::format(" and {} more", where.size() - 1);
-    out.push_back(fmt::format("{}: {} ({} candidates)", at, why, grouped(entry.first)));
-  }
 
-  // Structures that fit nowhere: by tp when every structure of that tp is
-  // cut, one line per structure otherwise (the first few).
-  std::map<std::int64_t, std::pair<std::int64_t, double>> cut_by_tp;  // tp -> (structures, least memory)
-  std::map<std::int64_t, std::int64_t> candidates_by_tp;
-  for (auto const& [w, needs] : all.memory_structures) {
-    auto& e = cut_by_tp[w.tp];
-    e.second = e.first == 0 ? needs : std::min(e.second, needs);
-    ++e.first;
-    candidates_by_tp[w.tp] += w.candidates;
-  }
-  std::vector<std::pair<work_item, double>> rest;
-  for (auto const& [w, needs] : all.memory_structures) {
-    // A tp every one of whose structures was cut is reported once.
-    if (cut_by_tp[w.tp].first == structures_of_tp.at(w.tp)) continue;
-    rest.emplace_back(w, needs);
-  }
-  for (auto const& [tp, e] : cut_by_tp) {
-    if (e.first != structures_of_tp.at(tp)) continue;
-    out.push_back(fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
-                              tp, bytes(e.second), usable, grouped(candidates_by_tp[tp])));
-  }
-  std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
-    return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp} <
-           std::tuple{b.first.tp, b.first.pp, b.first.cp, b.first.dp};
-  });
-  constexpr std::size_t shown = 8;
-  std::vector<std::string> lines;
-  std::int64_t hidden_candidates = 0;
-  std::size_t hidden = 0;
-  for (auto const& [w, needs] : rest) {
-    auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({} candidates)",
-                            structure_text(w), bytes(needs), usable, grouped(w.candidates));
-    if (std::find(lines.begin(), lines.end(), text) != lines.end()) continue;
-    if (lines.size() < shown) {
-      lines.push_back(text);
-    } else {
-      ++hidden;
-      hidden_candidates += w.candidates;
-    }
-  }
-  out.insert(out.end(), lines.begin(), lines.end());
-  if (hidden > 0)
-    out.push_back(fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
-                              grouped(hidden_candidates)));
-  if (all.memory_cut > 0)
-    out.push_back(fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
-                              grouped(all.memory_cut), usable));
-  std::int64_t other = all.illegal;
-  for (auto const& w : all.illegal_structures) other -= w.candidates;
-  if (other > 0) out.push_back(fmt::format("{} other candidates are not legal", grouped(other)));
-
-  std::int64_t above = 0;
-  double least = infinity;
-  for (double b : all.bounds)
-    if (b > kth) {
-      ++above;
-      least = std::min(least, b);
-    }
-  if (above > 0)
-    out.push_back(fmt::format("{} candidates pruned by the time bound (>= {}, best {})", grouped(above),
-                              seconds(least), seconds(best)));
-}
-
-}  // namespace
-
-search_result search(program const& p, strategy_spec const& spec, cost_model const& model,
-                     search_options const& options) {
-  auto const start = clock_type::now();
-  search_result result;
-  space_view space(p, spec, options);
+// The structures of the space (degrees that multiply to the GPU count, with
+// their rank orders) and the candidates under each.
+std::vector<work_item> structures(program const& p, space_view const& space, search_options const& options,
+                                  std::vector<std::string>& structural) {
   auto const gpus = p.cluster.gpus();
-
-  std::vector<std::string> structural;
   std::vector<work_item> items;
   for (auto tp : space.tp()) {
     if (tp <= 0 || gpus % tp != 0) {
@@ -731,19 +434,15 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
       }
     }
   }
-  std::map<std::int64_t, std::int64_t> structures_of_tp;
-  for (auto const& w : items) {
-    result.stats.candidates += w.candidates;
-    ++structures_of_tp[w.tp];
-  }
-  if (options.explain && items.empty())
-    result.explanations.push_back(
-        fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", gpus));
+  return items;
+}
 
-  auto threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, items.size())));
-  searcher worker(p, spec, model, options, space);
-  std::vector<thread_state> states(threads);
+// Phase 1 on `threads` threads (with a progress line on stderr when asked
+// and the search runs over a second), then phase 2: every thread's waiting
+// candidates costed together, best bound first.
+void run_phases(searcher& worker, std::vector<work_item> const& items, std::vector<thread_state>& states,
+                search_options const& options, std::int64_t candidates, clock_type::time_point start) {
+  auto const threads = static_cast<unsigned>(states.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::int64_t> done{0};
   std::atomic<unsigned> running{threads};
@@ -762,9 +461,9 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
     while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
       if (!options.progress || clock_type::now() - start < std::chrono::seconds(1)) continue;
       auto d = done.load();
-      auto total = std::max<std::int64_t>(1, result.stats.candidates);
+      auto total = std::max<std::int64_t>(1, candidates);
       std::fprintf(stderr, "\rsearching: %d%% (%s of %s candidates)", static_cast<int>(100 * d / total),
-                   count_text(d).c_str(), count_text(result.stats.candidates).c_str());
+                   count_text(d).c_str(), count_text(candidates).c_str());
       std::fflush(stderr);
       shown = true;
     }
@@ -773,39 +472,64 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
       std::fflush(stderr);
     }
   }
-
-  {
-    std::vector<candidate> queue;
-    for (auto& st : states) {
-      queue.insert(queue.end(), st.waiting.begin(), st.waiting.end());
-      st.waiting = {};
-    }
-    std::sort(queue.begin(), queue.end(), [](candidate const& a, candidate const& b) { return a.bound < b.bound; });
-    std::atomic<std::size_t> next_cost{0};
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { worker.cost(queue, states[t], next_cost); });
+  std::vector<candidate> queue;
+  for (auto& st : states) {
+    queue.insert(queue.end(), st.waiting.begin(), st.waiting.end());
+    st.waiting = {};
   }
+  sort_by_bound(queue);
+  std::atomic<std::size_t> next_cost{0};
+  std::vector<std::jthread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] { worker.cost(queue, states[t], next_cost); });
+}
+
+}  // namespace
+
+search_result search(program const& p, strategy_spec const& spec, cost_model const& model,
+                     search_options const& options) {
+  auto const start = clock_type::now();
+  search_result result;
+  space_view space(p, spec, options);
+  std::vector<std::string> structural;
+  auto const items = structures(p, space, options, structural);
+  std::map<std::int64_t, std::int64_t> structures_of_tp;
+  for (auto const& w : items) {
+    result.stats.candidates += w.candidates;
+    ++structures_of_tp[w.tp];
+  }
+  if (options.explain && items.empty())
+    result.explanations.push_back(
+        fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus()));
+
+  auto threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, items.size())));
+  searcher worker(p, spec, model, options, space, options.max_waiting / threads);
+  std::vector<thread_state> states(threads);
+  run_phases(worker, items, states, options, result.stats.candidates, start);
 
   // The per-thread top lists merged in the total order: which thread found
   // a plan cannot change the result.
-  thread_state all;
-  all.top = states | ranges::views::transform(&thread_state::top) | ranges::views::join |
-            ranges::to<std::vector>();
-  ranges::sort(all.top, better);
-  for (auto& st : states) {
-    all.valid += st.valid;
-    all.illegal += st.illegal;
-    all.memory_cut += st.memory_cut;
-    all.structure_cut += st.structure_cut;
-    all.bounds.insert(all.bounds.end(), st.bounds.begin(), st.bounds.end());
-    all.illegal_structures.insert(all.illegal_structures.end(), st.illegal_structures.begin(),
-                                  st.illegal_structures.end());
-    all.memory_structures.insert(all.memory_structures.end(), st.memory_structures.begin(),
-                                 st.memory_structures.end());
-  }
+  auto top = states | ranges::views::transform(&thread_state::top) | ranges::views::join | ranges::to<std::vector>();
+  ranges::sort(top, better);
+  search_tally all;
+  for (auto const& st : states) all.merge(st.tally);
   auto k = static_cast<std::size_t>(std::max(0, options.top));
-  if (all.top.size() > k) all.top.resize(k);
+  if (top.size() > k) top.resize(k);
+  if (options.explain && top.size() == k && k > 0) {
+    worker.recount_ = top.back().step.value();
+    std::vector<thread_state> counts(threads);
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::int64_t> done{0};
+    {
+      std::vector<std::jthread> pool;
+      for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] { worker.run(items, counts[t], next, done); });
+    }
+    for (auto const& c : counts) {
+      if (c.tally.pruned > 0)
+        all.least_pruned = all.pruned > 0 ? std::min(all.least_pruned, c.tally.least_pruned) : c.tally.least_pruned;
+      all.pruned += c.tally.pruned;
+    }
+  }
   // Threads finish structures in any order: sort what explain reports.
   auto by_structure = [](work_item const& a, work_item const& b) {
     return std::tuple{a.tp, a.pp, a.cp, a.dp, a.ep} < std::tuple{b.tp, b.pp, b.cp, b.dp, b.ep};
@@ -816,18 +540,17 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   result.stats.valid = all.valid;
 
   auto base = spec.name.empty() ? std::string("search") : spec.name;
-  result.best = ranges::views::zip(ranges::views::iota(1), all.top) |
+  result.best = ranges::views::zip(ranges::views::iota(1), top) |
                 ranges::views::transform([&](auto const& ranked) {
                   auto const& [place, entry] = ranked;
                   return evaluate(p, spec, entry.s, model, fmt::format("{}#{}", base, place));
                 }) |
                 ranges::to<std::vector>();
-  result.ranked = all.top;
+  result.ranked = top;
 
   if (options.explain) {
-    double kth = all.top.size() == k && k > 0 ? all.top.back().step.value() : infinity;
-    double best = all.top.empty() ? infinity : all.top.front().step.value();
-    explain(p, spec, structures_of_tp, structural, all, kth, best, result.explanations);
+    double best = top.empty() ? infinity : top.front().step.value();
+    explain(p, spec, structures_of_tp, structural, all, best, result.explanations);
   }
   result.stats.elapsed = seconds(std::chrono::duration<double>(clock_type::now() - start).count());
   return result;

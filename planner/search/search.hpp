@@ -20,6 +20,11 @@ struct search_options {
   bool progress = false;      ///< print progress to stderr when a search runs > 1 s
   std::int64_t max_micro_batch = 64;    ///< `micro_batch = auto`: divisors of global_batch / dp up to this
   std::int64_t max_virtual_stages = 8;  ///< `virtual_stages = auto`: divisors of layers / pp up to this
+  /// Valid candidates that wait for costing at once, over all threads (88
+  /// bytes each): past it a thread costs what it holds, best bound first,
+  /// so memory does not grow with the number of valid candidates. The
+  /// result is the same for any value.
+  std::size_t max_waiting = std::size_t{1} << 21;
 };
 
 /// One costed candidate of the search, before `evaluate` fills the plan.

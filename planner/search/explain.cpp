@@ -1,0 +1,110 @@
+#include "planner/search/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "planner/model/check.hpp"
+
+namespace dtplan::planner::detail {
+
+void search_tally::merge(search_tally const& other) {
+  valid += other.valid;
+  illegal += other.illegal;
+  memory_cut += other.memory_cut;
+  structure_cut += other.structure_cut;
+  illegal_structures.insert(illegal_structures.end(), other.illegal_structures.begin(), other.illegal_structures.end());
+  memory_structures.insert(memory_structures.end(), other.memory_structures.begin(), other.memory_structures.end());
+}
+
+void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
+             std::vector<std::string> const& structural, search_tally const& all, double best,
+             std::vector<std::string>& out) {
+  out.insert(out.end(), structural.begin(), structural.end());
+  auto usable = p.cluster.device.memory - p.cluster.device.reserved;
+
+  // Structures every candidate of which is illegal, grouped by the first
+  // error the checker gives for one of them.
+  std::map<std::string, std::pair<std::int64_t, std::vector<std::string>>> reasons;
+  for (auto const& w : all.illegal_structures) {
+    strategy s = w.structure();
+    s.order = w.orders.front();
+    s.sequence_parallel = w.tp > 1;
+    auto r = check(p, spec, s);
+    std::string why = "not legal";
+    for (auto const& d : r.diags)
+      if (d.level == dsl::severity::error) {
+        why = d.message;
+        break;
+      }
+    auto& entry = reasons[why];
+    entry.first += w.candidates;
+    auto text = structure_text(w);
+    if (std::find(entry.second.begin(), entry.second.end(), text) == entry.second.end())
+      entry.second.push_back(text);
+  }
+  for (auto const& [why, entry] : reasons) {
+    auto const& where = entry.second;
+    std::string at = where.front();
+    if (where.size() > 1) at += fmt::format(" and {} more", where.size() - 1);
+    out.push_back(fmt::format("{}: {} ({} candidates)", at, why, grouped(entry.first)));
+  }
+
+  // Structures that fit nowhere: by tp when every structure of that tp is
+  // cut, one line per structure otherwise (the first few).
+  std::map<std::int64_t, std::pair<std::int64_t, double>> cut_by_tp;  // tp -> (structures, least memory)
+  std::map<std::int64_t, std::int64_t> candidates_by_tp;
+  for (auto const& [w, needs] : all.memory_structures) {
+    auto& e = cut_by_tp[w.tp];
+    e.second = e.first == 0 ? needs : std::min(e.second, needs);
+    ++e.first;
+    candidates_by_tp[w.tp] += w.candidates;
+  }
+  std::vector<std::pair<work_item, double>> rest;
+  for (auto const& [w, needs] : all.memory_structures) {
+    // A tp every one of whose structures was cut is reported once.
+    if (cut_by_tp[w.tp].first == structures_of_tp.at(w.tp)) continue;
+    rest.emplace_back(w, needs);
+  }
+  for (auto const& [tp, e] : cut_by_tp) {
+    if (e.first != structures_of_tp.at(tp)) continue;
+    out.push_back(fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
+                              tp, bytes(e.second), usable, grouped(candidates_by_tp[tp])));
+  }
+  std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
+    return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp} <
+           std::tuple{b.first.tp, b.first.pp, b.first.cp, b.first.dp};
+  });
+  constexpr std::size_t shown = 8;
+  std::vector<std::string> lines;
+  std::int64_t hidden_candidates = 0;
+  std::size_t hidden = 0;
+  for (auto const& [w, needs] : rest) {
+    auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({} candidates)",
+                            structure_text(w), bytes(needs), usable, grouped(w.candidates));
+    if (std::find(lines.begin(), lines.end(), text) != lines.end()) continue;
+    if (lines.size() < shown) {
+      lines.push_back(text);
+    } else {
+      ++hidden;
+      hidden_candidates += w.candidates;
+    }
+  }
+  out.insert(out.end(), lines.begin(), lines.end());
+  if (hidden > 0)
+    out.push_back(fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
+                              grouped(hidden_candidates)));
+  if (all.memory_cut > 0)
+    out.push_back(fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
+                              grouped(all.memory_cut), usable));
+  std::int64_t other = all.illegal;
+  for (auto const& w : all.illegal_structures) other -= w.candidates;
+  if (other > 0) out.push_back(fmt::format("{} other candidates are not legal", grouped(other)));
+
+  if (all.pruned > 0)
+    out.push_back(fmt::format("{} candidates pruned by the time bound (>= {}, best {})", grouped(all.pruned),
+                              seconds(all.least_pruned), seconds(best)));
+}
+
+}  // namespace dtplan::planner::detail

@@ -1,0 +1,208 @@
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/ir/ir.hpp"
+#include "planner/search/divisors.hpp"
+#include "planner/search/search.hpp"
+
+/// The strategy space a search walks: the structures (parallel degrees and
+/// rank orders) and, per structure, the domain of every other key. Internal
+/// to planner/search.
+namespace dtplan::planner::detail {
+
+/// The divisors of `n` among `candidates` (ascending, holding every divisor
+/// of n): n's divisors without a trial division.
+std::vector<std::int64_t> dividing(std::vector<std::int64_t> const& candidates, std::int64_t n);
+
+/// The values of an integer key. `valid` is every value that can be valid
+/// (ascending); a range keeps those inside it, `auto` takes `automatic`.
+std::vector<std::int64_t> int_domain(key_choice<std::int64_t> const& c, std::int64_t fallback,
+                                     std::vector<std::int64_t> const& valid,
+                                     std::vector<std::int64_t> const& automatic);
+std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap);
+
+template <class T>
+std::vector<T> sorted_unique(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// One structural choice: the parallel degrees and the rank order. Every
+// other key is enumerated inside it.
+struct work_item {
+  std::int64_t tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
+  std::vector<rank_order> orders;
+  std::int64_t candidates = 0;  // the size of its sub-tree
+
+  // The structure's degrees, every other key at its default.
+  [[nodiscard]] strategy structure() const {
+    strategy s;
+    s.tp = tp;
+    s.pp = pp;
+    s.cp = cp;
+    s.dp = dp;
+    s.ep = ep;
+    return s;
+  }
+};
+
+// The whole space with the dependent domains resolved per structure.
+class space_view {
+ public:
+  space_view(program const& p, strategy_spec const& spec, search_options const& o)
+      : p_(p), spec_(spec), options_(o) {
+    auto gpus = p.cluster.gpus();
+    auto g = divisors(gpus);
+    gpu_divisors_ = g;
+    batch_divisors_ = divisors(p.training.global_batch);
+    layer_divisors_ = divisors(p.model.layers);
+    tp_ = int_domain(spec.tp, 1, g, g);
+    pp_ = int_domain(spec.pp, 1, g, g);
+    cp_ = int_domain(spec.cp, 1, g, g);
+    auto experts = divisors(p.model.experts);
+    ep_ = int_domain(spec.ep, 1, experts, p.model.experts > 1 ? experts : std::vector<std::int64_t>{1});
+    std::vector<std::int64_t> zeros{0, 1, 2, 3};
+    zero_ = int_domain(spec.zero, 0, zeros, zeros);
+    using cform = key_choice<checkpoint_mode>::form;
+    if (spec.checkpoint.f == cform::any || spec.checkpoint.f == cform::range)
+      checkpoint_.assign(checkpoint_modes.begin(), checkpoint_modes.end());
+    else if (spec.checkpoint.f == cform::set) {
+      checkpoint_ = sorted_unique(spec.checkpoint.values);
+      std::stable_sort(checkpoint_.begin(), checkpoint_.end(),
+                       [](auto a, auto b) { return recompute_rank(a) < recompute_rank(b); });
+    } else
+      checkpoint_ = {spec.fixed().checkpoint};
+    using oform = key_choice<rank_order>::form;
+    if (spec.order.f == oform::any || spec.order.f == oform::range)
+      orders_ = search_orders();
+    else if (spec.order.f == oform::set)
+      orders_ = spec.order.values;
+    else
+      orders_ = {spec.fixed().order};
+  }
+
+  [[nodiscard]] std::vector<std::int64_t> const& tp() const { return tp_; }
+  [[nodiscard]] std::vector<std::int64_t> const& pp() const { return pp_; }
+  [[nodiscard]] std::vector<std::int64_t> const& cp() const { return cp_; }
+  [[nodiscard]] std::vector<std::int64_t> const& ep() const { return ep_; }
+  [[nodiscard]] std::vector<std::int64_t> const& zero() const { return zero_; }
+  [[nodiscard]] std::vector<checkpoint_mode> const& checkpoint() const { return checkpoint_; }
+
+  // dp is derived from the others; a written dp only filters.
+  [[nodiscard]] bool dp_allowed(std::int64_t dp) const {
+    using form = key_choice<std::int64_t>::form;
+    auto const& c = spec_.dp;
+    switch (c.f) {
+      case form::unset:
+      case form::any: return true;
+      case form::single: return c.values.empty() || c.values.front() == dp;
+      case form::set: return std::find(c.values.begin(), c.values.end(), dp) != c.values.end();
+      case form::range: return dp >= c.low && dp <= c.high;
+    }
+    return true;
+  }
+
+  // Orders that give the same layout (they differ only in where axes of
+  // size 1 sit) are one candidate: the first of them in the list.
+  [[nodiscard]] std::vector<rank_order> orders(std::int64_t tp, std::int64_t pp, std::int64_t cp,
+                                               std::int64_t dp) const {
+    if (orders_.size() == 1) return orders_;
+    std::array<std::int64_t, 4> size{};
+    size[static_cast<int>(axis::tp)] = tp;
+    size[static_cast<int>(axis::pp)] = pp;
+    size[static_cast<int>(axis::cp)] = cp;
+    size[static_cast<int>(axis::dp)] = dp;
+    std::vector<rank_order> out;
+    std::vector<std::vector<axis>> seen;
+    for (auto const& o : orders_) {
+      std::vector<axis> effective;
+      for (axis a : o)
+        if (size[static_cast<int>(a)] > 1) effective.push_back(a);
+      if (std::find(seen.begin(), seen.end(), effective) != seen.end()) continue;
+      seen.push_back(effective);
+      out.push_back(o);
+    }
+    return out;
+  }
+
+  // Sharding only changes anything with ZeRO: a free shard key takes `all`
+  // alone when zero = 0. `node` and every divisor of dp strictly between 1
+  // and dp otherwise (1 shards nothing, dp is `all`).
+  [[nodiscard]] std::vector<shard_group> shard(int zero, std::int64_t dp) const {
+    using form = key_choice<shard_group>::form;
+    auto const& c = spec_.shard;
+    if (c.f == form::unset) return {shard_group{}};
+    if (c.f == form::single) return {c.values.empty() ? shard_group{} : c.values.front()};
+    if (zero == 0) return {shard_group{}};
+    if (c.f == form::set) return c.values;
+    std::vector<shard_group> out{shard_group{}};
+    if (dp > 1) out.push_back(shard_group{shard_group::kind::node, 0});
+    for (auto d : dividing(gpu_divisors_, dp)) {
+      if (d <= 1 || d >= dp) continue;
+      if (c.f == form::range && (d < c.low || d > c.high)) continue;
+      out.push_back(shard_group{shard_group::kind::size, d});
+    }
+    return out;
+  }
+
+  // Sequence parallelism only exists with tensor parallelism.
+  [[nodiscard]] std::vector<bool> sequence_parallel(std::int64_t tp) const {
+    using form = key_choice<bool>::form;
+    auto const& c = spec_.sequence_parallel;
+    switch (c.f) {
+      case form::unset: return {tp > 1};
+      case form::single: return {c.values.empty() ? tp > 1 : c.values.front()};
+      case form::set:
+      case form::range:
+      case form::any:
+        if (tp == 1) return {false};
+        if (c.f == form::set) return sorted_unique(c.values);
+        return {false, true};
+    }
+    return {tp > 1};
+  }
+
+  // Interleaving only exists with pipelining: chunks of layers / pp.
+  [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
+    std::vector<std::int64_t> valid{1};
+    if (pp > 1 && p_.model.layers % pp == 0) valid = dividing(layer_divisors_, p_.model.layers / pp);
+    auto automatic = capped(valid, options_.max_virtual_stages);
+    return int_domain(spec_.virtual_stages, 1, valid, automatic);
+  }
+
+  // Ascending, which the memory cut-off in the search relies on.
+  [[nodiscard]] std::vector<std::int64_t> micro_batch(std::int64_t dp) const {
+    auto per_rank = p_.training.global_batch % dp == 0 ? p_.training.global_batch / dp : 0;
+    auto valid = dividing(batch_divisors_, per_rank);
+    return int_domain(spec_.micro_batch, 1, valid, capped(valid, options_.max_micro_batch));
+  }
+
+  [[nodiscard]] std::int64_t count(work_item const& w) const {
+    auto inner = static_cast<std::int64_t>(checkpoint_.size() * sequence_parallel(w.tp).size() *
+                                           virtual_stages(w.pp).size() * micro_batch(w.dp).size());
+    std::int64_t n = 0;
+    for (auto z : zero_) n += static_cast<std::int64_t>(shard(static_cast<int>(z), w.dp).size()) * inner;
+    return n * static_cast<std::int64_t>(w.orders.size());
+  }
+
+ private:
+  program const& p_;
+  strategy_spec const& spec_;
+  search_options const& options_;
+  std::vector<std::int64_t> tp_, pp_, cp_, ep_, zero_;
+  std::vector<checkpoint_mode> checkpoint_;
+  std::vector<rank_order> orders_;
+  // dp divides the GPUs, a rank's batch the global batch, a stage's layers
+  // the model's: their divisors are filtered from these, found once
+  // (trial division per structure costs seconds on huge clusters).
+  std::vector<std::int64_t> gpu_divisors_, batch_divisors_, layer_divisors_;
+};
+
+/// "tp = 2, pp = 4, cp = 1, dp = 8"
+std::string structure_text(work_item const& w);
+
+}  // namespace dtplan::planner::detail
