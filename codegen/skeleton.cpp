@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
+#include "codegen/escape.hpp"
 #include "codegen/templates/template_text.hpp"
-#include "planner/model/layout.hpp"
+#include "planner/model/compute.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/shape.hpp"
 
 namespace dtplan::codegen {
 
@@ -25,24 +29,12 @@ std::string join(std::vector<std::int64_t> const& v) {
   return out;
 }
 
-// C string literal of arbitrary text (names come from the user's file).
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 // Exact integers for byte counts: the planner's figures are whole bytes.
 long long whole(planner::bytes b) { return static_cast<long long>(b.value() + 0.5); }
 
-std::string real(double v) { return fmt::format("{:.9g}", v); }
+// A C++ double literal; a figure that is not finite (no valid plan has
+// one) becomes 0 so the program still compiles and prints no ratio for it.
+std::string real(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string("0"); }
 
 int op_id(collective c) {
   switch (c) {
@@ -55,82 +47,398 @@ int op_id(collective c) {
   return 0;
 }
 
-int group_id(comm_group g) {
-  switch (g) {
-    case comm_group::tp: return 0;
-    case comm_group::cp: return 1;
-    case comm_group::dp: return 2;
-    case comm_group::pp: return 3;
-    case comm_group::shard: return 4;
-    case comm_group::replicate: return 5;
-    case comm_group::ep: return 2;  // experts are spread over the data-parallel ranks
-    case comm_group::embedding: return 6;
+int phase_id(planner::comm_phase p) {
+  switch (p) {
+    case planner::comm_phase::layer: return 0;
+    case planner::comm_phase::layer_backward: return 1;
+    case planner::comm_phase::micro_batch: return 2;
+    case planner::comm_phase::grad_sync: return 3;
+    case planner::comm_phase::after_step: return 4;
   }
-  return 2;
+  return 4;
 }
 
 int axis_id(axis a) { return static_cast<int>(a); }
 
-// The JSON names of DSL.md section 4, indexed by op_id and group_id; kept
-// here so the skeleton does not depend on the cost model's library.
-constexpr char const* op_text[] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
-constexpr char const* group_text[] = {"tp", "cp", "dp", "pp", "shard", "replicate", "ep", "embedding"};
-int group_text_id(comm_group g) {
-  if (g == comm_group::ep) return 6;
-  if (g == comm_group::embedding) return 7;
-  return group_id(g);
-}
-char const* link_text(planner::link_kind l) { return l == planner::link_kind::intra ? "intra" : "inter"; }
+// Element types of the generated program: 0 bf16, 1 fp16, 2 fp32, 3 fp8.
+int sixteen_bit(planner::precision p) { return p == planner::precision::fp16 ? 1 : 0; }
+int activation_type(planner::precision p) { return p == planner::precision::fp32 ? 2 : sixteen_bit(p); }
 
+// The precision a collective moves its elements in: gradients as the
+// program keeps them (fp32 with grad_precision = fp32), weights and
+// activations in the model's 16-bit type (fp8 training communicates
+// 16-bit, as the cost model counts it), fp32 models in fp32.
+int element_type(planner::comm_entry const& e, planner::program const& p) {
+  bool const reduces = e.op == collective::reduce_scatter || e.op == collective::all_reduce;
+  bool const gradients = reduces && (e.group == comm_group::dp || e.group == comm_group::shard ||
+                                     e.group == comm_group::replicate || e.group == comm_group::embedding);
+  if (gradients) return planner::grad_element_bytes(p.model, p.training) == 4 ? 2 : sixteen_bit(p.model.prec);
+  return activation_type(p.model.prec);
+}
+
+int precision_id(planner::precision p) {
+  switch (p) {
+    case planner::precision::bf16: return 0;
+    case planner::precision::fp16: return 1;
+    case planner::precision::fp32: return 2;
+    case planner::precision::fp8: return 3;
+  }
+  return 0;
+}
+
+// The members of `rank`'s groups, as the generated program forms them.
+std::vector<std::int64_t> embedding_pair(planner::rank_layout const& l, std::int64_t rank) {
+  auto const pp = l.group_of(axis::pp, rank);
+  return {pp.front(), pp.back()};
+}
+
+std::vector<std::int64_t> expert_group(planner::rank_layout const& l, std::int64_t rank, std::int64_t ep) {
+  // Experts spread over blocks of ep consecutive members of the gradient
+  // group (the ranks with the same weights outside the experts).
+  auto const sync = l.sync_group_of(rank);
+  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+  auto const first = at / ep * ep;
+  return {sync.begin() + first, sync.begin() + first + ep};
+}
+
+// What one layer pass of each kind of work costs in the plan, per GPU.
+struct phase_prediction {
+  double forward = 0;
+  double backward = 0;
+  double recompute = 0;
+  [[nodiscard]] double pass() const { return forward + backward + recompute; }
+};
+
+phase_prediction weight_gemm(planner::gpu const& g, planner::gemm_shape const& f, std::int64_t recompute_n,
+                             planner::precision prec) {
+  phase_prediction out;
+  out.forward = planner::gemm_time(g, f, prec).value();
+  // Input gradient [rows, out] x [out, in], weight gradient [in, rows] x [rows, out].
+  out.backward = planner::gemm_time(g, {f.m, f.k, f.n, f.batch}, prec).value() +
+                 planner::gemm_time(g, {f.k, f.n, f.m, f.batch}, prec).value();
+  if (recompute_n > 0) out.recompute = planner::gemm_time(g, {f.m, recompute_n, f.k, f.batch}, prec).value();
+  return out;
+}
+
+// Bytes a memory-bound kernel moves in `t` seconds of the plan's roofline
+// for `kernels` launches (planner::memory_time inverted): the cost model
+// keeps the bytes of its element-wise work inside compute.cpp.
+double bytes_in(planner::gpu const& g, double t, std::int64_t kernels) {
+  double const moving = t - static_cast<double>(kernels) * g.kernel_latency.value();
+  return std::max(0.0, moving) * g.hbm_bandwidth.value() * g.hbm_efficiency;  // >= 0 up to rounding
+}
+
+struct line_writer {
+  std::string& out;
+  template <class... A>
+  void operator()(fmt::format_string<A...> f, A&&... a) {
+    out += fmt::format(f, std::forward<A>(a)...);
+    out += '\n';
+  }
+};
+
+void write_groups(line_writer& line, planner::program const& p, planner::strategy_shape const& sh,
+                  std::vector<planner::comm_entry> const& comm) {
+  auto const& s = sh.s;
+  line("constexpr long long k_world = {};", sh.world);
+  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {}, k_ep = {};", s.tp, s.cp, s.dp, s.pp, s.ep);
+  line("constexpr long long k_gpus_per_node = {}, k_nodes = {};", sh.gpus_per_node, p.cluster.nodes);
+  line("// Rank order, innermost axis first (0 tp, 1 cp, 2 dp, 3 pp).");
+  line("constexpr int k_order[4] = {{{}, {}, {}, {}}};", axis_id(s.order[0]), axis_id(s.order[1]), axis_id(s.order[2]),
+       axis_id(s.order[3]));
+  line("constexpr char const* k_order_text = {};", c_string(planner::to_string(s.order)));
+  line("constexpr int k_zero = {};", s.zero);
+  line("// The ZeRO shard group inside the gradient group (dp x cp = {} ranks): 0 all of it,", sh.sync.size);
+  line("// 1 blocks of k_shard_dp_block dp coordinates with every cp coordinate, 2 the members on one node.");
+  int const kind = sh.sharding.k == planner::shard_layout::kind::whole ? 0
+                   : sh.sharding.k == planner::shard_layout::kind::dp_block ? 1 : 2;
+  line("constexpr int k_shard_kind = {};", s.zero >= 1 ? kind : 0);
+  line("constexpr long long k_shard_dp_block = {};", sh.sharding.dp_block);
+  line("constexpr long long k_shard_ranks = {}, k_replicate_ranks = {};", sh.shard.size, sh.replicate.size);
+  line("constexpr bool k_embedding_pair = {};  // a tied embedding on the first and last stage", sh.embedding.active());
+  line("// Groups: 0 tp, 1 cp, 2 grad (dp x cp, the cost model's 'dp'), 3 pp, 4 shard, 5 replicate,");
+  line("// 6 embedding (first and last stage), 7 ep. Elements: 0 bf16, 1 fp16, 2 fp32.");
+  line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv; phase: 0 every layer");
+  line("// (forward and backward), 1 every layer's backward, 2 between pipeline stages, 3 gradient");
+  line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
+  line("struct comm_spec {{ int op, group; char const* group_name; long long ranks, bytes, count; double predicted_s, "
+       "exposed_s; int phase, overlapped, type; char const* link; }};");
+  line("constexpr int k_comm_count = {};", comm.size());
+  line("constexpr comm_spec k_comm[{}] = {{", std::max<std::size_t>(1, comm.size()));
+  for (auto const& e : comm) {
+    auto const g = group_of(e.group);
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {} {} over {} ranks", op_id(e.op),
+         static_cast<int>(g), c_string(planner::name(e.group)), e.ranks, whole(e.size), e.count,
+         real(e.time.value()), real(e.exposed.value()), phase_id(e.phase), overlapped(e) ? 1 : 0, element_type(e, p),
+         c_string(planner::name(e.link)), planner::name(e.op), planner::to_string(e.size), e.ranks);
+  }
+  if (comm.empty()) line("    {{0, 0, \"tp\", 1, 0, 0, 0, 0, 4, 0, 0, \"intra\"}},  // unused: the plan has no collective");
+  line("}};");
+}
+
+void write_compute(line_writer& line, planner::program const& p, planner::strategy_shape const& sh,
+                   planner::stage_compute const& sc) {
+  auto const& s = sh.s;
+  auto const& g = p.cluster.device;
+  auto const prec = p.model.prec;
+  bool const flash = p.model.attention == planner::attention_kind::flash;
+  line("constexpr long long k_micro_batches = {};  // per step (gradient accumulation)", sh.grad_accum);
+  line("constexpr long long k_micro_batch = {}, k_seq_len = {}, k_seq_local = {};", s.micro_batch, p.model.seq_len,
+       sh.seq_local);
+  line("constexpr long long k_tokens = {};  // rows of a micro-batch on one GPU: micro_batch x seq_len / cp", sh.tokens);
+  line("constexpr long long k_layers = {}, k_virtual_stages = {}, k_chunks = {};", p.model.layers, s.virtual_stages,
+       sh.chunks);
+  std::string chunks;
+  for (std::int64_t c = 0; c < sh.chunks; ++c) chunks += fmt::format("{}{}", c ? ", " : "", sh.chunk_layers(c));
+  line("constexpr long long k_chunk_layers[{}] = {{{}}};  // model chunk c runs on stage c % pp", sh.chunks, chunks);
+  line("// GEMM inputs: 0 bf16, 1 fp16, 2 fp32, 3 fp8 (cuBLASLt, E4M3 forward, E5M2 gradients).");
+  line("constexpr int k_precision = {};  // {}", precision_id(prec), planner::name(prec));
+  line("constexpr int k_activation_type = {};", activation_type(prec));
+
+  line("// One layer's weight GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n], `batch` of them;");
+  line("// recompute_n: output columns the backward recomputes first (checkpoint = {}); the plan's", name(s.checkpoint));
+  line("// roofline seconds of one forward, backward (input and weight gradient) and recomputation.");
+  line("struct gemm_spec {{ char const* name; long long m, n, k, batch, recompute_n; double forward_s, backward_s, "
+       "recompute_s; }};");
+  line("constexpr int k_gemm_count = {};", sh.gemm_count);
+  line("constexpr gemm_spec k_gemms[{}] = {{", sh.gemm_count);
+  double gemm_forward = 0, gemm_backward = 0;
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& x = sh.gemms[static_cast<std::size_t>(i)];
+    auto const t = weight_gemm(g, x.forward, x.recompute_n, prec);
+    gemm_forward += t.forward;
+    gemm_backward += t.backward;
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), x.forward.m, x.forward.n, x.forward.k,
+         x.forward.batch, x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
+  }
+  line("}};");
+  // The LM head runs at 16 bits in fp8 training (the cost model's choice).
+  auto const head_prec = prec == planner::precision::fp8 ? planner::precision::bf16 : prec;
+  auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
+  line("// The LM head on the last stage: [tokens, hidden] x [hidden, vocab / tp] ({} bits).",
+       head_prec == planner::precision::fp32 ? 32 : 16);
+  line("constexpr gemm_spec k_logits = {{\"logits\", {}, {}, {}, 1, 0, {}, {}, 0}};", sh.logits.m, sh.logits.n,
+       sh.logits.k, real(logits.forward), real(logits.backward));
+
+  // Attention core: per (sample, local head) the local queries against the
+  // keys a causal flash kernel visits (the blocks on and below the
+  // diagonal), or every key for standard attention.
+  auto const seq = p.model.seq_len;
+  std::int64_t keys = seq;
+  if (flash) {
+    constexpr std::int64_t block = 128;
+    auto const blocks = (seq + block - 1) / block;
+    keys = std::max<std::int64_t>(1, seq * (blocks + 1) / (2 * blocks));
+  }
+  bool const recompute_attention = s.checkpoint == planner::checkpoint_mode::selective ||
+                                   s.checkpoint == planner::checkpoint_mode::full ||
+                                   (s.checkpoint == planner::checkpoint_mode::ops && !flash);
+  bool const recompute_memory =
+      s.checkpoint == planner::checkpoint_mode::full || s.checkpoint == planner::checkpoint_mode::ops;
+  line("// Attention core ({}): cuBLAS batched GEMMs over micro_batch x heads / tp = {} heads, {} local queries",
+       planner::name(p.model.attention), s.micro_batch * sh.local_heads, sh.seq_local);
+  line("// against {} keys{}; the backward runs {} GEMMs for the forward's two.", keys,
+       flash ? " (a causal kernel's blocks on and below the diagonal)" : "", flash ? 5 : 4);
+  line("struct attention_spec {{ long long heads, queries, keys, head_dim; int flash; double forward_s, backward_s; }};");
+  line("constexpr attention_spec k_attention = {{{}, {}, {}, {}, {}, {}, {}}};", s.micro_batch * sh.local_heads,
+       sh.seq_local, keys, sh.head_dim, flash ? 1 : 0, real(sc.layer_attention_core.value()),
+       real(sc.layer_attention_core_backward.value()));
+  line("constexpr bool k_recompute_attention = {}, k_recompute_memory = {};", recompute_attention, recompute_memory);
+
+  // Memory-bound work of a layer (norms, residual adds, activation, rotary;
+  // standard attention's softmax and dropout are in the attention core).
+  auto const core_kernels = flash ? 1 : 4;
+  auto const fwd_kernels = sc.layer_kernels - sh.gemm_count - core_kernels;
+  auto const bwd_kernels = sc.layer_kernels_backward - 2 * sh.gemm_count - (flash ? 1 : 8);
+  double const mem_fwd = sc.layer_forward.value() - gemm_forward - sc.layer_attention_core.value();
+  double const mem_bwd = sc.layer_backward.value() - gemm_backward - sc.layer_attention_core_backward.value();
+  line("// Memory-bound work per layer: bytes moved and kernels, forward and backward, and their roofline.");
+  line("struct memory_spec {{ long long forward_bytes, forward_kernels, backward_bytes, backward_kernels; double "
+       "forward_s, backward_s; }};");
+  line("constexpr memory_spec k_memory = {{{}, {}, {}, {}, {}, {}}};",
+       static_cast<long long>(bytes_in(g, mem_fwd, fwd_kernels)), fwd_kernels,
+       static_cast<long long>(bytes_in(g, mem_bwd, bwd_kernels)), bwd_kernels, real(mem_fwd), real(mem_bwd));
+  // The head's memory-bound work: final norm, loss (and the embedding on
+  // one stage), forward and backward together.
+  auto const head_kernels = sc.head_kernels - 3;
+  double const head_mem = sc.head_forward.value() + sc.head_backward.value() - logits.forward - logits.backward;
+  line("constexpr memory_spec k_head_memory = {{{}, {}, 0, 0, {}, 0}};  // norm, loss, embedding",
+       static_cast<long long>(bytes_in(g, head_mem, head_kernels)), head_kernels, real(std::max(0.0, head_mem)));
+}
+
+void write_schedule(line_writer& line, planner::pipeline_schedule const& ps) {
+  line("// The pipeline schedule, planner::one_f_one_b({}, {}, {}): the program builds the order", ps.stages,
+       ps.virtual_stages, ps.micro_batches);
+  line("// with the same rules and runs only if it has these counts (time in the schedule's units:");
+  line("// a chunk's forward 1, its backward 2).");
+  line("constexpr long long k_pipe_slots = {}, k_pipe_makespan = {}, k_pipe_idle = {}, k_pipe_bubble_pairs = {};",
+       ps.slots(), ps.makespan, ps.idle, ps.bubble_pairs());
+  line("constexpr long long k_pipe_sends = {};", ps.sends());
+  std::string warmup, cooldown, forward, backward;
+  for (std::int64_t st = 0; st < ps.stages; ++st) {
+    auto const sep = st ? ", " : "";
+    warmup += fmt::format("{}{}", sep, ps.warmup(st));
+    cooldown += fmt::format("{}{}", sep, ps.cooldown(st));
+    forward += fmt::format("{}{}", sep, ps.forward_sends(st));
+    backward += fmt::format("{}{}", sep, ps.backward_sends(st));
+  }
+  line("// Per stage: forwards before the first backward, backwards after the last forward, and");
+  line("// sends of activations (to the next stage) and of gradients (to the previous one).");
+  line("constexpr long long k_pipe_warmup[{}] = {{{}}};", ps.stages, warmup);
+  line("constexpr long long k_pipe_cooldown[{}] = {{{}}};", ps.stages, cooldown);
+  line("constexpr long long k_pipe_forward_sends[{}] = {{{}}};", ps.stages, forward);
+  line("constexpr long long k_pipe_backward_sends[{}] = {{{}}};", ps.stages, backward);
+}
 
 }  // namespace
 
-std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy const& s) {
-  auto tp = std::max<std::int64_t>(1, s.tp);
-  auto tokens = s.micro_batch * m.seq_len / std::max<std::int64_t>(1, s.cp);
-  auto head_dim = m.heads > 0 ? m.hidden / m.heads : m.hidden;
-  auto kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  auto up = m.mlp == planner::mlp_kind::swiglu ? 2 * m.ffn : m.ffn;
-  auto mlp_rows = tokens * std::max<std::int64_t>(1, m.experts > 1 ? m.experts_per_token : 1);
-  return {
-      {"qkv", tokens, (m.heads + 2 * kv) * head_dim / tp, m.hidden},
-      {"o-proj", tokens, m.hidden, m.heads * head_dim / tp},
-      {"mlp-up", mlp_rows, up / tp, m.hidden},
-      {"mlp-down", mlp_rows, m.hidden, m.ffn / tp},
-  };
+bool overlapped(planner::comm_entry const& e) {
+  return e.time.value() > 0 && e.exposed.value() < e.time.value() * 0.999;
 }
 
-std::vector<std::int64_t> recompute_columns(planner::model const& m, planner::strategy const& s) {
-  auto const gemms = layer_gemms(m, s);
-  std::vector<std::int64_t> out(gemms.size(), 0);
-  if (s.checkpoint == planner::checkpoint_mode::full) {
-    for (std::size_t i = 0; i < gemms.size(); ++i) out[i] = gemms[i].n;
-  } else if (s.checkpoint == planner::checkpoint_mode::ops) {
-    // The k projection (a kv slice of the fused qkv), the o projection, and
-    // the MLP's second matmul: SwiGLU's up half of the fused up GEMM, or a
-    // GELU MLP's down projection.
-    auto tp = std::max<std::int64_t>(1, s.tp);
-    auto head_dim = m.heads > 0 ? m.hidden / m.heads : m.hidden;
-    auto kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
-    out[0] = kv * head_dim / tp;
-    out[1] = gemms[1].n;
-    if (m.mlp == planner::mlp_kind::swiglu)
-      out[2] = gemms[2].n / 2;
-    else
-      out[3] = gemms[3].n;
+skeleton_group group_of(comm_group g) {
+  switch (g) {
+    case comm_group::tp: return skeleton_group::tp;
+    case comm_group::cp: return skeleton_group::cp;
+    case comm_group::dp: return skeleton_group::grad;
+    case comm_group::pp: return skeleton_group::pp;
+    case comm_group::shard: return skeleton_group::shard;
+    case comm_group::replicate: return skeleton_group::replicate;
+    case comm_group::embedding: return skeleton_group::embedding;
+    case comm_group::ep: return skeleton_group::ep;
+  }
+  return skeleton_group::grad;
+}
+
+char const* name(skeleton_group g) {
+  switch (g) {
+    case skeleton_group::tp: return "tp";
+    case skeleton_group::cp: return "cp";
+    case skeleton_group::grad: return "grad";
+    case skeleton_group::pp: return "pp";
+    case skeleton_group::shard: return "shard";
+    case skeleton_group::replicate: return "replicate";
+    case skeleton_group::embedding: return "embedding";
+    case skeleton_group::ep: return "ep";
+  }
+  return "?";
+}
+
+std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, planner::shard_layout const& sharding,
+                        bool embedding_pair_used) {
+  planner::rank_layout l(s, gpus_per_node);
+  bool const split = s.zero >= 1 && sharding.k != planner::shard_layout::kind::whole;
+  std::string out;
+  for (std::int64_t r = 0; r < l.world(); ++r) {
+    auto c = l.of(r);
+    out += fmt::format("rank {} node {} local {} tp {} cp {} dp {} pp {}", r, l.node_of(r), r % gpus_per_node,
+                       c[axis_id(axis::tp)], c[axis_id(axis::cp)], c[axis_id(axis::dp)], c[axis_id(axis::pp)]);
+    for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
+      out += fmt::format(" | {}: {}", planner::name(a), join(l.group_of(a, r)));
+    out += fmt::format(" | grad: {}", join(l.sync_group_of(r)));
+    if (split)
+      out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, sharding)),
+                         join(l.replicate_group_of(r, sharding)));
+    if (s.ep > 1) out += fmt::format(" | ep: {}", join(expert_group(l, r, s.ep)));
+    if (embedding_pair_used) out += fmt::format(" | embedding: {}", join(embedding_pair(l, r)));
+    out += '\n';
   }
   return out;
 }
 
+std::string schedule_text(planner::pipeline_schedule const& ps) {
+  std::string out = fmt::format("schedule pp {} virtual {} micro_batches {} slots {} makespan {} idle {} bubble_pairs {} sends {}\n",
+                                ps.stages, ps.virtual_stages, ps.micro_batches, ps.slots(), ps.makespan, ps.idle,
+                                ps.bubble_pairs(), ps.sends());
+  auto const peer = [](std::int64_t st) { return st < 0 ? std::string("-") : fmt::format("{}", st); };
+  for (std::int64_t st = 0; st < ps.stages; ++st) {
+    out += fmt::format("stage {} warmup {} cooldown {} forward_sends {} backward_sends {}\n", st, ps.warmup(st),
+                       ps.cooldown(st), ps.forward_sends(st), ps.backward_sends(st));
+    std::int64_t i = 0;
+    for (auto const& o : ps.ops[static_cast<std::size_t>(st)])
+      out += fmt::format("op {} {} {} mb {} chunk {} recv {} send {} start {} end {}\n", st, i++,
+                         o.pass == planner::pipe_pass::forward ? "forward" : "backward", o.micro_batch, o.chunk,
+                         peer(o.recv_from), peer(o.send_to), o.start, o.end);
+    std::int64_t group = 0;
+    for (auto const& step : planner::issue_order(ps, st)) {
+      if (step.compute) {
+        out += fmt::format("issue {} op {}\n", st, step.op);
+        continue;
+      }
+      for (auto const& t : step.transfers)
+        out += fmt::format("issue {} group {} {} {} peer {} time {}\n", st, group, t.send ? "send" : "recv", t.op, t.peer,
+                           t.time);
+      ++group;
+    }
+  }
+  return out;
+}
+
+std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
+  auto const sh = planner::shape_of(p, pl.s);
+  auto const& s = sh.s;
+  std::vector<planner::comm_entry> comm;
+  if (pl.time) comm = pl.time->comm;
+  auto const t = pl.time.value_or(planner::time_breakdown{});
+  std::string o, c;
+  line_writer head{o}, line{c};
+  head("// train_step.cu: one training step of plan '{}' of {}, generated by dtplan.", comment_text(pl.name),
+       comment_text(p.file));
+  head("// {} ranks ({} nodes x {} GPUs): tp {} cp {} dp {} pp {} (x{} chunks), order {}, zero {}, shard {}.", sh.world,
+       p.cluster.nodes, sh.gpus_per_node, s.tp, s.cp, s.dp, s.pp, s.virtual_stages, planner::to_string(s.order),
+       s.zero, planner::to_string(s.shard));
+  head("// Build: cmake -S . -B build && cmake --build build. Run: ../launch/mpirun.sh or sbatch");
+  head("// ../launch/slurm.sbatch, or build/train_step --dry-run [--schedule] without a GPU.");
+  head("// The runtime below the constants is codegen/templates/train_step.cu of dtplan.");
+  line("// Everything this program knows of the plan, as dtplan predicted it. Names are");
+  line("// printable ASCII (other bytes as \\\\xNN).");
+  line("namespace plan {{");
+  line("constexpr char const* k_name = {};", c_string(printable(pl.name)));
+  line("constexpr char const* k_file = {};", c_string(printable(p.file)));
+  line("constexpr char const* k_gpu = {};", c_string(printable(p.cluster.device.name)));
+  write_groups(line, p, sh, comm);
+  auto const sc = planner::compute_per_micro_batch(p, s);
+  write_compute(line, p, sh, sc);
+  line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
+       planner::to_string(pl.memory.usable));
+  line("constexpr long long k_weights_bytes = {};", whole(pl.memory.weights));
+  line("constexpr long long k_gradients_bytes = {};", whole(pl.memory.gradients));
+  line("constexpr long long k_optimizer_bytes = {};", whole(pl.memory.optimizer));
+  line("constexpr long long k_activations_bytes = {};", whole(pl.memory.activations));
+  line("constexpr long long k_buffers_bytes = {};", whole(pl.memory.buffers));
+  auto const& g = p.cluster.device;
+  line("// The optimizer step: bytes it streams, as the plan's roofline for it.");
+  line("constexpr long long k_optimizer_moved_bytes = {};", static_cast<long long>(bytes_in(g, t.optimizer.value(), 1)));
+  write_schedule(line, planner::one_f_one_b(s.pp, s.virtual_stages, sh.grad_accum));
+  double pp_exposed = 0;
+  for (auto const& e : comm)
+    if (e.group == comm_group::pp) pp_exposed += e.exposed.value();
+  line("// The plan's step: total, compute (forward + backward + recompute), bubble, exposed");
+  line("// pipeline transfers, optimizer.");
+  line("constexpr double k_predicted_step_s = {};", real(t.step.value()));
+  line("constexpr double k_predicted_compute_s = {};", real(t.compute.value() + t.recompute.value()));
+  line("constexpr double k_predicted_bubble_s = {}, k_predicted_pp_exposed_s = {};", real(t.bubble.value()),
+       real(pp_exposed));
+  line("constexpr double k_predicted_optimizer_s = {};", real(t.optimizer.value()));
+  line("}}  // namespace plan");
+  c.pop_back();  // the placeholder's line ends with its own newline
+  return o + fill(template_text("train_step.cu"), {{"PLAN_CONSTANTS", c}});
+}
+
+std::string skeleton_cmake(planner::program const& p, planner::plan const& pl) {
+  return fill(template_text("skeleton.cmake"),
+              {{"PLAN", comment_text(pl.name)}, {"FILE", comment_text(p.file)}});
+}
+
 std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
                                       std::int64_t stage) {
-  pp = std::max<std::int64_t>(1, pp);
-  auto chunks = planner::layers_per_chunk(layers, pp * std::max<std::int64_t>(1, virtual_stages));
+  auto const chunks = pp * virtual_stages;
   std::vector<layer_range> out;
   std::int64_t first = 0;
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    if (static_cast<std::int64_t>(c) % pp == stage) out.push_back({first, first + chunks[c]});
-    first += chunks[c];
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto const n = planner::layers_of_chunk(layers, chunks, c);
+    if (c % pp == stage) out.push_back({first, first + n});
+    first += n;
   }
   return out;
 }
@@ -139,151 +447,6 @@ std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node)
   if (s.zero == 0) return s.dp;
   auto n = planner::shard_size(s, gpus_per_node);
   return n <= 0 || n > s.dp || s.dp % n != 0 ? s.dp : n;
-}
-
-char const* name(comm_placement p) {
-  switch (p) {
-    case comm_placement::layer: return "layer";
-    case comm_placement::layer_bwd: return "layer_bwd";
-    case comm_placement::micro_batch: return "micro_batch";
-    case comm_placement::grad_sync: return "grad_sync";
-    case comm_placement::step_end: return "step_end";
-  }
-  return "step_end";
-}
-
-comm_placement placement_of(planner::comm_entry const& e, int zero) {
-  switch (e.group) {
-    case comm_group::tp:
-    case comm_group::cp:
-    case comm_group::ep:
-      return comm_placement::layer;
-    case comm_group::pp:
-      return comm_placement::micro_batch;
-    case comm_group::dp:
-    case comm_group::shard:
-      if (zero >= 3) return e.op == collective::reduce_scatter ? comm_placement::layer_bwd : comm_placement::layer;
-      return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
-    case comm_group::replicate:
-      return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
-    case comm_group::embedding:
-      return comm_placement::grad_sync;
-  }
-  return comm_placement::step_end;
-}
-
-bool overlapped(planner::comm_entry const& e) {
-  return e.time.value() > 0 && e.exposed.value() < e.time.value() * 0.999;
-}
-
-std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, std::int64_t shard_size) {
-  planner::rank_layout l(s, gpus_per_node);
-  bool hybrid = s.zero > 0 && shard_size > 0 && shard_size < s.dp && s.dp % shard_size == 0;
-  std::string out;
-  for (std::int64_t r = 0; r < l.world(); ++r) {
-    auto c = l.of(r);
-    out += fmt::format("rank {} node {} local {} tp {} cp {} dp {} pp {}", r, l.node_of(r), r % gpus_per_node,
-                       c[axis_id(axis::tp)], c[axis_id(axis::cp)], c[axis_id(axis::dp)], c[axis_id(axis::pp)]);
-    for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
-      out += fmt::format(" | {}: {}", planner::name(a), join(l.group_of(a, r)));
-    if (hybrid)
-      out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, shard_size)),
-                         join(l.replicate_group_of(r, shard_size)));
-    out += '\n';
-  }
-  return out;
-}
-
-std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
-  auto const& s = pl.s;
-  auto gpn = p.cluster.gpus_per_node;
-  std::string o, c;
-  auto head = [&]<class... A>(fmt::format_string<A...> f, A&&... a) {
-    o += fmt::format(f, std::forward<A>(a)...);
-    o += '\n';
-  };
-  head("// train_step.cu: one training step of plan '{}' of {}, generated by dtplan.", pl.name, p.file);
-  head("// {} ranks ({} nodes x {} GPUs): tp {} cp {} dp {} pp {}, order {}, zero {}, shard {}.", s.dp * s.tp * s.cp * s.pp,
-       p.cluster.nodes, gpn, s.tp, s.cp, s.dp, s.pp, planner::to_string(s.order), s.zero, planner::to_string(s.shard));
-  head("// Build: cmake -S . -B build && cmake --build build. Run: mpirun -np {} build/train_step", s.dp * s.tp * s.cp * s.pp);
-  head("// (see ../launch), or ./train_step --dry-run to print the rank layout without a GPU.");
-  auto line = [&]<class... A>(fmt::format_string<A...> f, A&&... a) {
-    c += fmt::format(f, std::forward<A>(a)...);
-    c += '\n';
-  };
-  line("// Everything this program knows of the plan, as dtplan predicted it.");
-  line("namespace plan {{");
-  line("constexpr char const* k_name = {};", quoted(pl.name));
-  line("constexpr char const* k_file = {};", quoted(p.file));
-  line("constexpr long long k_world = {};", s.dp * s.tp * s.cp * s.pp);
-  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {};", s.tp, s.cp, s.dp, s.pp);
-  line("constexpr long long k_gpus_per_node = {}, k_nodes = {};", gpn, p.cluster.nodes);
-  line("// Rank order, innermost axis first (0 tp, 1 cp, 2 dp, 3 pp).");
-  line("constexpr int k_order[4] = {{{}, {}, {}, {}}};", axis_id(s.order[0]), axis_id(s.order[1]), axis_id(s.order[2]),
-       axis_id(s.order[3]));
-  line("constexpr char const* k_order_text = {};", quoted(planner::to_string(s.order)));
-  line("constexpr int k_zero = {};", s.zero);
-  line("constexpr long long k_shard_ranks = {};  // data-parallel ranks per ZeRO shard group", shard_ranks(s, gpn));
-  line("constexpr long long k_micro_batches = {};  // per step (gradient accumulation)", pl.grad_accum);
-  line("constexpr long long k_micro_batch = {}, k_seq_len = {};", s.micro_batch, p.model.seq_len);
-  line("constexpr long long k_tokens = {};  // rows of each GEMM: micro_batch x seq_len / cp", s.micro_batch * p.model.seq_len / std::max<std::int64_t>(1, s.cp));
-  line("constexpr long long k_virtual_stages = {};", s.virtual_stages);
-  line("constexpr long long k_layers = {};", p.model.layers);
-  std::string stages;
-  for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
-    std::int64_t n = 0;
-    for (auto r : stage_layers(p.model.layers, s.pp, s.virtual_stages, st)) n += r.last - r.first;
-    stages += fmt::format("{}{}", st ? ", " : "", n);
-  }
-  line("constexpr long long k_stage_layers[{}] = {{{}}};  // transformer layers per pipeline stage", std::max<std::int64_t>(1, s.pp), stages);
-  line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
-       planner::to_string(pl.memory.usable));
-  line("constexpr long long k_weights_bytes = {};", whole(pl.memory.weights));
-  line("constexpr long long k_gradients_bytes = {};", whole(pl.memory.gradients));
-  line("constexpr long long k_optimizer_bytes = {};", whole(pl.memory.optimizer));
-  line("constexpr long long k_activations_bytes = {};", whole(pl.memory.activations));
-  line("constexpr long long k_buffers_bytes = {};", whole(pl.memory.buffers));
-  line("struct gemm_spec {{ char const* name; long long m, n, k; }};");
-  auto gemms = layer_gemms(p.model, s);
-  line("// One layer's forward GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n].");
-  line("constexpr int k_gemm_count = {};", gemms.size());
-  line("constexpr gemm_spec k_gemms[{}] = {{", gemms.size());
-  for (auto const& g : gemms) line("    {{{}, {}, {}, {}}},", quoted(g.name), g.m, g.n, g.k);
-  line("}};");
-  auto const redo = recompute_columns(p.model, s);
-  std::string cols;
-  for (std::size_t i = 0; i < redo.size(); ++i) cols += fmt::format("{}{}", i ? ", " : "", redo[i]);
-  line("// Columns (n) of each GEMM the backward recomputes first (checkpoint = {}).", name(s.checkpoint));
-  line("constexpr long long k_recompute_n[{}] = {{{}}};", redo.size(), cols);
-  line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv;");
-  line("// group: 0 tp 1 cp 2 dp 3 pp 4 shard 5 replicate 6 embedding (first and last");
-  line("// stage); placement: 0 every layer");
-  line("// (forward and backward), 1 every layer's backward, 2 every micro-batch, 3 gradient");
-  line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
-  line("struct comm_spec {{ int op, group; char const* group_name; long long bytes, count; double predicted_s, exposed_s; int placement, overlapped; char const* link; }};");
-  std::vector<planner::comm_entry> comm;
-  if (pl.time) comm = pl.time->comm;
-  line("constexpr int k_comm_count = {};", comm.size());
-  line("constexpr comm_spec k_comm[{}] = {{", std::max<std::size_t>(1, comm.size()));
-  for (auto const& e : comm)
-    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {} {} over {} ranks", op_id(e.op), group_id(e.group),
-         quoted(group_text[group_text_id(e.group)]), whole(e.size), e.count, real(e.time.value()),
-         real(e.exposed.value()), static_cast<int>(placement_of(e, s.zero)), overlapped(e) ? 1 : 0,
-         quoted(link_text(e.link)), op_text[op_id(e.op)], planner::to_string(e.size), e.ranks);
-  if (comm.empty()) line("    {{0, 0, \"tp\", 0, 0, 0, 0, 4, 0, \"intra\"}},  // unused: the plan has no collective");
-  line("}};");
-  auto t = pl.time.value_or(planner::time_breakdown{});
-  line("constexpr double k_predicted_step_s = {};", real(t.step.value()));
-  line("constexpr double k_predicted_compute_s = {};  // forward + backward + recompute", real(t.compute.value() + t.recompute.value()));
-  line("}}  // namespace plan");
-  c.pop_back();  // the placeholder's line ends with its own newline
-  return o + fill(template_text("train_step.cu"), {{"PLAN_CONSTANTS", c}});
-}
-
-std::string skeleton_cmake(planner::program const& p, planner::plan const& pl) {
-  std::string o = fmt::format("# The training-step skeleton of plan '{}' of {}, generated by dtplan.\n", pl.name, p.file);
-  o += template_text("skeleton.cmake");
-  return o;
 }
 
 }  // namespace dtplan::codegen
