@@ -38,3 +38,14 @@ foreach(entry IN LISTS codegen_cases)
     set_tests_properties(codegen:bundle:${test_name} PROPERTIES TIMEOUT 600 LABELS codegen)
   endif()
 endforeach()
+
+# The launch scripts under fake srun, mpirun and cmake (tests/codegen/launch.sh).
+add_test(NAME codegen:launch_kit
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/launch.sh $<TARGET_FILE:codegen_fixture> ${codegen_work})
+set_tests_properties(codegen:launch_kit PROPERTIES TIMEOUT 120 LABELS codegen)
+
+# Hostile paths and names: the generated files stay data (tests/codegen/hostile.sh).
+add_test(NAME codegen:hostile
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/hostile.sh $<TARGET_FILE:dtplan> $<TARGET_FILE:codegen_fixture>
+                 ${PROJECT_SOURCE_DIR} ${codegen_work})
+set_tests_properties(codegen:hostile PROPERTIES TIMEOUT 300 LABELS "codegen;nvcc")

@@ -553,24 +553,27 @@ static std::string job_tag() {
   return id;
 }
 
-// Without MPI, rank 0 publishes the NCCL id through a file every rank can
-// read (a shared directory on several nodes); it is removed once the world
-// communicator exists (every rank has read it then) or when rank 0 fails.
-static void share_id_by_file(ncclUniqueId& id, long long rank) {
-  std::string path;
-  if (char const* env = std::getenv("DTPLAN_NCCL_ID_FILE")) {
-    path = env;
-  } else {
-    std::string tag = job_tag();
-    if (tag.empty()) {
-      if (rank == 0)
-        std::fprintf(stderr, "error: --no-mpi needs a file to share the NCCL id through, named after the job: set "
-                             "DTPLAN_NCCL_ID_FILE to a new path every rank sees (or DTPLAN_JOB_ID); no SLURM_JOB_ID, "
-                             "PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid is set\n");
-      die(2);
-    }
-    path = "dtplan_nccl_id." + tag;
+// The file --no-mpi shares the NCCL id through: DTPLAN_NCCL_ID_FILE, or
+// one named after the job in the working directory; empty (with a message)
+// when there is no job to name it after.
+static std::string nccl_id_path(long long rank) {
+  if (char const* env = std::getenv("DTPLAN_NCCL_ID_FILE")) return env;
+  std::string tag = job_tag();
+  if (tag.empty()) {
+    if (rank == 0)
+      std::fprintf(stderr, "error: --no-mpi needs a file to share the NCCL id through, named after the job: set "
+                           "DTPLAN_NCCL_ID_FILE to a new path every rank sees (or DTPLAN_JOB_ID); no SLURM_JOB_ID, "
+                           "PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid is set\n");
+    return "";
   }
+  return "dtplan_nccl_id." + tag;
+}
+
+// Without MPI, rank 0 publishes the NCCL id through `path`, a file every
+// rank can read (a shared directory on several nodes); it is removed once
+// the world communicator exists (every rank has read it then) or when rank
+// 0 fails.
+static void share_id_by_file(ncclUniqueId& id, long long rank, std::string const& path) {
   if (rank == 0) {
     std::string tmp = path + ".tmp";
     g_id_file = path;
@@ -763,6 +766,7 @@ struct runner {
   long long pipe_bytes = 0;
   int pipe_entry = -1;  // the plan's pp entry, if any
   int cp_entry = -1;    // the plan's context-parallel ring entry, if any
+  bool has_gathers = false;  // ZeRO-3 weight gathers to prefetch
 
   // The step's schedule and its bookkeeping.
   std::vector<pipe_op> ops;     // this stage's
@@ -973,8 +977,11 @@ struct runner {
     }
   }
 
-  // ZeRO-3's weight gathers of slot `slot`, prefetched on the communication stream.
+  // ZeRO-3's weight gathers of slot `slot`, prefetched on the communication
+  // stream (queued behind its other overlapped collectives, as FSDP's are
+  // behind the reduce-scatters of the same communicator).
   void prefetch_gathers(long long slot) {
+    if (!has_gathers) return;
     for (int e = 0; e < plan::k_comm_count; ++e) {
       plan::comm_spec const& c = plan::k_comm[e];
       if (c.phase != 0 || c.op != 2 || !c.overlapped) continue;
@@ -1037,7 +1044,7 @@ struct runner {
     long long slot = layer_slot++;
     // ZeRO-3 gathers of this slot were issued one slot ahead; wait for them
     // and prefetch the next slot's.
-    CUDA_CHECK(cudaStreamWaitEvent(compute, gathered[slot % 2], 0));
+    if (has_gathers) CUDA_CHECK(cudaStreamWaitEvent(compute, gathered[slot % 2], 0));
     if (slot + 1 < layer_slots) prefetch_gathers(slot + 1);
     int g = plan::k_gemm_count;
     long long hops = cp_entry >= 0 ? calls_in_slot(cp_entry, slot, layer_slots) : 0;
@@ -1255,6 +1262,7 @@ int main(int argc, char** argv) {
   r.opt = opt;
   long long world = 0;
   long long local = local_rank_from_env();
+  std::string id_path;  // --no-mpi
 #ifndef DTPLAN_HAVE_MPI
   opt.no_mpi = r.opt.no_mpi = true;
 #endif
@@ -1267,6 +1275,8 @@ int main(int argc, char** argv) {
                              "SLURM_NTASKS, PMI_SIZE or WORLD_SIZE)\n", plan::k_name, plan::k_world, world);
       return 2;
     }
+    id_path = nccl_id_path(r.rank);
+    if (id_path.empty()) return 2;
     bind_gpu(local >= 0 ? local : r.rank % plan::k_gpus_per_node);
   }
 #ifdef DTPLAN_HAVE_MPI
@@ -1322,7 +1332,7 @@ int main(int argc, char** argv) {
 #ifdef DTPLAN_HAVE_MPI
   if (!opt.no_mpi) MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
 #endif
-  if (opt.no_mpi) share_id_by_file(id, r.rank);
+  if (opt.no_mpi) share_id_by_file(id, r.rank, id_path);
   NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
   remove_id_file();  // every rank has read it: the world communicator exists
 
@@ -1340,6 +1350,7 @@ int main(int argc, char** argv) {
     plan::comm_spec const& c = plan::k_comm[e];
     if (c.group == g_pp && c.op == 4) r.pipe_entry = e;
     if (c.group == g_cp && c.op == 4) r.cp_entry = e;
+    if (c.phase == 0 && c.op == 2 && c.overlapped) r.has_gathers = true;
     if (r.rank == 0 && r.comms[c.overlapped][c.group] && r.comm_size[c.group] != c.ranks)
       std::fprintf(stderr, "warning: the plan costs %s over %s as %lld ranks; its communicator has %d\n", k_op_names[c.op],
                    c.group_name, c.ranks, r.comm_size[c.group]);

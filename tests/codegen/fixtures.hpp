@@ -225,6 +225,55 @@ inline fixture large() {
   return f;
 }
 
-inline std::vector<fixture> all() { return {dp16_zero1(), tp4_pp2(), hsdp(), all_axes(), large()}; }
+/// Two NVL72 racks: each node of the plan is a 72-GPU NVLink domain, which
+/// the launch scripts start as 18 trays of 4 GPUs.
+inline fixture nvl72() {
+  using namespace planner::literals;
+  fixture f{"nvl72", {}, {}};
+  f.program.file = "plans/nvl72.dtp";
+  f.program.model = llama("llama3_70b", 80, 8192, 64, 8, 28672);
+  f.program.cluster = h100("two_racks", 2);
+  f.program.cluster.gpus_per_node = 72;
+  f.program.cluster.device.name = "B200";
+  f.program.training.global_batch = 288;
+  f.plan.name = "racks";
+  f.plan.s.dp = 36;
+  f.plan.s.tp = 4;
+  f.plan.s.zero = 1;
+  f.plan.grad_accum = 8;
+  f.plan.valid = true;
+  memory(f.plan, 35e9, 35e9, 8e9, 60e9, 3e9);
+  auto t = times(20.0, 15.0);
+  t.comm = {comm(collective::all_reduce, comm_group::tp, 4, 67e6, 4 * 80 * 8, 2.0, 2.0, link_kind::intra, layer),
+            comm(collective::reduce_scatter, comm_group::dp, 36, 35e9, 1, 1.5, 0.3, link_kind::inter, grad_sync),
+            comm(collective::all_gather, comm_group::dp, 36, 35e9, 1, 1.5, 1.5, link_kind::inter, after_step)};
+  f.plan.time = t;
+  return f;
+}
+
+/// Text that would run as code if a generator copied it unescaped: a
+/// newline and a CR (ending a comment or a literal), quotes, command
+/// substitution, backticks, a C comment's end, a backslash (a line splice
+/// at the end of a // comment), a trigraph, a terminal escape and
+/// non-ASCII. Each payload would create a file named pwn_* in the working
+/// directory.
+inline std::string hostile_text() {
+  return "evil\"'`touch pwn_tick`$(touch pwn_subst)\n touch pwn_nl\r\nfile(WRITE pwn_cmake x)\n"
+         "static int pwn = std::system(\"touch pwn_cc\"); */ /* \x1b[31m \xc3\xa9 ??/ \\";
+}
+
+/// DSL.md's example with every name from the input hostile.
+inline fixture hostile() {
+  auto f = dp16_zero1();
+  f.name = "hostile";
+  f.program.file = "plans/" + hostile_text() + ".dtp";
+  f.program.model.name = hostile_text();
+  f.program.cluster.name = hostile_text();
+  f.program.cluster.device.name = hostile_text();
+  f.plan.name = hostile_text();
+  return f;
+}
+
+inline std::vector<fixture> all() { return {dp16_zero1(), tp4_pp2(), hostile(), hsdp(), all_axes(), large(), nvl72()}; }
 
 }  // namespace dtplan::codegen::fixtures

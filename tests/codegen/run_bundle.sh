@@ -160,6 +160,12 @@ if [ "$mode" = full ] && [ ! -e /dev/nvidia0 ]; then
   fi
   grep -Eq 'train_step\.cu:[0-9]+: cudaGetDeviceCount\(&devices\) failed: ' "$work/$tag.run.out" ||
     fail "CUDA_CHECK message not found: $(cat "$work/$tag.run.out")"
+  # --no-mpi names its NCCL id file after the job, and says so without one.
+  if env -u SLURM_JOB_ID -u PMIX_NAMESPACE -u OMPI_MCA_ess_base_jobid -u DTPLAN_JOB_ID -u DTPLAN_NCCL_ID_FILE \
+    OMPI_COMM_WORLD_SIZE="$world" "$binary" --no-mpi >"$work/$tag.run.out" 2>&1; then
+    fail "--no-mpi ran without a job to name its NCCL id file after"
+  fi
+  grep -q "needs a file to share the NCCL id through" "$work/$tag.run.out" || fail "id file: $(cat "$work/$tag.run.out")"
   if "$binary" --no-mpi >"$work/$tag.run.out" 2>&1; then fail "a world of 1 rank was accepted"; fi
   grep -q "needs $world ranks, this job has 1" "$work/$tag.run.out" || fail "world-size check: $(cat "$work/$tag.run.out")"
   if grep -q DTPLAN_HAVE_MPI "$skeleton/build/CMakeFiles/train_step.dir/flags.make" 2>/dev/null; then

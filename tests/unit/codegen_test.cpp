@@ -9,6 +9,7 @@
 #include "../codegen/fixtures.hpp"
 #include "dsl/source.hpp"
 #include "codegen/emit.hpp"
+#include "codegen/escape.hpp"
 #include "codegen/graphviz.hpp"
 #include "codegen/launch.hpp"
 #include "codegen/skeleton.hpp"
@@ -229,18 +230,33 @@ TEST_CASE("launch scripts carry the plan's node and task counts") {
   auto slurm = codegen::slurm_script(f.program, f.plan);
   CHECK(slurm.rfind("#!/bin/bash\n#SBATCH --job-name=dtplan-current\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
                     "#SBATCH --gpus-per-node=8\n", 0) == 0);
-  CHECK(contains(slurm, "srun --ntasks=16 --ntasks-per-node=8 --cpu-bind=cores \"$SKELETON/build/train_step\" \"$@\"\n"));
+  CHECK(contains(slurm, "srun --mpi=\"$mpi\" --ntasks=16 --ntasks-per-node=8 --cpus-per-task=\"${SLURM_CPUS_PER_TASK:-8}\" \\\n"));
   CHECK(contains(slurm, "export NCCL_SOCKET_IFNAME=\"${NCCL_SOCKET_IFNAME:-^lo,docker}\"\n"));
   CHECK(contains(slurm, "# Groups that cross nodes in this plan: dp.\n"));
   auto mpi = codegen::mpirun_script(f.program, f.plan);
-  CHECK(contains(mpi, "mpirun -np 16 --hostfile \"$HOSTFILE\" --map-by ppr:8:node --bind-to none \\\n"
-                      "  -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME \\\n"));
+  CHECK(contains(mpi, "hosts=2\n"));
+  CHECK(contains(mpi, "\"${DTPLAN_MPIRUN:-mpirun}\" -np 16 ${hostfile[@]+\"${hostfile[@]}\"} --map-by ppr:8:node --bind-to none \\\n"));
   auto one = fx::dp16_zero1();
   one.program.cluster.nodes = 1;
   one.plan.s.dp = 8;
   CHECK(contains(codegen::slurm_script(one.program, one.plan), "#SBATCH --nodes=1\n"));
-  CHECK(contains(codegen::mpirun_script(one.program, one.plan), "mpirun -np 8 "));
+  CHECK(contains(codegen::mpirun_script(one.program, one.plan), "-np 8 "));
   CHECK_FALSE(contains(codegen::mpirun_script(one.program, one.plan), "NCCL_SOCKET_IFNAME"));
+}
+
+TEST_CASE("an NVLink domain larger than a server is launched as trays of 4 GPUs") {
+  auto f = fx::dp16_zero1();
+  f.program.cluster.nodes = 2;
+  f.program.cluster.gpus_per_node = 72;  // two NVL72 racks
+  f.plan.s.dp = 144;
+  CHECK(codegen::gpus_per_host(f.program.cluster) == 4);
+  auto slurm = codegen::slurm_script(f.program, f.plan);
+  CHECK(contains(slurm, "#SBATCH --nodes=36\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n"));
+  CHECK(contains(slurm, "--ntasks=144 --ntasks-per-node=4 "));
+  CHECK(contains(slurm, "# Each node of the plan is an NVLink domain of 72 GPUs, launched as 18 trays of 4\n"));
+  CHECK(contains(codegen::mpirun_script(f.program, f.plan), "--map-by ppr:4:node"));
+  f.program.cluster.gpus_per_node = 8;
+  CHECK(codegen::gpus_per_host(f.program.cluster) == 8);
 }
 
 TEST_CASE("emit writes every file of the bundle") {
@@ -273,4 +289,33 @@ TEST_CASE("emit reports a directory it cannot create") {
   dsl::diagnostics d2;
   CHECK_FALSE(codegen::write_dot(f.program, f.plan, file / "x.dot", d2));
   CHECK(d2.has_errors());
+}
+
+TEST_CASE("input text is escaped for the file it lands in") {
+  using codegen::c_string;
+  using codegen::comment_text;
+  using codegen::printable;
+  CHECK(printable("plain name_1 (x) 'q' \"d\" $HOME `x`") == "plain name_1 (x) 'q' \"d\" $HOME `x`");
+  CHECK(printable("a\nb\rc\x1b[31m\\") == "a\\x0ab\\x0dc\\x1b[31m\\x5c");
+  CHECK(printable("\xc3\xa9") == "\\xc3\\xa9");
+  // No comment can be ended, spliced or trigraphed.
+  auto const c = comment_text("p\nq\\\n??/ */");
+  CHECK(c == "p\\x0aq\\x5c\\x0a?\\x3f/ */");
+  CHECK(c.find('\n') == std::string::npos);
+  CHECK(c.back() != '\\');
+  // A literal's value is the text byte for byte; octal escapes never take a following digit.
+  CHECK(c_string("a\"b\\c?d") == "\"a\\\"b\\\\c\\?d\"");
+  CHECK(c_string("\n1\r") == "\"\\0121\\015\"");
+  CHECK(c_string("\xc3\xa9") == "\"\\303\\251\"");
+  // Through the generators: the hostile fixture's names leave one line each.
+  auto f = fx::hostile();
+  for (auto const& text : {codegen::train_step_cu(f.program, f.plan), codegen::skeleton_cmake(f.program, f.plan),
+                           codegen::slurm_script(f.program, f.plan), codegen::mpirun_script(f.program, f.plan)}) {
+    CHECK_FALSE(contains(text, "\ntouch pwn_nl"));
+    CHECK_FALSE(contains(text, "\r"));
+    CHECK_FALSE(contains(text, "\nfile(WRITE"));
+    CHECK_FALSE(contains(text, "\nstatic int pwn"));
+    CHECK_FALSE(contains(text, "\x1b"));
+  }
+  CHECK(contains(codegen::slurm_script(f.program, f.plan), "#SBATCH --job-name=dtplan-evil_"));
 }
