@@ -474,7 +474,9 @@ static long long local_rank_from_env() {
                  -1);
 }
 
-static bool g_mpi = false;
+#ifdef DTPLAN_HAVE_MPI
+static bool g_mpi = false;  // MPI_Abort on failure
+#endif
 static std::string g_id_file;  // the NCCL id file rank 0 wrote, removed at exit
 
 static void remove_id_file() {
@@ -1252,19 +1254,16 @@ static void print_table(std::vector<table_row> const& rows) {
                 t.predicted > 0 ? t.measured / t.predicted : 0.0, t.note.empty() ? "" : "  ", t.note.c_str());
 }
 
-int main(int argc, char** argv) {
-  options opt;
-  int parsed = parse_args(argc, argv, opt);
-  if (parsed != 0) return parsed == 1 ? 0 : 2;
-  if (opt.dry_run) return dry_run(opt.world, opt.schedule);
-
-  runner r;
-  r.opt = opt;
-  long long world = 0;
+// This rank, the world and its GPU: from the launcher's variables with
+// --no-mpi, else from MPI, the GPU bound first (see bind_gpu). 0 to go on,
+// else the exit status.
+static int start(runner& r, int& argc, char**& argv, long long& world, std::string& id_path) {
+  options& opt = r.opt;
   long long local = local_rank_from_env();
-  std::string id_path;  // --no-mpi
 #ifndef DTPLAN_HAVE_MPI
-  opt.no_mpi = r.opt.no_mpi = true;
+  opt.no_mpi = true;
+  (void)argc;
+  (void)argv;
 #endif
   if (opt.no_mpi) {
     r.rank = env_int({"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "RANK"}, 0);
@@ -1281,8 +1280,8 @@ int main(int argc, char** argv) {
   }
 #ifdef DTPLAN_HAVE_MPI
   if (!opt.no_mpi) {
-    // The GPU first, then MPI (see bind_gpu). Whether a launcher started
-    // this process is read before MPI_Init, which sets its own variables.
+    // Whether a launcher started this process is read before MPI_Init,
+    // which sets variables of its own; the GPU is bound before it too.
     bool launcher = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK") ||
                     std::getenv("SLURM_STEP_ID") || std::getenv("MPI_LOCALNRANKS");
     if (local >= 0) bind_gpu(local);
@@ -1327,18 +1326,23 @@ int main(int argc, char** argv) {
   }
 #endif
 
+  return 0;
+}
+
+// The world communicator (its id from MPI or through a file) and one
+// communicator per group the plan uses; overlapped collectives get their
+// own so the two streams never share one, and the pipeline's transfers one
+// of their own.
+static void connect(runner& r, long long world, std::string const& id_path) {
   ncclUniqueId id;
   if (r.rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
 #ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi) MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+  if (!r.opt.no_mpi) MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
 #endif
-  if (opt.no_mpi) share_id_by_file(id, r.rank, id_path);
+  if (r.opt.no_mpi) share_id_by_file(id, r.rank, id_path);
   NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
   remove_id_file();  // every rank has read it: the world communicator exists
 
-  // One communicator per group the plan uses; overlapped collectives get
-  // their own so the two streams never share one, and the pipeline's
-  // transfers one of their own.
   for (int g = 0; g < group_count; ++g)
     for (int ov = 0; ov < 2; ++ov) {
       bool used = false;
@@ -1356,6 +1360,11 @@ int main(int argc, char** argv) {
                    c.group_name, c.ranks, r.comm_size[c.group]);
   }
 
+}
+
+// This rank's pipeline stage: its part of the planned schedule (refused if
+// it is not the planned one), its layers and the slots collectives spread over.
+static void take_stage(runner& r) {
   r.stage = r.lay.coord(r.rank, 3);
   {
     pipeline schedule(plan::k_pp, plan::k_virtual_stages, plan::k_micro_batches);
@@ -1377,7 +1386,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < r.ops.size(); ++i)
     if (r.ops[i].pass == 1) r.last_backward_of_chunk[r.ops[i].chunk] = (long long)i;
 
-  r.bufs = allocate(opt.scale, r.rank);
+}
+
+// The planned buffers, and in them the operands, scratch and messages.
+static void place_buffers(runner& r) {
+  r.bufs = allocate(r.opt.scale, r.rank);
   r.mem.bufs = &r.bufs;
   if (r.rank == 0) {
     long long total = 0;
@@ -1441,6 +1454,9 @@ int main(int argc, char** argv) {
     std::printf("note: %s of operands and scratch allocated beside the planned buffers\n",
                 human_bytes(r.mem.extra_bytes).c_str());
 
+}
+
+static void make_streams(runner& r) {
   CUBLAS_CHECK(cublasCreate(&r.blas));
   CUBLAS_CHECK(cublasLtCreate(&r.lt));
   CUDA_CHECK(cudaStreamCreateWithFlags(&r.compute, cudaStreamNonBlocking));
@@ -1461,20 +1477,12 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaEventCreateWithFlags(&r.recv_ready[i], cudaEventDisableTiming));
   }
 
-  double wall = 0;
-  for (int s = 0; s < opt.steps; ++s) {
-    barrier(r);
-    auto t0 = std::chrono::steady_clock::now();
-    r.step();
-    CUDA_CHECK(cudaStreamSynchronize(r.compute));
-    CUDA_CHECK(cudaStreamSynchronize(r.comm));
-    CUDA_CHECK(cudaStreamSynchronize(r.pipe));
-    CUDA_CHECK(cudaStreamSynchronize(r.ring));
-    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+}
 
-  // The phases alone, a few calls each: per call, like for like with the
-  // plan's roofline and alpha-beta figures.
+// The phases alone, a few calls each, then the last step's figures: the
+// slowest rank's of each.
+static std::vector<double> measure(runner& r, double wall) {
+  // Per call, like for like with the plan's roofline and alpha-beta figures.
   std::vector<double> m;  // measured per call, in the order of the rows below
   for (int i = 0; i < plan::k_gemm_count; ++i) {
     plan::gemm_spec const& x = plan::k_gemms[i];
@@ -1518,55 +1526,62 @@ int main(int argc, char** argv) {
   m.push_back(wall);
   max_over_ranks(r, m);
 
-  if (r.rank == 0) {
-    double share = r.planned_layers_here > 0 ? (double)r.layers_here / r.planned_layers_here : 1.0;
-    double mb = (double)plan::k_micro_batches;
-    double passes = mb * r.layers_here;
-    std::printf("plan '%s' of %s on %s: %lld ranks on %lld nodes, tp %lld cp %lld dp %lld pp %lld (%lld chunks), zero %d\n",
-                plan::k_name, plan::k_file, plan::k_gpu, plan::k_world, plan::k_nodes, plan::k_tp, plan::k_cp, plan::k_dp,
-                plan::k_pp, plan::k_virtual_stages, plan::k_zero);
-    std::printf("%lld micro-batches of %lld x %lld tokens (%lld a GPU, %lld of the sequence), %lld of %lld layers on "
-                "stage 0 (%lld in the model), scale %g\n",
-                plan::k_micro_batches, plan::k_micro_batch, plan::k_seq_len, plan::k_tokens, plan::k_seq_local,
-                r.layers_here, r.planned_layers_here, plan::k_layers, opt.scale);
-    std::printf("rows down to the collectives: each phase alone (a few calls) x its calls a step; the last four: the step "
-                "itself; slowest rank\n");
-    std::vector<table_row> rows;
-    size_t k = 0;
-    for (int i = 0; i < plan::k_gemm_count; ++i, ++k) {
-      plan::gemm_spec const& x = plan::k_gemms[i];
-      rows.push_back({std::string("gemm ") + x.name, passes, (x.forward_s + x.backward_s + x.recompute_s) * passes,
-                      m[k] * passes, ""});
-    }
-    if (plan::k_precision == 3 && r.fp8_fallbacks > 0) rows.back().note = "some fp8 GEMMs ran at 16 bits (shape or GPU)";
-    plan::gemm_spec const& lg = plan::k_logits;
-    rows.push_back({"gemm logits + loss (last stage)", mb, (lg.forward_s + lg.backward_s + plan::k_head_memory.forward_s) * mb,
-                    m[k++] * mb, ""});
-    plan::attention_spec const& at = plan::k_attention;
-    rows.push_back({plan::k_attention.flash ? "attention (flash's FLOPs, batched)" : "attention (standard)", passes,
-                    (at.forward_s + at.backward_s + (plan::k_recompute_attention ? at.forward_s : 0)) * passes, m[k++] * passes,
-                    plan::k_attention.flash ? "scores through HBM: slower than a flash kernel" : ""});
-    rows.push_back({"memory-bound", passes,
-                    (mem.forward_s + mem.backward_s + (plan::k_recompute_memory ? mem.forward_s : 0)) * passes, m[k++] * passes, ""});
-    double in_layer = 0;
-    for (int e = 0; e < plan::k_comm_count; ++e, ++k) {
-      plan::comm_spec const& c = plan::k_comm[e];
-      double calls = (double)r.effective_count(e);
-      double predicted = c.predicted_s * calls / std::max(1LL, c.count);
-      if ((c.phase == 0 || c.phase == 1) && !c.overlapped) in_layer += c.exposed_s * calls / std::max(1LL, c.count);
-      char name[96];
-      std::snprintf(name, sizeof name, "%s %s %s %s", k_op_names[c.op], c.group_name, k_type_names[c.type],
-                    human_bytes(c.bytes).c_str());
-      rows.push_back({name, calls, predicted, m[k] * calls, r.clamped[e] ? "message clamped by --scale" : ""});
-    }
-    rows.push_back({"compute + in-layer comm (step)", passes, (plan::k_predicted_compute_s + in_layer) * share, m[k++], ""});
-    rows.push_back({"bubble + pipeline wait (step)", (double)plan::k_pipe_bubble_pairs,
-                    (plan::k_predicted_bubble_s + plan::k_predicted_pp_exposed_s) * share, m[k++], ""});
-    rows.push_back({"optimizer (step)", 1, plan::k_predicted_optimizer_s, m[k++], ""});
-    rows.push_back({"step", 1, plan::k_predicted_step_s * share, m[k++], ""});
-    print_table(rows);
-  }
+  return m;
+}
 
+// The measured-vs-predicted table, on rank 0.
+static void report(runner const& r, std::vector<double> const& m) {
+  if (r.rank != 0) return;
+  double share = r.planned_layers_here > 0 ? (double)r.layers_here / r.planned_layers_here : 1.0;
+  double mb = (double)plan::k_micro_batches;
+  double passes = mb * r.layers_here;
+  std::printf("plan '%s' of %s on %s: %lld ranks on %lld nodes, tp %lld cp %lld dp %lld pp %lld (%lld chunks), zero %d\n",
+              plan::k_name, plan::k_file, plan::k_gpu, plan::k_world, plan::k_nodes, plan::k_tp, plan::k_cp, plan::k_dp,
+              plan::k_pp, plan::k_virtual_stages, plan::k_zero);
+  std::printf("%lld micro-batches of %lld x %lld tokens (%lld a GPU, %lld of the sequence), %lld of %lld layers on "
+              "stage 0 (%lld in the model), scale %g\n",
+              plan::k_micro_batches, plan::k_micro_batch, plan::k_seq_len, plan::k_tokens, plan::k_seq_local,
+              r.layers_here, r.planned_layers_here, plan::k_layers, r.opt.scale);
+  std::printf("rows down to the collectives: each phase alone (a few calls) x its calls a step; the last four: the step "
+              "itself; slowest rank\n");
+  std::vector<table_row> rows;
+  size_t k = 0;
+  for (int i = 0; i < plan::k_gemm_count; ++i, ++k) {
+    plan::gemm_spec const& x = plan::k_gemms[i];
+    rows.push_back({std::string("gemm ") + x.name, passes, (x.forward_s + x.backward_s + x.recompute_s) * passes,
+                    m[k] * passes, ""});
+  }
+  if (plan::k_precision == 3 && r.fp8_fallbacks > 0) rows.back().note = "some fp8 GEMMs ran at 16 bits (shape or GPU)";
+  plan::gemm_spec const& lg = plan::k_logits;
+  rows.push_back({"gemm logits + loss (last stage)", mb, (lg.forward_s + lg.backward_s + plan::k_head_memory.forward_s) * mb,
+                  m[k++] * mb, ""});
+  plan::memory_spec const& mem = plan::k_memory;
+  plan::attention_spec const& at = plan::k_attention;
+  rows.push_back({plan::k_attention.flash ? "attention (flash's FLOPs, batched)" : "attention (standard)", passes,
+                  (at.forward_s + at.backward_s + (plan::k_recompute_attention ? at.forward_s : 0)) * passes, m[k++] * passes,
+                  plan::k_attention.flash ? "scores through HBM: slower than a flash kernel" : ""});
+  rows.push_back({"memory-bound", passes,
+                  (mem.forward_s + mem.backward_s + (plan::k_recompute_memory ? mem.forward_s : 0)) * passes, m[k++] * passes, ""});
+  double in_layer = 0;
+  for (int e = 0; e < plan::k_comm_count; ++e, ++k) {
+    plan::comm_spec const& c = plan::k_comm[e];
+    double calls = (double)r.effective_count(e);
+    double predicted = c.predicted_s * calls / std::max(1LL, c.count);
+    if ((c.phase == 0 || c.phase == 1) && !c.overlapped) in_layer += c.exposed_s * calls / std::max(1LL, c.count);
+    char name[96];
+    std::snprintf(name, sizeof name, "%s %s %s %s", k_op_names[c.op], c.group_name, k_type_names[c.type],
+                  human_bytes(c.bytes).c_str());
+    rows.push_back({name, calls, predicted, m[k] * calls, r.clamped[e] ? "message clamped by --scale" : ""});
+  }
+  rows.push_back({"compute + in-layer comm (step)", passes, (plan::k_predicted_compute_s + in_layer) * share, m[k++], ""});
+  rows.push_back({"bubble + pipeline wait (step)", (double)plan::k_pipe_bubble_pairs,
+                  (plan::k_predicted_bubble_s + plan::k_predicted_pp_exposed_s) * share, m[k++], ""});
+  rows.push_back({"optimizer (step)", 1, plan::k_predicted_optimizer_s, m[k++], ""});
+  rows.push_back({"step", 1, plan::k_predicted_step_s * share, m[k++], ""});
+  print_table(rows);
+}
+
+static void finish(runner& r) {
   CUBLAS_CHECK(cublasDestroy(r.blas));
   for (auto& [key, g] : r.lt_plans) {
     (void)key;
@@ -1585,8 +1600,38 @@ int main(int argc, char** argv) {
     if (b.ptr) CUDA_CHECK(cudaFree(b.ptr));
   for (char* p : r.mem.extra) CUDA_CHECK(cudaFree(p));
 #ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi) MPI_CHECK(MPI_Finalize());
+  if (!r.opt.no_mpi) MPI_CHECK(MPI_Finalize());
 #endif
+}
+
+int main(int argc, char** argv) {
+  options opt;
+  int parsed = parse_args(argc, argv, opt);
+  if (parsed != 0) return parsed == 1 ? 0 : 2;
+  if (opt.dry_run) return dry_run(opt.world, opt.schedule);
+  runner r;
+  r.opt = opt;
+  long long world = 0;
+  std::string id_path;  // --no-mpi
+  if (int status = start(r, argc, argv, world, id_path)) return status;
+  connect(r, world, id_path);
+  take_stage(r);
+  place_buffers(r);
+  make_streams(r);
+  double wall = 0;
+  for (int s = 0; s < r.opt.steps; ++s) {
+    barrier(r);
+    auto t0 = std::chrono::steady_clock::now();
+    r.step();
+    CUDA_CHECK(cudaStreamSynchronize(r.compute));
+    CUDA_CHECK(cudaStreamSynchronize(r.comm));
+    CUDA_CHECK(cudaStreamSynchronize(r.pipe));
+    CUDA_CHECK(cudaStreamSynchronize(r.ring));
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  report(r, measure(r, wall));
+  finish(r);
   return 0;
 }
 
