@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "codegen/escape.hpp"
+#include "codegen/templates/template_text.hpp"
 #include "planner/model/layout.hpp"
 
 namespace dtplan::codegen {
@@ -18,14 +20,20 @@ std::string job_name(std::string const& plan_name) {
   return out;
 }
 
-// The NCCL settings shared by both scripts. Values the site knows better
-// are overridable from the caller's environment.
-std::string nccl_env(planner::program const& p, planner::plan const& pl, std::string& exported) {
+std::int64_t world(planner::plan const& pl) { return pl.s.dp * pl.s.tp * pl.s.cp * pl.s.pp; }
+
+// The NCCL settings both scripts export: shell code made of the plan's
+// numbers and enum names only. Values the site knows better are
+// overridable from the caller's environment.
+std::string nccl_env(planner::program const& p, planner::plan const& pl) {
   planner::rank_layout l(pl.s, p.cluster.gpus_per_node);
   std::string o;
   o += "# NCCL: warnings only; set NCCL_DEBUG=INFO to see the rings and the transports.\n";
   o += "export NCCL_DEBUG=\"${NCCL_DEBUG:-WARN}\"\n";
-  exported = "-x NCCL_DEBUG";
+  if (gpus_per_host(p.cluster) < p.cluster.gpus_per_node)
+    o += fmt::format("# Each NVLink domain of {} GPUs spans {} hosts: NCCL 2.21 or newer reaches across them\n"
+                     "# (multi-node NVLink); NCCL_MNNVL_ENABLE=1 insists on it.\n",
+                     p.cluster.gpus_per_node, p.cluster.gpus_per_node / gpus_per_host(p.cluster));
   if (p.cluster.nodes > 1) {
     std::string inter;
     for (auto a : {planner::axis::tp, planner::axis::cp, planner::axis::dp, planner::axis::pp})
@@ -33,7 +41,6 @@ std::string nccl_env(planner::program const& p, planner::plan const& pl, std::st
     o += fmt::format("# Groups that cross nodes in this plan: {}.\n", inter.empty() ? "none" : inter);
     o += "# The interface NCCL bootstraps on; set it to your management network (eth0, ib0, ...).\n";
     o += "export NCCL_SOCKET_IFNAME=\"${NCCL_SOCKET_IFNAME:-^lo,docker}\"\n";
-    exported += " -x NCCL_SOCKET_IFNAME";
     o += "# InfiniBand/RoCE: list the HCAs of the GPU-attached NICs, e.g.\n";
     o += "# export NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3\n";
     o += "# and, on RoCE, the GID index of the RoCEv2 address: export NCCL_IB_GID_INDEX=3\n";
@@ -45,83 +52,53 @@ std::string nccl_env(planner::program const& p, planner::plan const& pl, std::st
     for (auto const& e : pl.time->comm)
       if (e.op == planner::collective::all_reduce && e.link == planner::link_kind::inter)
         dp_bytes = std::max(dp_bytes, e.size.value());
-  if (dp_bytes > 0) {
-    exported += " -x NCCL_ALGO";
+  if (dp_bytes > 0)
     o += fmt::format(
         "# The largest all-reduce across nodes is {}: ring is the bandwidth-optimal algorithm for it.\n"
         "export NCCL_ALGO=\"${{NCCL_ALGO:-Ring}}\"\n",
         planner::to_string(planner::bytes(dp_bytes)));
-  }
   return o;
 }
 
-// What both scripts do once they know $BUNDLE: the NCCL environment, then
-// the skeleton built if it is not yet.
-std::string skeleton_setup(planner::program const& p, planner::plan const& pl, std::string& exported) {
-  std::string o = "SKELETON=\"$BUNDLE/skeleton\"\n";
-  o += nccl_env(p, pl, exported);
-  o += "\n";
-  o += "if [ ! -x \"$SKELETON/build/train_step\" ]; then\n"
-       "  cmake -S \"$SKELETON\" -B \"$SKELETON/build\" -DCMAKE_BUILD_TYPE=Release\n"
-       "  cmake --build \"$SKELETON/build\" -j\n"
-       "fi\n";
-  return o;
+// The values both templates share.
+std::vector<template_value> common_values(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const per_host = gpus_per_host(p.cluster);
+  std::string trays;
+  if (per_host < p.cluster.gpus_per_node)
+    trays = fmt::format("# Each node of the plan is an NVLink domain of {} GPUs, launched as {} trays of {}\n"
+                        "# GPUs (one host each); ranks follow the trays in order.\n",
+                        p.cluster.gpus_per_node, p.cluster.gpus_per_node / per_host, per_host);
+  return {
+      {"PLAN", comment_text(pl.name)},
+      {"FILE", comment_text(p.file)},
+      {"WORLD", fmt::format("{}", world(pl))},
+      {"AXES", fmt::format("tp {} cp {} dp {} pp {}, zero {}", s.tp, s.cp, s.dp, s.pp, s.zero)},
+      {"TASKS_PER_NODE", fmt::format("{}", per_host)},
+      {"TRAYS", trays},
+      {"NCCL_ENV", nccl_env(p, pl)},
+  };
 }
-
-std::int64_t world(planner::plan const& pl) { return pl.s.dp * pl.s.tp * pl.s.cp * pl.s.pp; }
 
 }  // namespace
 
+std::int64_t gpus_per_host(planner::cluster const& c) {
+  constexpr std::int64_t server = 8;  // the most GPUs one host carries
+  constexpr std::int64_t tray = 4;    // GB200/GB300 NVL72 compute trays
+  return c.gpus_per_node > server && c.gpus_per_node % tray == 0 ? tray : c.gpus_per_node;
+}
+
 std::string slurm_script(planner::program const& p, planner::plan const& pl) {
-  auto const gpn = p.cluster.gpus_per_node;
-  std::string o = "#!/bin/bash\n";
-  o += fmt::format("#SBATCH --job-name={}\n", job_name(pl.name));
-  o += fmt::format("#SBATCH --nodes={}\n", p.cluster.nodes);
-  o += fmt::format("#SBATCH --ntasks-per-node={}\n", gpn);
-  o += fmt::format("#SBATCH --gpus-per-node={}\n", gpn);
-  o += "#SBATCH --cpus-per-task=8\n";
-  o += "#SBATCH --time=00:30:00\n";
-  o += "#SBATCH --exclusive\n";
-  o += "#SBATCH --output=train_step-%j.out\n";
-  o += fmt::format("# Plan '{}' of {}: {} ranks, tp {} cp {} dp {} pp {}, zero {}.\n", pl.name, p.file, world(pl), pl.s.tp,
-                   pl.s.cp, pl.s.dp, pl.s.pp, pl.s.zero);
-  o += "# Submit from the bundle directory: sbatch launch/slurm.sbatch [train_step flags]\n";
-  o += "set -euo pipefail\n\n";
-  o += "# The bundle must sit on a file system every node sees: the batch step\n";
-  o += "# builds the skeleton once and every task runs that binary.\n";
-  o += "BUNDLE=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n";
-  std::string exported;
-  o += skeleton_setup(p, pl, exported);
-  o += fmt::format(
-      "\n# One task per GPU; train_step reads its rank from MPI (srun's PMIx) and\n"
-      "# picks GPU local_rank. Without PMIx support, add --no-mpi.\n"
-      "srun --ntasks={} --ntasks-per-node={} --cpu-bind=cores \"$SKELETON/build/train_step\" \"$@\"\n",
-      world(pl), gpn);
-  return o;
+  auto values = common_values(p, pl);
+  values.push_back({"JOB_NAME", job_name(pl.name)});
+  values.push_back({"SLURM_NODES", fmt::format("{}", world(pl) / gpus_per_host(p.cluster))});
+  return fill(template_text("slurm.sbatch"), values);
 }
 
 std::string mpirun_script(planner::program const& p, planner::plan const& pl) {
-  auto const gpn = p.cluster.gpus_per_node;
-  std::string o = "#!/bin/bash\n";
-  o += fmt::format("# Plan '{}' of {}: {} ranks on {} nodes x {} GPUs.\n", pl.name, p.file, world(pl), p.cluster.nodes, gpn);
-  o += "# Usage: launch/mpirun.sh HOSTFILE [train_step flags]\n";
-  o += fmt::format("# HOSTFILE lists the {} nodes, one per line with 'slots={}'.\n", p.cluster.nodes, gpn);
-  o += "set -euo pipefail\n\n";
-  o += "if [ $# -lt 1 ]; then\n";
-  o += "  echo \"usage: $0 HOSTFILE [train_step flags]\" >&2\n";
-  o += "  exit 2\n";
-  o += "fi\n";
-  o += "HOSTFILE=\"$1\"\n";
-  o += "shift\n";
-  o += "BUNDLE=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")/..\" && pwd)\"\n";
-  std::string exported;
-  o += skeleton_setup(p, pl, exported);
-  o += fmt::format(
-      "\nmpirun -np {} --hostfile \"$HOSTFILE\" --map-by ppr:{}:node --bind-to none \\\n"
-      "  {} \\\n"
-      "  \"$SKELETON/build/train_step\" \"$@\"\n",
-      world(pl), gpn, exported);
-  return o;
+  auto values = common_values(p, pl);
+  values.push_back({"LAUNCH_NODES", fmt::format("{}", world(pl) / gpus_per_host(p.cluster))});
+  return fill(template_text("mpirun.sh"), values);
 }
 
 }  // namespace dtplan::codegen

@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
-#include "planner/model/layout.hpp"
+#include "codegen/escape.hpp"
+#include "codegen/templates/template_text.hpp"
+#include "planner/model/compute.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/shape.hpp"
 
 namespace dtplan::codegen {
 
@@ -24,24 +29,12 @@ std::string join(std::vector<std::int64_t> const& v) {
   return out;
 }
 
-// C string literal of arbitrary text (names come from the user's file).
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 // Exact integers for byte counts: the planner's figures are whole bytes.
 long long whole(planner::bytes b) { return static_cast<long long>(b.value() + 0.5); }
 
-std::string real(double v) { return fmt::format("{:.9g}", v); }
+// A C++ double literal; a figure that is not finite (no valid plan has
+// one) becomes 0 so the program still compiles and prints no ratio for it.
+std::string real(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string("0"); }
 
 int op_id(collective c) {
   switch (c) {
@@ -54,826 +47,398 @@ int op_id(collective c) {
   return 0;
 }
 
-int group_id(comm_group g) {
-  switch (g) {
-    case comm_group::tp: return 0;
-    case comm_group::cp: return 1;
-    case comm_group::dp: return 2;
-    case comm_group::pp: return 3;
-    case comm_group::shard: return 4;
-    case comm_group::replicate: return 5;
-    case comm_group::ep: return 2;  // experts are spread over the data-parallel ranks
-    case comm_group::embedding: return 6;
+int phase_id(planner::comm_phase p) {
+  switch (p) {
+    case planner::comm_phase::layer: return 0;
+    case planner::comm_phase::layer_backward: return 1;
+    case planner::comm_phase::micro_batch: return 2;
+    case planner::comm_phase::grad_sync: return 3;
+    case planner::comm_phase::after_step: return 4;
   }
-  return 2;
+  return 4;
 }
 
 int axis_id(axis a) { return static_cast<int>(a); }
 
-// The JSON names of DSL.md section 4, indexed by op_id and group_id; kept
-// here so the skeleton does not depend on the cost model's library.
-constexpr char const* op_text[] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
-constexpr char const* group_text[] = {"tp", "cp", "dp", "pp", "shard", "replicate", "ep", "embedding"};
-int group_text_id(comm_group g) {
-  if (g == comm_group::ep) return 6;
-  if (g == comm_group::embedding) return 7;
-  return group_id(g);
+// Element types of the generated program: 0 bf16, 1 fp16, 2 fp32, 3 fp8.
+int sixteen_bit(planner::precision p) { return p == planner::precision::fp16 ? 1 : 0; }
+int activation_type(planner::precision p) { return p == planner::precision::fp32 ? 2 : sixteen_bit(p); }
+
+// The precision a collective moves its elements in: gradients as the
+// program keeps them (fp32 with grad_precision = fp32), weights and
+// activations in the model's 16-bit type (fp8 training communicates
+// 16-bit, as the cost model counts it), fp32 models in fp32.
+int element_type(planner::comm_entry const& e, planner::program const& p) {
+  bool const reduces = e.op == collective::reduce_scatter || e.op == collective::all_reduce;
+  bool const gradients = reduces && (e.group == comm_group::dp || e.group == comm_group::shard ||
+                                     e.group == comm_group::replicate || e.group == comm_group::embedding);
+  if (gradients) return planner::grad_element_bytes(p.model, p.training) == 4 ? 2 : sixteen_bit(p.model.prec);
+  return activation_type(p.model.prec);
 }
-char const* link_text(planner::link_kind l) { return l == planner::link_kind::intra ? "intra" : "inter"; }
 
-// The part of the generated program that does not depend on the plan. It
-// reads everything plan-specific from namespace `plan`, emitted before it.
-constexpr char const* runtime_text = R"cu(
-// Parallel axes, in the order of plan::k_sizes: 0 tp, 1 cp, 2 dp, 3 pp.
-static char const* const k_axis_names[4] = {"tp", "cp", "dp", "pp"};
+int precision_id(planner::precision p) {
+  switch (p) {
+    case planner::precision::bf16: return 0;
+    case planner::precision::fp16: return 1;
+    case planner::precision::fp32: return 2;
+    case planner::precision::fp8: return 3;
+  }
+  return 0;
+}
 
-// The rank layout: the same arithmetic as dtplan's planner::rank_layout.
-// The innermost axis of plan::k_order varies fastest; node n holds ranks
-// [n * gpus_per_node, (n + 1) * gpus_per_node).
-struct layout {
-  long long size[4];
-  long long stride[4];
-  long long world;
-  long long gpus_per_node;
-  long long shard;
+// The members of `rank`'s groups, as the generated program forms them.
+std::vector<std::int64_t> embedding_pair(planner::rank_layout const& l, std::int64_t rank) {
+  auto const pp = l.group_of(axis::pp, rank);
+  return {pp.front(), pp.back()};
+}
 
-  explicit layout(long long dp) : size{plan::k_tp, plan::k_cp, dp, plan::k_pp}, stride{}, world(1),
-      gpus_per_node(plan::k_gpus_per_node), shard(plan::k_shard_ranks) {
-    for (int i = 0; i < 4; ++i) {
-      stride[plan::k_order[i]] = world;
-      world *= size[plan::k_order[i]];
-    }
-    // A plan without hybrid sharding keeps one shard group per dp group
-    // whatever the --dry-run world size.
-    if (shard == plan::k_dp || shard <= 0 || shard > dp || dp % shard != 0) shard = dp;
-  }
-  long long coord(long long rank, int a) const { return (rank / stride[a]) % size[a]; }
-  std::vector<long long> group(int a, long long rank) const {
-    long long base = rank - coord(rank, a) * stride[a];
-    std::vector<long long> out;
-    for (long long k = 0; k < size[a]; ++k) out.push_back(base + k * stride[a]);
-    return out;
-  }
-  bool hybrid() const { return plan::k_zero > 0 && shard < size[2]; }
-  std::vector<long long> shard_group(long long rank) const {
-    std::vector<long long> dp = group(2, rank);
-    long long first = (coord(rank, 2) / shard) * shard;
-    return std::vector<long long>(dp.begin() + first, dp.begin() + first + shard);
-  }
-  std::vector<long long> replicate_group(long long rank) const {
-    std::vector<long long> dp = group(2, rank), out;
-    for (long long k = coord(rank, 2) % shard; k < (long long)dp.size(); k += shard) out.push_back(dp[k]);
-    return out;
-  }
+std::vector<std::int64_t> expert_group(planner::rank_layout const& l, std::int64_t rank, std::int64_t ep) {
+  // Experts spread over blocks of ep consecutive members of the gradient
+  // group (the ranks with the same weights outside the experts).
+  auto const sync = l.sync_group_of(rank);
+  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+  auto const first = at / ep * ep;
+  return {sync.begin() + first, sync.begin() + first + ep};
+}
+
+// What one layer pass of each kind of work costs in the plan, per GPU.
+struct phase_prediction {
+  double forward = 0;
+  double backward = 0;
+  double recompute = 0;
+  [[nodiscard]] double pass() const { return forward + backward + recompute; }
 };
 
-static std::string join(std::vector<long long> const& v) {
-  std::string out;
-  for (long long x : v) {
-    if (!out.empty()) out += ' ';
-    out += std::to_string(x);
-  }
+phase_prediction weight_gemm(planner::gpu const& g, planner::gemm_shape const& f, std::int64_t recompute_n,
+                             planner::precision prec) {
+  phase_prediction out;
+  out.forward = planner::gemm_time(g, f, prec).value();
+  // Input gradient [rows, out] x [out, in], weight gradient [in, rows] x [rows, out].
+  out.backward = planner::gemm_time(g, {f.m, f.k, f.n, f.batch}, prec).value() +
+                 planner::gemm_time(g, {f.k, f.n, f.m, f.batch}, prec).value();
+  if (recompute_n > 0) out.recompute = planner::gemm_time(g, {f.m, recompute_n, f.k, f.batch}, prec).value();
   return out;
 }
 
-// The --dry-run view: parseable, one line per rank, no GPU, NCCL or MPI call.
-static int dry_run(long long world) {
-  long long inner = plan::k_tp * plan::k_cp * plan::k_pp;
-  if (world <= 0 || world % inner != 0) {
-    std::fprintf(stderr, "error: world size %lld is not a multiple of tp x cp x pp = %lld\n", world, inner);
-    return 2;
-  }
-  layout l(world / inner);
-  std::printf("# plan %s: world %lld, tp %lld cp %lld dp %lld pp %lld, order %s, %lld GPUs per node\n",
-              plan::k_name, l.world, plan::k_tp, plan::k_cp, l.size[2], plan::k_pp, plan::k_order_text,
-              plan::k_gpus_per_node);
-  for (long long r = 0; r < l.world; ++r) {
-    std::string line = "rank " + std::to_string(r) + " node " + std::to_string(r / l.gpus_per_node) +
-                       " local " + std::to_string(r % l.gpus_per_node);
-    for (int a = 0; a < 4; ++a) line += std::string(" ") + k_axis_names[a] + " " + std::to_string(l.coord(r, a));
-    for (int a = 0; a < 4; ++a) line += std::string(" | ") + k_axis_names[a] + ": " + join(l.group(a, r));
-    if (l.hybrid()) line += " | shard: " + join(l.shard_group(r)) + " | replicate: " + join(l.replicate_group(r));
-    std::printf("%s\n", line.c_str());
-  }
-  return 0;
+// Bytes a memory-bound kernel moves in `t` seconds of the plan's roofline
+// for `kernels` launches (planner::memory_time inverted): the cost model
+// keeps the bytes of its element-wise work inside compute.cpp.
+double bytes_in(planner::gpu const& g, double t, std::int64_t kernels) {
+  double const moving = t - static_cast<double>(kernels) * g.kernel_latency.value();
+  return std::max(0.0, moving) * g.hbm_bandwidth.value() * g.hbm_efficiency;  // >= 0 up to rounding
 }
 
-struct options {
-  bool dry_run = false;
-  bool no_mpi = false;
-  long long world = plan::k_world;
-  double scale = 1.0;
-  long long layers = -1;
-  int steps = 2;
-};
-
-static void usage(char const* argv0) {
-  std::printf("usage: %s [--dry-run [--world N]] [--no-mpi] [--scale F] [--layers N] [--steps N]\n"
-              "  --dry-run   print every rank's coordinates and groups; touches no GPU\n"
-              "  --world N   the world size for --dry-run (default %lld)\n"
-              "  --no-mpi    take the rank from OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK\n"
-              "  --scale F   allocate F x the planned buffers (0 < F <= 1, for small GPUs)\n"
-              "  --layers N  run N layers per stage instead of the plan's\n"
-              "  --steps N   steps to run, the first is a warm-up (default 2)\n",
-              argv0, plan::k_world);
-}
-
-static bool parse_args(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](char const* what) -> char const* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "error: '%s' expects %s\n", a.c_str(), what);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    char const* v = nullptr;
-    char* end = nullptr;
-    if (a == "--dry-run") {
-      o.dry_run = true;
-    } else if (a == "--no-mpi") {
-      o.no_mpi = true;
-    } else if (a == "--world") {
-      if (!(v = value("a rank count"))) return false;
-      o.world = std::strtoll(v, &end, 10);
-      if (*end != '\0' || o.world <= 0) return std::fprintf(stderr, "error: bad --world '%s'\n", v), false;
-    } else if (a == "--scale") {
-      if (!(v = value("a fraction"))) return false;
-      o.scale = std::strtod(v, &end);
-      if (*end != '\0' || !(o.scale > 0 && o.scale <= 1))
-        return std::fprintf(stderr, "error: --scale expects a fraction in (0, 1], got '%s'\n", v), false;
-    } else if (a == "--layers") {
-      if (!(v = value("a layer count"))) return false;
-      o.layers = std::strtoll(v, &end, 10);
-      if (*end != '\0' || o.layers <= 0) return std::fprintf(stderr, "error: bad --layers '%s'\n", v), false;
-    } else if (a == "--steps") {
-      if (!(v = value("a step count"))) return false;
-      o.steps = (int)std::strtol(v, &end, 10);
-      if (*end != '\0' || o.steps <= 0) return std::fprintf(stderr, "error: bad --steps '%s'\n", v), false;
-    } else if (a == "--help" || a == "-h") {
-      usage(argv[0]);
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "error: unknown option '%s'\n", a.c_str());
-      usage(argv[0]);
-      return false;
-    }
-  }
-  return true;
-}
-
-#ifndef DTPLAN_DRY_RUN_ONLY
-
-static bool g_mpi = false;
-
-[[noreturn]] static void die(int code) {
-#ifdef DTPLAN_HAVE_MPI
-  if (g_mpi) MPI_Abort(MPI_COMM_WORLD, code);
-#endif
-  std::exit(code);
-}
-
-#define CUDA_CHECK(call)                                                                         \
-  do {                                                                                           \
-    cudaError_t e_ = (call);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      die(1);                                                                                    \
-    }                                                                                            \
-  } while (0)
-#define NCCL_CHECK(call)                                                                         \
-  do {                                                                                           \
-    ncclResult_t e_ = (call);                                                                    \
-    if (e_ != ncclSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(e_)); \
-      die(1);                                                                                    \
-    }                                                                                            \
-  } while (0)
-#define CUBLAS_CHECK(call)                                                                       \
-  do {                                                                                           \
-    cublasStatus_t e_ = (call);                                                                  \
-    if (e_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cublasGetStatusString(e_)); \
-      die(1);                                                                                    \
-    }                                                                                            \
-  } while (0)
-#ifdef DTPLAN_HAVE_MPI
-#define MPI_CHECK(call)                                                                          \
-  do {                                                                                           \
-    int e_ = (call);                                                                             \
-    if (e_ != MPI_SUCCESS) {                                                                     \
-      char s_[MPI_MAX_ERROR_STRING];                                                             \
-      int n_ = 0;                                                                                \
-      MPI_Error_string(e_, s_, &n_);                                                             \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, s_);             \
-      die(1);                                                                                    \
-    }                                                                                            \
-  } while (0)
-#endif
-
-static long long env_int(std::initializer_list<char const*> names, long long fallback) {
-  for (char const* n : names)
-    if (char const* v = std::getenv(n)) return std::atoll(v);
-  return fallback;
-}
-
-// Without MPI, rank 0 publishes the NCCL id through a file every rank can
-// read (a shared directory on several nodes).
-static void share_id_by_file(ncclUniqueId& id, long long rank) {
-  char const* env = std::getenv("DTPLAN_NCCL_ID_FILE");
-  std::string path = env ? env : "dtplan_nccl_id.bin";
-  if (rank == 0) {
-    std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::fprintf(stderr, "error: cannot write the NCCL id to '%s'\n", path.c_str());
-      die(1);
-    }
-    return;
-  }
-  for (int tries = 0; tries < 6000; ++tries) {
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      bool ok = std::fread(&id, sizeof id, 1, f) == 1;
-      std::fclose(f);
-      if (ok) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::fprintf(stderr, "error: rank %lld found no NCCL id in '%s' after 60 s (set DTPLAN_NCCL_ID_FILE)\n", rank, path.c_str());
-  die(1);
-}
-
-static std::string human_bytes(long long b) {
-  char s[32];
-  if (b >= 1LL << 30) std::snprintf(s, sizeof s, "%.1f GiB", b / 1073741824.0);
-  else if (b >= 1LL << 20) std::snprintf(s, sizeof s, "%.1f MiB", b / 1048576.0);
-  else if (b >= 1LL << 10) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024.0);
-  else std::snprintf(s, sizeof s, "%lld B", b);
-  return s;
-}
-
-// One planned per-GPU allocation.
-struct buffer {
-  char const* name;
-  long long planned;
-  long long size = 0;
-  char* ptr = nullptr;
-  long long used = 0;  // carved out for GEMM operands and messages
-};
-
-static std::vector<buffer> allocate(double scale, long long rank) {
-  std::vector<buffer> bufs = {{"weights", plan::k_weights_bytes}, {"gradients", plan::k_gradients_bytes},
-                              {"optimizer", plan::k_optimizer_bytes}, {"activations", plan::k_activations_bytes},
-                              {"buffers", plan::k_buffers_bytes}};
-  for (buffer& b : bufs) {
-    b.size = (long long)(b.planned * scale) & ~255LL;
-    if (b.size == 0) continue;
-    cudaError_t e = cudaMalloc((void**)&b.ptr, (size_t)b.size);
-    if (e != cudaSuccess) {
-      size_t free_b = 0, total_b = 0;
-      cudaGetLastError();
-      cudaMemGetInfo(&free_b, &total_b);
-      std::fprintf(stderr, "rank %lld: cannot allocate %s: %.2f GiB (planned %.2f GiB x scale %g), %.2f GiB free of %.2f GiB: %s\n",
-                   rank, b.name, b.size / 1073741824.0, b.planned / 1073741824.0, scale, free_b / 1073741824.0,
-                   total_b / 1073741824.0, cudaGetErrorString(e));
-      die(3);
-    }
-    CUDA_CHECK(cudaMemset(b.ptr, 0, (size_t)b.size));
-  }
-  return bufs;
-}
-
-// A region of `want` bytes from the first planned buffer with room, so the
-// program's footprint stays the plan's; `got` may be less under --scale.
-static char* carve(std::vector<buffer>& bufs, std::initializer_list<int> prefer, long long want, long long& got) {
-  int best = -1;
-  for (int i : prefer) {
-    long long room = bufs[i].size - bufs[i].used;
-    if (room >= want) {
-      best = i;
-      break;
-    }
-    if (best < 0 || room > bufs[best].size - bufs[best].used) best = i;
-  }
-  got = std::min(want, bufs[best].size - bufs[best].used) & ~255LL;
-  return bufs[best].ptr + bufs[best].used;
-}
-
-__global__ void optimizer_update(float* state, long long n) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  long long stride = (long long)gridDim.x * blockDim.x;
-  for (; i < n; i += stride) state[i] = state[i] * 0.999f + 1e-8f;
-}
-
-struct timed_call {
-  cudaEvent_t start, stop;
-};
-
-struct comm_stats {
-  std::vector<timed_call> calls;
-  long long issued = 0;
-  bool clamped = false;
-};
-
-struct runner {
-  options opt;
-  long long rank = 0;
-  layout lay{plan::k_dp};
-  ncclComm_t world_comm{};
-  ncclComm_t comms[2][7]{};  // [overlapped][tp cp dp pp shard replicate embedding]
-  int comm_rank[7]{};
-  int comm_size[7]{};
-  cudaStream_t compute{}, comm{};
-  cublasHandle_t blas{};
-  std::vector<buffer> bufs;
-  char* gemm_a = nullptr;
-  char* gemm_b = nullptr;
-  char* gemm_c = nullptr;
-  char* gemm_extra = nullptr;  // operands outside the planned buffers, when they do not fit
-  long long gemm_rows = 0;  // tokens per GEMM after --scale shrinking
-  std::vector<char*> msg;   // message region per comm entry
-  std::vector<long long> msg_bytes;
-  std::vector<comm_stats> stats;
-  std::vector<timed_call> compute_events;
-  size_t compute_used = 0;
-  std::vector<cudaEvent_t> slot_ready, gathered;
-  long long stage = 0, layers_here = 0, planned_layers_here = 0;
-
-  cudaEvent_t new_event_pair(std::vector<timed_call>& pool, size_t i, bool start) {
-    while (pool.size() <= i) {
-      timed_call t;
-      CUDA_CHECK(cudaEventCreate(&t.start));
-      CUDA_CHECK(cudaEventCreate(&t.stop));
-      pool.push_back(t);
-    }
-    return start ? pool[i].start : pool[i].stop;
-  }
-
-  // Calls of entry `e` in slot `s` out of `slots`: the count spread evenly,
-  // so each step issues exactly the planned number.
-  long long calls_in_slot(int e, long long s, long long slots) const {
-    long long count = effective_count(e);
-    return (s + 1) * count / slots - s * count / slots;
-  }
-
-  long long effective_count(int e) const {
-    long long c = plan::k_comm[e].count;
-    int p = plan::k_comm[e].placement;
-    if ((p == 0 || p == 1) && planned_layers_here > 0 && layers_here != planned_layers_here)
-      c = (c * layers_here + planned_layers_here / 2) / planned_layers_here;
-    return c;
-  }
-
-  void collective(int e, cudaStream_t st) {
-    plan::comm_spec const& c = plan::k_comm[e];
-    ncclComm_t nc = comms[c.overlapped][c.group];
-    // The embedding pair has no member on the middle pipeline stages.
-    if (nc == nullptr) return;
-    int n = comm_size[c.group], me = comm_rank[c.group];
-    char* buf = msg[e];
-    long long bytes = msg_bytes[e];
-    comm_stats& s = stats[e];
-    CUDA_CHECK(cudaEventRecord(new_event_pair(s.calls, s.issued, true), st));
-    size_t elems = (size_t)(bytes / 2);
-    switch (c.op) {
-      case 0:
-        NCCL_CHECK(ncclAllReduce(buf, buf, elems, ncclBfloat16, ncclSum, nc, st));
-        break;
-      case 1: {
-        size_t part = elems / n;
-        NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)me * part * 2, part, ncclBfloat16, ncclSum, nc, st));
-        break;
-      }
-      case 2: {
-        size_t part = elems / n;
-        NCCL_CHECK(ncclAllGather(buf + (size_t)me * part * 2, buf, part, ncclBfloat16, nc, st));
-        break;
-      }
-      case 3: {
-        // The message is what each rank sends in all; it receives as much
-        // into the second half of its region.
-        size_t part = elems / 2 / n;
-        char* recv = buf + elems / 2 * 2;
-        NCCL_CHECK(ncclGroupStart());
-        for (int peer = 0; peer < n; ++peer) {
-          NCCL_CHECK(ncclSend(buf + (size_t)peer * part * 2, part, ncclBfloat16, peer, nc, st));
-          NCCL_CHECK(ncclRecv(recv + (size_t)peer * part * 2, part, ncclBfloat16, peer, nc, st));
-        }
-        NCCL_CHECK(ncclGroupEnd());
-        break;
-      }
-      case 4: {
-        // Activations (forward) or their gradients (backward) to the next
-        // and from the previous stage; every stage issues the same calls in
-        // the same slots, so the pairs always match.
-        size_t part = elems / 2;
-        char* recv = buf + part * 2;
-        NCCL_CHECK(ncclGroupStart());
-        if (me + 1 < n) NCCL_CHECK(ncclSend(buf, part, ncclBfloat16, me + 1, nc, st));
-        if (me > 0) NCCL_CHECK(ncclRecv(recv, part, ncclBfloat16, me - 1, nc, st));
-        NCCL_CHECK(ncclGroupEnd());
-        break;
-      }
-    }
-    CUDA_CHECK(cudaEventRecord(s.calls[s.issued].stop, st));
-    ++s.issued;
-  }
-
-  // Rows of a GEMM whose planned row count is `m` tokens, after scaling.
-  long long rows(long long m) const { return std::max(1LL, m * gemm_rows / std::max(1LL, plan::k_tokens)); }
-
-  // Elements of the largest operand of any forward or backward product.
-  long long gemm_slab() const {
-    long long e = 0;
-    for (int i = 0; i < plan::k_gemm_count; ++i) {
-      plan::gemm_spec const& x = plan::k_gemms[i];
-      e = std::max(e, std::max(rows(x.m) * std::max(x.k, x.n), x.k * x.n));
-    }
-    return e;
-  }
-  long long gemm_bytes() const { return 3 * ((gemm_slab() * 2 + 255) & ~255LL); }
-
-  void gemm(long long m, long long n, long long k) {
-    const float alpha = 1.0f, beta = 0.0f;
-    // Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T.
-    CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, gemm_b, CUDA_R_16BF,
-                              (int)n, gemm_a, CUDA_R_16BF, (int)k, &beta, gemm_c, CUDA_R_16BF, (int)n,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
-
-  // Collectives of `placement` in slot `s`: the critical-path ones on the
-  // compute stream, after GEMM `after` of `gemms`; the overlapped ones on
-  // the communication stream once the slot's compute is recorded.
-  void issue(int placement, long long s, long long slots, bool want_overlapped, int gemm_index, int gemms,
-             bool gathers_only, bool skip_gathers) {
-    for (int e = 0; e < plan::k_comm_count; ++e) {
-      plan::comm_spec const& c = plan::k_comm[e];
-      if (c.placement != placement || (bool)c.overlapped != want_overlapped) continue;
-      bool gather = c.op == 2 && c.overlapped && (placement == 0);
-      if (gathers_only && !gather) continue;
-      if (skip_gathers && gather) continue;
-      long long n = calls_in_slot(e, s, slots);
-      for (long long j = 0; j < n; ++j) {
-        if (gemms > 0 && j % gemms != gemm_index) continue;
-        collective(e, want_overlapped ? comm : compute);
-      }
-    }
-  }
-
-  void layer(bool backward, long long slot, long long slots) {
-    // ZeRO-3 gathers of this slot were issued one slot ahead; wait for them
-    // and prefetch the next slot's.
-    CUDA_CHECK(cudaStreamWaitEvent(compute, gathered[slot % 2], 0));
-    if (slot + 1 < slots) {
-      issue(0, slot + 1, slots, true, 0, 0, true, false);
-      CUDA_CHECK(cudaEventRecord(gathered[(slot + 1) % 2], comm));
-    }
-    int g = plan::k_gemm_count;
-    CUDA_CHECK(cudaEventRecord(new_event_pair(compute_events, compute_used, true), compute));
-    if (backward)
-      for (int i = 0; i < g; ++i)
-        if (plan::k_recompute_n[i] > 0) gemm(rows(plan::k_gemms[i].m), plan::k_recompute_n[i], plan::k_gemms[i].k);
-    for (int ii = 0; ii < g; ++ii) {
-      int i = backward ? g - 1 - ii : ii;
-      plan::gemm_spec const& x = plan::k_gemms[i];
-      if (backward) {
-        gemm(rows(x.m), x.k, x.n);  // input gradient
-        gemm(x.k, x.n, rows(x.m));  // weight gradient
-      } else {
-        gemm(rows(x.m), x.n, x.k);
-      }
-      issue(0, slot, slots, false, ii, g, false, false);
-    }
-    CUDA_CHECK(cudaEventRecord(compute_events[compute_used].stop, compute));
-    ++compute_used;
-  }
-
-  void after_slot_overlapped(int placement, long long s, long long slots) {
-    CUDA_CHECK(cudaEventRecord(slot_ready[0], compute));
-    CUDA_CHECK(cudaStreamWaitEvent(comm, slot_ready[0], 0));
-    issue(placement, s, slots, true, 0, 0, false, true);
-  }
-
-  void step() {
-    for (comm_stats& s : stats) s.issued = 0;
-    compute_used = 0;
-    long long m = plan::k_micro_batches, l = layers_here;
-    long long layer_slots = m * l * 2, bwd_slots = m * l, micro_slots = 2 * m;
-    // The first slot's ZeRO-3 gathers have nothing to hide behind.
-    issue(0, 0, layer_slots, true, 0, 0, true, false);
-    CUDA_CHECK(cudaEventRecord(gathered[0], comm));
-    long long ls = 0, bs = 0;
-    for (long long mb = 0; mb < m; ++mb) {
-      for (long long i = 0; i < l; ++i, ++ls) {
-        layer(false, ls, layer_slots);
-        after_slot_overlapped(0, ls, layer_slots);
-      }
-      issue(2, 2 * mb, micro_slots, false, 0, 0, false, false);
-    }
-    for (long long mb = 0; mb < m; ++mb) {
-      for (long long i = 0; i < l; ++i, ++ls, ++bs) {
-        layer(true, ls, layer_slots);
-        issue(1, bs, bwd_slots, false, 0, 0, false, false);
-        after_slot_overlapped(0, ls, layer_slots);
-        after_slot_overlapped(1, bs, bwd_slots);
-        // Overlapped gradient sync rides on the last micro-batch's backward.
-        if (mb == m - 1) after_slot_overlapped(3, i, l);
-      }
-      issue(2, 2 * mb + 1, micro_slots, false, 0, 0, false, false);
-    }
-    CUDA_CHECK(cudaEventRecord(slot_ready[1], comm));
-    CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready[1], 0));
-    issue(3, 0, 1, false, 0, 0, false, false);
-    buffer& o = bufs[2];
-    long long n = o.size / 4;
-    if (n > 0) optimizer_update<<<1024, 256, 0, compute>>>((float*)o.ptr, n);
-    CUDA_CHECK(cudaGetLastError());
-    issue(4, 0, 1, false, 0, 0, false, false);
-    CUDA_CHECK(cudaEventRecord(slot_ready[0], compute));
-    CUDA_CHECK(cudaStreamWaitEvent(comm, slot_ready[0], 0));
-    issue(4, 0, 1, true, 0, 0, false, false);
-    CUDA_CHECK(cudaEventRecord(slot_ready[1], comm));
-    CUDA_CHECK(cudaStreamWaitEvent(compute, slot_ready[1], 0));
+struct line_writer {
+  std::string& out;
+  template <class... A>
+  void operator()(fmt::format_string<A...> f, A&&... a) {
+    out += fmt::format(f, std::forward<A>(a)...);
+    out += '\n';
   }
 };
 
-static double elapsed(timed_call const& t) {
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop));
-  return ms / 1e3;
+void write_groups(line_writer& line, planner::program const& p, planner::strategy_shape const& sh,
+                  std::vector<planner::comm_entry> const& comm) {
+  auto const& s = sh.s;
+  line("constexpr long long k_world = {};", sh.world);
+  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {}, k_ep = {};", s.tp, s.cp, s.dp, s.pp, s.ep);
+  line("constexpr long long k_gpus_per_node = {}, k_nodes = {};", sh.gpus_per_node, p.cluster.nodes);
+  line("// Rank order, innermost axis first (0 tp, 1 cp, 2 dp, 3 pp).");
+  line("constexpr int k_order[4] = {{{}, {}, {}, {}}};", axis_id(s.order[0]), axis_id(s.order[1]), axis_id(s.order[2]),
+       axis_id(s.order[3]));
+  line("constexpr char const* k_order_text = {};", c_string(planner::to_string(s.order)));
+  line("constexpr int k_zero = {};", s.zero);
+  line("// The ZeRO shard group inside the gradient group (dp x cp = {} ranks): 0 all of it,", sh.sync.size);
+  line("// 1 blocks of k_shard_dp_block dp coordinates with every cp coordinate, 2 the members on one node.");
+  int const kind = sh.sharding.k == planner::shard_layout::kind::whole ? 0
+                   : sh.sharding.k == planner::shard_layout::kind::dp_block ? 1 : 2;
+  line("constexpr int k_shard_kind = {};", s.zero >= 1 ? kind : 0);
+  line("constexpr long long k_shard_dp_block = {};", sh.sharding.dp_block);
+  line("constexpr long long k_shard_ranks = {}, k_replicate_ranks = {};", sh.shard.size, sh.replicate.size);
+  line("constexpr bool k_embedding_pair = {};  // a tied embedding on the first and last stage", sh.embedding.active());
+  line("// Groups: 0 tp, 1 cp, 2 grad (dp x cp, the cost model's 'dp'), 3 pp, 4 shard, 5 replicate,");
+  line("// 6 embedding (first and last stage), 7 ep. Elements: 0 bf16, 1 fp16, 2 fp32.");
+  line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv; phase: 0 every layer");
+  line("// (forward and backward), 1 every layer's backward, 2 between pipeline stages, 3 gradient");
+  line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
+  line("struct comm_spec {{ int op, group; char const* group_name; long long ranks, bytes, count; double predicted_s, "
+       "exposed_s; int phase, overlapped, type; char const* link; }};");
+  line("constexpr int k_comm_count = {};", comm.size());
+  line("constexpr comm_spec k_comm[{}] = {{", std::max<std::size_t>(1, comm.size()));
+  for (auto const& e : comm) {
+    auto const g = group_of(e.group);
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {} {} over {} ranks", op_id(e.op),
+         static_cast<int>(g), c_string(planner::name(e.group)), e.ranks, whole(e.size), e.count,
+         real(e.time.value()), real(e.exposed.value()), phase_id(e.phase), overlapped(e) ? 1 : 0, element_type(e, p),
+         c_string(planner::name(e.link)), planner::name(e.op), planner::to_string(e.size), e.ranks);
+  }
+  if (comm.empty()) line("    {{0, 0, \"tp\", 1, 0, 0, 0, 0, 4, 0, 0, \"intra\"}},  // unused: the plan has no collective");
+  line("}};");
 }
 
-static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
+void write_compute(line_writer& line, planner::program const& p, planner::strategy_shape const& sh,
+                   planner::stage_compute const& sc) {
+  auto const& s = sh.s;
+  auto const& g = p.cluster.device;
+  auto const prec = p.model.prec;
+  bool const flash = p.model.attention == planner::attention_kind::flash;
+  line("constexpr long long k_micro_batches = {};  // per step (gradient accumulation)", sh.grad_accum);
+  line("constexpr long long k_micro_batch = {}, k_seq_len = {}, k_seq_local = {};", s.micro_batch, p.model.seq_len,
+       sh.seq_local);
+  line("constexpr long long k_tokens = {};  // rows of a micro-batch on one GPU: micro_batch x seq_len / cp", sh.tokens);
+  line("constexpr long long k_layers = {}, k_virtual_stages = {}, k_chunks = {};", p.model.layers, s.virtual_stages,
+       sh.chunks);
+  std::string chunks;
+  for (std::int64_t c = 0; c < sh.chunks; ++c) chunks += fmt::format("{}{}", c ? ", " : "", sh.chunk_layers(c));
+  line("constexpr long long k_chunk_layers[{}] = {{{}}};  // model chunk c runs on stage c % pp", sh.chunks, chunks);
+  line("// GEMM inputs: 0 bf16, 1 fp16, 2 fp32, 3 fp8 (cuBLASLt, E4M3 forward, E5M2 gradients).");
+  line("constexpr int k_precision = {};  // {}", precision_id(prec), planner::name(prec));
+  line("constexpr int k_activation_type = {};", activation_type(prec));
 
-int main(int argc, char** argv) {
-  options opt;
-  if (!parse_args(argc, argv, opt)) return 2;
-  if (opt.dry_run) return dry_run(opt.world);
+  line("// One layer's weight GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n], `batch` of them;");
+  line("// recompute_n: output columns the backward recomputes first (checkpoint = {}); the plan's", name(s.checkpoint));
+  line("// roofline seconds of one forward, backward (input and weight gradient) and recomputation.");
+  line("struct gemm_spec {{ char const* name; long long m, n, k, batch, recompute_n; double forward_s, backward_s, "
+       "recompute_s; }};");
+  line("constexpr int k_gemm_count = {};", sh.gemm_count);
+  line("constexpr gemm_spec k_gemms[{}] = {{", sh.gemm_count);
+  double gemm_forward = 0, gemm_backward = 0;
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& x = sh.gemms[static_cast<std::size_t>(i)];
+    auto const t = weight_gemm(g, x.forward, x.recompute_n, prec);
+    gemm_forward += t.forward;
+    gemm_backward += t.backward;
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), x.forward.m, x.forward.n, x.forward.k,
+         x.forward.batch, x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
+  }
+  line("}};");
+  // The LM head runs at 16 bits in fp8 training (the cost model's choice).
+  auto const head_prec = prec == planner::precision::fp8 ? planner::precision::bf16 : prec;
+  auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
+  line("// The LM head on the last stage: [tokens, hidden] x [hidden, vocab / tp] ({} bits).",
+       head_prec == planner::precision::fp32 ? 32 : 16);
+  line("constexpr gemm_spec k_logits = {{\"logits\", {}, {}, {}, 1, 0, {}, {}, 0}};", sh.logits.m, sh.logits.n,
+       sh.logits.k, real(logits.forward), real(logits.backward));
 
-  runner r;
-  r.opt = opt;
-  long long world = 0, local = 0;
-#ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi) {
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    g_mpi = true;
-    int rk = 0, sz = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rk));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &sz));
-    r.rank = rk;
-    world = sz;
-    local = env_int({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}, rk % plan::k_gpus_per_node);
+  // Attention core: per (sample, local head) the local queries against the
+  // keys a causal flash kernel visits (the blocks on and below the
+  // diagonal), or every key for standard attention.
+  auto const seq = p.model.seq_len;
+  std::int64_t keys = seq;
+  if (flash) {
+    constexpr std::int64_t block = 128;
+    auto const blocks = (seq + block - 1) / block;
+    keys = std::max<std::int64_t>(1, seq * (blocks + 1) / (2 * blocks));
   }
-#else
-  opt.no_mpi = true;
-#endif
-  if (opt.no_mpi) {
-    r.rank = env_int({"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"}, 0);
-    world = env_int({"OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}, 1);
-    local = env_int({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}, r.rank % plan::k_gpus_per_node);
-  }
-  if (world != plan::k_world) {
-    if (r.rank == 0)
-      std::fprintf(stderr, "error: plan '%s' needs %lld ranks, this job has %lld\n", plan::k_name, plan::k_world, world);
-    die(2);
-  }
-  int devices = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&devices));
-  CUDA_CHECK(cudaSetDevice((int)(local % devices)));
+  bool const recompute_attention = s.checkpoint == planner::checkpoint_mode::selective ||
+                                   s.checkpoint == planner::checkpoint_mode::full ||
+                                   (s.checkpoint == planner::checkpoint_mode::ops && !flash);
+  bool const recompute_memory =
+      s.checkpoint == planner::checkpoint_mode::full || s.checkpoint == planner::checkpoint_mode::ops;
+  line("// Attention core ({}): cuBLAS batched GEMMs over micro_batch x heads / tp = {} heads, {} local queries",
+       planner::name(p.model.attention), s.micro_batch * sh.local_heads, sh.seq_local);
+  line("// against {} keys{}; the backward runs {} GEMMs for the forward's two.", keys,
+       flash ? " (a causal kernel's blocks on and below the diagonal)" : "", flash ? 5 : 4);
+  line("struct attention_spec {{ long long heads, queries, keys, head_dim; int flash; double forward_s, backward_s; }};");
+  line("constexpr attention_spec k_attention = {{{}, {}, {}, {}, {}, {}, {}}};", s.micro_batch * sh.local_heads,
+       sh.seq_local, keys, sh.head_dim, flash ? 1 : 0, real(sc.layer_attention_core.value()),
+       real(sc.layer_attention_core_backward.value()));
+  line("constexpr bool k_recompute_attention = {}, k_recompute_memory = {};", recompute_attention, recompute_memory);
 
-  ncclUniqueId id;
-  if (r.rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-#ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi) MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
-#endif
-  if (opt.no_mpi) share_id_by_file(id, r.rank);
-  NCCL_CHECK(ncclCommInitRank(&r.world_comm, (int)world, id, (int)r.rank));
-
-  // One communicator per group the plan uses, split from the world:
-  // color = the group's first rank (unique per group), key = this rank's
-  // place in the group. Overlapped collectives get their own communicator
-  // so the two streams never share one.
-  layout& l = r.lay;
-  for (int a = 0; a < 7; ++a) {
-    std::vector<long long> g = a < 4 ? l.group(a, r.rank) : a == 4 ? l.shard_group(r.rank)
-                             : a == 5 ? l.replicate_group(r.rank) : l.group(3, r.rank);
-    bool member = true;
-    if (a == 6) {
-      // The first and last stage of this rank's pipeline.
-      g = {g.front(), g.back()};
-      member = r.rank == g.front() || r.rank == g.back();
-    }
-    int key = (int)(std::find(g.begin(), g.end(), r.rank) - g.begin());
-    r.comm_rank[a] = key;
-    r.comm_size[a] = (int)g.size();
-    for (int ov = 0; ov < 2; ++ov) {
-      bool used = false;
-      for (int e = 0; e < plan::k_comm_count; ++e) used |= plan::k_comm[e].group == a && plan::k_comm[e].overlapped == ov;
-      if (!used) continue;
-      NCCL_CHECK(ncclCommSplit(r.world_comm, member ? (int)g.front() : NCCL_SPLIT_NOCOLOR, key, &r.comms[ov][a], nullptr));
-      if (!member) r.comms[ov][a] = nullptr;
-    }
-  }
-
-  r.stage = l.coord(r.rank, 3);
-  r.planned_layers_here = plan::k_stage_layers[r.stage];
-  r.layers_here = opt.layers > 0 ? std::min(opt.layers, r.planned_layers_here) : r.planned_layers_here;
-
-  r.bufs = allocate(opt.scale, r.rank);
-  if (r.rank == 0) {
-    long long total = 0;
-    for (buffer const& b : r.bufs) {
-      std::printf("allocated %-11s %9s (planned %s)\n", b.name, human_bytes(b.size).c_str(), human_bytes(b.planned).c_str());
-      total += b.size;
-    }
-    std::printf("allocated %-11s %9s per GPU\n", "in all", human_bytes(total).c_str());
-  }
-  // GEMM operands: three slabs (A, B, C) big enough for the forward and
-  // both backward products of every GEMM, carved from the activations.
-  r.gemm_rows = plan::k_tokens;
-  long long want = r.gemm_bytes();
-  long long got = 0;
-  char* region = carve(r.bufs, {3, 4, 0}, want, got);
-  while (got < want && r.gemm_rows > 1) {
-    r.gemm_rows /= 2;  // scaled-down buffers: fewer tokens per GEMM
-    want = r.gemm_bytes();
-  }
-  if (got < want) {
-    r.gemm_rows = plan::k_tokens;
-    want = r.gemm_bytes();
-    CUDA_CHECK(cudaMalloc((void**)&region, (size_t)want));
-    r.gemm_extra = region;
-    if (r.rank == 0)
-      std::printf("note: GEMM operands (%.2f GiB) allocated beside the scaled buffers\n", want / 1073741824.0);
-  } else {
-    for (buffer& b : r.bufs)
-      if (region == b.ptr + b.used) {
-        b.used += want;
-        break;
-      }
-    if (r.rank == 0 && r.gemm_rows != plan::k_tokens)
-      std::printf("note: GEMM rows scaled from %lld to %lld tokens to fit the scaled buffers\n", plan::k_tokens, r.gemm_rows);
-  }
-  long long slab = (r.gemm_slab() * 2 + 255) & ~255LL;
-  r.gemm_a = region;
-  r.gemm_b = region + slab;
-  r.gemm_c = region + 2 * slab;
-
-  r.stats.resize(plan::k_comm_count);
-  for (int e = 0; e < plan::k_comm_count; ++e) {
-    plan::comm_spec const& c = plan::k_comm[e];
-    // Gradient traffic lives in the gradient buffer, ZeRO-3 gathers in the
-    // working buffers, tensor and pipeline messages in the activations.
-    std::initializer_list<int> prefer = c.group == 2 || c.group >= 4 ? std::initializer_list<int>{1, 4, 2, 0, 3}
-                                                                     : std::initializer_list<int>{3, 4, 0, 1, 2};
-    long long want = c.op >= 3 ? 2 * c.bytes : c.bytes;
-    long long have = 0;
-    char* p = carve(r.bufs, prefer, want, have);
-    r.msg.push_back(p);
-    r.msg_bytes.push_back(c.op >= 3 ? have / 2 : have);
-    r.stats[e].clamped = have < want;
-  }
-
-  CUBLAS_CHECK(cublasCreate(&r.blas));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&r.compute, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&r.comm, cudaStreamNonBlocking));
-  CUBLAS_CHECK(cublasSetStream(r.blas, r.compute));
-  for (int i = 0; i < 2; ++i) {
-    cudaEvent_t e1, e2;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e1, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&e2, cudaEventDisableTiming));
-    r.slot_ready.push_back(e1);
-    r.gathered.push_back(e2);
-  }
-
-  cudaEvent_t step_start, step_stop;
-  CUDA_CHECK(cudaEventCreate(&step_start));
-  CUDA_CHECK(cudaEventCreate(&step_stop));
-  double wall = 0;
-  for (int s = 0; s < opt.steps; ++s) {
-#ifdef DTPLAN_HAVE_MPI
-    if (!opt.no_mpi) MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-#endif
-    auto t0 = std::chrono::steady_clock::now();
-    CUDA_CHECK(cudaEventRecord(step_start, r.compute));
-    r.step();
-    CUDA_CHECK(cudaEventRecord(step_stop, r.compute));
-    CUDA_CHECK(cudaStreamSynchronize(r.compute));
-    CUDA_CHECK(cudaStreamSynchronize(r.comm));
-    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-
-  // The last step's figures; with MPI, the slowest rank's.
-  std::vector<double> measured(plan::k_comm_count + 2, 0.0);
-  for (int e = 0; e < plan::k_comm_count; ++e)
-    for (long long i = 0; i < r.stats[e].issued; ++i) measured[e] += elapsed(r.stats[e].calls[i]);
-  for (size_t i = 0; i < r.compute_used; ++i) measured[plan::k_comm_count] += elapsed(r.compute_events[i]);
-  measured[plan::k_comm_count + 1] = wall;
-#ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi)
-    MPI_CHECK(MPI_Reduce(r.rank == 0 ? MPI_IN_PLACE : measured.data(), measured.data(), (int)measured.size(),
-                         MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-#endif
-  if (r.rank == 0) {
-    double layer_share = r.planned_layers_here > 0 ? (double)r.layers_here / r.planned_layers_here : 1.0;
-    std::printf("plan '%s' of %s: %lld ranks on %lld nodes, tp %lld cp %lld dp %lld pp %lld (%lld virtual), zero %d\n",
-                plan::k_name, plan::k_file, plan::k_world, plan::k_nodes, plan::k_tp, plan::k_cp, plan::k_dp, plan::k_pp,
-                plan::k_virtual_stages, plan::k_zero);
-    std::printf("%lld micro-batches of %lld x %lld tokens, %lld of %lld layers on stage 0 (%lld in the model), scale %g\n",
-                plan::k_micro_batches, plan::k_micro_batch, plan::k_seq_len, r.layers_here, r.planned_layers_here,
-                plan::k_layers, opt.scale);
-    std::printf("%-15s %-10s %12s %7s %12s %12s %7s\n", "collective", "group", "bytes", "count", "predicted s",
-                "measured s", "ratio");
-    for (int e = 0; e < plan::k_comm_count; ++e) {
-      plan::comm_spec const& c = plan::k_comm[e];
-      double predicted = c.predicted_s * r.effective_count(e) / std::max(1LL, c.count);
-      std::printf("%-15s %-10s %12s %7lld %12.6f %12.6f %7.2f%s\n", k_op_names[c.op], c.group_name,
-                  human_bytes(c.bytes).c_str(), r.effective_count(e), predicted, measured[e],
-                  predicted > 0 ? measured[e] / predicted : 0.0, r.stats[e].clamped ? "  (message clamped by --scale)" : "");
-    }
-    std::printf("%-15s %-10s %12s %7s %12.6f %12.6f %7.2f\n", "compute", "-", "-", "-",
-                plan::k_predicted_compute_s * layer_share, measured[plan::k_comm_count],
-                measured[plan::k_comm_count] / (plan::k_predicted_compute_s * layer_share));
-    std::printf("%-15s %-10s %12s %7s %12.6f %12.6f %7.2f\n", "step", "-", "-", "-", plan::k_predicted_step_s * layer_share,
-                measured[plan::k_comm_count + 1], measured[plan::k_comm_count + 1] / (plan::k_predicted_step_s * layer_share));
-  }
-
-  CUBLAS_CHECK(cublasDestroy(r.blas));
-  for (int ov = 0; ov < 2; ++ov)
-    for (int a = 0; a < 7; ++a)
-      if (r.comms[ov][a]) NCCL_CHECK(ncclCommDestroy(r.comms[ov][a]));
-  NCCL_CHECK(ncclCommDestroy(r.world_comm));
-  for (buffer& b : r.bufs)
-    if (b.ptr) CUDA_CHECK(cudaFree(b.ptr));
-  if (r.gemm_extra) CUDA_CHECK(cudaFree(r.gemm_extra));
-#ifdef DTPLAN_HAVE_MPI
-  if (!opt.no_mpi) MPI_CHECK(MPI_Finalize());
-#endif
-  return 0;
+  // Memory-bound work of a layer (norms, residual adds, activation, rotary;
+  // standard attention's softmax and dropout are in the attention core).
+  auto const core_kernels = flash ? 1 : 4;
+  auto const fwd_kernels = sc.layer_kernels - sh.gemm_count - core_kernels;
+  auto const bwd_kernels = sc.layer_kernels_backward - 2 * sh.gemm_count - (flash ? 1 : 8);
+  double const mem_fwd = sc.layer_forward.value() - gemm_forward - sc.layer_attention_core.value();
+  double const mem_bwd = sc.layer_backward.value() - gemm_backward - sc.layer_attention_core_backward.value();
+  line("// Memory-bound work per layer: bytes moved and kernels, forward and backward, and their roofline.");
+  line("struct memory_spec {{ long long forward_bytes, forward_kernels, backward_bytes, backward_kernels; double "
+       "forward_s, backward_s; }};");
+  line("constexpr memory_spec k_memory = {{{}, {}, {}, {}, {}, {}}};",
+       static_cast<long long>(bytes_in(g, mem_fwd, fwd_kernels)), fwd_kernels,
+       static_cast<long long>(bytes_in(g, mem_bwd, bwd_kernels)), bwd_kernels, real(mem_fwd), real(mem_bwd));
+  // The head's memory-bound work: final norm, loss (and the embedding on
+  // one stage), forward and backward together.
+  auto const head_kernels = sc.head_kernels - 3;
+  double const head_mem = sc.head_forward.value() + sc.head_backward.value() - logits.forward - logits.backward;
+  line("constexpr memory_spec k_head_memory = {{{}, {}, 0, 0, {}, 0}};  // norm, loss, embedding",
+       static_cast<long long>(bytes_in(g, head_mem, head_kernels)), head_kernels, real(std::max(0.0, head_mem)));
 }
 
-#else
-
-int main(int argc, char** argv) {
-  options opt;
-  if (!parse_args(argc, argv, opt)) return 2;
-  if (opt.dry_run) return dry_run(opt.world);
-  std::fprintf(stderr, "error: built with DTPLAN_DRY_RUN_ONLY; only --dry-run is available\n");
-  return 2;
+void write_schedule(line_writer& line, planner::pipeline_schedule const& ps) {
+  line("// The pipeline schedule, planner::one_f_one_b({}, {}, {}): the program builds the order", ps.stages,
+       ps.virtual_stages, ps.micro_batches);
+  line("// with the same rules and runs only if it has these counts (time in the schedule's units:");
+  line("// a chunk's forward 1, its backward 2).");
+  line("constexpr long long k_pipe_slots = {}, k_pipe_makespan = {}, k_pipe_idle = {}, k_pipe_bubble_pairs = {};",
+       ps.slots(), ps.makespan, ps.idle, ps.bubble_pairs());
+  line("constexpr long long k_pipe_sends = {};", ps.sends());
+  std::string warmup, cooldown, forward, backward;
+  for (std::int64_t st = 0; st < ps.stages; ++st) {
+    auto const sep = st ? ", " : "";
+    warmup += fmt::format("{}{}", sep, ps.warmup(st));
+    cooldown += fmt::format("{}{}", sep, ps.cooldown(st));
+    forward += fmt::format("{}{}", sep, ps.forward_sends(st));
+    backward += fmt::format("{}{}", sep, ps.backward_sends(st));
+  }
+  line("// Per stage: forwards before the first backward, backwards after the last forward, and");
+  line("// sends of activations (to the next stage) and of gradients (to the previous one).");
+  line("constexpr long long k_pipe_warmup[{}] = {{{}}};", ps.stages, warmup);
+  line("constexpr long long k_pipe_cooldown[{}] = {{{}}};", ps.stages, cooldown);
+  line("constexpr long long k_pipe_forward_sends[{}] = {{{}}};", ps.stages, forward);
+  line("constexpr long long k_pipe_backward_sends[{}] = {{{}}};", ps.stages, backward);
 }
-
-#endif
-)cu";
 
 }  // namespace
 
-std::vector<gemm_shape> layer_gemms(planner::model const& m, planner::strategy const& s) {
-  auto tp = std::max<std::int64_t>(1, s.tp);
-  auto tokens = s.micro_batch * m.seq_len / std::max<std::int64_t>(1, s.cp);
-  auto head_dim = m.heads > 0 ? m.hidden / m.heads : m.hidden;
-  auto kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  auto up = m.mlp == planner::mlp_kind::swiglu ? 2 * m.ffn : m.ffn;
-  auto mlp_rows = tokens * std::max<std::int64_t>(1, m.experts > 1 ? m.experts_per_token : 1);
-  return {
-      {"qkv", tokens, (m.heads + 2 * kv) * head_dim / tp, m.hidden},
-      {"o-proj", tokens, m.hidden, m.heads * head_dim / tp},
-      {"mlp-up", mlp_rows, up / tp, m.hidden},
-      {"mlp-down", mlp_rows, m.hidden, m.ffn / tp},
-  };
+bool overlapped(planner::comm_entry const& e) {
+  return e.time.value() > 0 && e.exposed.value() < e.time.value() * 0.999;
 }
 
-std::vector<std::int64_t> recompute_columns(planner::model const& m, planner::strategy const& s) {
-  auto const gemms = layer_gemms(m, s);
-  std::vector<std::int64_t> out(gemms.size(), 0);
-  if (s.checkpoint == planner::checkpoint_mode::full) {
-    for (std::size_t i = 0; i < gemms.size(); ++i) out[i] = gemms[i].n;
-  } else if (s.checkpoint == planner::checkpoint_mode::ops) {
-    // The k projection (a kv slice of the fused qkv), the o projection, and
-    // the MLP's second matmul: SwiGLU's up half of the fused up GEMM, or a
-    // GELU MLP's down projection.
-    auto tp = std::max<std::int64_t>(1, s.tp);
-    auto head_dim = m.heads > 0 ? m.hidden / m.heads : m.hidden;
-    auto kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
-    out[0] = kv * head_dim / tp;
-    out[1] = gemms[1].n;
-    if (m.mlp == planner::mlp_kind::swiglu)
-      out[2] = gemms[2].n / 2;
-    else
-      out[3] = gemms[3].n;
+skeleton_group group_of(comm_group g) {
+  switch (g) {
+    case comm_group::tp: return skeleton_group::tp;
+    case comm_group::cp: return skeleton_group::cp;
+    case comm_group::dp: return skeleton_group::grad;
+    case comm_group::pp: return skeleton_group::pp;
+    case comm_group::shard: return skeleton_group::shard;
+    case comm_group::replicate: return skeleton_group::replicate;
+    case comm_group::embedding: return skeleton_group::embedding;
+    case comm_group::ep: return skeleton_group::ep;
+  }
+  return skeleton_group::grad;
+}
+
+char const* name(skeleton_group g) {
+  switch (g) {
+    case skeleton_group::tp: return "tp";
+    case skeleton_group::cp: return "cp";
+    case skeleton_group::grad: return "grad";
+    case skeleton_group::pp: return "pp";
+    case skeleton_group::shard: return "shard";
+    case skeleton_group::replicate: return "replicate";
+    case skeleton_group::embedding: return "embedding";
+    case skeleton_group::ep: return "ep";
+  }
+  return "?";
+}
+
+std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, planner::shard_layout const& sharding,
+                        bool embedding_pair_used) {
+  planner::rank_layout l(s, gpus_per_node);
+  bool const split = s.zero >= 1 && sharding.k != planner::shard_layout::kind::whole;
+  std::string out;
+  for (std::int64_t r = 0; r < l.world(); ++r) {
+    auto c = l.of(r);
+    out += fmt::format("rank {} node {} local {} tp {} cp {} dp {} pp {}", r, l.node_of(r), r % gpus_per_node,
+                       c[axis_id(axis::tp)], c[axis_id(axis::cp)], c[axis_id(axis::dp)], c[axis_id(axis::pp)]);
+    for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
+      out += fmt::format(" | {}: {}", planner::name(a), join(l.group_of(a, r)));
+    out += fmt::format(" | grad: {}", join(l.sync_group_of(r)));
+    if (split)
+      out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, sharding)),
+                         join(l.replicate_group_of(r, sharding)));
+    if (s.ep > 1) out += fmt::format(" | ep: {}", join(expert_group(l, r, s.ep)));
+    if (embedding_pair_used) out += fmt::format(" | embedding: {}", join(embedding_pair(l, r)));
+    out += '\n';
   }
   return out;
+}
+
+std::string schedule_text(planner::pipeline_schedule const& ps) {
+  std::string out = fmt::format("schedule pp {} virtual {} micro_batches {} slots {} makespan {} idle {} bubble_pairs {} sends {}\n",
+                                ps.stages, ps.virtual_stages, ps.micro_batches, ps.slots(), ps.makespan, ps.idle,
+                                ps.bubble_pairs(), ps.sends());
+  auto const peer = [](std::int64_t st) { return st < 0 ? std::string("-") : fmt::format("{}", st); };
+  for (std::int64_t st = 0; st < ps.stages; ++st) {
+    out += fmt::format("stage {} warmup {} cooldown {} forward_sends {} backward_sends {}\n", st, ps.warmup(st),
+                       ps.cooldown(st), ps.forward_sends(st), ps.backward_sends(st));
+    std::int64_t i = 0;
+    for (auto const& o : ps.ops[static_cast<std::size_t>(st)])
+      out += fmt::format("op {} {} {} mb {} chunk {} recv {} send {} start {} end {}\n", st, i++,
+                         o.pass == planner::pipe_pass::forward ? "forward" : "backward", o.micro_batch, o.chunk,
+                         peer(o.recv_from), peer(o.send_to), o.start, o.end);
+    std::int64_t group = 0;
+    for (auto const& step : planner::issue_order(ps, st)) {
+      if (step.compute) {
+        out += fmt::format("issue {} op {}\n", st, step.op);
+        continue;
+      }
+      for (auto const& t : step.transfers)
+        out += fmt::format("issue {} group {} {} {} peer {} time {}\n", st, group, t.send ? "send" : "recv", t.op, t.peer,
+                           t.time);
+      ++group;
+    }
+  }
+  return out;
+}
+
+std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
+  auto const sh = planner::shape_of(p, pl.s);
+  auto const& s = sh.s;
+  std::vector<planner::comm_entry> comm;
+  if (pl.time) comm = pl.time->comm;
+  auto const t = pl.time.value_or(planner::time_breakdown{});
+  std::string o, c;
+  line_writer head{o}, line{c};
+  head("// train_step.cu: one training step of plan '{}' of {}, generated by dtplan.", comment_text(pl.name),
+       comment_text(p.file));
+  head("// {} ranks ({} nodes x {} GPUs): tp {} cp {} dp {} pp {} (x{} chunks), order {}, zero {}, shard {}.", sh.world,
+       p.cluster.nodes, sh.gpus_per_node, s.tp, s.cp, s.dp, s.pp, s.virtual_stages, planner::to_string(s.order),
+       s.zero, planner::to_string(s.shard));
+  head("// Build: cmake -S . -B build && cmake --build build. Run: ../launch/mpirun.sh or sbatch");
+  head("// ../launch/slurm.sbatch, or build/train_step --dry-run [--schedule] without a GPU.");
+  head("// The runtime below the constants is codegen/templates/train_step.cu of dtplan.");
+  line("// Everything this program knows of the plan, as dtplan predicted it. Names are");
+  line("// printable ASCII (other bytes as \\\\xNN).");
+  line("namespace plan {{");
+  line("constexpr char const* k_name = {};", c_string(printable(pl.name)));
+  line("constexpr char const* k_file = {};", c_string(printable(p.file)));
+  line("constexpr char const* k_gpu = {};", c_string(printable(p.cluster.device.name)));
+  write_groups(line, p, sh, comm);
+  auto const sc = planner::compute_per_micro_batch(p, s);
+  write_compute(line, p, sh, sc);
+  line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
+       planner::to_string(pl.memory.usable));
+  line("constexpr long long k_weights_bytes = {};", whole(pl.memory.weights));
+  line("constexpr long long k_gradients_bytes = {};", whole(pl.memory.gradients));
+  line("constexpr long long k_optimizer_bytes = {};", whole(pl.memory.optimizer));
+  line("constexpr long long k_activations_bytes = {};", whole(pl.memory.activations));
+  line("constexpr long long k_buffers_bytes = {};", whole(pl.memory.buffers));
+  auto const& g = p.cluster.device;
+  line("// The optimizer step: bytes it streams, as the plan's roofline for it.");
+  line("constexpr long long k_optimizer_moved_bytes = {};", static_cast<long long>(bytes_in(g, t.optimizer.value(), 1)));
+  write_schedule(line, planner::one_f_one_b(s.pp, s.virtual_stages, sh.grad_accum));
+  double pp_exposed = 0;
+  for (auto const& e : comm)
+    if (e.group == comm_group::pp) pp_exposed += e.exposed.value();
+  line("// The plan's step: total, compute (forward + backward + recompute), bubble, exposed");
+  line("// pipeline transfers, optimizer.");
+  line("constexpr double k_predicted_step_s = {};", real(t.step.value()));
+  line("constexpr double k_predicted_compute_s = {};", real(t.compute.value() + t.recompute.value()));
+  line("constexpr double k_predicted_bubble_s = {}, k_predicted_pp_exposed_s = {};", real(t.bubble.value()),
+       real(pp_exposed));
+  line("constexpr double k_predicted_optimizer_s = {};", real(t.optimizer.value()));
+  line("}}  // namespace plan");
+  c.pop_back();  // the placeholder's line ends with its own newline
+  return o + fill(template_text("train_step.cu"), {{"PLAN_CONSTANTS", c}});
+}
+
+std::string skeleton_cmake(planner::program const& p, planner::plan const& pl) {
+  return fill(template_text("skeleton.cmake"),
+              {{"PLAN", comment_text(pl.name)}, {"FILE", comment_text(p.file)}});
 }
 
 std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
                                       std::int64_t stage) {
-  pp = std::max<std::int64_t>(1, pp);
-  auto chunks = planner::layers_per_chunk(layers, pp * std::max<std::int64_t>(1, virtual_stages));
+  auto const chunks = pp * virtual_stages;
   std::vector<layer_range> out;
   std::int64_t first = 0;
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    if (static_cast<std::int64_t>(c) % pp == stage) out.push_back({first, first + chunks[c]});
-    first += chunks[c];
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto const n = planner::layers_of_chunk(layers, chunks, c);
+    if (c % pp == stage) out.push_back({first, first + n});
+    first += n;
   }
   return out;
 }
@@ -882,203 +447,6 @@ std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node)
   if (s.zero == 0) return s.dp;
   auto n = planner::shard_size(s, gpus_per_node);
   return n <= 0 || n > s.dp || s.dp % n != 0 ? s.dp : n;
-}
-
-char const* name(comm_placement p) {
-  switch (p) {
-    case comm_placement::layer: return "layer";
-    case comm_placement::layer_bwd: return "layer_bwd";
-    case comm_placement::micro_batch: return "micro_batch";
-    case comm_placement::grad_sync: return "grad_sync";
-    case comm_placement::step_end: return "step_end";
-  }
-  return "step_end";
-}
-
-comm_placement placement_of(planner::comm_entry const& e, int zero) {
-  switch (e.group) {
-    case comm_group::tp:
-    case comm_group::cp:
-    case comm_group::ep:
-      return comm_placement::layer;
-    case comm_group::pp:
-      return comm_placement::micro_batch;
-    case comm_group::dp:
-    case comm_group::shard:
-      if (zero >= 3) return e.op == collective::reduce_scatter ? comm_placement::layer_bwd : comm_placement::layer;
-      return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
-    case comm_group::replicate:
-      return e.op == collective::all_gather ? comm_placement::step_end : comm_placement::grad_sync;
-    case comm_group::embedding:
-      return comm_placement::grad_sync;
-  }
-  return comm_placement::step_end;
-}
-
-bool overlapped(planner::comm_entry const& e) {
-  return e.time.value() > 0 && e.exposed.value() < e.time.value() * 0.999;
-}
-
-std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, std::int64_t shard_size) {
-  planner::rank_layout l(s, gpus_per_node);
-  bool hybrid = s.zero > 0 && shard_size > 0 && shard_size < s.dp && s.dp % shard_size == 0;
-  std::string out;
-  for (std::int64_t r = 0; r < l.world(); ++r) {
-    auto c = l.of(r);
-    out += fmt::format("rank {} node {} local {} tp {} cp {} dp {} pp {}", r, l.node_of(r), r % gpus_per_node,
-                       c[axis_id(axis::tp)], c[axis_id(axis::cp)], c[axis_id(axis::dp)], c[axis_id(axis::pp)]);
-    for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
-      out += fmt::format(" | {}: {}", planner::name(a), join(l.group_of(a, r)));
-    if (hybrid)
-      out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, shard_size)),
-                         join(l.replicate_group_of(r, shard_size)));
-    out += '\n';
-  }
-  return out;
-}
-
-std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
-  auto const& s = pl.s;
-  auto gpn = p.cluster.gpus_per_node;
-  std::string o;
-  auto line = [&]<class... A>(fmt::format_string<A...> f, A&&... a) {
-    o += fmt::format(f, std::forward<A>(a)...);
-    o += '\n';
-  };
-  line("// train_step.cu: one training step of plan '{}' of {}, generated by dtplan.", pl.name, p.file);
-  line("// {} ranks ({} nodes x {} GPUs): tp {} cp {} dp {} pp {}, order {}, zero {}, shard {}.", s.dp * s.tp * s.cp * s.pp,
-       p.cluster.nodes, gpn, s.tp, s.cp, s.dp, s.pp, planner::to_string(s.order), s.zero, planner::to_string(s.shard));
-  line("// Build: cmake -S . -B build && cmake --build build. Run: mpirun -np {} build/train_step", s.dp * s.tp * s.cp * s.pp);
-  line("// (see ../launch), or ./train_step --dry-run to print the rank layout without a GPU.");
-  o += R"hdr(#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <initializer_list>
-#include <string>
-#include <thread>
-#include <vector>
-
-#ifndef DTPLAN_DRY_RUN_ONLY
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
-#ifdef DTPLAN_HAVE_MPI
-#include <mpi.h>
-#endif
-#endif
-
-// Everything this program knows of the plan, as dtplan predicted it.
-namespace plan {
-)hdr";
-  line("constexpr char const* k_name = {};", quoted(pl.name));
-  line("constexpr char const* k_file = {};", quoted(p.file));
-  line("constexpr long long k_world = {};", s.dp * s.tp * s.cp * s.pp);
-  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {};", s.tp, s.cp, s.dp, s.pp);
-  line("constexpr long long k_gpus_per_node = {}, k_nodes = {};", gpn, p.cluster.nodes);
-  line("// Rank order, innermost axis first (0 tp, 1 cp, 2 dp, 3 pp).");
-  line("constexpr int k_order[4] = {{{}, {}, {}, {}}};", axis_id(s.order[0]), axis_id(s.order[1]), axis_id(s.order[2]),
-       axis_id(s.order[3]));
-  line("constexpr char const* k_order_text = {};", quoted(planner::to_string(s.order)));
-  line("constexpr int k_zero = {};", s.zero);
-  line("constexpr long long k_shard_ranks = {};  // data-parallel ranks per ZeRO shard group", shard_ranks(s, gpn));
-  line("constexpr long long k_micro_batches = {};  // per step (gradient accumulation)", pl.grad_accum);
-  line("constexpr long long k_micro_batch = {}, k_seq_len = {};", s.micro_batch, p.model.seq_len);
-  line("constexpr long long k_tokens = {};  // rows of each GEMM: micro_batch x seq_len / cp", s.micro_batch * p.model.seq_len / std::max<std::int64_t>(1, s.cp));
-  line("constexpr long long k_virtual_stages = {};", s.virtual_stages);
-  line("constexpr long long k_layers = {};", p.model.layers);
-  std::string stages;
-  for (std::int64_t st = 0; st < std::max<std::int64_t>(1, s.pp); ++st) {
-    std::int64_t n = 0;
-    for (auto r : stage_layers(p.model.layers, s.pp, s.virtual_stages, st)) n += r.last - r.first;
-    stages += fmt::format("{}{}", st ? ", " : "", n);
-  }
-  line("constexpr long long k_stage_layers[{}] = {{{}}};  // transformer layers per pipeline stage", std::max<std::int64_t>(1, s.pp), stages);
-  line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
-       planner::to_string(pl.memory.usable));
-  line("constexpr long long k_weights_bytes = {};", whole(pl.memory.weights));
-  line("constexpr long long k_gradients_bytes = {};", whole(pl.memory.gradients));
-  line("constexpr long long k_optimizer_bytes = {};", whole(pl.memory.optimizer));
-  line("constexpr long long k_activations_bytes = {};", whole(pl.memory.activations));
-  line("constexpr long long k_buffers_bytes = {};", whole(pl.memory.buffers));
-  line("struct gemm_spec {{ char const* name; long long m, n, k; }};");
-  auto gemms = layer_gemms(p.model, s);
-  line("// One layer's forward GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n].");
-  line("constexpr int k_gemm_count = {};", gemms.size());
-  line("constexpr gemm_spec k_gemms[{}] = {{", gemms.size());
-  for (auto const& g : gemms) line("    {{{}, {}, {}, {}}},", quoted(g.name), g.m, g.n, g.k);
-  line("}};");
-  auto const redo = recompute_columns(p.model, s);
-  std::string cols;
-  for (std::size_t i = 0; i < redo.size(); ++i) cols += fmt::format("{}{}", i ? ", " : "", redo[i]);
-  line("// Columns (n) of each GEMM the backward recomputes first (checkpoint = {}).", name(s.checkpoint));
-  line("constexpr long long k_recompute_n[{}] = {{{}}};", redo.size(), cols);
-  line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv;");
-  line("// group: 0 tp 1 cp 2 dp 3 pp 4 shard 5 replicate 6 embedding (first and last");
-  line("// stage); placement: 0 every layer");
-  line("// (forward and backward), 1 every layer's backward, 2 every micro-batch, 3 gradient");
-  line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
-  line("struct comm_spec {{ int op, group; char const* group_name; long long bytes, count; double predicted_s, exposed_s; int placement, overlapped; char const* link; }};");
-  std::vector<planner::comm_entry> comm;
-  if (pl.time) comm = pl.time->comm;
-  line("constexpr int k_comm_count = {};", comm.size());
-  line("constexpr comm_spec k_comm[{}] = {{", std::max<std::size_t>(1, comm.size()));
-  for (auto const& e : comm)
-    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},  // {} {} over {} ranks", op_id(e.op), group_id(e.group),
-         quoted(group_text[group_text_id(e.group)]), whole(e.size), e.count, real(e.time.value()),
-         real(e.exposed.value()), static_cast<int>(placement_of(e, s.zero)), overlapped(e) ? 1 : 0,
-         quoted(link_text(e.link)), op_text[op_id(e.op)], planner::to_string(e.size), e.ranks);
-  if (comm.empty()) line("    {{0, 0, \"tp\", 0, 0, 0, 0, 4, 0, \"intra\"}},  // unused: the plan has no collective");
-  line("}};");
-  auto t = pl.time.value_or(planner::time_breakdown{});
-  line("constexpr double k_predicted_step_s = {};", real(t.step.value()));
-  line("constexpr double k_predicted_compute_s = {};  // forward + backward + recompute", real(t.compute.value() + t.recompute.value()));
-  line("}}  // namespace plan");
-  o += runtime_text;
-  return o;
-}
-
-std::string skeleton_cmake(planner::program const& p, planner::plan const& pl) {
-  std::string o = fmt::format("# The training-step skeleton of plan '{}' of {}, generated by dtplan.\n", pl.name, p.file);
-  o += R"cmake(cmake_minimum_required(VERSION 3.24)
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-  set(CMAKE_CUDA_ARCHITECTURES 80 90)
-endif()
-if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
-endif()
-project(dtplan_train_step LANGUAGES CXX CUDA)
-set(CMAKE_CXX_STANDARD 17)
-set(CMAKE_CUDA_STANDARD 17)
-if(NOT CMAKE_BUILD_TYPE)
-  set(CMAKE_BUILD_TYPE Release)
-endif()
-
-find_package(CUDAToolkit REQUIRED)
-find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 ENV NCCL_HOME PATH_SUFFIXES lib lib64)
-find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include ENV NCCL_HOME PATH_SUFFIXES include)
-if(NOT NCCL_LIBRARY OR NOT NCCL_INCLUDE_DIR)
-  message(FATAL_ERROR "NCCL not found: set NCCL_HOME or CMAKE_PREFIX_PATH")
-endif()
-option(TRAIN_STEP_USE_MPI "take ranks from MPI (otherwise from the environment)" ON)
-if(TRAIN_STEP_USE_MPI)
-  find_package(MPI COMPONENTS CXX)
-endif()
-
-add_executable(train_step train_step.cu)
-# The static CUDA runtime loads the driver only on the first CUDA call, so
-# `train_step --dry-run` starts on a machine without a GPU driver.
-set_target_properties(train_step PROPERTIES CUDA_RUNTIME_LIBRARY Static)
-target_include_directories(train_step PRIVATE ${NCCL_INCLUDE_DIR})
-target_link_libraries(train_step PRIVATE CUDA::cublas ${NCCL_LIBRARY})
-if(MPI_CXX_FOUND)
-  target_compile_definitions(train_step PRIVATE DTPLAN_HAVE_MPI)
-  target_link_libraries(train_step PRIVATE MPI::MPI_CXX)
-else()
-  message(STATUS "MPI not found: train_step takes its rank from the environment (--no-mpi)")
-endif()
-)cmake";
-  return o;
 }
 
 }  // namespace dtplan::codegen

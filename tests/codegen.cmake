@@ -10,7 +10,11 @@ target_link_libraries(codegen_fixture PRIVATE dtplan::codegen)
 
 set(codegen_work ${CMAKE_CURRENT_BINARY_DIR}/codegen)
 file(MAKE_DIRECTORY ${codegen_work})
-set(codegen_cases all_axes:full 7b_2node:dry tp4_pp2:dry hsdp:dry 70b_1024:dry)
+set(codegen_cases all_axes:full 7b_2node:dry tp4_pp2:dry hsdp:dry 70b_1024:dry
+    # 70B with cp 8 across nodes (the gradient group is dp x cp = 16) and an
+    # fp8 plan, whose skeleton must build its cuBLASLt path.
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/70b_cp8.dtp:cp8:dry
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/8b_fp8.dtp:fp8_interleaved:full)
 file(GLOB codegen_plans CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/plans/*.dtp)
 # Every plan's skeleton is compiled and linked with nvcc (its first fixed
 # strategy; the others take the host-only --dry-run build).
@@ -22,6 +26,7 @@ foreach(entry IN LISTS codegen_cases)
   set(fixture ${CMAKE_MATCH_1})
   set(mode ${CMAKE_MATCH_2})
   get_filename_component(test_name ${fixture} NAME)
+  string(REPLACE ":" "_" test_name ${test_name})
   add_test(NAME codegen:bundle:${test_name}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/run_bundle.sh $<TARGET_FILE:codegen_fixture> ${fixture}
                    ${codegen_work} ${mode})
@@ -33,3 +38,14 @@ foreach(entry IN LISTS codegen_cases)
     set_tests_properties(codegen:bundle:${test_name} PROPERTIES TIMEOUT 600 LABELS codegen)
   endif()
 endforeach()
+
+# The launch scripts under fake srun, mpirun and cmake (tests/codegen/launch.sh).
+add_test(NAME codegen:launch_kit
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/launch.sh $<TARGET_FILE:codegen_fixture> ${codegen_work})
+set_tests_properties(codegen:launch_kit PROPERTIES TIMEOUT 120 LABELS codegen)
+
+# Hostile paths and names: the generated files stay data (tests/codegen/hostile.sh).
+add_test(NAME codegen:hostile
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/codegen/hostile.sh $<TARGET_FILE:dtplan> $<TARGET_FILE:codegen_fixture>
+                 ${PROJECT_SOURCE_DIR} ${codegen_work})
+set_tests_properties(codegen:hostile PROPERTIES TIMEOUT 300 LABELS "codegen;nvcc")

@@ -7,6 +7,8 @@
 //   codegen_fixture world NAME        the plan's world size
 //   codegen_fixture emit NAME DIR     the bundle (plan.json is a stub)
 //   codegen_fixture layout NAME [W]   planner::rank_layout in --dry-run form (world W)
+//   codegen_fixture schedule NAME     planner::one_f_one_b in --dry-run --schedule form
+//   codegen_fixture comms NAME        each collective's group and the ranks the plan costs it over
 //   codegen_fixture strategies FILE   the fixed strategies of a .dtp file
 #include <fmt/format.h>
 
@@ -20,6 +22,8 @@
 #include "planner/model/evaluate.hpp"
 #include "planner/model/cost_model.hpp"
 #include "planner/lower/lower.hpp"
+#include "planner/model/pipeline_schedule.hpp"
+#include "planner/model/shape.hpp"
 
 using namespace dtplan;
 
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 3) {
-    fmt::print(stderr, "usage: codegen_fixture list | world NAME | emit NAME DIR | layout NAME | strategies FILE\n");
+    fmt::print(stderr, "usage: codegen_fixture list | world NAME | emit NAME DIR | layout NAME [W] | schedule NAME | comms NAME | strategies FILE\n");
     return 2;
   }
   if (cmd == "strategies") {
@@ -90,19 +94,33 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", world(f->plan.s));
     return 0;
   }
+  auto const sh = planner::shape_of(f->program, f->plan.s);
   if (cmd == "layout") {
     auto gpn = f->program.cluster.gpus_per_node;
-    auto s = f->plan.s;
-    auto shard = codegen::shard_ranks(s, gpn);
+    auto s = sh.s;
+    auto sharding = sh.sharding;
     if (argc > 3) {
       // Another world size: more or fewer data-parallel replicas, the same
-      // shard groups when they still divide (as train_step --world does).
-      auto inner = s.tp * s.cp * s.pp;
-      auto hybrid = shard != s.dp;
-      s.dp = std::stoll(argv[3]) / inner;
-      if (!hybrid || s.dp % shard != 0) shard = s.dp;
+      // dp blocks while they divide dp (as train_step --world does).
+      s.dp = std::stoll(argv[3]) / (s.tp * s.cp * s.pp);
+      if (sharding.k == planner::shard_layout::kind::dp_block &&
+          (sharding.dp_block >= s.dp || s.dp % sharding.dp_block != 0))
+        sharding = {};
     }
-    fmt::print("{}", codegen::layout_text(s, gpn, shard));
+    fmt::print("{}", codegen::layout_text(s, gpn, sharding, sh.embedding.active()));
+    return 0;
+  }
+  if (cmd == "schedule") {
+    fmt::print("{}", codegen::schedule_text(planner::one_f_one_b(sh.s.pp, sh.s.virtual_stages, sh.grad_accum)));
+    return 0;
+  }
+  if (cmd == "comms") {
+    // One line per collective: its index, the group the program runs it on
+    // and the ranks the cost model costs it over.
+    int i = 0;
+    if (f->plan.time)
+      for (auto const& e : f->plan.time->comm)
+        fmt::print("comm {} {} group {} ranks {}\n", i++, planner::name(e.op), codegen::name(codegen::group_of(e.group)), e.ranks);
     return 0;
   }
   if (cmd == "emit" && argc > 3) {

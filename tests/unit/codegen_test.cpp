@@ -9,6 +9,7 @@
 #include "../codegen/fixtures.hpp"
 #include "dsl/source.hpp"
 #include "codegen/emit.hpp"
+#include "codegen/escape.hpp"
 #include "codegen/graphviz.hpp"
 #include "codegen/launch.hpp"
 #include "codegen/skeleton.hpp"
@@ -35,19 +36,20 @@ std::string read(fs::path const& p) { return dsl::read_file(p.string()).value_or
 
 TEST_CASE("layout text: one line per rank with coordinates and groups") {
   auto f = fx::tp4_pp2();
-  auto text = codegen::layout_text(f.plan.s, 8, codegen::shard_ranks(f.plan.s, 8));
+  auto text = codegen::layout_text(f.plan.s, 8, {}, false);
   auto ls = lines(text);
   REQUIRE(ls.size() == 16);
-  CHECK(ls[0] == "rank 0 node 0 local 0 tp 0 cp 0 dp 0 pp 0 | tp: 0 1 2 3 | cp: 0 | dp: 0 4 | pp: 0 8");
-  CHECK(ls[5] == "rank 5 node 0 local 5 tp 1 cp 0 dp 1 pp 0 | tp: 4 5 6 7 | cp: 5 | dp: 1 5 | pp: 5 13");
-  CHECK(ls[15] == "rank 15 node 1 local 7 tp 3 cp 0 dp 1 pp 1 | tp: 12 13 14 15 | cp: 15 | dp: 11 15 | pp: 7 15");
+  CHECK(ls[0] == "rank 0 node 0 local 0 tp 0 cp 0 dp 0 pp 0 | tp: 0 1 2 3 | cp: 0 | dp: 0 4 | pp: 0 8 | grad: 0 4");
+  CHECK(ls[5] == "rank 5 node 0 local 5 tp 1 cp 0 dp 1 pp 0 | tp: 4 5 6 7 | cp: 5 | dp: 1 5 | pp: 5 13 | grad: 1 5");
+  CHECK(ls[15] == "rank 15 node 1 local 7 tp 3 cp 0 dp 1 pp 1 | tp: 12 13 14 15 | cp: 15 | dp: 11 15 | pp: 7 15 | grad: 11 15");
 }
 
-TEST_CASE("layout text follows the order, innermost first") {
-  auto f = fx::all_axes();  // order tp-dp-cp-pp
-  auto ls = lines(codegen::layout_text(f.plan.s, 8, codegen::shard_ranks(f.plan.s, 8)));
+TEST_CASE("layout text follows the order, innermost first; gradients sync over dp x cp") {
+  auto f = fx::all_axes();  // order tp-dp-cp-pp, tied embedding over pp 2
+  auto ls = lines(codegen::layout_text(f.plan.s, 8, {}, true));
   REQUIRE(ls.size() == 16);
-  CHECK(ls[6] == "rank 6 node 0 local 6 tp 0 cp 1 dp 1 pp 0 | tp: 6 7 | cp: 2 6 | dp: 4 6 | pp: 6 14");
+  CHECK(ls[6] == "rank 6 node 0 local 6 tp 0 cp 1 dp 1 pp 0 | tp: 6 7 | cp: 2 6 | dp: 4 6 | pp: 6 14 | grad: 0 2 4 6"
+                 " | embedding: 6 14");
   // Every line agrees with planner::rank_layout, rank by rank.
   planner::rank_layout l(f.plan.s, 8);
   for (std::int64_t r = 0; r < 16; ++r) {
@@ -57,52 +59,38 @@ TEST_CASE("layout text follows the order, innermost first") {
   }
 }
 
-TEST_CASE("layout text adds shard and replicate groups under hybrid sharding") {
+TEST_CASE("layout text adds shard and replicate groups when ZeRO splits the gradient group") {
   auto f = fx::hsdp();
-  CHECK(codegen::shard_ranks(f.plan.s, 8) == 8);
-  auto ls = lines(codegen::layout_text(f.plan.s, 8, 8));
+  auto ls = lines(codegen::layout_text(f.plan.s, 8, {planner::shard_layout::kind::node, 0}, false));
   REQUIRE(ls.size() == 32);
-  CHECK(ls[9] ==
-        "rank 9 node 1 local 1 tp 0 cp 0 dp 9 pp 0 | tp: 9 | cp: 9 | dp: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 "
-        "20 21 22 23 24 25 26 27 28 29 30 31 | pp: 9 | shard: 8 9 10 11 12 13 14 15 | replicate: 1 9 17 25");
   CHECK(contains(ls[9], "| shard: 8 9 10 11 12 13 14 15 | replicate: 1 9 17 25"));
-  // Without ZeRO there is no shard group to print.
+  auto blocks = lines(codegen::layout_text(f.plan.s, 8, {planner::shard_layout::kind::dp_block, 4}, false));
+  CHECK(contains(blocks[9], "| shard: 8 9 10 11 | replicate: 1 5 9 13 17 21 25 29"));
+  // Without ZeRO, or with the whole gradient group as the shard, there is no split to print.
   auto plain = fx::dp16_zero1();
+  CHECK_FALSE(contains(codegen::layout_text(plain.plan.s, 8, {}, false), "shard"));
   plain.plan.s.zero = 0;
-  CHECK_FALSE(contains(codegen::layout_text(plain.plan.s, 8, codegen::shard_ranks(plain.plan.s, 8)), "shard"));
+  CHECK_FALSE(contains(codegen::layout_text(plain.plan.s, 8, {planner::shard_layout::kind::node, 0}, false), "shard"));
 }
 
-TEST_CASE("per-GPU GEMM shapes of a layer") {
-  auto f = fx::dp16_zero1();
-  auto g = codegen::layer_gemms(f.program.model, f.plan.s);
-  REQUIRE(g.size() == 4);
-  CHECK((g[0].name == "qkv" && g[0].m == 4096 && g[0].n == 12288 && g[0].k == 4096));
-  CHECK((g[1].name == "o-proj" && g[1].m == 4096 && g[1].n == 4096 && g[1].k == 4096));
-  CHECK((g[2].name == "mlp-up" && g[2].m == 4096 && g[2].n == 22016 && g[2].k == 4096));
-  CHECK((g[3].name == "mlp-down" && g[3].m == 4096 && g[3].n == 4096 && g[3].k == 11008));
-  auto t = fx::all_axes();  // GQA 32/8 heads, tp 2, cp 2, 32k tokens
-  auto h = codegen::layer_gemms(t.program.model, t.plan.s);
-  CHECK((h[0].m == 16384 && h[0].n == (32 + 16) * 128 / 2 && h[0].k == 4096));
-  CHECK((h[3].m == 16384 && h[3].n == 4096 && h[3].k == 7168));
-}
-
-TEST_CASE("the skeleton's backward recomputes what the checkpoint mode drops") {
-  auto f = fx::dp16_zero1();  // Llama 2 7B, SwiGLU, 32 kv heads, tp 1
-  auto s = f.plan.s;
-  s.checkpoint = planner::checkpoint_mode::none;
-  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{0, 0, 0, 0});
-  s.checkpoint = planner::checkpoint_mode::selective;
-  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{0, 0, 0, 0});
-  s.checkpoint = planner::checkpoint_mode::full;
-  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{12288, 4096, 22016, 4096});
+TEST_CASE("the skeleton's compute comes from the shape: every GEMM, the LM head, attention, recomputation") {
+  auto f = fx::dp16_zero1();  // Llama 2 7B, SwiGLU, 32 kv heads, tp 1, 4096 tokens
+  f.plan.s.checkpoint = planner::checkpoint_mode::ops;
+  auto cu = codegen::train_step_cu(f.program, f.plan);
   // k (4096 of qkv's 12288 columns), o, and SwiGLU's up half of mlp-up.
-  s.checkpoint = planner::checkpoint_mode::ops;
-  CHECK(codegen::recompute_columns(f.program.model, s) == std::vector<std::int64_t>{4096, 4096, 11008, 0});
-  auto gelu = f.program.model;
-  gelu.mlp = planner::mlp_kind::gelu;
-  CHECK(codegen::recompute_columns(gelu, s) == std::vector<std::int64_t>{4096, 4096, 0, 4096});
-  f.plan.s = s;
-  CHECK(contains(codegen::train_step_cu(f.program, f.plan), "constexpr long long k_recompute_n[4] = {4096, 4096, 11008, 0};\n"));
+  CHECK(contains(cu, "    {\"qkv\", 4096, 12288, 4096, 1, 4096, "));
+  CHECK(contains(cu, "    {\"o-proj\", 4096, 4096, 4096, 1, 4096, "));
+  CHECK(contains(cu, "    {\"mlp-up\", 4096, 22016, 4096, 1, 11008, "));
+  CHECK(contains(cu, "    {\"mlp-down\", 4096, 4096, 11008, 1, 0, "));
+  CHECK(contains(cu, "constexpr gemm_spec k_logits = {\"logits\", 4096, 32000, 4096, 1, 0, "));
+  // Flash attention: 32 heads of 4096 queries against the 2112 keys a causal
+  // kernel visits on average ((32 + 1) / (2 x 32) of 32 blocks of 128), head_dim 128.
+  CHECK(contains(cu, "constexpr attention_spec k_attention = {32, 4096, 2112, 128, 1, "));
+  CHECK(std::count(cu.begin(), cu.end(), '@') == 0);
+  CHECK(contains(cu, "constexpr bool k_recompute_attention = false, k_recompute_memory = true;\n"));
+  CHECK(contains(cu, "constexpr int k_precision = 0;  // bf16\n"));
+  f.program.model.prec = planner::precision::fp8;
+  CHECK(contains(codegen::train_step_cu(f.program, f.plan), "constexpr int k_precision = 3;  // fp8\n"));
 }
 
 TEST_CASE("stage layers spread the remainder over the first chunks") {
@@ -115,44 +103,83 @@ TEST_CASE("stage layers spread the remainder over the first chunks") {
   CHECK(codegen::stage_layers(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
 }
 
-TEST_CASE("where the skeleton issues each collective") {
-  auto f = fx::hsdp();
-  auto const& c = f.plan.time->comm;
-  CHECK(codegen::placement_of(c[0], 3) == codegen::comm_placement::layer);
-  CHECK(codegen::placement_of(c[1], 3) == codegen::comm_placement::layer_bwd);
-  CHECK(codegen::placement_of(c[2], 3) == codegen::comm_placement::grad_sync);
-  auto z1 = fx::dp16_zero1();
-  CHECK(codegen::placement_of(z1.plan.time->comm[0], 1) == codegen::comm_placement::grad_sync);
-  CHECK(codegen::placement_of(z1.plan.time->comm[1], 1) == codegen::comm_placement::step_end);
-  CHECK(codegen::overlapped(z1.plan.time->comm[0]));
-  CHECK_FALSE(codegen::overlapped(z1.plan.time->comm[1]));
-  auto tp = fx::tp4_pp2();
-  CHECK(codegen::placement_of(tp.plan.time->comm[0], 1) == codegen::comm_placement::layer);
-  CHECK(codegen::placement_of(tp.plan.time->comm[2], 1) == codegen::comm_placement::micro_batch);
+TEST_CASE("each collective keeps the plan's phase, overlap, precision and ranks") {
+  auto f = fx::all_axes();
+  auto cu = codegen::train_step_cu(f.program, f.plan);
+  // op, group, name, ranks, bytes, count, time, exposed, phase, overlapped, type, link
+  CHECK(contains(cu, "    {4, 1, \"cp\", 2, 67000000, 1536, 3, 0.5, 0, 1, 0, \"intra\"},  // send/recv"));
+  CHECK(contains(cu, "    {4, 3, \"pp\", 2, 268000000, 128, 4.3, 2.1, 2, 1, 0, \"inter\"},"));
+  CHECK(contains(cu, "    {0, 6, \"embedding\", 2, 131000000, 1, 0.1, 0.1, 3, 0, 0, \"inter\"},"));
+  // The gradient reduce-scatter is the cost model's `dp` entry over dp x cp = 4 ranks, group 2 (grad).
+  CHECK(contains(cu, "    {1, 2, \"dp\", 4, 3500000000, 1, 0.4, 0.1, 3, 1, 0, \"intra\"},"));
+  CHECK(contains(cu, "    {2, 2, \"dp\", 4, 3500000000, 1, 0.4, 0.4, 4, 0, 0, \"intra\"},"));
+  // fp32 gradients travel as fp32 (type 2); weights and activations stay 16-bit.
+  f.program.training.grad_precision = planner::precision::fp32;
+  auto fp32 = codegen::train_step_cu(f.program, f.plan);
+  CHECK(contains(fp32, "    {1, 2, \"dp\", 4, 3500000000, 1, 0.4, 0.1, 3, 1, 2, \"intra\"},"));
+  CHECK(contains(fp32, "    {0, 6, \"embedding\", 2, 131000000, 1, 0.1, 0.1, 3, 0, 2, \"inter\"},"));
+  CHECK(contains(fp32, "    {2, 2, \"dp\", 4, 3500000000, 1, 0.4, 0.4, 4, 0, 0, \"intra\"},"));
+  CHECK(codegen::overlapped(f.plan.time->comm[2]));
+  CHECK_FALSE(codegen::overlapped(f.plan.time->comm[0]));
 }
 
-TEST_CASE("the skeleton bakes in the plan's numbers") {
+TEST_CASE("the skeleton bakes in the plan's numbers and schedule") {
   auto f = fx::tp4_pp2();
   auto cu = codegen::train_step_cu(f.program, f.plan);
   CHECK(contains(cu, "constexpr long long k_world = 16;\n"));
-  CHECK(contains(cu, "constexpr long long k_tp = 4, k_cp = 1, k_dp = 2, k_pp = 2;\n"));
+  CHECK(contains(cu, "constexpr long long k_tp = 4, k_cp = 1, k_dp = 2, k_pp = 2, k_ep = 1;\n"));
   CHECK(contains(cu, "constexpr int k_order[4] = {0, 1, 2, 3};\n"));
   CHECK(contains(cu, "constexpr long long k_micro_batches = 128;"));
-  CHECK(contains(cu, "constexpr long long k_stage_layers[2] = {20, 20};"));
+  CHECK(contains(cu, "constexpr long long k_chunk_layers[2] = {20, 20};  // model chunk c runs on stage c % pp\n"));
   CHECK(contains(cu, "constexpr long long k_weights_bytes = 3300000000;\n"));
   CHECK(contains(cu, "constexpr long long k_activations_bytes = 21000000000;\n"));
-  CHECK(contains(cu, "    {\"qkv\", 4096, 3840, 5120},\n"));
-  CHECK(contains(cu, "    {2, 0, \"tp\", 41900000, 10240, 2.9, 2.9, 0, 0, \"intra\"},  // all-gather 40.0 MiB over 4 ranks\n"));
-  CHECK(contains(cu, "    {4, 3, \"pp\", 41900000, 256, 1, 0.9, 2, 1, \"inter\"},  // send-recv 40.0 MiB over 2 ranks\n"));
+  CHECK(contains(cu, "    {\"qkv\", 4096, 3840, 5120, 1, 0, "));
+  CHECK(contains(cu, "    {2, 0, \"tp\", 4, 41900000, 10240, 2.9, 2.9, 0, 0, 0, \"intra\"},  // all-gather 40.0 MiB over 4 ranks\n"));
   CHECK(contains(cu, "constexpr double k_predicted_step_s = 41.2;\n"));
+  // 1F1B over 2 stages: 256 ops a stage, 1 x (1 + 2) units idle, 128 sends each way.
+  CHECK(contains(cu, "constexpr long long k_pipe_slots = 256, k_pipe_makespan = 387, k_pipe_idle = 3, k_pipe_bubble_pairs = 1;\n"));
+  CHECK(contains(cu, "constexpr long long k_pipe_sends = 256;\n"));
+  CHECK(contains(cu, "constexpr long long k_pipe_warmup[2] = {2, 1};\n"));
+  CHECK(contains(cu, "constexpr long long k_pipe_forward_sends[2] = {128, 0};\n"));
+  CHECK(contains(cu, "constexpr long long k_pipe_backward_sends[2] = {0, 128};\n"));
   // Every CUDA, NCCL, cuBLAS and MPI call goes through a checking macro.
-  for (auto const* api : {"cudaMalloc(", "ncclAllReduce(", "cublasGemmEx(", "MPI_Init("}) {
-    auto at = cu.find(api);
-    REQUIRE(at != std::string::npos);
-  }
+  for (auto const* api : {"cudaMalloc(", "ncclAllReduce(", "cublasGemmStridedBatchedEx(", "cublasLtMatmul(", "MPI_Init("})
+    CHECK(cu.find(api) != std::string::npos);
   CHECK_FALSE(contains(cu, "TODO"));
   auto other = fx::all_axes();
   CHECK(contains(codegen::train_step_cu(other.program, other.plan), "constexpr int k_order[4] = {0, 2, 1, 3};\n"));
+}
+
+TEST_CASE("the schedule listing the skeleton prints") {
+  auto text = codegen::schedule_text(planner::one_f_one_b(2, 1, 2));
+  CHECK(text ==
+        "schedule pp 2 virtual 1 micro_batches 2 slots 4 makespan 9 idle 3 bubble_pairs 1 sends 4\n"
+        "stage 0 warmup 2 cooldown 2 forward_sends 2 backward_sends 0\n"
+        "op 0 0 forward mb 0 chunk 0 recv - send 1 start 0 end 1\n"
+        "op 0 1 forward mb 1 chunk 0 recv - send 1 start 1 end 2\n"
+        "op 0 2 backward mb 0 chunk 0 recv 1 send - start 4 end 6\n"
+        "op 0 3 backward mb 1 chunk 0 recv 1 send - start 7 end 9\n"
+        "issue 0 op 0\n"
+        "issue 0 group 0 send 0 peer 1 time 1\n"
+        "issue 0 op 1\n"
+        "issue 0 group 1 send 1 peer 1 time 2\n"
+        "issue 0 group 2 recv 2 peer 1 time 4\n"
+        "issue 0 op 2\n"
+        "issue 0 group 3 recv 3 peer 1 time 7\n"
+        "issue 0 op 3\n"
+        "stage 1 warmup 1 cooldown 1 forward_sends 0 backward_sends 2\n"
+        "op 1 0 forward mb 0 chunk 0 recv 0 send - start 1 end 2\n"
+        "op 1 1 backward mb 0 chunk 0 recv - send 0 start 2 end 4\n"
+        "op 1 2 forward mb 1 chunk 0 recv 0 send - start 4 end 5\n"
+        "op 1 3 backward mb 1 chunk 0 recv - send 0 start 5 end 7\n"
+        "issue 1 group 0 recv 0 peer 0 time 1\n"
+        "issue 1 op 0\n"
+        "issue 1 group 1 recv 2 peer 0 time 2\n"
+        "issue 1 op 1\n"
+        "issue 1 group 2 send 1 peer 0 time 4\n"
+        "issue 1 op 2\n"
+        "issue 1 op 3\n"
+        "issue 1 group 3 send 3 peer 0 time 7\n");
 }
 
 TEST_CASE("the diagram draws every GPU of a small cluster, with a legend") {
@@ -203,18 +230,33 @@ TEST_CASE("launch scripts carry the plan's node and task counts") {
   auto slurm = codegen::slurm_script(f.program, f.plan);
   CHECK(slurm.rfind("#!/bin/bash\n#SBATCH --job-name=dtplan-current\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n"
                     "#SBATCH --gpus-per-node=8\n", 0) == 0);
-  CHECK(contains(slurm, "srun --ntasks=16 --ntasks-per-node=8 --cpu-bind=cores \"$SKELETON/build/train_step\" \"$@\"\n"));
+  CHECK(contains(slurm, "srun --mpi=\"$mpi\" --ntasks=16 --ntasks-per-node=8 --cpus-per-task=\"${SLURM_CPUS_PER_TASK:-8}\" \\\n"));
   CHECK(contains(slurm, "export NCCL_SOCKET_IFNAME=\"${NCCL_SOCKET_IFNAME:-^lo,docker}\"\n"));
   CHECK(contains(slurm, "# Groups that cross nodes in this plan: dp.\n"));
   auto mpi = codegen::mpirun_script(f.program, f.plan);
-  CHECK(contains(mpi, "mpirun -np 16 --hostfile \"$HOSTFILE\" --map-by ppr:8:node --bind-to none \\\n"
-                      "  -x NCCL_DEBUG -x NCCL_SOCKET_IFNAME \\\n"));
+  CHECK(contains(mpi, "hosts=2\n"));
+  CHECK(contains(mpi, "\"${DTPLAN_MPIRUN:-mpirun}\" -np 16 ${hostfile[@]+\"${hostfile[@]}\"} --map-by ppr:8:node --bind-to none \\\n"));
   auto one = fx::dp16_zero1();
   one.program.cluster.nodes = 1;
   one.plan.s.dp = 8;
   CHECK(contains(codegen::slurm_script(one.program, one.plan), "#SBATCH --nodes=1\n"));
-  CHECK(contains(codegen::mpirun_script(one.program, one.plan), "mpirun -np 8 "));
+  CHECK(contains(codegen::mpirun_script(one.program, one.plan), "-np 8 "));
   CHECK_FALSE(contains(codegen::mpirun_script(one.program, one.plan), "NCCL_SOCKET_IFNAME"));
+}
+
+TEST_CASE("an NVLink domain larger than a server is launched as trays of 4 GPUs") {
+  auto f = fx::dp16_zero1();
+  f.program.cluster.nodes = 2;
+  f.program.cluster.gpus_per_node = 72;  // two NVL72 racks
+  f.plan.s.dp = 144;
+  CHECK(codegen::gpus_per_host(f.program.cluster) == 4);
+  auto slurm = codegen::slurm_script(f.program, f.plan);
+  CHECK(contains(slurm, "#SBATCH --nodes=36\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n"));
+  CHECK(contains(slurm, "--ntasks=144 --ntasks-per-node=4 "));
+  CHECK(contains(slurm, "# Each node of the plan is an NVLink domain of 72 GPUs, launched as 18 trays of 4\n"));
+  CHECK(contains(codegen::mpirun_script(f.program, f.plan), "--map-by ppr:4:node"));
+  f.program.cluster.gpus_per_node = 8;
+  CHECK(codegen::gpus_per_host(f.program.cluster) == 8);
 }
 
 TEST_CASE("emit writes every file of the bundle") {
@@ -247,4 +289,33 @@ TEST_CASE("emit reports a directory it cannot create") {
   dsl::diagnostics d2;
   CHECK_FALSE(codegen::write_dot(f.program, f.plan, file / "x.dot", d2));
   CHECK(d2.has_errors());
+}
+
+TEST_CASE("input text is escaped for the file it lands in") {
+  using codegen::c_string;
+  using codegen::comment_text;
+  using codegen::printable;
+  CHECK(printable("plain name_1 (x) 'q' \"d\" $HOME `x`") == "plain name_1 (x) 'q' \"d\" $HOME `x`");
+  CHECK(printable("a\nb\rc\x1b[31m\\") == "a\\x0ab\\x0dc\\x1b[31m\\x5c");
+  CHECK(printable("\xc3\xa9") == "\\xc3\\xa9");
+  // No comment can be ended, spliced or trigraphed.
+  auto const c = comment_text("p\nq\\\n??/ */");
+  CHECK(c == "p\\x0aq\\x5c\\x0a?\\x3f/ */");
+  CHECK(c.find('\n') == std::string::npos);
+  CHECK(c.back() != '\\');
+  // A literal's value is the text byte for byte; octal escapes never take a following digit.
+  CHECK(c_string("a\"b\\c?d") == "\"a\\\"b\\\\c\\?d\"");
+  CHECK(c_string("\n1\r") == "\"\\0121\\015\"");
+  CHECK(c_string("\xc3\xa9") == "\"\\303\\251\"");
+  // Through the generators: the hostile fixture's names leave one line each.
+  auto f = fx::hostile();
+  for (auto const& text : {codegen::train_step_cu(f.program, f.plan), codegen::skeleton_cmake(f.program, f.plan),
+                           codegen::slurm_script(f.program, f.plan), codegen::mpirun_script(f.program, f.plan)}) {
+    CHECK_FALSE(contains(text, "\ntouch pwn_nl"));
+    CHECK_FALSE(contains(text, "\r"));
+    CHECK_FALSE(contains(text, "\nfile(WRITE"));
+    CHECK_FALSE(contains(text, "\nstatic int pwn"));
+    CHECK_FALSE(contains(text, "\x1b"));
+  }
+  CHECK(contains(codegen::slurm_script(f.program, f.plan), "#SBATCH --job-name=dtplan-evil_"));
 }
