@@ -430,23 +430,4 @@ std::string skeleton_cmake(planner::program const& p, planner::plan const& pl) {
               {{"PLAN", comment_text(pl.name)}, {"FILE", comment_text(p.file)}});
 }
 
-std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
-                                      std::int64_t stage) {
-  auto const chunks = pp * virtual_stages;
-  std::vector<layer_range> out;
-  std::int64_t first = 0;
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    auto const n = planner::layers_of_chunk(layers, chunks, c);
-    if (c % pp == stage) out.push_back({first, first + n});
-    first += n;
-  }
-  return out;
-}
-
-std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node) {
-  if (s.zero == 0) return s.dp;
-  auto n = planner::shard_size(s, gpus_per_node);
-  return n <= 0 || n > s.dp || s.dp % n != 0 ? s.dp : n;
-}
-
 }  // namespace dtplan::codegen

@@ -51,21 +51,4 @@ std::string train_step_cu(planner::program const& p, planner::plan const& pl);
 /// (optional) MPI.
 std::string skeleton_cmake(planner::program const& p, planner::plan const& pl);
 
-/// A run of consecutive transformer layers, [first, last).
-struct layer_range {
-  std::int64_t first = 0;
-  std::int64_t last = 0;
-  friend bool operator==(layer_range const&, layer_range const&) = default;
-};
-
-/// The layers stage `stage` holds, one range per chunk. Kept for the
-/// diagram (graphviz.cpp) until it reads planner::strategy_shape; the
-/// skeleton no longer uses it.
-std::vector<layer_range> stage_layers(std::int64_t layers, std::int64_t pp, std::int64_t virtual_stages,
-                                      std::int64_t stage);
-
-/// Data-parallel ranks of a ZeRO shard group, as the diagram draws them.
-/// Kept for graphviz.cpp until it reads planner::strategy_shape::sharding.
-std::int64_t shard_ranks(planner::strategy const& s, std::int64_t gpus_per_node);
-
 }  // namespace dtplan::codegen

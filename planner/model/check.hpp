@@ -31,7 +31,7 @@ struct check_result {
 /// (pp x virtual_stages) than layers; virtual_stages > 1 without pp > 1 or
 /// with micro-batches per step not a multiple of pp; global_batch not a
 /// multiple of dp x micro_batch; cp not dividing seq_len; an integer shard
-/// not dividing dp, or `shard = node` when shard_size() is 0; ep not
+/// not dividing dp, or `shard = node` when rank_layout::node_sync_members() is 0; ep not
 /// dividing experts or dp x cp, or ep > 1 on a dense model.
 /// Warnings: layers spread unevenly (the first chunks take one more, and
 /// the memory is counted for the most loaded stage); a tensor-parallel

@@ -252,21 +252,6 @@ group_placement rank_layout::replicate_placement(std::int64_t shard_size) const 
   return worst_over_ranks([&](std::int64_t r) { return replicate_group_of(r, shard_size); });
 }
 
-std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node) {
-  switch (s.shard.k) {
-    case shard_group::kind::all: return s.dp;
-    case shard_group::kind::size: return s.shard.size;
-    case shard_group::kind::node: {
-      rank_layout layout(s, gpus_per_node);
-      auto p = layout.placement(axis::dp);
-      // The dp ranks of one node form the shard group only when every
-      // node holds the same whole number of them.
-      if (p.max_per_node <= 0 || s.dp % p.max_per_node != 0) return 0;
-      return layout.shard_placement(p.max_per_node).nodes == 1 ? p.max_per_node : 0;
-    }
-  }
-  return s.dp;
-}
 
 std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   std::vector<std::int64_t> out;

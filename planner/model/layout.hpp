@@ -119,10 +119,4 @@ class rank_layout {
   std::int64_t gpus_per_node_ = 1;
 };
 
-/// The number of data-parallel ranks in a shard group for a strategy on a
-/// cluster: dp for `all`, the dp ranks that share a node for `node`, the
-/// given size otherwise. Returns 0 when `node` cannot be formed (the dp
-/// group's ranks on one node are not a whole sub-group).
-std::int64_t shard_size(strategy const& s, std::int64_t gpus_per_node);
-
 }  // namespace dtplan::planner

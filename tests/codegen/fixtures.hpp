@@ -259,7 +259,7 @@ inline fixture nvl72() {
 /// directory.
 inline std::string hostile_text() {
   return "evil\"'`touch pwn_tick`$(touch pwn_subst)\n touch pwn_nl\r\nfile(WRITE pwn_cmake x)\n"
-         "static int pwn = std::system(\"touch pwn_cc\"); */ /* \x1b[31m \xc3\xa9 ??/ \\";
+         "static int pwn = std::system(\"touch pwn_cc\"); */ /* \x1b[31m \xc3\xa9 ?\?/ \\";
 }
 
 /// DSL.md's example with every name from the input hostile.

@@ -8,7 +8,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,6 +23,7 @@
 
 #include "codegen/graphviz.hpp"
 #include "codegen/report.hpp"
+#include "codegen/skeleton.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
 #include "planner/lower/lower.hpp"
@@ -345,4 +350,75 @@ TEST_CASE("200 random strategies on random clusters agree across the models, the
   CHECK(tp_fills >= 10);
   CHECK(cp_across >= 10);
   CHECK(uneven >= 10);
+}
+
+namespace {
+
+// The members after "NAME: " in one --dry-run rank line.
+std::vector<std::int64_t> members(std::string const& line, std::string const& name) {
+  std::vector<std::int64_t> out;
+  auto at = line.find("| " + name + ": ");
+  if (at == std::string::npos) return out;
+  std::istringstream in(line.substr(at + name.size() + 4));
+  std::string word;
+  while (in >> word && word != "|") out.push_back(std::stoll(word));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the skeleton's --dry-run groups are the reference's, for random hybrid-sharded strategies") {
+  // The host-only build of the generated program (no CUDA needed): its
+  // gradient, shard and replicate communicators, rank by rank.
+  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
+  std::filesystem::create_directories(dir);
+  std::mt19937_64 rng(77);
+  analytic_cost_model const model;
+  int built = 0;
+  for (int round = 0; built < 4 && round < 2000; ++round) {
+    auto const gpn = std::int64_t{4} << (rng() % 2);  // 4 or 8
+    auto const nodes = std::int64_t{2} << (rng() % 2);
+    dsl::source_manager sources;
+    auto p = load_text(fmt::format("model m {{ layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; seq_len = 256 }}\n"
+                                   "gpu big : H100_SXM {{ memory = 1 TB }}\n"
+                                   "cluster c {{ nodes = {}; gpus_per_node = {}; gpu = big; inter_node = 100 Gbit/s }}\n"
+                                   "training {{ global_batch = 64 }}\n",
+                                   nodes, gpn),
+                       sources);
+    strategy s;
+    s.tp = std::int64_t{1} << (rng() % 2);
+    s.cp = std::int64_t{1} << (rng() % 3);
+    s.pp = 1;
+    s.dp = gpn * nodes / (s.tp * s.cp);
+    s.zero = 3;
+    s.shard = rng() % 2 ? shard_group{shard_group::kind::node, 0} : shard_group{shard_group::kind::size, 2};
+    rank_order order{axis::tp, axis::cp, axis::dp, axis::pp};
+    if (rng() % 2) order = {axis::tp, axis::dp, axis::cp, axis::pp};
+    s.order = order;
+    auto const pl = evaluate(p, strategy_spec{}, s, model, "random");
+    if (!pl.valid || s.cp == 1 || pl.shape->shard.size >= pl.shape->sync.size) continue;
+    ++built;
+    auto const cu = dir / fmt::format("random{}.cu", built);
+    std::ofstream(cu) << codegen::train_step_cu(p, pl);
+    auto const exe = dir / fmt::format("random{}", built);
+    auto const out = dir / fmt::format("random{}.layout", built);
+    auto const cc = fmt::format("c++ -std=c++17 -O0 -x c++ -DDTPLAN_DRY_RUN_ONLY '{}' -o '{}' && '{}' --dry-run > '{}'",
+                                cu.string(), exe.string(), exe.string(), out.string());
+    REQUIRE(std::system(cc.c_str()) == 0);
+    reference const ref(pl.s, gpn);
+    std::ifstream in(out);
+    std::string line;
+    std::int64_t ranks = 0;
+    INFO(describe(pl.s) << ", shard " << to_string(pl.s.shard) << ", " << nodes << " x " << gpn);
+    while (std::getline(in, line)) {
+      if (line.rfind("rank ", 0) != 0) continue;
+      auto const r = std::stoll(line.substr(5));
+      CHECK(members(line, "grad") == ref.sync(r));
+      CHECK(members(line, "shard") == ref.shard_of(r));
+      CHECK(members(line, "replicate") == ref.replicate_group(r));
+      ++ranks;
+    }
+    CHECK(ranks == world_of(pl.s));
+  }
+  CHECK(built == 4);
 }

@@ -40,16 +40,15 @@ TEST_CASE("an order with dp innermost puts tp across nodes") {
 TEST_CASE("hybrid sharding splits dp into node-local shards and cross-node replicas") {
   strategy s = make(16, 1, 1, 1);
   s.shard.k = shard_group::kind::node;
-  CHECK(shard_size(s, 8) == 8);
   rank_layout l(s, 8);
+  CHECK(l.node_sync_members() == 8);
+  CHECK(l.shard_ranks(shard_layout{shard_layout::kind::node, 0}) == 8);
   CHECK(l.shard_group_of(9, 8) == std::vector<std::int64_t>{8, 9, 10, 11, 12, 13, 14, 15});
   CHECK(l.replicate_group_of(9, 8) == std::vector<std::int64_t>{1, 9});
   CHECK(l.shard_placement(8).nodes == 1);
   CHECK(l.replicate_placement(8).nodes == 2);
-  s.shard = {shard_group::kind::all, 0};
-  CHECK(shard_size(s, 8) == 16);
-  s.shard = {shard_group::kind::size, 4};
-  CHECK(shard_size(s, 8) == 4);
+  CHECK(l.shard_ranks(shard_layout{}) == 16);
+  CHECK(l.shard_ranks(shard_layout{shard_layout::kind::dp_block, 4}) == 4);
 }
 
 TEST_CASE("a group spread over nodes reports its worst placement") {

@@ -91,3 +91,22 @@ TEST_CASE("stage layers, chunks and the heaviest stage") {
   for (int r = 0; r < 4; ++r) total += static_cast<int>(sh.stage_layers(r));
   CHECK(total == 10);
 }
+
+TEST_CASE("stage layer ranges spread the remainder over the first chunks") {
+  auto p = llama3_8b_on(1);
+  p.training.global_batch = 8;
+  auto ranges = [&](std::int64_t layers, std::int64_t pp, std::int64_t v, std::int64_t stage) {
+    p.model.layers = layers;
+    strategy s;
+    s.tp = 8 / pp, s.pp = pp, s.dp = 1, s.virtual_stages = v;
+    return shape_of(p, s).stage_ranges(stage);
+  };
+  using r = layer_range;
+  CHECK(ranges(40, 4, 1, 0) == std::vector<r>{{0, 10}});
+  CHECK(ranges(42, 4, 1, 0) == std::vector<r>{{0, 11}});
+  CHECK(ranges(42, 4, 1, 1) == std::vector<r>{{11, 22}});
+  CHECK(ranges(42, 4, 1, 3) == std::vector<r>{{32, 42}});
+  CHECK(ranges(32, 1, 1, 0) == std::vector<r>{{0, 32}});
+  // Interleaved: 10 layers in 4 chunks of 3, 3, 2, 2; stage 1 runs chunks 1 and 3.
+  CHECK(ranges(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
+}
