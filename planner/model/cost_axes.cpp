@@ -183,12 +183,16 @@ void zero1(step_context const& x, comm_builder& out, comm_group group, group_sha
   out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, ag, comm_phase::after_step);
 }
 
-// ZeRO-2 as FSDP SHARD_GRAD_OP runs it: each layer's gradients are
-// reduce-scattered as its backward ends (the last layer's trails it), and
-// each layer's updated weights all-gathered ahead of its first forward of
-// the next step, prefetched under the previous layer.
+// ZeRO-2 as DeepSpeed's stage 2 and FSDP's SHARD_GRAD_OP run it: a rank
+// keeps only its shard of the gradients, so every micro-batch's backward
+// reduce-scatters each layer's gradients as they are ready (the last
+// layer's trails it); nothing accumulates locally across micro-batches
+// (DeepSpeed engine.py:2180-2197; FSDP reduces in every backward). Each
+// layer's updated weights are all-gathered once a step, ahead of its first
+// forward, prefetched under the previous layer.
 void zero2(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, stage_shape const& st) {
   auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+  double const md = static_cast<double>(x.micro);
   double const layer = x.sh.layer_params;
   double const head = st.params - static_cast<double>(st.layers) * layer;
   double const layers = static_cast<double>(st.layers);
@@ -200,7 +204,7 @@ void zero2(step_context const& x, comm_builder& out, comm_group group, group_sha
   seconds const rs = rs_layer * layers + rs_head;
   seconds const bwd_layer = x.sc.layer_backward + x.sc.layer_recompute;
   seconds const rs_exposed = x.overlap ? rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1) : rs;
-  out.add(op, group, over, layer_grads, st.layers + 1, rs, rs_exposed, comm_phase::grad_sync);
+  out.add(op, group, over, layer_grads, (st.layers + 1) * x.micro, rs * md, rs_exposed * md, comm_phase::layer_backward);
   auto const ag_layer = collective_time(collective::all_gather, layer_size, over.size, over.link);
   auto const ag_head = collective_time(collective::all_gather, head_size, over.size, over.link);
   seconds const ag = ag_layer * layers + ag_head;

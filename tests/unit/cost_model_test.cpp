@@ -391,3 +391,24 @@ TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies
   s.dp = 4;
   CHECK(find_comm(model.step_time(p, s), comm_group::embedding) == nullptr);
 }
+
+TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients: 16 micro-batches, 16 times each layer") {
+  // A stage that keeps only a shard of the gradients cannot accumulate them
+  // across micro-batches (DeepSpeed stage 2, FSDP SHARD_GRAD_OP); ZeRO-1
+  // (Megatron's distributed optimizer) reduces once a step.
+  program p = two_nodes();
+  p.training.global_batch = 256;  // dp 16 x micro_batch 1 x 16 micro-batches
+  analytic_cost_model const model;
+  auto reduce_scatters = [&](int zero) {
+    auto const t = model.step_time(p, data_parallel(16, zero));
+    std::int64_t n = 0;
+    for (auto const& c : t.comm)
+      if (c.op == collective::reduce_scatter) n += c.count;
+    return n;
+  };
+  auto const layers = p.model.layers;
+  CHECK(reduce_scatters(2) == 16 * (layers + 1));
+  CHECK(reduce_scatters(1) < 16 * (layers + 1));
+  p.training.global_batch = 16;  // one micro-batch
+  CHECK(reduce_scatters(2) == layers + 1);
+}
