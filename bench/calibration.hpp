@@ -1,5 +1,7 @@
 #pragma once
+#include <map>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +24,7 @@ inline constexpr std::string_view no_micro_batch = "no micro_batch published";
 
 struct calibration_run {
   std::string id;
+  std::string family;          ///< the source family it is held out with (bench/data/families.csv)
   char tier = 'C';             ///< 'A' (read from the source), 'B', 'C' (second-hand)
   std::string source;
   planner::program prog;       ///< model, cluster (GPU from the built-in catalog), training
@@ -37,6 +40,9 @@ struct calibration_run {
   /// costed apart, at the planner's best choice of those keys. (An
   /// unpublished recomputation is not guessed: it changes the work done.)
   std::vector<std::string> unpublished;
+  /// Runtime settings the source states beyond what the program holds, as
+  /// training-block key = value text (the framework and its behaviours).
+  std::vector<std::pair<std::string, std::string>> runtime;
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
   /// The unpublished keys are all that keeps the run from being costed.
@@ -65,6 +71,17 @@ std::optional<planner::gpu> catalog_gpu(std::string_view name);
 /// "400 Gb/s per GPU" -> 50 GB/s x gpus_per_node for a node total. `per_node`
 /// says whether the result is wanted per node (inter-node) or per GPU.
 std::optional<planner::bandwidth> parse_link(std::string_view text, std::int64_t gpus_per_node, bool per_node);
+
+/// MLPerf Training runs of Megatron-Core/NeMo with Transformer Engine
+/// (bench/data/mlperf/mlperf_runs.csv): GPT-3 175B, Llama 3.1 405B and 8B on
+/// H100 to GB300. Runs on GPUs the catalog lacks, with NVLink domains wider
+/// than a node (NVL72) or fp4 GEMMs are kept with their skip reason.
+std::vector<calibration_run> load_mlperf(std::string const& path);
+/// bench/data/mlperf/mlperf_runs.csv of this source tree.
+std::vector<calibration_run> load_mlperf();
+
+/// The family of every run id in bench/data/families.csv.
+std::map<std::string, std::string, std::less<>> const& families();
 
 /// vtrain's ground_truth_single.csv / ground_truth_multi.csv as runs: A100
 /// 80 GB, 8 GPUs per node, full checkpointing, 1F1B, inter-node 800 Gbit/s
