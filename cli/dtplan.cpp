@@ -66,7 +66,11 @@ options:
                         shows it by default)
   --quiet               one line per plan; no warnings, no progress
   --dump ast|ir         print the syntax tree or the lowered IR and stop
+  --                    ends the options: what follows is the FILE
   --help, --version
+
+A value that starts with '-' is taken as the next option, not as the value:
+write --emit=-dir (or --emit ./-dir) for a name that starts with '-'.
 
 exit status: 0 a valid plan, 1 no strategy is valid, 2 an error in the file or
 the command line.
@@ -113,6 +117,7 @@ std::optional<long> parse_count(std::string_view text, long low, long high) {
 // Returns an exit status when the command line ends the run (help, errors).
 std::optional<int> parse_args(int argc, char** argv, options& o) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
+  bool options_ended = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     auto a = args[i];
     auto file = [&]() -> std::optional<int> {
@@ -120,10 +125,20 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       o.file = std::string(a);
       return std::nullopt;
     };
+    if (options_ended) {
+      if (auto status = file()) return status;
+      continue;
+    }
+    if (a == "--") {
+      options_ended = true;
+      continue;
+    }
+    // `--flag=VALUE` takes VALUE as written; `--flag VALUE` does not take a
+    // VALUE that looks like an option (`--emit --optimize` lacks its DIR).
     auto value = [&](std::string_view flag) -> std::optional<std::string> {
       if (auto eq = a.find('='); eq != std::string_view::npos && a.substr(0, eq) == flag)
         return std::string(a.substr(eq + 1));
-      if (i + 1 >= args.size()) return std::nullopt;
+      if (i + 1 >= args.size() || (args[i + 1].starts_with("-") && args[i + 1] != "-")) return std::nullopt;
       return std::string(args[++i]);
     };
     auto is = [&](std::string_view flag) { return a == flag || a.starts_with(std::string(flag) + "="); };
