@@ -32,7 +32,7 @@ constexpr int exit_invalid = 1;
 constexpr int exit_error = 2;
 
 constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
-              [--format text|json] [--emit DIR] [--dot FILE] [--quiet] [--explain]
+              [--format text|json] [--emit DIR [--force]] [--dot FILE] [--quiet] [--explain]
               [--threads N] [--progress] [--dump ast|ir]
        dtplan --help | --version
 )";
@@ -55,8 +55,11 @@ options:
   --format text|json    the report's format on stdout (default text)
   --emit DIR            write the bundle for the chosen plan (the strategy named
                         with --strategy, else the best search result): plan.json,
-                        sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/
-  --dot FILE            write only the sharding diagram (Graphviz)
+                        sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/; DIR
+                        is written whole or not at all and must be new or empty
+  --force               with --emit, replace a DIR that is not empty
+  --dot FILE            write only the sharding diagram (Graphviz); FILE's
+                        directory must exist
   --explain             say where time goes as the plan scales and why the
                         search rejected whole regions
   --threads N           search threads (default: all cores; results are the
@@ -90,6 +93,7 @@ struct options {
   std::vector<std::string> settings;
   bool json = false;
   std::optional<std::string> emit_dir;
+  bool force = false;
   std::optional<std::string> dot_file;
   bool quiet = false;
   bool explain = false;
@@ -153,6 +157,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     if (a == "--optimize") { o.optimize = true; continue; }
     if (a == "--quiet" || a == "-q") { o.quiet = true; continue; }
     if (a == "--explain") { o.explain = true; continue; }
+    if (a == "--force") { o.force = true; continue; }
     if (a == "--progress") { o.progress = true; continue; }
     if (is("--top")) {
       auto v = value("--top");
@@ -206,7 +211,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     }
     if (a.starts_with("-") && a != "-") {
       auto known = std::vector<std::string>{"--optimize", "--top",   "--strategy", "--set",     "--format",
-                                            "--emit",     "--dot",      "--quiet",   "--explain",
+                                            "--emit",     "--force", "--dot",      "--quiet",   "--explain",
                                             "--threads",  "--progress", "--dump",  "--help",    "--version"};
       auto near = dsl::closest(a, known);
       return usage_error(near.empty() ? fmt::format("unknown option '{}'", a)
@@ -215,6 +220,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     if (auto status = file()) return status;
   }
   if (o.file.empty()) return usage_error("no input file");
+  if (o.force && !o.emit_dir) return usage_error("--force only applies to --emit DIR");
   return std::nullopt;
 }
 
@@ -284,7 +290,7 @@ int write_outputs(run& r, codegen::report const& rep, planner::session_outcome c
   if (o.emit_dir) {
     std::vector<planner::plan> one{chosen};
     auto json = codegen::to_json({rep.program, &one, rep.stats, {}, &r.sources});
-    if (!codegen::emit_bundle(*rep.program, chosen, json, *o.emit_dir, r.diags)) {
+    if (!codegen::emit_bundle(*rep.program, chosen, json, *o.emit_dir, r.diags, {.force = o.force})) {
       r.flush();
       return exit_error;
     }

@@ -56,6 +56,8 @@ expect_status 0 "$DTPLAN" --strategy current --quiet -- -x
 expect_contains "$TMP/out" "current: valid"
 expect_status 2 "$DTPLAN" -- -x --quiet
 expect_contains "$TMP/err" "dtplan: error: more than one input file ('-x' and '--quiet')"
+expect_status 2 "$DTPLAN" ./-x --force
+expect_contains "$TMP/err" "dtplan: error: --force only applies to --emit DIR"
 cd "$root" || exit 1
 
 # --strategy names the plan to emit, also with --optimize (the README's promise).
