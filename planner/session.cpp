@@ -19,22 +19,18 @@ namespace {
 std::optional<search_result> search_space(program const& p, strategy_spec const& space, cost_model const& model,
                                           search_function run_search, search_options& so,
                                           dsl::diagnostics& diags) {
-  try {
-    return run_search(p, space, model, so);
-  } catch (std::system_error const& e) {
-    if (so.threads == 1) {
-      diags.error({}, fmt::format("cannot start a thread for the search: {}", e.code().message()));
-      return std::nullopt;
+  while (true) {
+    try {
+      return run_search(p, space, model, so);
+    } catch (std::system_error const& e) {
+      if (so.threads == 1) {
+        diags.error({}, fmt::format("cannot start a thread for the search: {}", e.code().message()));
+        return std::nullopt;
+      }
+      diags.warning({}, fmt::format("cannot start the search's threads ({}); searching with one thread",
+                                    e.code().message()));
+      so.threads = 1;
     }
-    diags.warning({}, fmt::format("cannot start the search's threads ({}); searching with one thread",
-                                  e.code().message()));
-  }
-  so.threads = 1;
-  try {
-    return run_search(p, space, model, so);
-  } catch (std::system_error const& e) {
-    diags.error({}, fmt::format("cannot start a thread for the search: {}", e.code().message()));
-    return std::nullopt;
   }
 }
 
