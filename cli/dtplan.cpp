@@ -1,6 +1,8 @@
-// dtplan: the command-line driver. A straight line of stages (parse, lower,
-// check and cost, search, emit); it stops at the first stage that fails and
-// prints the collected diagnostics once. It never parses DSL text itself.
+// dtplan: the command-line driver. Parses flags, reads the file, runs the
+// stages (parse, lower, the planner's session, emit) as a straight line that
+// stops at the first one that fails, prints the collected diagnostics once
+// and the report. It never parses DSL text itself and decides no policy:
+// which strategies are checked, searched and emitted is planner::session's.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -18,9 +20,8 @@
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
-#include "planner/model/evaluate.hpp"
 #include "planner/lower/lower.hpp"
-#include "planner/search/search.hpp"
+#include "planner/session.hpp"
 
 namespace {
 
@@ -31,8 +32,8 @@ constexpr int exit_invalid = 1;
 constexpr int exit_error = 2;
 
 constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
-              [--format text|json] [--emit DIR] [--dot FILE] [--quiet] [--explain]
-              [--threads N] [--dump ast|ir]
+              [--format text|json] [--emit DIR [--force]] [--dot FILE] [--quiet] [--explain]
+              [--threads N] [--progress] [--dump ast|ir]
        dtplan --help | --version
 )";
 
@@ -52,16 +53,27 @@ options:
   --set BLOCK.KEY=VALUE override a key before checking; BLOCK is a block kind
                         (every block of that kind) or a block name
   --format text|json    the report's format on stdout (default text)
-  --emit DIR            write the bundle for the chosen plan: plan.json,
-                        sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/
-  --dot FILE            write only the sharding diagram (Graphviz)
+  --emit DIR            write the bundle for the chosen plan (the strategy named
+                        with --strategy, else the best search result): plan.json,
+                        sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/; DIR
+                        is written whole or not at all and must be new or empty
+  --force               with --emit, replace a DIR that is not empty
+  --dot FILE            write only the sharding diagram (Graphviz); FILE's
+                        directory must exist
   --explain             say where time goes as the plan scales and why the
                         search rejected whole regions
   --threads N           search threads (default: all cores; results are the
                         same for any N)
+  --progress            show the search's progress on stderr even when it is
+                        not a terminal (searches over a second; a terminal
+                        shows it by default)
   --quiet               one line per plan; no warnings, no progress
   --dump ast|ir         print the syntax tree or the lowered IR and stop
+  --                    ends the options: what follows is the FILE
   --help, --version
+
+A value that starts with '-' is taken as the next option, not as the value:
+write --emit=-dir (or --emit ./-dir) for a name that starts with '-'.
 
 exit status: 0 a valid plan, 1 no strategy is valid, 2 an error in the file or
 the command line.
@@ -81,10 +93,12 @@ struct options {
   std::vector<std::string> settings;
   bool json = false;
   std::optional<std::string> emit_dir;
+  bool force = false;
   std::optional<std::string> dot_file;
   bool quiet = false;
   bool explain = false;
   unsigned threads = 0;
+  bool progress = false;
   std::optional<std::string> dump;
 };
 
@@ -107,12 +121,28 @@ std::optional<long> parse_count(std::string_view text, long low, long high) {
 // Returns an exit status when the command line ends the run (help, errors).
 std::optional<int> parse_args(int argc, char** argv, options& o) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
+  bool options_ended = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     auto a = args[i];
+    auto file = [&]() -> std::optional<int> {
+      if (!o.file.empty()) return usage_error(fmt::format("more than one input file ('{}' and '{}')", o.file, a));
+      o.file = std::string(a);
+      return std::nullopt;
+    };
+    if (options_ended) {
+      if (auto status = file()) return status;
+      continue;
+    }
+    if (a == "--") {
+      options_ended = true;
+      continue;
+    }
+    // `--flag=VALUE` takes VALUE as written; `--flag VALUE` does not take a
+    // VALUE that looks like an option (`--emit --optimize` lacks its DIR).
     auto value = [&](std::string_view flag) -> std::optional<std::string> {
       if (auto eq = a.find('='); eq != std::string_view::npos && a.substr(0, eq) == flag)
         return std::string(a.substr(eq + 1));
-      if (i + 1 >= args.size()) return std::nullopt;
+      if (i + 1 >= args.size() || (args[i + 1].starts_with("-") && args[i + 1] != "-")) return std::nullopt;
       return std::string(args[++i]);
     };
     auto is = [&](std::string_view flag) { return a == flag || a.starts_with(std::string(flag) + "="); };
@@ -127,6 +157,8 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     if (a == "--optimize") { o.optimize = true; continue; }
     if (a == "--quiet" || a == "-q") { o.quiet = true; continue; }
     if (a == "--explain") { o.explain = true; continue; }
+    if (a == "--force") { o.force = true; continue; }
+    if (a == "--progress") { o.progress = true; continue; }
     if (is("--top")) {
       auto v = value("--top");
       auto n = v ? parse_count(*v, 1, 1000) : std::nullopt;
@@ -178,17 +210,17 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       continue;
     }
     if (a.starts_with("-") && a != "-") {
-      auto known = std::vector<std::string>{"--optimize", "--top", "--strategy", "--set", "--format",
-                                            "--emit", "--dot", "--quiet", "--explain", "--threads",
-                                            "--dump", "--help", "--version"};
+      auto known = std::vector<std::string>{"--optimize", "--top",   "--strategy", "--set",     "--format",
+                                            "--emit",     "--force", "--dot",      "--quiet",   "--explain",
+                                            "--threads",  "--progress", "--dump",  "--help",    "--version"};
       auto near = dsl::closest(a, known);
       return usage_error(near.empty() ? fmt::format("unknown option '{}'", a)
                                       : fmt::format("unknown option '{}'; did you mean '{}'?", a, near));
     }
-    if (!o.file.empty()) return usage_error(fmt::format("more than one input file ('{}' and '{}')", o.file, a));
-    o.file = std::string(a);
+    if (auto status = file()) return status;
   }
   if (o.file.empty()) return usage_error("no input file");
+  if (o.force && !o.emit_dir) return usage_error("--force only applies to --emit DIR");
   return std::nullopt;
 }
 
@@ -220,6 +252,58 @@ struct run {
   }
 };
 
+// Parses the file and the --set overrides and lowers them; nothing when
+// either failed (the diagnostics say why).
+std::optional<planner::program> load(run& r, std::uint32_t file) {
+  planner::lower_options lowering;
+  for (auto const& s : r.o.settings) {
+    auto id = r.sources.add("<--set>", s);
+    if (auto setting = dsl::parse_setting(r.sources, id, r.diags)) lowering.settings.push_back(*setting);
+  }
+  if (r.diags.has_errors()) return std::nullopt;
+  auto program = planner::load(r.sources, file, lowering, r.diags);
+  if (r.diags.has_errors()) return std::nullopt;
+  return program;
+}
+
+planner::session_options session_of(options const& o) {
+  planner::session_options so;
+  so.optimize = o.optimize;
+  so.strategy = o.strategy;
+  so.search.top = o.top;
+  so.search.threads = o.threads;
+  so.search.explain = o.explain;
+  so.search.progress = o.progress || (!o.quiet && isatty(STDERR_FILENO));
+  return so;
+}
+
+// --emit and --dot for the session's chosen plan; the exit status.
+int write_outputs(run& r, codegen::report const& rep, planner::session_outcome const& outcome, bool named_fixed,
+                  int status) {
+  auto const& o = r.o;
+  if (!outcome.chosen) {
+    if (named_fixed) fmt::print(stderr, "dtplan: error: strategy '{}' is not valid: no plan to emit\n", *o.strategy);
+    else fmt::print(stderr, "dtplan: error: no valid plan to emit\n");
+    return exit_invalid;
+  }
+  auto const& chosen = outcome.plans[*outcome.chosen];
+  if (o.emit_dir) {
+    std::vector<planner::plan> one{chosen};
+    auto json = codegen::to_json({rep.program, &one, rep.stats, {}, &r.sources});
+    if (!codegen::emit_bundle(*rep.program, chosen, json, *o.emit_dir, r.diags, {.force = o.force})) {
+      r.flush();
+      return exit_error;
+    }
+    if (!o.quiet) fmt::print(stderr, "dtplan: wrote the bundle for '{}' to {}\n", chosen.name, *o.emit_dir);
+  }
+  if (o.dot_file && !codegen::write_dot(*rep.program, chosen, *o.dot_file, r.diags)) {
+    r.flush();
+    return exit_error;
+  }
+  r.flush();
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,14 +326,8 @@ int main(int argc, char** argv) {
     return exit_valid;
   }
 
-  planner::lower_options lowering;
-  for (auto const& s : o.settings) {
-    auto id = r.sources.add("<--set>", s);
-    if (auto setting = dsl::parse_setting(r.sources, id, r.diags)) lowering.settings.push_back(*setting);
-  }
-  std::optional<planner::program> program;
-  if (!r.diags.has_errors()) program = planner::load(r.sources, file, lowering, r.diags);
-  if (!program || r.diags.has_errors()) {
+  auto program = load(r, file);
+  if (!program) {
     r.flush();
     return exit_error;
   }
@@ -259,110 +337,26 @@ int main(int argc, char** argv) {
     return exit_valid;
   }
 
-  // Which strategies: --strategy picks one; otherwise every one of the file.
-  std::vector<planner::strategy_spec const*> fixed, free;
-  bool found = !o.strategy;
-  for (auto const& spec : program->strategies) {
-    if (o.strategy && spec.name != *o.strategy) continue;
-    found = true;
-    (spec.is_free() ? free : fixed).push_back(&spec);
-  }
-  if (!found) {
-    std::vector<std::string> names;
-    for (auto const& spec : program->strategies) names.push_back(spec.name);
-    auto near = dsl::closest(*o.strategy, names);
+  auto const so = session_of(o);
+  dsl::diagnostics request;
+  auto selected = planner::select_strategies(*program, so, request);
+  if (!selected) {
     r.flush();
-    return usage_error(fmt::format("no strategy '{}' in '{}'{}", *o.strategy, o.file,
-                                   near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+    return usage_error(request.list().front().message);
   }
-  if (!o.optimize && fixed.empty()) {
+  auto outcome = planner::run(*program, *selected, so, r.diags);
+  if (!outcome) {
     r.flush();
-    return usage_error(fmt::format(
-        "'{}' has no fixed strategy to check; --optimize searches its free strategies", o.file));
+    return exit_error;
   }
 
-  planner::analytic_cost_model model;
-  std::vector<planner::plan> plans;
-  for (auto const* spec : fixed) plans.push_back(planner::evaluate(*program, *spec, spec->fixed(), model, spec->name));
-  if (!o.optimize)
-    for (auto const* spec : free)
-      r.diags.add({dsl::severity::note, spec->where,
-                   fmt::format("strategy '{}' has free keys: --optimize searches it", spec->name), {}});
-
-  codegen::report rep;
-  rep.program = &*program;
-  rep.sources = &r.sources;
-  if (o.optimize) {
-    planner::search_options so;
-    so.top = o.top;
-    so.threads = o.threads;
-    so.explain = o.explain;
-    so.progress = !o.quiet && isatty(STDERR_FILENO);
-    std::vector<planner::strategy_spec> spaces;
-    for (auto const* spec : free) spaces.push_back(*spec);
-    bool const everything = spaces.empty();
-    if (everything) spaces.push_back(planner::whole_space(*program));
-    planner::search_stats total;
-    for (auto const& space : spaces) {
-      auto result = planner::search(*program, space, model, so);
-      total.candidates += result.stats.candidates;
-      total.valid += result.stats.valid;
-      total.elapsed += result.stats.elapsed;
-      for (auto& pl : result.best) {
-        pl.from_search = true;
-        plans.push_back(std::move(pl));
-      }
-      for (auto& e : result.explanations) rep.explanations.push_back(std::move(e));
-      if (result.best.empty()) {
-        auto const candidates = planner::counted(result.stats.candidates, "candidate");
-        dsl::diagnostic d{dsl::severity::error, space.where,
-                          everything ? fmt::format("no valid plan for model '{}' on cluster '{}' in the whole "
-                                                    "strategy space ({})",
-                                                    program->model.name, program->cluster.name, candidates)
-                                      : fmt::format("no valid plan in the space of strategy '{}' ({})", space.name,
-                                                    candidates),
-                          {}};
-        if (!o.explain) d.notes.push_back({{}, "--explain says which regions were rejected and why"});
-        r.diags.add(std::move(d));
-      }
-    }
-    rep.stats = total;
-  }
-  for (auto const& pl : plans)
-    for (auto const& d : pl.errors) r.diags.add(d);
-
-  // The chosen plan for --emit and --dot: the named strategy, else the best
-  // search result, else the first valid plan of the file.
-  planner::plan const* chosen = nullptr;
-  for (auto const& pl : plans)
-    if (pl.valid && pl.time && (!chosen || (o.optimize && pl.from_search && !chosen->from_search))) chosen = &pl;
-  if (o.explain && chosen) {
-    for (auto& line : planner::explain_scaling(*program, *chosen, model)) rep.explanations.push_back(std::move(line));
-  }
-  rep.plans = &plans;
-
+  codegen::report rep{&*program, &outcome->plans, outcome->stats, std::move(outcome->explanations), &r.sources};
   r.flush();
   if (o.json) fmt::print("{}", codegen::to_json(rep));
   else if (o.quiet) fmt::print("{}", codegen::to_summary(rep));
   else fmt::print("{}", codegen::to_text(rep, o.explain));
 
-  if ((o.emit_dir || o.dot_file) && !chosen) {
-    fmt::print(stderr, "dtplan: error: no valid plan to emit\n");
-    return exit_invalid;
-  }
-  if (o.emit_dir) {
-    std::vector<planner::plan> one{*chosen};
-    auto json = codegen::to_json({rep.program, &one, rep.stats, {}, &r.sources});
-    if (!codegen::emit_bundle(*program, *chosen, json, *o.emit_dir, r.diags)) {
-      r.flush();
-      return exit_error;
-    }
-    if (!o.quiet) fmt::print(stderr, "dtplan: wrote the bundle for '{}' to {}\n", chosen->name, *o.emit_dir);
-  }
-  if (o.dot_file && !codegen::write_dot(*program, *chosen, *o.dot_file, r.diags)) {
-    r.flush();
-    return exit_error;
-  }
-  r.flush();
-  return chosen ? exit_valid : exit_invalid;
+  auto const status = outcome->any_valid() ? exit_valid : exit_invalid;
+  if (!o.emit_dir && !o.dot_file) return status;
+  return write_outputs(r, rep, *outcome, o.strategy && !selected->fixed.empty(), status);
 }

@@ -15,22 +15,43 @@ struct emit_result {
   bool svg = false;  ///< sharding.svg rendered by `dot`
 };
 
+/// How emit_bundle treats what is already at DIR.
+struct emit_options {
+  bool force = false;  ///< replace a DIR that is not empty (`--force`)
+};
+
 /// Writes DIR/plan.json (the given `json` text, as codegen::to_json makes
 /// it), DIR/sharding.dot, DIR/sharding.svg (when the `dot` command is
 /// installed; otherwise a note), DIR/skeleton/{CMakeLists.txt,train_step.cu}
-/// and DIR/launch/{slurm.sbatch,mpirun.sh} (executable). Creates DIR and its
-/// sub-folders. Failures (a folder or file that cannot be written, `dot`
-/// failing) are reported as diagnostics; nothing throws.
+/// and DIR/launch/{slurm.sbatch,mpirun.sh} (executable).
+///
+/// The bundle is written whole or not at all: into a new directory beside
+/// DIR (DIR's parents are created), which is then renamed to DIR. DIR must
+/// not exist or be an empty directory; a DIR that is not empty is refused
+/// unless `options.force`, and then replaced in one step (the old bundle is
+/// never mixed with the new one). Every file is created new, so nothing
+/// planted in DIR (a symbolic link) is followed or written through; a DIR
+/// that is itself a symbolic link is refused. Of two emits into one DIR at
+/// the same time, one writes the bundle and the other fails without
+/// touching it (with `force`, the last one's bundle stays, whole).
+///
+/// Failures (a folder or file that cannot be written, with the system's
+/// reason and the path; `dot` failing) are reported as diagnostics and leave
+/// nothing behind; nothing throws.
 std::optional<emit_result> emit_bundle(planner::program const& p, planner::plan const& pl, std::string const& json,
-                                       std::filesystem::path const& dir, dsl::diagnostics& diags);
+                                       std::filesystem::path const& dir, dsl::diagnostics& diags,
+                                       emit_options const& options = {});
 
-/// Writes only the sharding diagram to `file` (`--dot FILE`).
+/// Writes only the sharding diagram to `file` (`--dot FILE`): a new file
+/// beside it renamed over it, so a symbolic link at `file` is replaced, not
+/// written through. The directory of `file` must exist.
 bool write_dot(planner::program const& p, planner::plan const& pl, std::filesystem::path const& file,
                dsl::diagnostics& diags);
 
 /// Renders `dot_file` to `svg_file` with the `dot` command. Returns false
 /// with a diagnostic when it fails; `missing` is set when `dot` is not
-/// installed (no diagnostic then: the caller decides).
+/// installed (no diagnostic then: the caller decides). No path reaches
+/// `dot` as an option, whatever its first character.
 bool render_svg(std::filesystem::path const& dot_file, std::filesystem::path const& svg_file, bool& missing,
                 dsl::diagnostics& diags);
 

@@ -8,12 +8,13 @@ checks=0
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-# expect_status WANT CMD...: runs CMD with a 10 s hang guard, keeps its
-# stdout in $TMP/out and stderr in $TMP/err.
+# expect_status WANT CMD...: runs CMD with a hang guard of $HANG_GUARD
+# seconds (10 unless set), keeps its stdout in $TMP/out and stderr in
+# $TMP/err.
 expect_status() {
   local want=$1; shift
   checks=$((checks + 1))
-  timeout 10 "$@" >"$TMP/out" 2>"$TMP/err"
+  timeout "${HANG_GUARD:-10}" "$@" >"$TMP/out" 2>"$TMP/err"
   local rc=$?
   [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(head -c 600 "$TMP/err")"
 }

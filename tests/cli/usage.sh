@@ -33,6 +33,49 @@ expect_contains "$TMP/out" "layers"
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --dump ir
 expect_contains "$TMP/out" "inter_node"
 
+# A value that looks like an option is not taken as the value: no
+# directory '--optimize' is created; --flag=VALUE takes any VALUE.
+root=$PWD
+mkdir "$TMP/cwd" && cd "$TMP/cwd" || exit 1
+expect_status 2 "$DTPLAN" "$root/plans/7b_2node.dtp" --emit --optimize
+expect_contains "$TMP/err" "dtplan: error: --emit needs a directory"
+checks=$((checks + 1))
+[ -z "$(ls -A)" ] || fail "a flag was taken as --emit's directory: $(ls -A)"
+expect_status 2 "$DTPLAN" "$root/plans/7b_2node.dtp" --dot --quiet
+expect_contains "$TMP/err" "dtplan: error: --dot needs a file name"
+expect_status 2 "$DTPLAN" "$root/plans/7b_2node.dtp" --strategy --optimize
+expect_contains "$TMP/err" "dtplan: error: --strategy needs a strategy name"
+expect_status 2 "$DTPLAN" "$root/plans/7b_2node.dtp" --top -3
+expect_contains "$TMP/err" "dtplan: error: --top needs a number from 1 to 1000"
+
+# '--' ends the options: a file named '-x' after it is the input.
+cp "$root/plans/7b_2node.dtp" ./-x
+expect_status 2 "$DTPLAN" -x
+expect_contains "$TMP/err" "dtplan: error: unknown option '-x'"
+expect_status 0 "$DTPLAN" --strategy current --quiet -- -x
+expect_contains "$TMP/out" "current: valid"
+expect_status 2 "$DTPLAN" -- -x --quiet
+expect_contains "$TMP/err" "dtplan: error: more than one input file ('-x' and '--quiet')"
+expect_status 2 "$DTPLAN" ./-x --force
+expect_contains "$TMP/err" "dtplan: error: --force only applies to --emit DIR"
+cd "$root" || exit 1
+
+# --strategy names the plan to emit, also with --optimize (the README's promise).
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --optimize --emit "$TMP/named"
+expect_contains "$TMP/err" "dtplan: wrote the bundle for 'current' to $TMP/named"
+expect_contains "$TMP/named/plan.json" '"name": "current"'
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --emit "$TMP/best" --quiet
+expect_contains "$TMP/best/plan.json" '"name": "search#1"'
+# A named strategy that is not valid leaves nothing to emit, whatever the search found.
+expect_status 1 "$DTPLAN" plans/7b_2node.dtp --strategy current --set current.zero=0 --optimize --emit "$TMP/none"
+expect_contains "$TMP/err" "dtplan: error: strategy 'current' is not valid: no plan to emit"
+
+# A free strategy named without --optimize: it is free, and --optimize searches it.
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --strategy search
+expect_contains "$TMP/err" "dtplan: error: strategy 'search' has free keys: --optimize searches it"
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy search --optimize --quiet
+expect_contains "$TMP/out" "search#1: valid"
+
 # A file whose strategies are all free needs --optimize.
 printf 'model m : llama2_7b {}\ncluster c { nodes = 1\n gpus_per_node = 8\n gpu = H100_SXM }\ntraining { global_batch = 64 }\nstrategy s { tp = auto }\n' >"$TMP/free.dtp"
 expect_status 2 "$DTPLAN" "$TMP/free.dtp"
