@@ -60,8 +60,26 @@ class source_manager {
   std::vector<std::unique_ptr<source_file>> files_;
 };
 
-/// The bytes of the file at `path`, as they are (no newline translation);
-/// nullopt when it cannot be opened or read.
+/// The most a source file may hold: hundreds of thousands of blocks, more
+/// than any plan needs, and little enough that lowering the worst such file
+/// (a block a line) stays within a few GiB of memory.
+inline constexpr std::size_t max_source_bytes = std::size_t{16} << 20;
+
+/// A file's text, or why there is none.
+struct read_result {
+  std::optional<std::string> text;
+  /// "cannot read 'PATH': REASON" (the system's reason, "it is a directory",
+  /// "it holds more than 16 MiB, the most a .dtp file may hold").
+  std::string error;
+};
+
+/// The bytes of the file at `path`, as they are (no newline translation).
+/// Reads at most `limit` bytes whatever `path` is (a regular file, a pipe, a
+/// device such as /dev/zero), so a huge or endless input ends in an error,
+/// not in exhausted memory.
+read_result read_source(std::string const& path, std::size_t limit = max_source_bytes);
+
+/// read_source's text; nullopt when it cannot be read.
 std::optional<std::string> read_file(std::string const& path);
 
 }  // namespace dtplan::dsl
