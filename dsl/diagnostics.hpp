@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dsl/source.hpp"
@@ -51,6 +52,15 @@ std::string format(diagnostics const& ds, source_manager const& sources);
 
 /// The `file:line:col` of a span, or "<unknown>" for an invalid one.
 std::string location(span where, source_manager const& sources);
+
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1)
+/// and bidirectional overrides become `\x1b`, `\u{9b}`, `\u{202e}`;
+/// everything else, UTF-8 included, is kept. Diagnostics, `--dump ast` and
+/// `--dump ir` pass every string from the input through it.
+std::string escaped(std::string_view text);
+/// A string from the input as the language writes it: between double
+/// quotes, `"` and `\` escaped with a backslash, the rest as `escaped`.
+std::string quoted(std::string_view text);
 
 /// The closest of `candidates` to `word` by edit distance, if close enough
 /// to be a plausible typo (for "did you mean 'x'?").

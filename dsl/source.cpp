@@ -11,14 +11,36 @@
 
 namespace dtplan::dsl {
 
+namespace {
+
+constexpr std::size_t block_size = 4096;
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+bool starts_with_bom(std::string_view text) { return text.substr(0, 3) == "\xef\xbb\xbf"; }
+
+}  // namespace
+
 source_file::source_file(std::string name, std::string text, bool builtin)
     : name_(std::move(name)), text_(std::move(text)), builtin_(builtin) {
   line_starts_.push_back(0);
   // Spans are 32-bit: a text past 4 GiB is indexed up to there (the parser
   // rejects it), and the index never wraps.
   auto const size = std::min<std::size_t>(text_.size(), std::numeric_limits<std::uint32_t>::max() - 1);
-  for (std::size_t i = 0; i < size; ++i)
+  std::uint32_t continuations = 0;
+  for (std::size_t i = 0; i < size; ++i) {
+    if (i % block_size == 0) continuations_.push_back(continuations);
     if (text_[i] == '\n') line_starts_.push_back(static_cast<std::uint32_t>(i + 1));
+    if (is_continuation(text_[i])) ++continuations;
+  }
+}
+
+std::uint32_t source_file::continuations_before(std::uint32_t offset) const {
+  if (continuations_.empty()) return 0;
+  auto const block = std::min<std::size_t>(offset / block_size, continuations_.size() - 1);
+  std::uint32_t n = continuations_[block];
+  for (std::size_t i = block * block_size; i < offset; ++i) n += is_continuation(text_[i]) ? 1 : 0;
+  return n;
 }
 
 position source_file::position_of(std::uint32_t offset) const {
@@ -26,7 +48,10 @@ position source_file::position_of(std::uint32_t offset) const {
   offset = std::min(offset, static_cast<std::uint32_t>(indexed));
   auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
   auto line = static_cast<std::uint32_t>(it - line_starts_.begin());
-  return {line, offset - line_starts_[line - 1] + 1};
+  auto const start = line_starts_[line - 1];
+  std::uint32_t column = offset - start - (continuations_before(offset) - continuations_before(start)) + 1;
+  if (start == 0 && offset >= 3 && starts_with_bom(text_)) --column;
+  return {line, column};
 }
 
 std::string_view source_file::line_text(std::uint32_t line) const {
@@ -35,6 +60,11 @@ std::string_view source_file::line_text(std::uint32_t line) const {
   std::size_t e = line < line_starts_.size() ? line_starts_[line] - 1 : text_.size();
   if (e > b && text_[e - 1] == '\r') --e;
   return std::string_view(text_).substr(b, e - b);
+}
+
+std::uint32_t source_file::line_begin(std::uint32_t line) const {
+  if (line == 0 || line > line_starts_.size()) return 0;
+  return line_starts_[line - 1];
 }
 
 std::uint32_t source_manager::add(std::string name, std::string text, bool builtin) {

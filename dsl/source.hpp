@@ -21,7 +21,8 @@ struct span {
   friend bool operator==(span const&, span const&) = default;
 };
 
-/// A 1-based line and column (columns count bytes, tabs count one).
+/// A 1-based line and column. Columns count characters (UTF-8 code
+/// points): a tab counts one, a byte-order mark none.
 struct position {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
@@ -38,12 +39,20 @@ class source_file {
   [[nodiscard]] position position_of(std::uint32_t offset) const;
   /// The text of the 1-based line `line`, without its newline.
   [[nodiscard]] std::string_view line_text(std::uint32_t line) const;
+  /// The offset of the first byte of the 1-based line `line`.
+  [[nodiscard]] std::uint32_t line_begin(std::uint32_t line) const;
 
  private:
+  /// UTF-8 continuation bytes in [0, offset).
+  [[nodiscard]] std::uint32_t continuations_before(std::uint32_t offset) const;
+
   std::string name_;
   std::string text_;
   bool builtin_;
   std::vector<std::uint32_t> line_starts_;
+  /// Continuation bytes before each 4 KiB block, so a column is found
+  /// without scanning a long line from its start.
+  std::vector<std::uint32_t> continuations_;
 };
 
 /// Owns every source file of a run (the user's file, the built-in catalog,

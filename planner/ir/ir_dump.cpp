@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "dsl/diagnostics.hpp"
 #include "planner/ir/ir.hpp"
 
 namespace dtplan::planner {
@@ -41,8 +42,8 @@ std::string dump(program const& p) {
   auto const& c = p.cluster;
   auto const& g = c.device;
   std::string out;
-  out += fmt::format("model {}\n", m.name);
-  if (!m.description.empty()) out += fmt::format("  description       \"{}\"\n", m.description);
+  out += fmt::format("model {}\n", dsl::escaped(m.name));
+  if (!m.description.empty()) out += fmt::format("  description       {}\n", dsl::quoted(m.description));
   out += fmt::format(
       "  layers            {}\n  hidden            {}\n  heads             {}\n"
       "  kv_heads          {}\n  ffn               {}\n  mlp               {}\n"
@@ -52,7 +53,7 @@ std::string dump(program const& p) {
       m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, name(m.mlp), m.vocab, m.seq_len,
       m.tied_embeddings, name(m.attention), name(m.prec), name(m.optimizer), m.experts,
       m.experts_per_token, m.dropout);
-  out += fmt::format("gpu {}\n", g.name);
+  out += fmt::format("gpu {}\n", dsl::escaped(g.name));
   out += fmt::format(
       "  memory            {} ({} B)\n  peak_flops        {}\n  peak_flops_fp8    {}\n"
       "  peak_flops_fp32   {}\n  hbm_bandwidth     {}\n  intra_node        {}\n"
@@ -65,7 +66,7 @@ std::string dump(program const& p) {
       "cluster {}\n  nodes             {}\n  gpus_per_node     {}\n  gpus              {}\n"
       "  gpu               {}\n  intra_node        {}\n  inter_node        {}\n"
       "  intra_latency     {}\n  inter_latency     {}\n  comm_efficiency   {}\n",
-      c.name, c.nodes, c.gpus_per_node, c.gpus(), g.name, c.intra_node, c.inter_node,
+      dsl::escaped(c.name), c.nodes, c.gpus_per_node, c.gpus(), dsl::escaped(g.name), c.intra_node, c.inter_node,
       c.intra_latency, c.inter_latency, c.comm_efficiency);
   out += fmt::format("training\n  global_batch      {}\n", p.training.global_batch);
   if (p.training.base_lr) out += fmt::format("  base_lr           {}\n", *p.training.base_lr);
@@ -77,7 +78,7 @@ std::string dump(program const& p) {
   if (!p.training.overlap_grad_sync) out += "  overlap_grad_sync false\n";
   if (!p.training.grad_reduce_scatter) out += "  grad_reduce       all_reduce\n";
   for (auto const& s : p.strategies) {
-    out += fmt::format("strategy {} ({})\n", s.name, s.is_free() ? "free" : "fixed");
+    out += fmt::format("strategy {} ({})\n", dsl::escaped(s.name), s.is_free() ? "free" : "fixed");
     out += fmt::format("  dp                {}\n", choice_text(s.dp, show_int));
     out += fmt::format("  tp                {}\n", choice_text(s.tp, show_int));
     out += fmt::format("  pp                {}\n", choice_text(s.pp, show_int));

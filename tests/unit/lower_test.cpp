@@ -588,3 +588,11 @@ TEST_CASE("training: how gradients are kept and synchronised") {
         "    3 | training { global_batch = 64; grad_reduce = reduce }\n"
         "      |                                             ^~~~~~\n");
 }
+
+TEST_CASE("the IR dump shows strings from the input escaped") {
+  auto r = lower_text("model m : llama2_7b { description = \"\x1b[2Jgone\" }\n" + plain_cluster);
+  REQUIRE(r.p);
+  auto text = dump(*r.p);
+  CHECK(text.find("  description       \"\\x1b[2Jgone\"\n") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+}
