@@ -465,6 +465,19 @@ TEST_CASE("dump renders one node a line with its position") {
         "  9:38 assignment 'pp' = range 1..4\n");
 }
 
+TEST_CASE("a carriage return without a line feed is an error where it stands") {
+  CHECK(error_of("model m { a = 1 }\rmodel n { }\n") ==
+        "t.dtp:1:18: error: file has a carriage return without a line feed at line 1, column 18: end lines with "
+        "LF or CR LF\n"
+        "    1 | model m { a = 1 }?model n { }\n"
+        "      |                  ^\n");
+  auto only = parse_text("\r\r\r");
+  REQUIRE(only.diags.error_count() == 1);
+  CHECK(only.diags.list()[0].message ==
+        "file has a carriage return without a line feed at line 1, column 1: end lines with LF or CR LF");
+  CHECK(parse_text("model m { a = 1 }\r\nmodel n { }\r\n").file);
+}
+
 TEST_CASE("the syntax tree dump shows strings with their control characters escaped") {
   auto p = parse_text("model m { description = \"\x1b[31mred \\\"x\\\" \xe2\x80\xae\" }\n");
   REQUIRE(p.file);
