@@ -8,6 +8,12 @@
 namespace dtplan::dsl {
 
 diagnostic& diagnostics::error(span where, std::string message) {
+  if (full()) {
+    ++dropped_;
+    scratch_ = {severity::error, where, std::move(message), {}};
+    return scratch_;
+  }
+  ++errors_;
   list_.push_back({severity::error, where, std::move(message), {}});
   return list_.back();
 }
@@ -17,11 +23,21 @@ diagnostic& diagnostics::warning(span where, std::string message) {
   return list_.back();
 }
 
-bool diagnostics::has_errors() const { return error_count() > 0; }
+void diagnostics::add(diagnostic d) {
+  if (d.level == severity::error) {
+    if (full()) {
+      ++dropped_;
+      return;
+    }
+    ++errors_;
+  }
+  list_.push_back(std::move(d));
+}
 
-std::size_t diagnostics::error_count() const {
-  return static_cast<std::size_t>(std::count_if(
-      list_.begin(), list_.end(), [](diagnostic const& d) { return d.level == severity::error; }));
+void diagnostics::clear() {
+  list_.clear();
+  errors_ = 0;
+  dropped_ = 0;
 }
 
 namespace {

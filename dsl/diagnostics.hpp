@@ -30,16 +30,30 @@ class diagnostics {
  public:
   diagnostic& error(span where, std::string message);
   diagnostic& warning(span where, std::string message);
-  void add(diagnostic d) { list_.push_back(std::move(d)); }
+  void add(diagnostic d);
 
-  [[nodiscard]] bool has_errors() const;
-  [[nodiscard]] std::size_t error_count() const;
+  /// Keeps at most `n` errors: later ones are counted (`dropped`) and the
+  /// diagnostic `error` returns for them is a scratch one that is thrown
+  /// away, so a file of a million mistakes costs no more than `n` of them.
+  void limit_errors(std::size_t n) { limit_ = n; }
+  /// Errors reported past the limit and not kept.
+  [[nodiscard]] std::size_t dropped() const { return dropped_; }
+  /// Whether another error would be dropped: the work of composing one
+  /// (a did-you-mean search) can be skipped.
+  [[nodiscard]] bool full() const { return errors_ >= limit_; }
+
+  [[nodiscard]] bool has_errors() const { return errors_ > 0; }
+  [[nodiscard]] std::size_t error_count() const { return errors_; }
   [[nodiscard]] std::vector<diagnostic> const& list() const { return list_; }
   [[nodiscard]] bool empty() const { return list_.empty(); }
-  void clear() { list_.clear(); }
+  void clear();
 
  private:
   std::vector<diagnostic> list_;
+  std::size_t errors_ = 0;
+  std::size_t limit_ = static_cast<std::size_t>(-1);
+  std::size_t dropped_ = 0;
+  diagnostic scratch_;
 };
 
 /// Renders one diagnostic clang-style:

@@ -6,6 +6,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <variant>
 
@@ -25,6 +26,11 @@ namespace ast = dsl::ast;
 using lowering::as_scalar;
 using lowering::converter;
 using lowering::span_of;
+
+// Past this many errors in one file the rest is most likely fallout of the
+// first ones; and a file of a million mistakes must not print a million
+// diagnostics. The parser stops at the same number.
+constexpr std::size_t max_errors = 20;
 
 /// A cluster before its gpu name is resolved (the gpu may be defined after it).
 struct cluster_draft {
@@ -57,7 +63,10 @@ struct entry {
   bool ok = true;
   bool in_cycle = false;
   std::optional<std::size_t> base;
-  block_value result;
+  /// The lowered block; dropped once it failed, unless it is a cluster
+  /// (whose gpu name is still checked), so a million broken blocks cost
+  /// little memory.
+  std::unique_ptr<block_value> result;
 };
 
 std::string called(entry const& e) { return planner::called(e.k, e.name); }
@@ -101,16 +110,17 @@ class lowerer {
   span user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const;
   /// The names a misspelt base or gpu of kind `k` may have meant: the file's
   /// (unless `builtin_only`), then the catalog's in its own order.
-  std::vector<std::string> candidates(block_kind k, bool builtin_only) const;
+  std::vector<std::string> const& candidates(block_kind k, bool builtin_only);
 
   dsl::source_manager& sources_;
   dsl::diagnostics& diags_;
   converter conv_;
   std::deque<ast::block> blocks_;
   std::vector<entry> entries_;
-  std::vector<std::size_t> stack_;  ///< the blocks being lowered, busy entries
+  std::vector<std::size_t> stack_;  ///< the base chain being lowered, busy entries
   std::size_t unknown_kinds_ = 0;
   std::array<std::map<std::string, std::size_t, std::less<>>, block_kind_count> user_names_, builtin_names_;
+  std::map<std::pair<block_kind, bool>, std::vector<std::string>> candidates_;
 };
 
 void lowerer::add(ast::block b, bool builtin) {
@@ -125,6 +135,7 @@ void lowerer::add(ast::block b, bool builtin) {
       diags_.error(b.kind.where, fmt::format("unknown block kind '{}'; did you mean '{}'?", b.kind.name, near));
     return;
   }
+  candidates_.clear();
   blocks_.push_back(std::move(b));
   ast::block const& blk = blocks_.back();
   entry e;
@@ -167,13 +178,14 @@ std::optional<std::size_t> lowerer::lookup(block_kind k, std::string const& name
   return std::nullopt;
 }
 
-std::vector<std::string> lowerer::candidates(block_kind k, bool builtin_only) const {
-  std::vector<std::string> names;
-  for (bool builtin : {false, true})
-    for (auto const& other : entries_)
-      if (other.k == k && other.registered && other.builtin == builtin && (builtin || !builtin_only))
-        names.push_back(other.name);
-  return names;
+std::vector<std::string> const& lowerer::candidates(block_kind k, bool builtin_only) {
+  auto [it, fresh] = candidates_.try_emplace({k, builtin_only});
+  if (fresh)
+    for (bool builtin : {false, true})
+      for (auto const& other : entries_)
+        if (other.k == k && other.registered && other.builtin == builtin && (builtin || !builtin_only))
+          it->second.push_back(other.name);
+  return it->second;
 }
 
 std::optional<std::size_t> lowerer::find_base(std::size_t i) {
@@ -188,7 +200,8 @@ std::optional<std::size_t> lowerer::find_base(std::size_t i) {
   }
   auto it = builtin_names_[slot].find(base.name);
   if (it != builtin_names_[slot].end()) return it->second;
-  auto near = lowering::suggest(base.name, candidates(e.k, e.builtin));
+  // A did-you-mean searches every name: only for errors that are shown.
+  auto near = diags_.full() ? std::string() : lowering::suggest(base.name, candidates(e.k, e.builtin));
   diags_.error(base.where, near.empty() ? fmt::format("unknown base {} '{}'", name(e.k), base.name)
                                         : fmt::format("unknown base {} '{}'; did you mean '{}'?", name(e.k),
                                                       base.name, near));
@@ -198,15 +211,20 @@ std::optional<std::size_t> lowerer::find_base(std::size_t i) {
 void lowerer::report_cycle(std::size_t start) {
   auto pos = std::find(stack_.begin(), stack_.end(), start);
   std::vector<std::size_t> cycle(pos, stack_.end());
+  for (auto i : cycle) entries_[i].in_cycle = true;
+  // A cycle of thousands of blocks is named by its first links.
+  constexpr std::size_t shown = 8;
   std::string chain;
-  for (auto i : cycle) chain += fmt::format("'{}' -> ", entries_[i].name);
+  for (std::size_t n = 0; n < cycle.size() && n < shown; ++n) chain += fmt::format("'{}' -> ", entries_[cycle[n]].name);
+  if (cycle.size() > shown) chain += fmt::format("... ({} blocks) -> ", grouped(static_cast<std::int64_t>(cycle.size())));
   chain += fmt::format("'{}'", entries_[start].name);
   auto& d = diags_.error(entries_[cycle.front()].b->base->where, fmt::format("base cycle: {}", chain));
-  for (std::size_t n = 1; n < cycle.size(); ++n) {
+  for (std::size_t n = 1; n < cycle.size() && n < shown; ++n) {
     auto const& e = entries_[cycle[n]];
     d.notes.push_back({e.b->base->where, fmt::format("'{}' is based on '{}' here", e.name, e.b->base->name)});
   }
-  for (auto i : cycle) entries_[i].in_cycle = true;
+  if (cycle.size() > shown)
+    d.notes.push_back({{}, fmt::format("and {} more blocks of the cycle", grouped(static_cast<std::int64_t>(cycle.size() - shown)))});
 }
 
 bool lowerer::check_keys(entry const& e, std::vector<ast::assignment const*>& accepted) {
@@ -241,18 +259,29 @@ bool lowerer::check_keys(entry const& e, std::vector<ast::assignment const*>& ac
 
 bool lowerer::lower_entry(std::size_t i) {
   if (entries_[i].st == entry::state::done) return entries_[i].ok;
-  entries_[i].st = entry::state::busy;
-  stack_.push_back(i);
-  if (entries_[i].b->base && entries_[i].k != block_kind::training) {
-    auto base = find_base(i);
-    entries_[i].base = base;
-    if (base && entries_[*base].st == entry::state::busy)
-      report_cycle(*base);
-    else if (base)
-      lower_entry(*base);
+  // Walk down the chain of bases to the first block already lowered (or
+  // unknown, or in a cycle), then lower back up from there: a chain of any
+  // length costs no stack. Errors come in the order recursion would give.
+  for (std::size_t at = i;;) {
+    auto& e = entries_[at];
+    e.st = entry::state::busy;
+    stack_.push_back(at);
+    if (!e.b->base || e.k == block_kind::training) break;
+    e.base = find_base(at);
+    if (!e.base) break;
+    auto const& base = entries_[*e.base];
+    if (base.st == entry::state::busy) {
+      report_cycle(*e.base);
+      break;
+    }
+    if (base.st == entry::state::done) break;
+    at = *e.base;
   }
-  lower_one(i);
-  stack_.pop_back();
+  while (!stack_.empty()) {
+    auto const at = stack_.back();
+    lower_one(at);
+    stack_.pop_back();
+  }
   return entries_[i].ok;
 }
 
@@ -264,7 +293,7 @@ void lowerer::lower_one(std::size_t i) {
   if (e.b->base && e.k != block_kind::training) {
     auto const* base = e.base ? &entries_[*e.base] : nullptr;
     if (base && base->st == entry::state::done && base->ok)
-      start = base->result;  // keys written in the base keep pointing at the base's text
+      start = *base->result;  // keys written in the base keep pointing at the base's text
     else
       ok = false;
   }
@@ -272,9 +301,9 @@ void lowerer::lower_one(std::size_t i) {
   if (!check_keys(e, accepted)) ok = false;
   for (auto const* a : accepted)
     if (!apply(start, e.k, *a)) ok = false;
-  e.result = std::move(start);
   e.st = entry::state::done;
   e.ok = ok && !e.in_cycle;
+  if (e.ok || e.k == block_kind::cluster) e.result = std::make_unique<block_value>(std::move(start));
 }
 
 bool lowerer::apply(block_value& value, block_kind k, ast::assignment const& a) {
@@ -329,7 +358,7 @@ bool lowerer::report(std::vector<block_problem> const& problems, key_spans const
 std::optional<model> lowerer::finish_model(std::size_t i) {
   auto const& e = entries_[i];
   if (!e.ok) return std::nullopt;
-  auto m = std::get<model>(e.result);
+  auto m = std::get<model>(*e.result);
   m.name = e.name;
   m.where = e.b->header;
   if (!report(complete(m, called(e)), m.keys, m.where)) return std::nullopt;
@@ -339,7 +368,7 @@ std::optional<model> lowerer::finish_model(std::size_t i) {
 std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
   auto const& e = entries_[i];
   if (!e.ok) return std::nullopt;
-  auto g = std::get<gpu>(e.result);
+  auto g = std::get<gpu>(*e.result);
   g.name = e.name;
   g.where = e.b->header;
   if (!report(complete(g, called(e)), g.keys, g.where)) return std::nullopt;
@@ -348,7 +377,7 @@ std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
 
 std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   auto const& e = entries_[i];
-  auto d = std::get<cluster_draft>(e.result);
+  auto d = std::get<cluster_draft>(*e.result);
   auto& c = d.c;
   c.name = e.name;
   c.where = e.b->header;
@@ -431,7 +460,7 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     d.notes.push_back({entries_[trainings[0]].b->header, "the first 'training' block is here"});
     ok = false;
   } else if (auto const& e = entries_[trainings[0]]; e.ok) {
-    auto t = std::get<training>(e.result);
+    auto t = std::get<training>(*e.result);
     t.where = e.b->header;
     ok = report(complete(t, called(e)), t.keys, t.where);
     p.training = t;
@@ -453,11 +482,12 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     }
   }
   std::size_t unnamed = 0;
-  for (auto const& e : entries_) {
+  for (auto& e : entries_) {
     if (e.k != block_kind::strategy || e.builtin) continue;
     auto name = e.name.empty() ? fmt::format("strategy#{}", ++unnamed) : e.name;
     if (!e.ok) continue;
-    auto s = std::get<strategy_spec>(e.result);
+    // Nothing reads a block after this: a file of many strategies keeps one copy.
+    auto s = std::move(std::get<strategy_spec>(*e.result));
     s.name = name;
     s.where = e.b->header;
     p.strategies.push_back(std::move(s));
@@ -469,6 +499,7 @@ std::optional<program> lowerer::run(std::uint32_t file) {
 std::optional<program> lower_file(std::vector<ast::block> user, std::uint32_t file_id, dsl::source_manager& sources,
                                   lower_options const& options, dsl::diagnostics& diags) {
   dsl::diagnostics local;
+  local.limit_errors(max_errors);
   auto builtin = catalog_blocks(sources, local);
   apply_settings(user, builtin, options.settings, local);
   lowerer l(sources, local);
@@ -480,6 +511,10 @@ std::optional<program> lower_file(std::vector<ast::block> user, std::uint32_t fi
   std::stable_sort(list.begin(), list.end(), [](dsl::diagnostic const& a, dsl::diagnostic const& b) {
     return std::pair(a.where.file, a.where.begin) < std::pair(b.where.file, b.where.begin);
   });
+  if (local.dropped() > 0 && !list.empty()) {
+    auto const n = static_cast<std::int64_t>(local.dropped());
+    list.back().notes.push_back({{}, fmt::format("{} more error{} not shown", grouped(n), n == 1 ? "" : "s")});
+  }
   for (auto& d : list) diags.add(std::move(d));
   if (local.has_errors()) return std::nullopt;
   return p;

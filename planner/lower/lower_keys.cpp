@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <unordered_set>
 
 namespace dtplan::planner::lowering {
 
@@ -86,13 +86,15 @@ std::optional<key_value> scalar_value(converter& conv, key_info const& k, ast::s
 
 namespace {
 
-// The items of a set, each converted, none twice.
+// The items of a set, each converted; duplicates found by hashing, so a set
+// of a million values costs a million lookups.
 bool set_values(converter& conv, key_info const& k, ast::set const& s, key_choice<key_value>& c) {
   bool ok = true;
   if (s.items.empty()) {
     conv.diags().error(s.where, fmt::format("an empty set leaves no value for '{}'", k.name));
     ok = false;
   }
+  std::unordered_set<key_value, key_value_hash> seen;
   c.values.reserve(s.items.size());
   for (auto const& item : s.items) {
     if (auto const* id = std::get_if<ast::identifier>(&item); id && id->name == "auto") {
@@ -106,7 +108,7 @@ bool set_values(converter& conv, key_info const& k, ast::set const& s, key_choic
       ok = false;
       continue;
     }
-    if (std::find(c.values.begin(), c.values.end(), *x) != c.values.end()) {
+    if (!seen.insert(*x).second) {
       conv.diags().error(span_of(item), fmt::format("{} appears twice in the set", conv.echo(item)));
       ok = false;
       continue;

@@ -105,3 +105,22 @@ TEST_CASE("what the user wrote reaches the terminal without its control characte
   CHECK(escaped("plain \xc3\xa9 text\t") == "plain \xc3\xa9 text\\x09");
   CHECK(escaped("\x7f\xff") == "\\x7f\\xff");
 }
+
+TEST_CASE("past its limit, a diagnostics list counts errors instead of keeping them") {
+  diagnostics ds;
+  ds.limit_errors(2);
+  ds.warning({}, "kept: a warning");
+  ds.error({}, "one");
+  CHECK_FALSE(ds.full());
+  ds.error({}, "two");
+  CHECK(ds.full());
+  for (int i = 0; i < 1000; ++i) ds.error({}, "dropped").notes.push_back({{}, "a note of a dropped error"});
+  ds.add({severity::error, {}, "added", {}});
+  CHECK(ds.error_count() == 2);
+  CHECK(ds.dropped() == 1001);
+  CHECK(ds.list().size() == 3);
+  CHECK(ds.has_errors());
+  ds.clear();
+  CHECK(ds.empty());
+  CHECK(ds.dropped() == 0);
+}
