@@ -134,19 +134,22 @@ key_field grad_reduce_of_training() {
   return a;
 }
 
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double kib = 1024.0;
+constexpr double pib = kib * kib * kib * kib * kib;
 
-// Sizes, rates and bandwidths of zero would divide by zero downstream.
-constexpr bounds memory_range{0, inf, true, "", ""};
-constexpr bounds reserved_range{0, inf, false, "", ""};
-constexpr bounds rate_range{0, inf, true, "", ""};
-constexpr bounds link_range{0, inf, true, "", ""};
-constexpr bounds latency_range{0, inf, false, "", ""};
-constexpr bounds overhead_range{0, inf, false, "", ""};
-constexpr bounds positive_fraction{0, 1, true, "", "100 %"};
+// The physical ranges: generous, so that no machine built or planned is
+// out, and narrow enough that every figure derived from them stays finite.
+constexpr bounds memory_range{0, pib, true, "", "1024 TiB"};
+constexpr bounds reserved_range{0, pib, false, "", "1024 TiB"};
+constexpr bounds rate_range{1e9, 1e18, true, "1 GFLOP/s", "1000 PFLOP/s"};
+constexpr bounds link_range{1e6 / 8, 100e12, true, "1 Mbit/s", "100 TB/s"};
+constexpr bounds latency_range{0, 10, false, "", "10 s"};
+constexpr bounds overhead_range{0, 3600, false, "", "3600 s"};
+constexpr bounds positive_fraction{0.01, 1, true, "1 %", "100 %"};
 constexpr bounds any_fraction{0, 1, false, "", "100 %"};
-constexpr bounds learning_rate{0, inf, true, "", ""};
+constexpr bounds learning_rate{0, 100, true, "", "100"};
+
+constexpr std::int64_t max_sm_count = 1'000'000;
 
 std::vector<key_info> model_keys() {
   using k = block_kind;
@@ -243,7 +246,7 @@ std::vector<key_info> gpu_keys() {
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of memory bandwidth a streaming kernel reaches"},
     {.block = k::gpu, .name = "sm_count", .dom = d::count, .field = member<&gpu::sm_count>(),
-     .what = "of streaming multiprocessors", .default_value = std::int64_t{108},
+     .max = max_sm_count, .what = "of streaming multiprocessors", .default_value = std::int64_t{108},
      .default_text = "108", .meaning = "streaming multiprocessors: matmul tiles run in waves over them"},
     {.block = k::gpu, .name = "attention_efficiency", .dom = d::fraction,
      .field = member<&gpu::attention_efficiency>(), .range = positive_fraction, .default_value = 0.5,

@@ -119,6 +119,8 @@ TEST_CASE("every key has a name, a domain that fits its block, a default and a m
       if (k.dom == domain::choice) CHECK(k.choices.size() >= 2);
       if (k.dom == domain::quantity || k.dom == domain::fraction || k.dom == domain::real) {
         CHECK(k.range.low <= k.range.high);
+        CHECK(std::isfinite(k.range.high));
+        CHECK_FALSE(k.range.high_text.empty());
         if (k.range.low > 0) CHECK_FALSE(k.range.low_text.empty());
       }
       if (k.required) CHECK_FALSE(k.default_value);
@@ -231,6 +233,57 @@ TEST_CASE("the search's whole space frees every key the table lets it free") {
     if (!access->read) continue;
     INFO(k.name);
     CHECK(access->read(space).f == (k.searchable ? choice_form::form::any : choice_form::form::unset));
+  }
+}
+
+TEST_CASE("out of its physical range, a value is an error at the value, in the same words from the C++ API") {
+  struct case_ {
+    std::string block_text;  // the file with the value
+    std::string expected;    // lowering's message
+    std::function<void()> api;
+    std::string api_expected;
+  };
+  auto gpu_file = [](std::string const& keys) {
+    return "model m : llama3_8b { }\ngpu g : H100_SXM { " + keys +
+           " }\ncluster c { nodes = 1; gpus_per_node = 8; gpu = g }\ntraining { global_batch = 64 }\n";
+  };
+  std::vector<case_> cases{
+      {gpu_file("memory = 1000000000 TB"), "'memory' must be at most 1024 TiB, got 1000000000 TB",
+       [] { e::gpu("g").memory(bytes(1e21)); }, "'memory' must be at most 1024 TiB, got "},
+      {gpu_file("intra_latency = 1.7e308 s"), "'intra_latency' must be at most 10 s, got 1.7e308 s",
+       [] { e::gpu("g").intra_latency(seconds(1.7e308)); }, "'intra_latency' must be at most 10 s, got "},
+      {gpu_file("intra_node = 1e-300 TB/s"), "'intra_node' must be at least 1 Mbit/s, got 1e-300 TB/s",
+       [] { e::gpu("g").intra_node(bandwidth(1e-288)); }, "'intra_node' must be at least 1 Mbit/s, got "},
+      {gpu_file("peak_flops = 2000 PFLOP/s"), "'peak_flops' must be at most 1000 PFLOP/s, got 2000 PFLOP/s",
+       [] { e::gpu("g").peak_flops(flop_rate(2e18)); }, "'peak_flops' must be at most 1000 PFLOP/s, got "},
+      {gpu_file("matmul_efficiency = 0.001"), "'matmul_efficiency' must be at least 1 %, got 0.001",
+       [] { e::gpu("g").matmul_efficiency(0.001); }, "'matmul_efficiency' must be at least 1 %, got 0.001"},
+      {gpu_file("matmul_efficiency = 0"), "'matmul_efficiency' must be above zero, got 0",
+       [] { e::gpu("g").matmul_efficiency(0); }, "'matmul_efficiency' must be above zero, got 0"},
+      {gpu_file("reserved = -1 GiB"), "expected an amount of memory for 'reserved', got -1 GiB",
+       [] { e::gpu("g").reserved(bytes(-1)); }, "expected an amount of memory for 'reserved', got "},
+      {gpu_file("sm_count = 2000000"), "'sm_count' must be between 1 and 1000000, got 2000000",
+       [] { e::gpu("g").sm_count(2'000'000); }, "'sm_count' must be between 1 and 1000000, got 2000000"},
+      {"model m : llama3_8b { }\ncluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 1000 TB/s }\n"
+       "training { global_batch = 64 }\n",
+       "'inter_node' must be at most 100 TB/s, got 1000 TB/s", [] { e::cluster("c").inter_node(bandwidth(1e15)); },
+       "'inter_node' must be at most 100 TB/s, got "},
+      {"model m : llama3_8b { }\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+       "training { global_batch = 64; base_lr = 1e6 }\n",
+       "'base_lr' must be at most 100, got 1e6", [] { e::training().base_lr(1e6); }, "'base_lr' must be at most 100, got "},
+  };
+  for (auto const& c : cases) {
+    INFO(c.block_text);
+    auto r = lower_text(c.block_text);
+    CHECK_FALSE(r.p);
+    CHECK(r.errors.find("error: " + c.expected + "\n") != std::string::npos);
+    CHECK(r.errors.find("k.dtp:") == 0);
+    try {
+      c.api();
+      FAIL("the C++ API accepted it");
+    } catch (e::error const& x) {
+      CHECK(std::string(x.what()).rfind(c.api_expected, 0) == 0);
+    }
   }
 }
 
