@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "dsl/diagnostics.hpp"
+
 namespace dtplan::dsl::ast {
 
 span where_of(value const& v) {
@@ -14,15 +16,6 @@ span where_of(scalar const& v) {
 
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + '"';
-}
-
 std::string describe(number const& n) {
   return fmt::format("{} {}", n.is_integer ? "integer" : "real", n.text);
 }
@@ -34,7 +27,7 @@ struct describer {
                         : fmt::format("quantity {} '{}'", q.amount.text, q.unit);
   }
   std::string operator()(identifier const& i) const { return fmt::format("identifier '{}'", i.name); }
-  std::string operator()(string_literal const& s) const { return "string " + quoted(s.value); }
+  std::string operator()(string_literal const& s) const { return "string " + dsl::quoted(s.value); }
   std::string operator()(boolean const& b) const { return b.value ? "boolean true" : "boolean false"; }
   std::string operator()(auto_value const&) const { return "auto"; }
   std::string operator()(set const& s) const { return fmt::format("set of {}", s.items.size()); }

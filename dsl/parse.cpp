@@ -131,6 +131,18 @@ bool check_text(source_file const& source, std::uint32_t file, diagnostics& diag
                             pos.column));
     return false;
   }
+  // A lone CR (classic Mac OS line ends) would read as a blank, joining
+  // what the author meant as separate lines.
+  for (auto cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1)) {
+    if (cr + 1 < text.size() && text[cr + 1] == '\n') continue;
+    auto const at = static_cast<std::uint32_t>(cr);
+    auto pos = source.position_of(at);
+    diags.error({file, at, at + 1},
+                fmt::format("file has a carriage return without a line feed at line {}, column {}: end lines "
+                            "with LF or CR LF",
+                            pos.line, pos.column));
+    return false;
+  }
   return true;
 }
 

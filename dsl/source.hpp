@@ -21,7 +21,8 @@ struct span {
   friend bool operator==(span const&, span const&) = default;
 };
 
-/// A 1-based line and column (columns count bytes, tabs count one).
+/// A 1-based line and column. Columns count characters (UTF-8 code
+/// points): a tab counts one, a byte-order mark none.
 struct position {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
@@ -38,12 +39,20 @@ class source_file {
   [[nodiscard]] position position_of(std::uint32_t offset) const;
   /// The text of the 1-based line `line`, without its newline.
   [[nodiscard]] std::string_view line_text(std::uint32_t line) const;
+  /// The offset of the first byte of the 1-based line `line`.
+  [[nodiscard]] std::uint32_t line_begin(std::uint32_t line) const;
 
  private:
+  /// UTF-8 continuation bytes in [0, offset).
+  [[nodiscard]] std::uint32_t continuations_before(std::uint32_t offset) const;
+
   std::string name_;
   std::string text_;
   bool builtin_;
   std::vector<std::uint32_t> line_starts_;
+  /// Continuation bytes before each 4 KiB block, so a column is found
+  /// without scanning a long line from its start.
+  std::vector<std::uint32_t> continuations_;
 };
 
 /// Owns every source file of a run (the user's file, the built-in catalog,
@@ -60,8 +69,26 @@ class source_manager {
   std::vector<std::unique_ptr<source_file>> files_;
 };
 
-/// The bytes of the file at `path`, as they are (no newline translation);
-/// nullopt when it cannot be opened or read.
+/// The most a source file may hold: hundreds of thousands of blocks, more
+/// than any plan needs, and little enough that lowering the worst such file
+/// (a block a line) stays within a few GiB of memory.
+inline constexpr std::size_t max_source_bytes = std::size_t{16} << 20;
+
+/// A file's text, or why there is none.
+struct read_result {
+  std::optional<std::string> text;
+  /// "cannot read 'PATH': REASON" (the system's reason, "it is a directory",
+  /// "it holds more than 16 MiB, the most a .dtp file may hold").
+  std::string error;
+};
+
+/// The bytes of the file at `path`, as they are (no newline translation).
+/// Reads at most `limit` bytes whatever `path` is (a regular file, a pipe, a
+/// device such as /dev/zero), so a huge or endless input ends in an error,
+/// not in exhausted memory.
+read_result read_source(std::string const& path, std::size_t limit = max_source_bytes);
+
+/// read_source's text; nullopt when it cannot be read.
 std::optional<std::string> read_file(std::string const& path);
 
 }  // namespace dtplan::dsl

@@ -1,5 +1,7 @@
 #include "planner/ir/ir.hpp"
 
+#include "planner/ir/keys.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -101,50 +103,39 @@ double grad_element_bytes(model const& m, training const& t) {
 }
 
 bool strategy_spec::is_free() const {
-  return dp.is_free() || tp.is_free() || pp.is_free() || cp.is_free() || ep.is_free() ||
-         zero.is_free() || micro_batch.is_free() || virtual_stages.is_free() || shard.is_free() ||
-         checkpoint.is_free() || sequence_parallel.is_free() || order.is_free();
+  for (auto const& k : keys_of(block_kind::strategy))
+    if (auto const* a = std::get_if<strategy_access>(&k.field); a && a->read && a->read(*this).is_free()) return true;
+  return false;
 }
-
-namespace {
-template <class T>
-T single_or(key_choice<T> const& c, T fallback) {
-  return c.f == key_choice<T>::form::single && !c.values.empty() ? c.values.front() : fallback;
-}
-}  // namespace
 
 strategy strategy_spec::fixed() const {
   strategy s;
-  s.dp = single_or<std::int64_t>(dp, 0);
-  s.tp = single_or<std::int64_t>(tp, 1);
-  s.pp = single_or<std::int64_t>(pp, 1);
-  s.cp = single_or<std::int64_t>(cp, 1);
-  s.ep = single_or<std::int64_t>(ep, 1);
-  s.zero = static_cast<int>(single_or<std::int64_t>(zero, 0));
-  s.shard = single_or(shard, shard_group{});
-  s.checkpoint = single_or(checkpoint, checkpoint_mode::none);
-  s.micro_batch = single_or<std::int64_t>(micro_batch, 1);
-  s.sequence_parallel = single_or(sequence_parallel, s.tp > 1);
-  s.virtual_stages = single_or<std::int64_t>(virtual_stages, 1);
-  s.order = single_or(order, default_order);
+  std::vector<key_info const*> derived;
+  for (auto const& k : keys_of(block_kind::strategy)) {
+    auto const* a = std::get_if<strategy_access>(&k.field);
+    if (!a || !a->fix) continue;
+    if (a->read(*this).f == choice_form::form::single) {
+      auto written = a->load(*this);
+      if (!written.values.empty()) {
+        a->fix(s, written.values.front());
+        continue;
+      }
+    }
+    if (k.derived)
+      derived.push_back(&k);  // after the keys it is derived from
+    else if (k.default_value)
+      a->fix(s, *k.default_value);
+  }
+  for (auto const* k : derived) std::get<strategy_access>(k->field).fix(s, k->derived(s));
   return s;
 }
 
 span strategy_spec::key_span(std::string_view key) const {
-  auto pick = [&](auto const& c) { return c.key.valid() ? c.key : where; };
-  if (key == "dp") return pick(dp);
-  if (key == "tp") return pick(tp);
-  if (key == "pp") return pick(pp);
-  if (key == "cp") return pick(cp);
-  if (key == "ep") return pick(ep);
-  if (key == "zero") return pick(zero);
-  if (key == "micro_batch") return pick(micro_batch);
-  if (key == "virtual_stages") return pick(virtual_stages);
-  if (key == "shard") return pick(shard);
-  if (key == "checkpoint") return pick(checkpoint);
-  if (key == "sequence_parallel") return pick(sequence_parallel);
-  if (key == "order") return pick(order);
-  return where;
+  auto const* k = find_key(block_kind::strategy, key);
+  auto const* a = k ? std::get_if<strategy_access>(&k->field) : nullptr;
+  if (!a || !a->read) return where;
+  auto const& c = a->read(*this);
+  return c.key.valid() ? c.key : where;
 }
 
 }  // namespace dtplan::planner

@@ -209,13 +209,12 @@ struct strategy {
   friend bool operator==(strategy const&, strategy const&) = default;
 };
 
-/// What a strategy block says of one key: nothing (the default), one value,
-/// a set `{...}`, a range `a..b` (integer keys only) or `auto`.
-template <class T>
-struct key_choice {
+/// What a strategy block says of one key, whatever the key's type: nothing
+/// (the default), one value, a set `{...}`, a range `a..b` (integer keys
+/// only) or `auto`; and where it was written.
+struct choice_form {
   enum class form { unset, single, set, range, any };
   form f = form::unset;
-  std::vector<T> values;  ///< single: one value; set: the values in order written
   std::int64_t low = 0;   ///< range bounds, inclusive
   std::int64_t high = 0;
   span key;    ///< where the key was written
@@ -223,6 +222,12 @@ struct key_choice {
 
   [[nodiscard]] bool is_free() const { return f == form::set || f == form::range || f == form::any; }
   [[nodiscard]] bool is_set() const { return f != form::unset; }
+};
+
+/// A strategy key as written, with its values.
+template <class T>
+struct key_choice : choice_form {
+  std::vector<T> values;  ///< single: one value; set: the values in order written
 
   /// `key = v`, written nowhere (the C++ API, a published run).
   static key_choice one(T v) {
@@ -249,11 +254,14 @@ struct strategy_spec {
   key_choice<bool> sequence_parallel;
   key_choice<rank_order> order;
 
+  /// Whether any key is a set, a range or `auto` (the key table's strategy keys).
   [[nodiscard]] bool is_free() const;
-  /// The concrete strategy of a fixed spec, defaults filled; dp is 0 when
-  /// not written (the checker derives it), sequence_parallel follows tp.
+  /// The concrete strategy of a fixed spec, the key table's defaults filled;
+  /// dp is 0 when not written (the checker derives it), sequence_parallel
+  /// follows tp.
   [[nodiscard]] strategy fixed() const;
-  /// The span of a key by name ("tp", "zero", ...), or the header when unset.
+  /// The span of a key by name ("tp", "zero", ...), or the header when unset
+  /// or not a strategy key.
   [[nodiscard]] span key_span(std::string_view key) const;
 };
 

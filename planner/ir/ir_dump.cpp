@@ -1,30 +1,44 @@
 #include <fmt/format.h>
 
+#include "dsl/diagnostics.hpp"
 #include "planner/ir/ir.hpp"
+#include "planner/ir/keys.hpp"
 
 namespace dtplan::planner {
 
 namespace {
 
-template <class T, class F>
-std::string choice_text(key_choice<T> const& c, F const& show) {
-  using form = typename key_choice<T>::form;
+std::string line(std::string_view key, std::string const& value) { return fmt::format("  {:<17} {}\n", key, value); }
+
+// Each key of the block that holds a value, in table order; a key the
+// table marks `dump_default = false` only when written or changed.
+template <class Block>
+std::string keys_text(block_kind k, Block const& b, key_spans const& written) {
+  std::string out;
+  for (auto const& key : keys_of(k)) {
+    auto v = load(key, b);
+    if (!v) continue;
+    if (!key.dump_default && !written.count(key.name) && key.default_value && *v == *key.default_value) continue;
+    out += line(key.name, shown(key, *v));
+  }
+  return out;
+}
+
+std::string choice_text(key_info const& k, key_choice<key_value> const& c) {
+  using form = choice_form::form;
   switch (c.f) {
     case form::unset: return "(default)";
-    case form::single: return show(c.values.front());
+    case form::single: return shown(k, c.values.front());
     case form::any: return "auto";
     case form::range: return fmt::format("{}..{}", c.low, c.high);
     case form::set: {
       std::string out = "{";
-      for (std::size_t i = 0; i < c.values.size(); ++i)
-        out += (i ? ", " : "") + show(c.values[i]);
+      for (std::size_t i = 0; i < c.values.size(); ++i) out += (i ? ", " : "") + shown(k, c.values[i]);
       return out + "}";
     }
   }
   return "?";
 }
-
-std::string show_int(std::int64_t v) { return fmt::format("{}", v); }
 
 }  // namespace
 
@@ -37,63 +51,22 @@ std::string describe(strategy const& s) {
 }
 
 std::string dump(program const& p) {
-  auto const& m = p.model;
   auto const& c = p.cluster;
-  auto const& g = c.device;
   std::string out;
-  out += fmt::format("model {}\n", m.name);
-  if (!m.description.empty()) out += fmt::format("  description       \"{}\"\n", m.description);
-  out += fmt::format(
-      "  layers            {}\n  hidden            {}\n  heads             {}\n"
-      "  kv_heads          {}\n  ffn               {}\n  mlp               {}\n"
-      "  vocab             {}\n  seq_len           {}\n  tied_embeddings   {}\n"
-      "  attention         {}\n  precision         {}\n  optimizer         {}\n"
-      "  experts           {}\n  experts_per_token {}\n  dropout           {}\n",
-      m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, name(m.mlp), m.vocab, m.seq_len,
-      m.tied_embeddings, name(m.attention), name(m.prec), name(m.optimizer), m.experts,
-      m.experts_per_token, m.dropout);
-  out += fmt::format("gpu {}\n", g.name);
-  out += fmt::format(
-      "  memory            {} ({} B)\n  peak_flops        {}\n  peak_flops_fp8    {}\n"
-      "  peak_flops_fp32   {}\n  hbm_bandwidth     {}\n  intra_node        {}\n"
-      "  matmul_efficiency {}\n  reserved          {}\n  intra_latency     {}\n"
-      "  inter_latency     {}\n  comm_efficiency   {}\n  hbm_efficiency    {}\n",
-      g.memory, static_cast<std::int64_t>(g.memory.value()), g.peak_flops, g.peak_flops_fp8,
-      g.peak_flops_fp32, g.hbm_bandwidth, g.intra_node, g.matmul_efficiency, g.reserved,
-      g.intra_latency, g.inter_latency, g.comm_efficiency, g.hbm_efficiency);
-  out += fmt::format(
-      "cluster {}\n  nodes             {}\n  gpus_per_node     {}\n  gpus              {}\n"
-      "  gpu               {}\n  intra_node        {}\n  inter_node        {}\n"
-      "  intra_latency     {}\n  inter_latency     {}\n  comm_efficiency   {}\n",
-      c.name, c.nodes, c.gpus_per_node, c.gpus(), g.name, c.intra_node, c.inter_node,
-      c.intra_latency, c.inter_latency, c.comm_efficiency);
-  out += fmt::format("training\n  global_batch      {}\n", p.training.global_batch);
-  if (p.training.base_lr) out += fmt::format("  base_lr           {}\n", *p.training.base_lr);
-  if (p.training.base_batch) out += fmt::format("  base_batch        {}\n", *p.training.base_batch);
-  // Shown when written or not the default, so dumps of plans without it stay as they were.
-  if (p.training.cross_entropy != cross_entropy_kind::fused || p.training.keys.count("cross_entropy"))
-    out += fmt::format("  cross_entropy     {}\n", name(p.training.cross_entropy));
-  if (p.training.grad_precision) out += fmt::format("  grad_precision    {}\n", name(*p.training.grad_precision));
-  if (!p.training.overlap_grad_sync) out += "  overlap_grad_sync false\n";
-  if (!p.training.grad_reduce_scatter) out += "  grad_reduce       all_reduce\n";
+  out += fmt::format("model {}\n", dsl::escaped(p.model.name));
+  out += keys_text(block_kind::model, p.model, p.model.keys);
+  out += fmt::format("gpu {}\n", dsl::escaped(c.device.name));
+  out += keys_text(block_kind::gpu, c.device, c.device.keys);
+  out += fmt::format("cluster {}\n", dsl::escaped(c.name));
+  out += keys_text(block_kind::cluster, c, c.keys);
+  out += line("gpus", fmt::format("{}", c.gpus()));
+  out += "training\n";
+  out += keys_text(block_kind::training, p.training, p.training.keys);
   for (auto const& s : p.strategies) {
-    out += fmt::format("strategy {} ({})\n", s.name, s.is_free() ? "free" : "fixed");
-    out += fmt::format("  dp                {}\n", choice_text(s.dp, show_int));
-    out += fmt::format("  tp                {}\n", choice_text(s.tp, show_int));
-    out += fmt::format("  pp                {}\n", choice_text(s.pp, show_int));
-    out += fmt::format("  cp                {}\n", choice_text(s.cp, show_int));
-    out += fmt::format("  ep                {}\n", choice_text(s.ep, show_int));
-    out += fmt::format("  zero              {}\n", choice_text(s.zero, show_int));
-    out += fmt::format("  shard             {}\n",
-                       choice_text(s.shard, [](shard_group const& g) { return to_string(g); }));
-    out += fmt::format("  checkpoint        {}\n",
-                       choice_text(s.checkpoint, [](checkpoint_mode m) { return std::string(name(m)); }));
-    out += fmt::format("  micro_batch       {}\n", choice_text(s.micro_batch, show_int));
-    out += fmt::format("  virtual_stages    {}\n", choice_text(s.virtual_stages, show_int));
-    out += fmt::format("  sequence_parallel {}\n",
-                       choice_text(s.sequence_parallel, [](bool b) { return std::string(b ? "true" : "false"); }));
-    out += fmt::format("  order             {}\n",
-                       choice_text(s.order, [](rank_order const& o) { return fmt::format("\"{}\"", to_string(o)); }));
+    out += fmt::format("strategy {} ({})\n", dsl::escaped(s.name), s.is_free() ? "free" : "fixed");
+    for (auto const& k : keys_of(block_kind::strategy))
+      if (auto const* a = std::get_if<strategy_access>(&k.field); a && a->load)
+        out += line(k.name, choice_text(k, a->load(s)));
   }
   return out;
 }

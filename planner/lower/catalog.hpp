@@ -1,7 +1,16 @@
 #pragma once
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "dsl/ast.hpp"
+#include "dsl/diagnostics.hpp"
+#include "dsl/source.hpp"
+#include "planner/ir/ir.hpp"
+
+/// The built-in catalog (planner/catalog/*.dtp, compiled into the binary):
+/// its files, its parsed blocks, and the lowered GPUs and presets that
+/// catalog_gpu() and catalog_model() serve from a cache (catalog.cpp).
 namespace dtplan::planner {
 
 /// One built-in .dtp file compiled into the binary (GPUs, model presets).
@@ -12,5 +21,19 @@ struct builtin_source {
 
 /// Every built-in catalog file, sorted by name (generated from planner/catalog/*.dtp).
 std::vector<builtin_source> const& builtin_sources();
+
+/// The ids of the catalog's files in `sources`, added on first use.
+std::vector<std::uint32_t> catalog_files(dsl::source_manager& sources);
+
+/// Every block of the catalog, parsed from `sources`.
+std::vector<dsl::ast::block> catalog_blocks(dsl::source_manager& sources, dsl::diagnostics& diags);
+
+/// The catalog lowered on its own: each named gpu and model preset once, in
+/// the catalog's order. Defined by lowering (lower.cpp).
+struct lowered_catalog {
+  std::vector<gpu> gpus;
+  std::vector<model> models;
+};
+lowered_catalog lower_catalog(dsl::source_manager& sources, dsl::diagnostics& diags);
 
 }  // namespace dtplan::planner

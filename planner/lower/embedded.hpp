@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner/ir/ir.hpp"
+#include "planner/ir/keys.hpp"
 #include "planner/ir/units.hpp"
 
 /// The .dtp vocabulary as an embedded C++ DSL: builders with the same key
@@ -24,7 +25,9 @@
 /// program p = plan(m, c, training().global_batch(256), {s, free});
 /// ```
 /// Misuse (a missing required key, a value out of range) throws
-/// `edsl::error` with the message lowering would print for the same text.
+/// `edsl::error` with the message lowering would print for the same text:
+/// every value is checked against the key table (planner/ir/keys.hpp), and
+/// `build()` applies the same rules as lowering (planner/lower/complete.hpp).
 namespace dtplan::planner::edsl {
 
 using namespace dtplan::planner::literals;
@@ -105,8 +108,7 @@ class model_builder {
   operator model() const { return build(); }  // NOLINT: a builder stands for its model
 
  private:
-  model_builder& count(std::int64_t model::*field, char const* key, std::int64_t v,
-                       std::int64_t low = 1);
+  model_builder& set(std::string_view key, key_value v, std::string const& shown);
   model m_;
 };
 
@@ -130,6 +132,12 @@ class gpu_builder {
   gpu_builder& inter_latency(seconds v);
   gpu_builder& comm_efficiency(double v);
   gpu_builder& hbm_efficiency(double v);
+  gpu_builder& sm_count(std::int64_t v);
+  gpu_builder& attention_efficiency(double v);
+  gpu_builder& kernel_latency(seconds v);
+  gpu_builder& overlap_slowdown(double v);
+  gpu_builder& step_overhead(seconds v);
+  gpu_builder& dispatch_latency(seconds v);
 
   /// The GPU with lowering's defaults (fp8 peak = 16-bit peak, fp32 peak =
   /// half of it, 2 GiB reserved, 5 us / 10 us latencies).
@@ -137,7 +145,7 @@ class gpu_builder {
   operator gpu() const { return build(); }  // NOLINT: a builder stands for its GPU
 
  private:
-  gpu_builder& fraction(double gpu::*field, char const* key, double v);
+  gpu_builder& set(std::string_view key, key_value v, std::string const& shown);
   gpu g_;
 };
 
@@ -167,8 +175,8 @@ class cluster_builder {
   operator cluster() const { return build(); }  // NOLINT: a builder stands for its cluster
 
  private:
+  cluster_builder& set(std::string_view key, key_value v, std::string const& shown);
   cluster c_;
-  bool has_gpu_ = false;
 };
 
 /// `training { ... }`
@@ -191,7 +199,8 @@ class training_builder {
   operator training() const { return build(); }  // NOLINT: a builder stands for its block
 
  private:
-  training t_;
+  training_builder& set(std::string_view key, key_value v, std::string const& shown);
+  training t_ = with_defaults<training>();
 };
 
 /// `strategy [NAME] { ... }`: each key takes one value, a set `{...}`, a
@@ -236,8 +245,8 @@ class strategy_builder {
   operator strategy_spec() const { return s_; }  // NOLINT: a builder stands for its block
 
  private:
-  strategy_builder& count(key_choice<std::int64_t> strategy_spec::*field, char const* key,
-                          key_choice<std::int64_t> c);
+  /// Checks `c` against the key table (`shown`: each value as a file writes it) and stores it.
+  strategy_builder& set(std::string_view key, key_choice<key_value> c, std::vector<std::string> const& shown);
   strategy_spec s_;
 };
 

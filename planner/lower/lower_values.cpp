@@ -45,17 +45,6 @@ std::vector<unit_info> const& units() {
   return table;
 }
 
-std::string_view dimension_phrase(dimension d) {
-  switch (d) {
-    case dimension::bytes: return "an amount of memory";
-    case dimension::bandwidth: return "a bandwidth";
-    case dimension::compute_rate: return "a compute rate";
-    case dimension::time: return "a time";
-    case dimension::fraction: return "a fraction in [0, 1] or a percentage";
-  }
-  return "a quantity";
-}
-
 namespace {
 
 // The unit a bare number most likely meant, for "did you mean '450 GB/s'?".
@@ -140,15 +129,6 @@ std::string suggest(std::string_view word, std::vector<std::string> const& candi
   return {};
 }
 
-std::string quoted_alternatives(std::vector<std::string> const& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-    out += fmt::format("'{}'", names[i]);
-  }
-  return out;
-}
-
 std::string converter::echo(ast::scalar const& v) const {
   if (auto const* id = std::get_if<ast::identifier>(&v)) return fmt::format("'{}'", id->name);
   return std::string(sources_.text(span_of(v)));
@@ -219,11 +199,7 @@ std::optional<std::int64_t> converter::count(ast::scalar const& v, std::string_v
   auto value = integer(*n);
   if (!value) return std::nullopt;
   if (*value < min || *value > max) {
-    if (max == INT64_MAX)
-      diags_.error(n->where, fmt::format("'{}' must be at least {}, got {}", key, min, n->text));
-    else
-      diags_.error(n->where,
-                   fmt::format("'{}' must be between {} and {}, got {}", key, min, max, n->text));
+    diags_.error(n->where, count_out_of_range(key, min, max, n->text));
     return std::nullopt;
   }
   return value;

@@ -9,14 +9,16 @@
 #include "dsl/ast.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
+#include "planner/ir/keys.hpp"
 
 /// Conversion of written values (numbers, quantities, identifiers) to typed
 /// values for lowering: integer overflow, units and their dimensions, enum
 /// names. Every failure is reported with the span of what was written.
 namespace dtplan::planner::lowering {
 
-/// The physical dimension a key expects.
-enum class dimension { bytes, bandwidth, compute_rate, time, fraction };
+using planner::dimension;
+using planner::dimension_phrase;
+using planner::quoted_alternatives;
 
 /// One unit of the units table: value = amount * 10^decimal_exponent *
 /// 1024^binary_power / (bits ? 8 : 1).
@@ -30,8 +32,6 @@ struct unit_info {
 
 /// Every unit the language knows, in the order of DSL.md's table.
 std::vector<unit_info> const& units();
-/// "a bandwidth", "an amount of memory", ...
-std::string_view dimension_phrase(dimension d);
 
 /// The span of any value alternative.
 dsl::span span_of(dsl::ast::value const& v);
@@ -86,8 +86,5 @@ class converter {
 /// distance (dsl::closest), else one with the same letters swapped, else
 /// one that `word` begins (at least three letters): "" when none.
 std::string suggest(std::string_view word, std::vector<std::string> const& candidates);
-
-/// "'a', 'b' or 'c'"
-std::string quoted_alternatives(std::vector<std::string> const& names);
 
 }  // namespace dtplan::planner::lowering

@@ -21,6 +21,7 @@
 #include <thread>
 #include <tuple>
 
+#include "planner/ir/keys.hpp"
 #include "planner/model/check.hpp"
 #include "planner/model/evaluate.hpp"
 #include "planner/model/layout.hpp"
@@ -33,19 +34,9 @@ namespace dtplan::planner {
 strategy_spec search_everything(std::string name) {
   strategy_spec s;
   s.name = std::move(name);
-  auto any = [](auto& c) { c.f = std::decay_t<decltype(c)>::form::any; };
-  any(s.dp);
-  any(s.tp);
-  any(s.pp);
-  any(s.cp);
-  any(s.ep);
-  any(s.zero);
-  any(s.micro_batch);
-  any(s.virtual_stages);
-  any(s.shard);
-  any(s.checkpoint);
-  any(s.sequence_parallel);
-  any(s.order);
+  for (auto const& k : keys_of(block_kind::strategy))
+    if (auto const* a = std::get_if<strategy_access>(&k.field); k.searchable && a && a->form)
+      a->form(s).f = choice_form::form::any;
   return s;
 }
 

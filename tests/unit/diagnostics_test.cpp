@@ -66,3 +66,61 @@ TEST_CASE("a very long line is shown as a window around the caret") {
         "    1 | ..." + shown + "...\n"
         "      | " + std::string(83, ' ') + "^~~\n");
 }
+
+TEST_CASE("columns and carets count characters, not bytes, after multibyte UTF-8") {
+  source_manager sm;
+  auto id = sm.add("u.dtp", "x = \"\xc3\xa9\"; bad = 1\ny = \"\xe6\xa8\xa1\xe5\x9e\x8b\"; bad = 1\n");
+  diagnostics ds;
+  ds.error({id, 10, 13}, "unknown key 'bad'");
+  ds.error({id, 32, 35}, "unknown key 'bad'");
+  CHECK(format(ds, sm) ==
+        "u.dtp:1:10: error: unknown key 'bad'\n"
+        "    1 | x = \"\xc3\xa9\"; bad = 1\n"
+        "      |          ^~~\n"
+        // Each of the two CJK characters takes two columns on a terminal.
+        "u.dtp:2:11: error: unknown key 'bad'\n"
+        "    2 | y = \"\xe6\xa8\xa1\xe5\x9e\x8b\"; bad = 1\n"
+        "      |             ^~~\n");
+  // A span over a multibyte character is underlined by its width.
+  diagnostics one;
+  one.error({id, 5, 7}, "here");
+  CHECK(format(one, sm).find("      |      ^\n") != std::string::npos);
+  // A byte-order mark takes no column.
+  auto bom = sm.add("bom.dtp", "\xef\xbb\xbfmodel m { }\n");
+  CHECK(sm.file(bom).position_of(3).column == 1);
+  CHECK(sm.file(bom).position_of(9).column == 7);
+}
+
+TEST_CASE("what the user wrote reaches the terminal without its control characters") {
+  source_manager sm;
+  auto id = sm.add("e.dtp", "n = \"\x1b[2J\"\n");
+  diagnostics ds;
+  auto& d = ds.error({id, 4, 10}, "expected a whole number, got \"\x1b[2J\"");
+  d.notes.push_back({{}, "note with \xc2\x9b and \xe2\x80\xae"});
+  CHECK(format(ds, sm) ==
+        "e.dtp:1:5: error: expected a whole number, got \"\\x1b[2J\"\n"
+        "    1 | n = \"?[2J\"\n"
+        "      |     ^~~~~~\n"
+        "note: note with \\u{9b} and \\u{202e}\n");
+  CHECK(escaped("plain \xc3\xa9 text\t") == "plain \xc3\xa9 text\\x09");
+  CHECK(escaped("\x7f\xff") == "\\x7f\\xff");
+}
+
+TEST_CASE("past its limit, a diagnostics list counts errors instead of keeping them") {
+  diagnostics ds;
+  ds.limit_errors(2);
+  ds.warning({}, "kept: a warning");
+  ds.error({}, "one");
+  CHECK_FALSE(ds.full());
+  ds.error({}, "two");
+  CHECK(ds.full());
+  for (int i = 0; i < 1000; ++i) ds.error({}, "dropped").notes.push_back({{}, "a note of a dropped error"});
+  ds.add({severity::error, {}, "added", {}});
+  CHECK(ds.error_count() == 2);
+  CHECK(ds.dropped() == 1001);
+  CHECK(ds.list().size() == 3);
+  CHECK(ds.has_errors());
+  ds.clear();
+  CHECK(ds.empty());
+  CHECK(ds.dropped() == 0);
+}

@@ -245,3 +245,21 @@ TEST_CASE("misuse is reported as lowering reports the same text") {
                     "global_batch = 1125899906842624 sequences of 1048576 tokens: more tokens per step than fit in "
                     "64 bits");
 }
+
+TEST_CASE("the time-model figures of a gpu, in C++ and in text") {
+  auto text = load_text(
+      "model m : llama3_8b { }\n"
+      "gpu g : H100_SXM { sm_count = 132; attention_efficiency = 40 %; kernel_latency = 4 us;\n"
+      "                   overlap_slowdown = 0.2; step_overhead = 30 ms; dispatch_latency = 8 us }\n"
+      "cluster c { nodes = 1; gpus_per_node = 8; gpu = g }\n"
+      "training { global_batch = 16 }\n");
+  auto g = gpu("g", catalog_gpu("H100_SXM")).sm_count(132).attention_efficiency(0.4).kernel_latency(4_us)
+               .overlap_slowdown(0.2).step_overhead(30_ms).dispatch_latency(8_us);
+  auto p = plan(model("m", preset_model("llama3_8b")), cluster("c").nodes(1).gpus_per_node(8).gpu(g),
+                training().global_batch(16));
+  same_program(p, text);
+  CHECK(p.cluster.device.sm_count == 132);
+  CHECK(p.cluster.device.dispatch_latency == 8_us);
+  CHECK_THROWS_WITH(gpu("g").attention_efficiency(0), "'attention_efficiency' must be above zero, got 0");
+  CHECK_THROWS_WITH(gpu("g").step_overhead(planner::seconds(-1)), "expected a time for 'step_overhead', got -1.00 s");
+}

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -587,4 +589,85 @@ TEST_CASE("training: how gradients are kept and synchronised") {
         "mean 'reduce_scatter'?\n"
         "    3 | training { global_batch = 64; grad_reduce = reduce }\n"
         "      |                                             ^~~~~~\n");
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE("a base chain of 10,000 links lowers without recursion") {
+  std::string text = plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = g0 }\ntraining { global_batch = 8 }\n";
+  for (int i = 0; i < 10000; ++i) text += fmt::format("gpu g{} : g{} {{ }}\n", i, i + 1);
+  auto chain = lower_text(text + "gpu g10000 : H100_SXM { reserved = 5 GiB }\n");
+  INFO(chain.errors);
+  REQUIRE(chain.p);
+  CHECK(chain.p->cluster.device.name == "g0");
+  CHECK(chain.p->cluster.device.reserved.value() == 5.0 * 1024 * 1024 * 1024);
+  // The end of the chain names no gpu: one error, at the name.
+  auto unknown = lower_text(text + "gpu g10000 : H100_SMX { }\n");
+  CHECK(unknown.errors ==
+        "test.dtp:10004:14: error: unknown base gpu 'H100_SMX'; did you mean 'H100_SXM'?\n"
+        "10004 | gpu g10000 : H100_SMX { }\n"
+        "      |              ^~~~~~~~\n");
+}
+
+TEST_CASE("a base cycle of 10,000 blocks is one error naming its first links") {
+  std::string text = plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = g0 }\ntraining { global_batch = 8 }\n";
+  for (int i = 0; i < 10000; ++i) text += fmt::format("strategy s{} : s{} {{ }}\n", i, (i + 1) % 10000);
+  text += "gpu g0 : H100_SXM { }\n";
+  auto r = lower_text(text);
+  CHECK_FALSE(r.p);
+  CHECK(r.errors.rfind("test.dtp:4:15: error: base cycle: 's0' -> 's1' -> 's2' -> 's3' -> 's4' -> 's5' -> 's6' -> "
+                       "'s7' -> ... (10,000 blocks) -> 's0'\n",
+                       0) == 0);
+  CHECK(r.errors.find("test.dtp:11:15: note: 's7' is based on 's8' here\n") != std::string::npos);
+  CHECK(r.errors.find("note: and 9,992 more blocks of the cycle\n") != std::string::npos);
+  CHECK(r.errors.find("'s8' is based") == std::string::npos);
+}
+
+TEST_CASE("a set of 1,000,000 values is checked for duplicates by hashing") {
+  std::string set = "{";
+  for (int i = 1; i <= 1'000'000; ++i) set += std::to_string(i) + ", ";
+  auto start = std::chrono::steady_clock::now();
+  auto r = lower_text(plain_model + plain_cluster + "strategy s { micro_batch = " + set + "7, 0 } }\n");
+  INFO(seconds_since(start) << " s");
+  CHECK(seconds_since(start) < 60);  // a pairwise check took over 100 s
+  CHECK_FALSE(r.p);
+  CHECK(r.errors.find("error: 7 appears twice in the set\n") != std::string::npos);
+  CHECK(r.errors.find("error: 'micro_batch' must be at least 1, got 0\n") != std::string::npos);
+}
+
+TEST_CASE("past 20 errors a file's diagnostics end in a count of the rest, and did-you-mean stops searching") {
+  std::string text = plain_model + plain_cluster;
+  for (int i = 0; i < 20000; ++i) text += fmt::format("strategy s{} : nothere{} {{ }}\n", i, i);
+  auto start = std::chrono::steady_clock::now();
+  auto r = lower_text(text);
+  INFO(seconds_since(start) << " s");
+  CHECK(seconds_since(start) < 30);  // comparing every unknown name with every name took 84 s
+  CHECK_FALSE(r.p);
+  CHECK(r.errors.rfind("test.dtp:4:15: error: unknown base strategy 'nothere0'\n", 0) == 0);
+  std::size_t errors = 0;
+  for (auto at = r.errors.find("error: "); at != std::string::npos; at = r.errors.find("error: ", at + 1)) ++errors;
+  CHECK(errors == 20);
+  CHECK(r.errors.size() < 4000);
+  CHECK(r.errors.ends_with("note: 19,980 more errors not shown\n"));
+  CHECK(lower_text(text).errors == r.errors);  // the same 20, every time
+
+  std::string duplicates = plain_model + plain_cluster;
+  for (int i = 0; i < 50000; ++i) duplicates += "strategy s { }\n";
+  auto d = lower_text(duplicates);
+  CHECK(d.errors.ends_with("note: 49,979 more errors not shown\n"));
+  CHECK(d.errors.size() < 4000);
+}
+
+TEST_CASE("the IR dump shows strings from the input escaped") {
+  auto r = lower_text("model m : llama2_7b { description = \"\x1b[2Jgone\" }\n" + plain_cluster);
+  REQUIRE(r.p);
+  auto text = dump(*r.p);
+  CHECK(text.find("  description       \"\\x1b[2Jgone\"\n") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
 }

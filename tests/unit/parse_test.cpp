@@ -289,7 +289,7 @@ TEST_CASE("syntax errors: one diagnostic at the offending token") {
   CHECK(error_of("model m { a = ±1 }\n") ==
         "t.dtp:1:15: error: expected a value after '=', got '±'\n"
         "    1 | model m { a = ±1 }\n"
-        "      |               ^~\n");
+        "      |               ^\n");
 }
 
 TEST_CASE("an unclosed block is reported where the next block or the file starts") {
@@ -463,4 +463,25 @@ TEST_CASE("dump renders one node a line with its position") {
         "    9:31 integer 1\n"
         "    9:34 integer 2\n"
         "  9:38 assignment 'pp' = range 1..4\n");
+}
+
+TEST_CASE("a carriage return without a line feed is an error where it stands") {
+  CHECK(error_of("model m { a = 1 }\rmodel n { }\n") ==
+        "t.dtp:1:18: error: file has a carriage return without a line feed at line 1, column 18: end lines with "
+        "LF or CR LF\n"
+        "    1 | model m { a = 1 }?model n { }\n"
+        "      |                  ^\n");
+  auto only = parse_text("\r\r\r");
+  REQUIRE(only.diags.error_count() == 1);
+  CHECK(only.diags.list()[0].message ==
+        "file has a carriage return without a line feed at line 1, column 1: end lines with LF or CR LF");
+  CHECK(parse_text("model m { a = 1 }\r\nmodel n { }\r\n").file);
+}
+
+TEST_CASE("the syntax tree dump shows strings with their control characters escaped") {
+  auto p = parse_text("model m { description = \"\x1b[31mred \\\"x\\\" \xe2\x80\xae\" }\n");
+  REQUIRE(p.file);
+  auto text = ast::dump(*p.file, p.sources);
+  CHECK(text.find("string \"\\x1b[31mred \\\"x\\\" \\u{202e}\"") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
 }

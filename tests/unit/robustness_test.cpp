@@ -1,7 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "dsl/parse.hpp"
 
@@ -185,4 +193,77 @@ TEST_CASE("a 10 MB file of garbage ends in at most 20 errors") {
         "expected a new line, ';' or '}' after the value, got "
         "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'");
   check_consistent("model m { a = \"" + line);
+}
+
+namespace {
+
+// A fresh directory under the system's temporary one, removed afterwards.
+struct scratch_dir {
+  std::filesystem::path path;
+  scratch_dir() {
+    path = std::filesystem::temp_directory_path() /
+           ("dtplan_robustness_" + std::to_string(::getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reading a source is bounded whatever the path names") {
+  scratch_dir dir;
+  auto const file = (dir.path / "plan.dtp").string();
+  std::ofstream(file, std::ios::binary) << "model m { }\r\n";
+  auto ok = read_source(file);
+  REQUIRE(ok.text);
+  CHECK(*ok.text == "model m { }\r\n");
+  CHECK(ok.error.empty());
+  CHECK(read_file(file) == ok.text);
+
+  // A device that never ends: one byte past the limit is enough to know.
+  auto zero = read_source("/dev/zero", 1 << 20);
+  CHECK_FALSE(zero.text);
+  CHECK(zero.error == "cannot read '/dev/zero': it holds more than 1 MiB, the most a .dtp file may hold");
+  CHECK(read_source("/dev/zero").error ==
+        "cannot read '/dev/zero': it holds more than 16 MiB, the most a .dtp file may hold");
+
+  auto directory = read_source(dir.path.string());
+  CHECK_FALSE(directory.text);
+  CHECK(directory.error == "cannot read '" + dir.path.string() + "': it is a directory");
+
+  auto missing = read_source((dir.path / "none.dtp").string());
+  CHECK_FALSE(missing.text);
+  CHECK(missing.error == "cannot read '" + (dir.path / "none.dtp").string() + "': No such file or directory");
+
+  // A regular file over the limit is refused by its size, before reading.
+  auto const big = (dir.path / "big.dtp").string();
+  std::ofstream(big, std::ios::binary) << std::string(2000, 'x');
+  CHECK(read_source(big, 1000).error == "cannot read '" + big + "': it holds more than 1000 bytes, the most a .dtp "
+                                        "file may hold");
+  CHECK(read_source(big, 2000).text);
+  CHECK(read_source("/dev/null").text == std::string());
+}
+
+TEST_CASE("a pipe is read up to the limit") {
+  scratch_dir dir;
+  auto const fifo = (dir.path / "pipe.dtp").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::signal(SIGPIPE, SIG_IGN);  // a writer that outlives the reader must not end the test
+  auto write = [&](std::size_t n) {
+    return std::thread([&fifo, n] { std::ofstream(fifo, std::ios::binary) << std::string(n, 'a'); });
+  };
+  auto small = write(100);
+  auto got = read_source(fifo, 1000);
+  small.join();
+  REQUIRE(got.text);
+  CHECK(got.text->size() == 100);
+  auto endless = write(5000);
+  auto refused = read_source(fifo, 1000);
+  CHECK_FALSE(refused.text);
+  CHECK(refused.error.find("it holds more than 1000 bytes") != std::string::npos);
+  endless.join();  // the writer sees the pipe close early and stops
 }

@@ -1,0 +1,77 @@
+#include "planner/lower/complete.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "planner/ir/keys.hpp"
+#include "planner/model/params.hpp"
+
+namespace dtplan::planner {
+
+std::vector<block_problem> missing_keys(block_kind k, key_spans const& present, std::string const& called) {
+  std::vector<std::string> absent;
+  for (auto const& key : keys_of(k))
+    if (key.required && !present.count(key.name)) absent.emplace_back(key.name);
+  if (absent.empty()) return {};
+  auto list = quoted_alternatives(absent);
+  // "'a', 'b' or 'c'" reads as a choice; these are all required.
+  if (auto pos = list.rfind(" or "); pos != std::string::npos) list.replace(pos, 4, " and ");
+  return {{fmt::format("{} is missing required key{} {}", called, absent.size() > 1 ? "s" : "", list), {}, {}}};
+}
+
+std::vector<block_problem> complete(model& m, std::string const& called) {
+  if (auto absent = missing_keys(block_kind::model, m.keys, called); !absent.empty()) return absent;
+  if (!m.keys.count("kv_heads")) m.kv_heads = m.heads;
+  if (!m.keys.count("ffn")) {
+    if (m.hidden > INT64_MAX / 4)
+      return {{fmt::format("'hidden' = {} is too large to derive 'ffn' = 4 x hidden", m.hidden), "hidden", "hidden"}};
+    m.ffn = 4 * m.hidden;
+  }
+  std::vector<block_problem> problems;
+  if (m.hidden % m.heads != 0)
+    problems.push_back(
+        {fmt::format("'hidden' ({}) must be a multiple of 'heads' ({})", m.hidden, m.heads), "heads", "hidden"});
+  if (m.heads % m.kv_heads != 0)
+    problems.push_back(
+        {fmt::format("'heads' ({}) must be a multiple of 'kv_heads' ({})", m.heads, m.kv_heads), "kv_heads", "heads"});
+  if (m.experts_per_token > m.experts)
+    problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
+                                    m.experts),
+                        "experts_per_token", "experts"});
+  if (problems.empty())
+    if (auto limit = beyond_limits(m, called)) problems.push_back({limit->message, {}, {}});
+  return problems;
+}
+
+std::vector<block_problem> complete(gpu& g, std::string const& called) {
+  if (auto absent = missing_keys(block_kind::gpu, g.keys, called); !absent.empty()) return absent;
+  if (!g.keys.count("peak_flops_fp8")) g.peak_flops_fp8 = g.peak_flops;
+  // tf32 runs at half the 16-bit tensor rate on A100, H100, H200 and B200.
+  if (!g.keys.count("peak_flops_fp32")) g.peak_flops_fp32 = g.peak_flops / 2;
+  if (g.reserved >= g.memory)
+    return {{fmt::format("'reserved' ({}) leaves nothing of 'memory' ({}) for the job", to_string(g.reserved),
+                         to_string(g.memory)),
+             "reserved", "memory"}};
+  return {};
+}
+
+std::vector<block_problem> complete(cluster& c, std::string const& called) {
+  if (auto absent = missing_keys(block_kind::cluster, c.keys, called); !absent.empty()) return absent;
+  if (auto limit = beyond_limits(c, called)) {
+    std::string_view key = limit->key ? std::string_view(limit->key) : std::string_view();
+    return {{limit->message, key, key}};
+  }
+  use_gpu_defaults(c);
+  if (c.nodes > 1 && !c.keys.count("inter_node"))
+    return {{fmt::format("{} has {} nodes but no 'inter_node' bandwidth (e.g. 'inter_node = 8 x 400 Gbit/s')",
+                         called, c.nodes),
+             {}, {}}};
+  return {};
+}
+
+std::vector<block_problem> complete(training& t, std::string const& called) {
+  return missing_keys(block_kind::training, t.keys, called);
+}
+
+}  // namespace dtplan::planner
