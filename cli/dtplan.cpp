@@ -224,11 +224,16 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
   return std::nullopt;
 }
 
-std::optional<std::string> read_file(std::string const& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+// The input's text, bounded like any source (standard input too), or why
+// there is none.
+dsl::read_result read_input(std::string const& path) {
+  if (path != "-") return dsl::read_source(path);
+  auto r = dsl::read_source("/dev/stdin");
+  if (!r.text) {
+    auto const at = r.error.find("'/dev/stdin'");
+    if (at != std::string::npos) r.error.replace(at, 12, "the standard input");
   }
-  return dsl::read_file(path);
+  return r;
 }
 
 struct run {
@@ -311,12 +316,12 @@ int main(int argc, char** argv) {
   if (auto status = parse_args(argc, argv, o)) return *status;
   run r{o, {}, {}, {}};
 
-  auto text = read_file(o.file);
-  if (!text) {
-    fmt::print(stderr, "dtplan: error: cannot read '{}'\n", o.file);
+  auto input = read_input(o.file);
+  if (!input.text) {
+    fmt::print(stderr, "dtplan: error: {}\n", input.error);
     return exit_error;
   }
-  auto file = r.sources.add(o.file == "-" ? "<stdin>" : o.file, std::move(*text));
+  auto file = r.sources.add(o.file == "-" ? "<stdin>" : o.file, std::move(*input.text));
 
   if (o.dump == "ast") {
     auto tree = dsl::parse(r.sources, file, r.diags);

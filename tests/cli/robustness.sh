@@ -15,6 +15,16 @@ for cut in 1 7 40 100 200 333 500 700 $((size - 3)); do
   expect_contains "$TMP/err" "error:"
 done
 
+# Endless or unreadable inputs end with the reason, at once.
+expect_status 2 "$DTPLAN" /dev/zero
+expect_contains "$TMP/err" "dtplan: error: cannot read '/dev/zero': it holds more than 16 MiB, the most a .dtp file may hold"
+expect_status 2 "$DTPLAN" "$TMP"
+expect_contains "$TMP/err" "dtplan: error: cannot read '$TMP': it is a directory"
+checks=$((checks + 1))
+head -c 20000000 /dev/zero | timeout 10 "$DTPLAN" - >"$TMP/out" 2>"$TMP/err"
+[ $? = 2 ] || fail "20 MB on standard input: expected exit 2"
+expect_contains "$TMP/err" "dtplan: error: cannot read the standard input: it holds more than 16 MiB"
+
 head -c 4096 /dev/urandom >"$TMP/binary.dtp"
 expect_status 2 "$DTPLAN" "$TMP/binary.dtp"
 expect_contains "$TMP/err" "file is not text"
