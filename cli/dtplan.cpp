@@ -33,7 +33,8 @@ constexpr int exit_error = 2;
 
 constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
               [--format text|json] [--emit DIR [--force]] [--dot FILE] [--quiet] [--explain]
-              [--threads N] [--progress] [--dump ast|ir]
+              [--threads N] [--progress] [--max-candidates N] [--time-limit SECONDS]
+              [--dump ast|ir]
        dtplan --help | --version
 )";
 
@@ -67,6 +68,10 @@ options:
   --progress            show the search's progress on stderr even when it is
                         not a terminal (searches over a second; a terminal
                         shows it by default)
+  --max-candidates N    refuse a search space larger than N candidates, saying
+                        how large it is (default 64000000: seconds)
+  --time-limit SECONDS  stop looking at new parts of the space after this long
+                        and rank what was seen, saying so (default: none)
   --quiet               one line per plan; no warnings, no progress
   --dump ast|ir         print the syntax tree or the lowered IR and stop
   --                    ends the options: what follows is the FILE
@@ -99,6 +104,8 @@ struct options {
   bool explain = false;
   unsigned threads = 0;
   bool progress = false;
+  std::int64_t max_candidates = 64'000'000;
+  double time_limit = 0;
   std::optional<std::string> dump;
 };
 
@@ -173,6 +180,20 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       o.threads = static_cast<unsigned>(*n);
       continue;
     }
+    if (is("--max-candidates")) {
+      auto v = value("--max-candidates");
+      auto n = v ? parse_count(*v, 1, 999'999'999) : std::nullopt;
+      if (!n) return usage_error("--max-candidates needs a number from 1 to 999999999");
+      o.max_candidates = *n;
+      continue;
+    }
+    if (is("--time-limit")) {
+      auto v = value("--time-limit");
+      auto n = v ? parse_count(*v, 1, 86400) : std::nullopt;
+      if (!n) return usage_error("--time-limit needs a number of seconds from 1 to 86400");
+      o.time_limit = static_cast<double>(*n);
+      continue;
+    }
     if (is("--strategy")) {
       auto v = value("--strategy");
       if (!v || v->empty()) return usage_error("--strategy needs a strategy name");
@@ -212,7 +233,8 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     if (a.starts_with("-") && a != "-") {
       auto known = std::vector<std::string>{"--optimize", "--top",   "--strategy", "--set",     "--format",
                                             "--emit",     "--force", "--dot",      "--quiet",   "--explain",
-                                            "--threads",  "--progress", "--dump",  "--help",    "--version"};
+                                            "--threads",  "--progress", "--dump",  "--help",    "--version",
+                                            "--max-candidates", "--time-limit"};
       auto near = dsl::closest(a, known);
       return usage_error(near.empty() ? fmt::format("unknown option '{}'", a)
                                       : fmt::format("unknown option '{}'; did you mean '{}'?", a, near));
@@ -278,7 +300,11 @@ planner::session_options session_of(options const& o) {
   so.search.top = o.top;
   so.search.threads = o.threads;
   so.search.explain = o.explain;
-  so.search.progress = o.progress || (!o.quiet && isatty(STDERR_FILENO));
+  bool const terminal = isatty(STDERR_FILENO);
+  so.search.progress = o.progress || (!o.quiet && terminal);
+  so.search.progress_lines = !terminal;
+  so.search.max_candidates = o.max_candidates;
+  so.search.time_limit = o.time_limit;
   return so;
 }
 

@@ -117,6 +117,16 @@ std::optional<session_outcome> run(program const& p, selection const& chosen, se
     for (auto const& space : spaces) {
       auto result = search_space(p, space, model, options.run_search, so, diags);
       if (!result) return std::nullopt;
+      if (!result->refused.empty()) {
+        diags.error(space.where, result->refused);
+        continue;
+      }
+      if (result->stopped)
+        diags.warning(space.where,
+                      fmt::format("the search stopped at its time limit ({}) having looked at {} of {} candidates: "
+                                  "the plans shown are the best of those",
+                                  to_string(seconds(so.time_limit)), grouped(result->stats.looked_at),
+                                  grouped(result->stats.candidates)));
       total.candidates += result->stats.candidates;
       total.valid += result->stats.valid;
       total.elapsed += result->stats.elapsed;

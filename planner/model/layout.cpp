@@ -192,26 +192,37 @@ group_placement rank_layout::placement(axis a) const {
 group_placement rank_layout::placement(axis a, axis b) const {
   auto const i = static_cast<int>(a);
   auto const j = static_cast<int>(b);
-  if (sizes_[i] == 1) return placement(b);
-  if (sizes_[j] == 1) return placement(a);
-  auto const n = sizes_[i] * sizes_[j];
-  auto const [inner, outer] = strides_[i] < strides_[j] ? std::pair{i, j} : std::pair{j, i};
-  if (strides_[inner] * sizes_[inner] == strides_[outer]) {
-    if (auto p = regular_placement(strides_[inner], n, gpus_per_node_)) return *p;
-  } else if (strides_[outer] % gpus_per_node_ == 0) {
-    // The outer axis moves whole nodes and its stride exceeds the inner
-    // group's span: the group is size(outer) copies of an inner group, each
-    // on nodes of its own.
-    if (auto p = regular_placement(strides_[inner], sizes_[inner], gpus_per_node_)) {
-      p->size = n;
-      p->nodes *= sizes_[outer];
-      return *p;
-    }
+  auto others = other_axes(i);
+  std::erase_if(others, [&](auto const& t) { return t.first == strides_[j] && t.second == sizes_[j]; });
+  return placement_of_terms({{strides_[i], sizes_[i]}, {strides_[j], sizes_[j]}}, others);
+}
+
+group_placement rank_layout::placement_of_terms(std::vector<std::pair<std::int64_t, std::int64_t>> group,
+                                                std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const {
+  auto const g = gpus_per_node_;
+  std::erase_if(group, [](auto const& t) { return t.second <= 1; });
+  std::int64_t n = 1;
+  for (auto const& t : group) n *= t.second;
+  if (group.empty()) return {};
+  std::sort(group.begin(), group.end());
+  // One run of ranks: inner x size = outer stride, chained.
+  if (group.size() == 2 && group[0].first * group[0].second == group[1].first)
+    group = {{group[0].first, n}};
+  auto const single = [&](std::pair<std::int64_t, std::int64_t> const& t,
+                          std::vector<std::pair<std::int64_t, std::int64_t>> const& rest) {
+    if (auto p = regular_placement(t.first, t.second, g)) return *p;
+    return worst_strided(start_offsets(rest), t.first, t.second);
+  };
+  if (group.size() == 1) return single(group[0], others);
+  // The outer term moves whole nodes and starts past the inner run: the
+  // group is copies of the inner run, each on nodes of its own.
+  if (group.size() == 2 && group[1].first % g == 0 && group[1].first >= group[0].first * group[0].second) {
+    auto p = single(group[0], others);
+    p.size = n;
+    p.nodes *= group[1].second;
+    return p;
   }
-  std::vector<std::int64_t> group;
-  for (auto r : group_of(a, 0))
-    for (auto q : group_of(b, r)) group.push_back(q);
-  return placement_of(group);
+  return walk_terms(group, others).worst;
 }
 
 std::vector<std::int64_t> rank_layout::shard_group_of(std::int64_t rank, std::int64_t shard_size) const {
@@ -298,19 +309,29 @@ rank_layout::walked rank_layout::walk_terms(std::vector<std::pair<std::int64_t, 
                                             std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const {
   auto const g = gpus_per_node_;
   auto const offsets = start_offsets(others);
+  auto terms = group;
+  std::sort(terms.begin(), terms.end());
   std::int64_t members = 1;
-  for (auto const& t : group) members *= t.second;
-  // Bounded work: 2^22 member visits in all.
-  constexpr std::int64_t budget = std::int64_t{1} << 22;
+  for (auto const& t : terms) members *= t.second;
+  // Members in ascending order, outer term major: every inner run fits
+  // below the next outer step (a term's stride is the product of the axes
+  // inside it), so the walk needs no sort and no list.
+  auto for_each_member = [&](std::int64_t rho, auto&& visit) {
+    if (terms.size() == 1) {
+      for (std::int64_t a = 0; a < terms[0].second; ++a) visit(rho + a * terms[0].first);
+      return;
+    }
+    for (std::int64_t b = 0; b < terms[1].second; ++b)
+      for (std::int64_t a = 0; a < terms[0].second; ++a) visit(rho + b * terms[1].first + a * terms[0].first);
+  };
+  // Bounded work: 2^20 member visits in all; past it only the offsets walked count.
+  constexpr std::int64_t budget = std::int64_t{1} << 20;
   walked out;
   out.worst.size = members;
   out.worst.nodes = 0;
   out.worst.max_per_node = 0;
-  bool complete = true;
-  std::int64_t share = 0;
-  bool even = true;
-  std::int64_t visited = 0;
-  std::vector<std::int64_t> ranks;
+  bool complete = true, even = true;
+  std::int64_t share = 0, visited = 0;
   for (std::int64_t rho = 0; rho < g; ++rho) {
     if (!offsets[static_cast<std::size_t>(rho)]) continue;
     if (visited + members > budget && out.worst.nodes > 0) {
@@ -318,27 +339,27 @@ rank_layout::walked rank_layout::walk_terms(std::vector<std::pair<std::int64_t, 
       break;
     }
     visited += members;
-    ranks.assign(1, rho);
-    for (auto const& [stride, n] : group) {
-      auto const before = ranks.size();
-      for (std::int64_t k = 1; k < n; ++k)
-        for (std::size_t i = 0; i < before; ++i) ranks.push_back(ranks[i] + k * stride);
-    }
-    std::sort(ranks.begin(), ranks.end());
     group_placement p;
     p.size = members;
     p.nodes = 0;
     p.max_per_node = 0;
-    for (std::size_t i = 0; i < ranks.size();) {
-      std::size_t j = i;
-      while (j < ranks.size() && ranks[j] / g == ranks[i] / g) ++j;
-      auto const held = static_cast<std::int64_t>(j - i);
+    std::int64_t node = -1, held = 0;
+    auto close = [&] {
+      if (held == 0) return;
       ++p.nodes;
       p.max_per_node = std::max(p.max_per_node, held);
       if (share == 0) share = held;
       even = even && held == share;
-      i = j;
-    }
+    };
+    for_each_member(rho, [&](std::int64_t r) {
+      if (r / g != node) {
+        close();
+        node = r / g;
+        held = 0;
+      }
+      ++held;
+    });
+    close();
     if (p.nodes > out.worst.nodes || (p.nodes == out.worst.nodes && p.max_per_node > out.worst.max_per_node))
       out.worst = p;
   }
@@ -410,27 +431,10 @@ group_placement rank_layout::shard_placement(shard_layout const& k) const {
     case shard_layout::kind::dp_block: {
       if (k.dp_block >= sizes_[d]) return placement(axis::dp, axis::cp);
       if (sizes_[c] == 1) return shard_placement(k.dp_block);
-      auto const g = gpus_per_node_;
-      auto const n = k.dp_block * sizes_[c];
-      // cp directly inside dp: one run of dp_block x cp ranks.
-      if (strides_[c] * sizes_[c] == strides_[d]) {
-        if (auto p = regular_placement(strides_[c], n, g)) return *p;
-        auto terms = other_axes(d);
-        std::erase_if(terms, [&](auto const& t) { return t.first == strides_[c]; });
-        terms.emplace_back(strides_[d] * k.dp_block, sizes_[d] / k.dp_block);
-        return worst_strided(start_offsets(terms), strides_[c], n);
-      }
-      // cp moves whole nodes: cp copies of a dp block, on nodes of their own.
-      if (strides_[c] % g == 0 && strides_[c] > strides_[d]) {
-        auto p = shard_placement(k.dp_block);
-        p.size = n;
-        p.nodes *= sizes_[c];
-        return p;
-      }
-      auto terms = other_axes(d);
-      std::erase_if(terms, [&](auto const& t) { return t.first == strides_[c]; });
-      terms.emplace_back(strides_[d] * k.dp_block, sizes_[d] / k.dp_block);
-      return walk_terms({{strides_[d], k.dp_block}, {strides_[c], sizes_[c]}}, terms).worst;
+      auto others = other_axes(d);
+      std::erase_if(others, [&](auto const& t) { return t.first == strides_[c] && t.second == sizes_[c]; });
+      others.emplace_back(strides_[d] * k.dp_block, sizes_[d] / k.dp_block);
+      return placement_of_terms({{strides_[d], k.dp_block}, {strides_[c], sizes_[c]}}, others);
     }
   }
   return {};

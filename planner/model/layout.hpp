@@ -108,6 +108,11 @@ class rank_layout {
     group_placement worst;
     std::int64_t even_share = 0;
   };
+  /// The worst placement of groups made of one or two strided terms
+  /// (members rho + sum k_i x stride_i), in closed form where the terms
+  /// form one run or the outer one moves whole nodes, else walked.
+  [[nodiscard]] group_placement placement_of_terms(std::vector<std::pair<std::int64_t, std::int64_t>> group,
+                                                   std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const;
   [[nodiscard]] walked walk_terms(std::vector<std::pair<std::int64_t, std::int64_t>> const& group,
                                   std::vector<std::pair<std::int64_t, std::int64_t>> const& others) const;
   /// (stride, size) of every axis but `skip`.

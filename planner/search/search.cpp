@@ -146,6 +146,10 @@ class searcher {
   void run(std::vector<work_item> const& items, thread_state& st, std::atomic<std::size_t>& next,
            std::atomic<std::int64_t>& done) {
     for (;;) {
+      if (deadline_ && clock_type::now() > *deadline_) {
+        stopped_.store(true);
+        return;
+      }
       auto i = next.fetch_add(1);
       if (i >= items.size()) return;
       search_item(items[i], st);
@@ -392,6 +396,9 @@ class searcher {
   /// With a step set, phase 1 again only counts the valid candidates whose
   /// bound passes it (deterministic, whatever the threads did).
   std::optional<double> recount_;
+  /// The time limit: structures not started by then are not searched.
+  std::optional<clock_type::time_point> deadline_;
+  std::atomic<bool> stopped_{false};
 };
 
 
@@ -432,10 +439,10 @@ std::vector<work_item> structures(program const& p, space_view const& space, sea
 // and the search runs over a second), then phase 2: every thread's waiting
 // candidates costed together, best bound first.
 void run_phases(searcher& worker, std::vector<work_item> const& items, std::vector<thread_state>& states,
-                search_options const& options, std::int64_t candidates, clock_type::time_point start) {
+                search_options const& options, std::int64_t candidates, clock_type::time_point start,
+                std::atomic<std::int64_t>& done) {
   auto const threads = static_cast<unsigned>(states.size());
   std::atomic<std::size_t> next{0};
-  std::atomic<std::int64_t> done{0};
   std::atomic<unsigned> running{threads};
   std::mutex m;
   std::condition_variable finished;
@@ -448,18 +455,25 @@ void run_phases(searcher& worker, std::vector<work_item> const& items, std::vect
         if (--running == 0) finished.notify_all();
       });
     bool shown = false;
+    auto last_line = start - std::chrono::seconds(5);
     std::unique_lock lock(m);
     while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
-      if (!options.progress || clock_type::now() - start < std::chrono::seconds(1)) continue;
+      auto const now = clock_type::now();
+      if (!options.progress || now - start < std::chrono::seconds(1)) continue;
+      // A log gets a whole line every 5 seconds; a terminal one line, rewritten.
+      if (options.progress_lines && now - last_line < std::chrono::seconds(5)) continue;
+      last_line = now;
       auto d = done.load();
       auto total = std::max<std::int64_t>(1, candidates);
-      std::fprintf(stderr, "\rsearching: %d%% (%s of %s candidates)", static_cast<int>(100 * d / total),
-                   count_text(d).c_str(), count_text(candidates).c_str());
+      auto const seconds_in = std::chrono::duration<double>(now - start).count();
+      std::fprintf(stderr, "%ssearching: %d%% (%s of %s candidates, %.0f s)%s", options.progress_lines ? "" : "\r",
+                   static_cast<int>(100 * d / total), count_text(d).c_str(), count_text(candidates).c_str(),
+                   seconds_in, options.progress_lines ? "\n" : "");
       std::fflush(stderr);
       shown = true;
     }
-    if (shown) {
-      std::fprintf(stderr, "\r%60s\r", "");
+    if (shown && !options.progress_lines) {
+      std::fprintf(stderr, "\r%70s\r", "");
       std::fflush(stderr);
     }
   }
@@ -491,12 +505,27 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   if (options.explain && items.empty())
     result.explanations.push_back(
         fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus()));
+  if (result.stats.candidates > options.max_candidates) {
+    result.refused = fmt::format(
+        "{} holds {} candidates, more than the {} --optimize searches (--max-candidates); fix some of its keys "
+        "(tp, pp, cp, micro_batch, order) or raise the limit",
+        spec.name.empty() || spec.name == "search" ? std::string("the space") : fmt::format("the space of strategy '{}'", spec.name),
+        grouped(result.stats.candidates), grouped(options.max_candidates));
+    result.stats.elapsed = seconds(std::chrono::duration<double>(clock_type::now() - start).count());
+    return result;
+  }
 
   auto threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, items.size())));
   searcher worker(p, spec, model, options, space, options.max_waiting / threads);
+  if (options.time_limit > 0)
+    worker.deadline_ = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(options.time_limit));
   std::vector<thread_state> states(threads);
-  run_phases(worker, items, states, options, result.stats.candidates, start);
+  std::atomic<std::int64_t> looked_at{0};
+  run_phases(worker, items, states, options, result.stats.candidates, start, looked_at);
+  result.stopped = worker.stopped_.load();
+  result.stats.looked_at = result.stopped ? looked_at.load() : result.stats.candidates;
+  worker.deadline_.reset();
 
   // The per-thread top lists merged in the total order: which thread found
   // a plan cannot change the result.

@@ -1,5 +1,7 @@
-# A long --optimize shows its progress with --progress also when stderr is
-# not a terminal (and not without it); search threads that cannot be created
+# --optimize's work is bounded: a space over --max-candidates is refused at
+# once with its size, --time-limit stops a search and says so, the largest
+# cluster answers within 10 s; a long search shows its progress with
+# --progress also when stderr is not a terminal; search threads that cannot be created
 # fall back to one thread, or end with exit status 2 and a message, never an
 # uncaught std::system_error. Both need an uninstrumented build: the
 # sanitizers make the search too slow to time and cannot run under a
@@ -12,24 +14,42 @@ if ldd "$DTPLAN" 2>/dev/null | grep -q 'libasan'; then
   exit
 fi
 
-# Llama 3 405B on 3,072 x 8 GPUs, every key free: 2-5 s on two cores, more
-# when other tests share them.
-cat >"$TMP/long.dtp" <<'DTP'
+# Llama 3 405B on 5,040 x 8 GPUs (40,320 = 2^7 3^2 5 7: every degree has
+# many divisors), every key free: 471 M candidates, about 14 s on one core.
+cat >"$TMP/huge.dtp" <<'DTP'
 model m : llama3_405b { }
 cluster c {
-  nodes = 3072
+  nodes = 5040
   gpus_per_node = 8
   gpu = H100_SXM
   inter_node = 8 x 400 Gbit/s
 }
 training { global_batch = 40320 }
 DTP
-HANG_GUARD=120 expect_status 0 "$DTPLAN" "$TMP/long.dtp" --optimize --threads 2 --quiet --progress
+# Refused before any candidate is looked at, with its size and the way out.
+expect_status 1 "$DTPLAN" "$TMP/huge.dtp" --optimize
+expect_contains "$TMP/err" "huge.dtp:1:1: error: the space holds 471,260,788 candidates, more than the 64,000,000 --optimize searches (--max-candidates); fix some of its keys (tp, pp, cp, micro_batch, order) or raise the limit"
+# Searched under a time limit: it stops, says so and ranks what it saw.
+HANG_GUARD=60 expect_status 0 "$DTPLAN" "$TMP/huge.dtp" --optimize --threads 1 --max-candidates 500000000 --time-limit 2 --progress
+expect_contains "$TMP/err" "warning: the search stopped at its time limit (2.00 s) having looked at "
+expect_contains "$TMP/err" "of 471,260,788 candidates: the plans shown are the best of those"
+# --progress on a log: whole lines ("searching: N% ..., S s"), no carriage returns.
 expect_contains "$TMP/err" "searching: "
-expect_contains "$TMP/err" " candidates)"
-HANG_GUARD=120 expect_status 0 "$DTPLAN" "$TMP/long.dtp" --optimize --threads 2 --quiet
 checks=$((checks + 1))
-! grep -q "searching" "$TMP/err" || fail "progress shown on a file without --progress"
+! grep -q $'\r' "$TMP/err" || fail "progress to a log rewrote its line with carriage returns"
+expect_status 1 "$DTPLAN" "$TMP/huge.dtp" --optimize --max-candidates 100 --quiet
+checks=$((checks + 1))
+! grep -q "searching" "$TMP/err" || fail "progress shown for a refused search"
+
+# Llama 3 405B on 2^24 GPUs (the largest cluster dtplan plans), every key
+# free: 20.6 M candidates, answered within 10 s by default.
+cat >"$TMP/largest.dtp" <<'DTP'
+model m : llama3_405b { }
+cluster c { nodes = 2097152; gpus_per_node = 8; gpu = H100_SXM; inter_node = 3200 Gbit/s }
+training { global_batch = 16777216 }
+DTP
+HANG_GUARD=10 expect_status 0 "$DTPLAN" "$TMP/largest.dtp" --optimize --quiet
+expect_contains "$TMP/out" "search#1: valid"
 
 # limits STACK_KIB VM_KIB CMD...: every thread's stack is STACK_KIB, and the
 # process may map at most VM_KIB.
