@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "dsl/diagnostics.hpp"
@@ -43,6 +44,28 @@ void assign(block_kind k, Block& b, std::string_view key, key_value const& v, st
   if (auto problem = invalid(*row, v, shown)) throw error(*problem);
   store(*row, b, v);
   b.keys[std::string(key)] = span{};
+}
+
+// A key set by name: an unknown name is lowering's "unknown key" error, a
+// choice's name becomes its value.
+template <class Block>
+void assign_by_name(block_kind k, Block& b, std::string_view key, key_setting const& v) {
+  auto const* row = find_key(k, key);
+  if (!row) {
+    auto const* meant = alias_of(k, key);
+    throw error(fmt::format("unknown key '{}' in {}{}", key, called(k, ""),
+                            meant ? fmt::format("; did you mean '{}'?", meant->name)
+                                  : suggestion(key, key_names(k))));
+  }
+  key_value value = v.value;
+  if (v.is_choice) {
+    auto const& text = std::get<std::string>(v.value);
+    auto at = std::find(row->choices.begin(), row->choices.end(), text);
+    if (row->dom != domain::choice || at == row->choices.end())
+      throw error(fmt::format("expected {} for '{}', got '{}'", takes(*row), key, text));
+    value = static_cast<std::int64_t>(at - row->choices.begin());
+  }
+  assign(k, b, key, value, v.shown);
 }
 
 // The block made whole by lowering's rules, or lowering's first complaint.
@@ -100,6 +123,14 @@ std::pair<key_choice<key_value>, std::vector<std::string>> set_of(std::initializ
 
 }  // namespace
 
+key_setting::key_setting(bool v) : value(v), shown(v ? "true" : "false") {}
+key_setting::key_setting(int v) : value(std::int64_t{v}), shown(std::to_string(v)) {}
+key_setting::key_setting(std::int64_t v) : value(v), shown(std::to_string(v)) {}
+key_setting::key_setting(double v) : value(v), shown(fmt::format("{}", v)) {}
+key_setting::key_setting(char const* choice) : key_setting(std::string_view(choice)) {}
+key_setting::key_setting(std::string_view choice)
+    : value(std::string(choice)), shown(fmt::format("'{}'", choice)), is_choice(true) {}
+
 planner::gpu catalog_gpu(std::string_view name) {
   if (auto g = planner::catalog_gpu(name)) return detached(*g);
   throw error(fmt::format("unknown gpu '{}'{}", name, suggestion(name, catalog_gpu_names())));
@@ -114,6 +145,11 @@ model_builder::model_builder(std::string name) : m_(with_defaults<planner::model
 
 model_builder::model_builder(std::string name, planner::model const& base) : m_(detached(base)) {
   m_.name = std::move(name);
+}
+
+model_builder& model_builder::with(std::string_view key, key_setting const& v) {
+  assign_by_name(block_kind::model, m_, key, v);
+  return *this;
 }
 
 model_builder& model_builder::set(std::string_view key, key_value v, std::string const& text) {
@@ -144,6 +180,11 @@ gpu_builder::gpu_builder(std::string name) : g_(with_defaults<planner::gpu>()) {
 
 gpu_builder::gpu_builder(std::string name, planner::gpu const& base) : g_(detached(base)) {
   g_.name = std::move(name);
+}
+
+gpu_builder& gpu_builder::with(std::string_view key, key_setting const& v) {
+  assign_by_name(block_kind::gpu, g_, key, v);
+  return *this;
 }
 
 gpu_builder& gpu_builder::set(std::string_view key, key_value v, std::string const& text) {
@@ -177,6 +218,11 @@ cluster_builder::cluster_builder(std::string name) : c_(with_defaults<planner::c
   c_.name = std::move(name);
 }
 
+cluster_builder& cluster_builder::with(std::string_view key, key_setting const& v) {
+  assign_by_name(block_kind::cluster, c_, key, v);
+  return *this;
+}
+
 cluster_builder& cluster_builder::set(std::string_view key, key_value v, std::string const& text) {
   assign(block_kind::cluster, c_, key, v, text);
   return *this;
@@ -204,6 +250,11 @@ cluster_builder& cluster_builder::inter_latency(seconds v) { return set("inter_l
 cluster_builder& cluster_builder::comm_efficiency(double v) { return set("comm_efficiency", v, shown(v)); }
 
 planner::cluster cluster_builder::build() const { return built(c_, block_kind::cluster); }
+
+training_builder& training_builder::with(std::string_view key, key_setting const& v) {
+  assign_by_name(block_kind::training, t_, key, v);
+  return *this;
+}
 
 training_builder& training_builder::set(std::string_view key, key_value v, std::string const& text) {
   assign(block_kind::training, t_, key, v, text);

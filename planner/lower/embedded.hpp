@@ -79,6 +79,26 @@ gpu catalog_gpu(std::string_view name);
 /// A built-in model preset (`model m : llama2_7b`); throws like catalog_gpu.
 model preset_model(std::string_view name);
 
+/// A value for a key set by name (`builder.with("tp_comm_overlap", true)`):
+/// a boolean, a whole number, a plain number, a quantity (bytes, seconds,
+/// bandwidth, FLOP/s) or the name of a choice ("fp32", "reduce_scatter").
+/// Every key of the table (planner/ir/keys.hpp) takes one this way, checked
+/// as the text is, whether or not it has a method of its own.
+struct key_setting {
+  key_setting(bool v);
+  key_setting(int v);
+  key_setting(std::int64_t v);
+  key_setting(double v);
+  key_setting(char const* choice);
+  key_setting(std::string_view choice);
+  template <class Tag>
+  key_setting(unit<Tag> v) : value(v.value()), shown(to_string(v)) {}
+
+  key_value value;
+  std::string shown;
+  bool is_choice = false;
+};
+
 /// `model NAME [: BASE] { ... }`
 class model_builder {
  public:
@@ -109,6 +129,12 @@ class model_builder {
 
  private:
   model_builder& set(std::string_view key, key_value v, std::string const& shown);
+
+ public:
+  /// Any key of the block by its name in the text (key_setting).
+  model_builder& with(std::string_view key, key_setting const& v);
+
+ private:
   model m_;
 };
 
@@ -146,6 +172,12 @@ class gpu_builder {
 
  private:
   gpu_builder& set(std::string_view key, key_value v, std::string const& shown);
+
+ public:
+  /// Any key of the block by its name in the text (key_setting).
+  gpu_builder& with(std::string_view key, key_setting const& v);
+
+ private:
   gpu g_;
 };
 
@@ -176,6 +208,12 @@ class cluster_builder {
 
  private:
   cluster_builder& set(std::string_view key, key_value v, std::string const& shown);
+
+ public:
+  /// Any key of the block by its name in the text (key_setting).
+  cluster_builder& with(std::string_view key, key_setting const& v);
+
+ private:
   cluster c_;
 };
 
@@ -200,6 +238,12 @@ class training_builder {
 
  private:
   training_builder& set(std::string_view key, key_value v, std::string const& shown);
+
+ public:
+  /// Any key of the block by its name in the text (key_setting).
+  training_builder& with(std::string_view key, key_setting const& v);
+
+ private:
   training t_ = with_defaults<training>();
 };
 

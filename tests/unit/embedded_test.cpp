@@ -263,3 +263,28 @@ TEST_CASE("the time-model figures of a gpu, in C++ and in text") {
   CHECK_THROWS_WITH(gpu("g").attention_efficiency(0), "'attention_efficiency' must be above zero, got 0");
   CHECK_THROWS_WITH(gpu("g").step_overhead(planner::seconds(-1)), "expected a time for 'step_overhead', got -1.00 s");
 }
+
+TEST_CASE("any key is set by its name, checked as the text is") {
+  using namespace dtplan::planner::edsl;
+  using namespace dtplan::planner::literals;
+  planner::training const t = training().global_batch(64).with("grad_precision", "fp32").with("overlap_grad_sync", false);
+  CHECK(t.grad_precision == planner::precision::fp32);
+  CHECK_FALSE(t.overlap_grad_sync);
+  planner::gpu const g = gpu("g", catalog_gpu("H100_SXM")).with("reserved", 6_GiB).with("sm_count", 114);
+  CHECK(g.reserved == 6_GiB);
+  CHECK(g.sm_count == 114);
+  auto thrown = [](auto const& f) {
+    try {
+      f();
+    } catch (error const& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  CHECK(thrown([] { training().with("grad_precison", "fp32"); }) ==
+        "unknown key 'grad_precison' in the 'training' block; did you mean 'grad_precision'?");
+  CHECK(thrown([] { training().with("reduce_dtype", "fp32"); }) ==
+        "unknown key 'reduce_dtype' in the 'training' block; did you mean 'grad_precision'?");
+  CHECK(thrown([] { training().with("grad_precision", "fp64"); }) ==
+        "expected 'bf16', 'fp16' or 'fp32' for 'grad_precision', got 'fp64'");
+}
