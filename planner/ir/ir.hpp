@@ -166,6 +166,11 @@ struct training {
   /// default) or a full all-reduce (DeepSpeed's reduce_scatter = false and
   /// its BF16_Optimizer). ZeRO-0 always all-reduces, ZeRO-3 reduce-scatters.
   bool grad_reduce_scatter = true;
+  /// Tensor-parallel collectives overlapped with the GEMMs they feed or
+  /// follow (Transformer Engine userbuffers, Megatron's --tp-comm-overlap;
+  /// needs sequence parallelism): each all-gather and reduce-scatter runs
+  /// in chunks under its GEMM, exposing about one chunk.
+  bool tp_comm_overlap = false;
   key_spans keys;
 };
 

@@ -176,6 +176,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
     auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, prec);
     weights_fwd += w.forward;
+    out.gemm_forward[static_cast<std::size_t>(i)] = w.forward;
     weights_bwd += w.backward;
     if (gm.recompute_n > 0)
       ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, gm.forward.batch}, prec);

@@ -86,11 +86,29 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     auto const rs = collective_time(collective::reduce_scatter, x.activation, s.tp, tp.link);
     auto const ag_total = ag * static_cast<double>(ag_count);
     auto const rs_total = rs * static_cast<double>(count);
-    out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_total, comm_phase::layer);
-    out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_total,
+    // In the open every collective is on the critical path; overlapped
+    // (userbuffers) each runs in tp chunks under the GEMM it feeds or
+    // follows: the norm outputs' all-gathers under qkv and the MLP's first
+    // GEMM, the reduce-scatters under the o projection and the MLP's last
+    // (and in the backward under their dgrad and wgrad GEMMs, about as
+    // long), exposing the first chunk and what the GEMM cannot cover.
+    seconds ag_layer = ag * 2.0, rs_layer = rs * 2.0;  // one pass of a layer
+    if (x.sh.prog->training.tp_comm_overlap) {
+      auto const& gf = x.sc.gemm_forward;
+      auto const n = static_cast<std::size_t>(x.sh.gemm_count);
+      double const t = static_cast<double>(s.tp);
+      auto exposed = [&](seconds c, seconds g) { return c / t + max(seconds(0), c - g) * ((t - 1) / t); };
+      ag_layer = exposed(ag, gf[0]) + exposed(ag, gf[n - 2]);
+      rs_layer = exposed(rs, gf[1]) + exposed(rs, gf[n - 1]);
+    }
+    double const passes_d = static_cast<double>(passes * layers * x.micro);
+    seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag * static_cast<double>((ag_per_layer - per_layer) * layers * x.micro));
+    seconds const rs_exposed = min(rs_total, rs_layer * passes_d);
+    out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_exposed, comm_phase::layer);
+    out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_exposed,
             comm_phase::layer);
-    stream.time = (ag + rs) * static_cast<double>(per_layer * layers) +
-                  ag * static_cast<double>((ag_per_layer - per_layer) * layers);
+    double const md = static_cast<double>(x.micro);
+    stream.time = (ag_exposed + rs_exposed) / md;
     stream.calls = (ag_per_layer + per_layer) * layers;
   } else {
     std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);

@@ -412,3 +412,38 @@ TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients: 16 micro-batche
   p.training.global_batch = 16;  // one micro-batch
   CHECK(reduce_scatters(2) == layers + 1);
 }
+
+TEST_CASE("a tensor-parallel all-gather overlapped by userbuffers exposes about one chunk") {
+  // Llama 7B, tp = 4 in one 4-GPU node with sequence parallelism: the qkv
+  // and MLP up GEMMs outlast the all-gathers before them, so each
+  // overlapped all-gather exposes its first of tp chunks; the o projection
+  // is shorter than its reduce-scatter, which stays partly exposed.
+  program p = two_nodes(1, 4);
+  p.training.global_batch = 8;
+  strategy s;
+  s.tp = 4, s.dp = 1, s.sequence_parallel = true, s.micro_batch = 8;
+  analytic_cost_model const model;
+  auto const open = model.step_time(p, s);
+  p.training.tp_comm_overlap = true;
+  auto const hidden = model.step_time(p, s);
+  auto entry = [](time_breakdown const& t, collective op) {
+    for (auto const& c : t.comm)
+      if (c.group == comm_group::tp && c.op == op) return c;
+    return comm_entry{};
+  };
+  auto const ag_open = entry(open, collective::all_gather);
+  auto const ag_hidden = entry(hidden, collective::all_gather);
+  CHECK(ag_open.exposed.value() == Approx(ag_open.time.value()));
+  CHECK(ag_hidden.time.value() == Approx(ag_open.time.value()));
+  CHECK(ag_hidden.exposed.value() == Approx(ag_hidden.time.value() / 4));
+  auto const rs_hidden = entry(hidden, collective::reduce_scatter);
+  CHECK(rs_hidden.exposed.value() > rs_hidden.time.value() / 4);
+  CHECK(rs_hidden.exposed.value() < rs_hidden.time.value());
+  CHECK(hidden.step < open.step);
+  // Without sequence parallelism there is nothing to overlap (TE needs it).
+  s.sequence_parallel = false;
+  p.training.tp_comm_overlap = false;
+  auto const ar_open = model.step_time(p, s).step;
+  p.training.tp_comm_overlap = true;
+  CHECK(model.step_time(p, s).step.value() == Approx(ar_open.value()));
+}
