@@ -40,7 +40,7 @@ struct figures {
 
 figures figures_of(gpu const& g) {
   return {g.matmul_efficiency, g.hbm_efficiency, g.comm_efficiency, g.overlap_slowdown, g.step_overhead.value(),
-          g.kernel_latency.value() * 1e6, g.attention_efficiency, g.intra_latency.value() * 1e6,
+          g.kernel_latency.value() * 1e6, g.attention_efficiency.value_or(0.5), g.intra_latency.value() * 1e6,
           g.inter_latency.value() * 1e6, g.dispatch_latency.value() * 1e6};
 }
 

@@ -59,6 +59,29 @@ char const* name(axis a) {
   return "?";
 }
 
+char const* name(gpu_generation g) {
+  switch (g) {
+    case gpu_generation::volta: return "volta";
+    case gpu_generation::ampere: return "ampere";
+    case gpu_generation::hopper: return "hopper";
+    case gpu_generation::blackwell: return "blackwell";
+    case gpu_generation::cdna3: return "cdna3";
+  }
+  return "?";
+}
+char const* name(attention_backend a) {
+  switch (a) {
+    case attention_backend::flash: return "flash";
+    case attention_backend::flash3: return "flash3";
+    case attention_backend::fused: return "fused";
+    case attention_backend::triton: return "triton";
+    case attention_backend::unfused: return "unfused";
+  }
+  return "?";
+}
+char const* name(grad_sync_mode g) { return g == grad_sync_mode::per_step ? "per_step" : "per_micro_batch"; }
+char const* name(bucket_rule b) { return b == bucket_rule::fixed ? "fixed" : "scaled"; }
+
 std::string to_string(shard_group const& s) {
   switch (s.k) {
     case shard_group::kind::all: return "all";

@@ -36,6 +36,23 @@ enum class checkpoint_mode { none, selective, full, ops };
 enum class cross_entropy_kind { fused, unfused };
 /// A parallel dimension of the rank layout.
 enum class axis { tp, cp, dp, pp };
+/// GPU generations, for the figures that differ by generation (NCCL's
+/// constants, attention kernels): volta, ampere (and ada), hopper,
+/// blackwell; cdna3 for AMD MI300.
+enum class gpu_generation { volta, ampere, hopper, blackwell, cdna3 };
+/// The attention kernel a framework runs: FlashAttention-2 (`flash`),
+/// FlashAttention-3 (`flash3`), cuDNN's fused attention (`fused`, what
+/// Transformer Engine and PyTorch's SDPA prefer on Hopper and later),
+/// llm-foundry's Triton kernel (`triton`), or the unfused matmul + softmax
+/// path (`unfused`, which keeps the a.s^2 scores as `attention = standard`).
+enum class attention_backend { flash, flash3, fused, triton, unfused };
+/// When data-parallel gradients are reduced: once per optimizer step
+/// (no_sync / Megatron's DDP on the last micro-batch) or after every
+/// micro-batch's backward (FSDP, torchtitan, DDP without no_sync).
+enum class grad_sync_mode { per_step, per_micro_batch };
+/// How big a gradient bucket is: a fixed size (`ddp_bucket_size`), or
+/// Megatron-Core's max(40 M, 1 M x dp x cp) parameters (`scaled`).
+enum class bucket_rule { fixed, scaled };
 
 char const* name(precision);
 char const* name(mlp_kind);
@@ -51,6 +68,10 @@ inline constexpr std::array<checkpoint_mode, 4> checkpoint_modes{checkpoint_mode
 /// A mode's place in `checkpoint_modes`: none 0, selective 1, ops 2, full 3.
 int recompute_rank(checkpoint_mode);
 char const* name(axis);
+char const* name(gpu_generation);
+char const* name(attention_backend);
+char const* name(grad_sync_mode);
+char const* name(bucket_rule);
 
 /// Where each key of a block was written (key name -> span of the key), so
 /// later stages can point at the key that breaks a plan.
@@ -90,17 +111,30 @@ struct gpu {
   flop_rate peak_flops_fp32;  ///< dense fp32/tf32 matmul peak
   bandwidth hbm_bandwidth;
   bandwidth intra_node;       ///< scale-up link per GPU per direction
-  double matmul_efficiency = 0.7;  ///< share of peak a large matmul reaches
+  double matmul_efficiency = 0.7;  ///< share of the 16-bit peak a large matmul reaches (measured)
+  /// Share of the fp8 peak a large fp8 matmul reaches (measured; lower than
+  /// bf16's on Hopper); 0: matmul_efficiency.
+  double matmul_efficiency_fp8 = 0;
+  gpu_generation generation = gpu_generation::ampere;
+  /// Bus bandwidth of an NVLink SHARP (NVLS) all-reduce inside a node, per
+  /// GPU; 0 where the GPU has none.
+  bandwidth nvls_bandwidth;
+  /// Share of a NIC's line rate NCCL's bus bandwidth reaches across nodes
+  /// (measured: 46-49 GB/s per 400 Gbit/s NDR port).
+  double network_efficiency = 0.95;
   bytes reserved;                  ///< never available to the job
   // Extensions (catalog defaults a cluster may override):
   seconds intra_latency;
   seconds inter_latency;
-  double comm_efficiency = 0.8;  ///< share of link bandwidth a large collective reaches
+  double comm_efficiency = 0.8;  ///< share of the scale-up link a large ring collective reaches (measured busbw)
   double hbm_efficiency = 0.8;   ///< share of HBM bandwidth a streaming kernel reaches
   // Time-model extensions (calibrated per GPU kind, see bench/accuracy.cpp):
   std::int64_t sm_count = 108;    ///< streaming multiprocessors: tiles run in waves over them
   seconds kernel_latency{5e-6};   ///< fixed launch + tail cost of one kernel
-  double attention_efficiency = 0.5;  ///< share of the 16-bit peak a flash attention kernel reaches
+  /// Share of the 16-bit peak the framework's attention kernel reaches;
+  /// unset: the published figure of the kernel on this generation
+  /// (planner/model/kernels.hpp).
+  std::optional<double> attention_efficiency;
   double overlap_slowdown = 0.1;  ///< compute slow-down while communication overlaps it (0.1 = 10 %)
   seconds step_overhead{0.02};    ///< fixed per optimizer step (data loading, logging, launch gaps)
   /// Host time to issue one operator (framework dispatch + launch): a GPU
@@ -125,6 +159,7 @@ struct cluster {
   seconds intra_latency;
   seconds inter_latency;
   double comm_efficiency = 0.8;
+  double network_efficiency = 0.95;  ///< the GPU's unless written
   key_spans keys;
 
   [[nodiscard]] std::int64_t gpus() const { return nodes * gpus_per_node; }
@@ -171,6 +206,69 @@ struct training {
   /// needs sequence parallelism): each all-gather and reduce-scatter runs
   /// in chunks under its GEMM, exposing about one chunk.
   bool tp_comm_overlap = false;
+
+  // What the framework does at run time (its preset, then the keys written
+  // here; docs/research/frameworks.md has each default with its source).
+  std::string framework = "generic";  ///< the preset the behaviours start from
+  attention_backend attention_kernel = attention_backend::flash;  ///< key `attention_backend`
+  /// Element-wise operators fused into few kernels (Megatron/TE, compiled
+  /// code) rather than one PyTorch eager kernel each.
+  bool fused_elementwise = true;
+  /// The step replayed as CUDA graphs: no host time per operator.
+  bool cuda_graphs = false;
+  grad_sync_mode grad_sync = grad_sync_mode::per_step;
+  bucket_rule grad_bucket = bucket_rule::fixed;
+  bytes ddp_bucket_size{25.0 * 1048576.0};  ///< for `grad_bucket = fixed` (PyTorch DDP: 25 MiB)
+  /// ZeRO-1's updated weights gathered under the next forward, bucket by
+  /// bucket (Megatron's --overlap-param-gather), not after the step.
+  bool overlap_param_gather = false;
+  /// Pipeline sends and receives overlapped with compute (Megatron's
+  /// overlap_p2p_comm, on with interleaving).
+  bool overlap_p2p_comm = false;
+  /// Each tensor rank sends 1/tp of an activation across a stage boundary
+  /// and the receiver all-gathers it (Megatron 2021, DeepSpeed's pipeline
+  /// engine); Megatron-Core sends the sequence-parallel shard as it is.
+  bool p2p_scatter_gather = true;
+  /// fp8 weights gathered in fp8 (Megatron's --fp8-param-gather, FSDP
+  /// float8 all-gather): half the bytes of the 16-bit gather.
+  bool fp8_param_gather = false;
+  /// Adam's moments kept in fp32 (default) or bf16 (precision-aware
+  /// optimizers, Apex/NeMo DistributedFusedAdam dtype = bf16).
+  precision optimizer_state_precision = precision::fp32;
+  /// NCCL may run NVLink SHARP all-reduces (NCCL_NVLS_ENABLE; MLPerf turns it off).
+  bool nvls = false;
+  key_spans keys;
+};
+
+/// What a framework can run: the strategies `--optimize` proposes for it and
+/// the check accepts.
+struct framework_limits {
+  std::vector<int> zero_stages{0, 1, 2, 3};  ///< ZeRO stages it implements
+  int pipeline_max_zero = 3;    ///< the highest stage it runs with pp > 1 (DeepSpeed: 1)
+  bool tensor_parallel = true;
+  bool pipeline_parallel = true;
+  bool interleaving = true;     ///< virtual_stages > 1
+  bool context_parallel = true;
+  bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
+  std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,
+                                                checkpoint_mode::ops, checkpoint_mode::full};
+  friend bool operator==(framework_limits const&, framework_limits const&) = default;
+};
+
+/// A `framework` block: a documented bundle of run-time behaviours (the
+/// training keys it sets) and what it can run. The built-in ones are in
+/// planner/catalog/frameworks.dtp, each default with its source.
+struct framework {
+  std::string name = "generic";
+  span where;
+  std::string description;
+  training behaviours;      ///< only the run-time keys are read
+  framework_limits limits;
+  /// Framework-level figures of the time model (fitted across GPUs and
+  /// runs, never per run): the host's time to issue one operator, and a
+  /// fixed cost per optimizer step (data loading, logging, launch gaps).
+  seconds dispatch_latency{0};
+  seconds step_overhead{0.02};
   key_spans keys;
 };
 
@@ -277,6 +375,7 @@ struct program {
   planner::model model;        ///< what is trained
   planner::cluster cluster;    ///< on what
   planner::training training;  ///< the run: batch, and what the framework does at run time
+  planner::framework framework;  ///< the framework `training.framework` names (its limits and figures)
   std::vector<strategy_spec> strategies;
 };
 

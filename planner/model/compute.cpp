@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "planner/model/kernels.hpp"
 #include "planner/model/params.hpp"
 
 namespace dtplan::planner {
@@ -125,7 +126,8 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
-    double const rate = peak_at(g, core_prec).value() * g.attention_efficiency * shape_efficiency(g, shape);
+    double const rate = peak_at(g, core_prec).value() * attention_efficiency(g, sh.prog->training.attention_kernel) *
+                        shape_efficiency(g, shape);
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
   } else {

@@ -1,0 +1,49 @@
+#include "planner/model/kernels.hpp"
+
+#include <array>
+
+namespace dtplan::planner {
+
+namespace {
+
+// Rows: flash (FlashAttention-2), flash3, fused (cuDNN), triton; columns:
+// volta, ampere, hopper, blackwell, cdna3. Each figure is the share of the
+// dense bf16 peak over forward and backward (the backward does 2.5 x the
+// forward's FLOPs at a lower rate than the forward).
+// - FlashAttention-2 (Dao 2023, arXiv:2307.08691, abstract and fig. 4-6):
+//   50-73 % of A100's peak forward, ~60 % forward + backward -> 0.55; on
+//   H100 "only 35 % utilization" (Shah et al. 2024, FlashAttention-3,
+//   arXiv:2407.08608, sec. 1) -> 0.33; Blackwell runs it without its new
+//   tensor-core instructions: as Hopper, 0.30.
+// - FlashAttention-3 (Shah et al. 2024): 740 TFLOP/s = 75 % forward, backward
+//   1.5-1.75 x FlashAttention-2's -> 0.60 over the step on H100; elsewhere
+//   the GPU's best kernel stands in (cuDNN).
+// - cuDNN fused attention (the kernel Transformer Engine and PyTorch SDPA
+//   prefer on Hopper and later; docs/research/frameworks.md M10, T11): on
+//   H100 within 10-20 % of FlashAttention-3 (FlashAttention-3 paper, fig.
+//   5-7) -> 0.52; torch's tritonbench on H100, B1 H24 S4608 D128: cuDNN SDPA
+//   631 TFLOP/s forward vs 329 for the default (pytorch/pytorch#142132);
+//   Blackwell 0.52 (no measured backward figure found: Hopper's);
+//   Ampere: cuDNN's kernel is FlashAttention-2-class, 0.50.
+// - llm-foundry's Triton kernel (the MosaicML benchmark tables before
+//   2024-03-26, frameworks.md C7): FlashAttention-2 is "1.3-2.5 x faster
+//   than FlashAttention in Triton" (Dao 2023, fig. 4) -> 0.55 / 1.8 = 0.30
+//   on A100; on Hopper the same 1.8 x below FlashAttention-2, 0.18.
+// Volta and CDNA3 have no figure of their own: 0.30 (a FlashAttention-1
+// class kernel), their vendors' kernels not measured here.
+constexpr std::array<std::array<double, 5>, 4> published{{
+    {0.30, 0.55, 0.33, 0.30, 0.30},  // flash
+    {0.30, 0.55, 0.60, 0.52, 0.30},  // flash3
+    {0.30, 0.50, 0.52, 0.52, 0.30},  // fused
+    {0.20, 0.30, 0.18, 0.17, 0.20},  // triton
+}};
+
+}  // namespace
+
+double attention_efficiency(gpu const& g, attention_backend backend) {
+  if (g.attention_efficiency) return *g.attention_efficiency;
+  auto const row = backend == attention_backend::unfused ? std::size_t{0} : static_cast<std::size_t>(backend);
+  return published[row][static_cast<std::size_t>(g.generation)];
+}
+
+}  // namespace dtplan::planner
