@@ -5,13 +5,30 @@
 namespace dtplan::planner {
 
 link_choice link_for(cluster const& c, group_placement const& g) {
-  double const eff = c.comm_efficiency;
-  if (!g.crosses_nodes()) return {c.intra_node * eff, c.intra_latency, link_kind::intra};
+  bandwidth const nvlink = c.intra_node * c.comm_efficiency;
+  if (!g.crosses_nodes()) return {nvlink, c.intra_latency, link_kind::intra};
   auto const per_node = c.gpus_per_node;
   auto const members = std::clamp<std::int64_t>(g.max_per_node, 1, per_node);
-  bandwidth ring = c.inter_node * (static_cast<double>(members) / static_cast<double>(per_node));
-  if (members > 1) ring = min(ring, c.intra_node);
-  return {ring * eff, c.inter_latency, link_kind::inter};
+  bandwidth ring = c.inter_node * c.network_efficiency * (static_cast<double>(members) / static_cast<double>(per_node));
+  if (members > 1) ring = min(ring, nvlink);
+  return {ring, c.inter_latency, link_kind::inter};
+}
+
+nccl::group nccl_group(cluster const& c, training const& t, group_placement const& g, link_choice const& link) {
+  nccl::group n;
+  n.ranks = g.size;
+  n.nodes = g.nodes;
+  n.per_node = g.max_per_node;
+  n.bus = link.bw;
+  switch (c.device.generation) {
+    case gpu_generation::hopper: n.gen = nccl::generation::hopper; break;
+    case gpu_generation::blackwell: n.gen = nccl::generation::blackwell; break;
+    default: n.gen = nccl::generation::ampere; break;
+  }
+  if (t.nvls && c.device.nvls_bandwidth.value() > 0 && !g.crosses_nodes()) n.nvls_bus = c.device.nvls_bandwidth;
+  char const* const key = g.crosses_nodes() ? "inter_latency" : "intra_latency";
+  if (c.keys.count(key) || c.device.keys.count(key)) n.hop_latency = link.latency;
+  return n;
 }
 
 bytes bytes_moved(collective op, bytes size, std::int64_t ranks) {

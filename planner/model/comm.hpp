@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "planner/model/collective.hpp"
+#include "planner/model/nccl.hpp"
 #include "planner/ir/ir.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/ir/units.hpp"
@@ -30,7 +31,16 @@ struct link_choice {
 /// per-GPU share of the NICs times the members that pool it. The intra-node
 /// hops still bound it. With one GPU per node each GPU has its own share:
 /// 8 nodes x 1 GPU on 100 Gbit/s links is 12.5 GB/s per ring step.
+/// Inside a node the bandwidth is the measured NCCL ring bus bandwidth
+/// (intra_node x comm_efficiency); across nodes the NICs' share at the
+/// measured per-NIC efficiency (inter_node x network_efficiency).
 link_choice link_for(cluster const& c, group_placement const& g);
+
+/// The group as NCCL sees it: ranks, nodes, members per node, bus
+/// bandwidth, the GPU's generation, NVLink SHARP where the GPU has it and
+/// `training.nvls` allows it; a latency the cluster or GPU block writes
+/// (intra_latency, inter_latency) replaces NCCL's per-step ones.
+nccl::group nccl_group(cluster const& c, training const& t, group_placement const& g, link_choice const& link);
 
 /// Bytes one member sends for a collective of `size` over `ranks` members
 /// with ring algorithms: all-reduce 2(N-1)/N S, reduce-scatter, all-gather
@@ -40,8 +50,9 @@ bytes bytes_moved(collective op, bytes size, std::int64_t ranks);
 /// reduce-scatter, all-gather and all-to-all, 1 for send/recv.
 std::int64_t latency_steps(collective op, std::int64_t ranks);
 
-/// Time of one collective of `size` bytes over `ranks` members, each with
-/// `link` bytes/s per direction, `latency` per step; ring algorithms.
+/// The textbook ring (COSTMODEL.md): time of one collective of `size`
+/// bytes over `ranks` members, each with `link` bytes/s per direction,
+/// `latency` per step. The time model runs nccl::best instead.
 seconds collective_time(collective op, bytes size, std::int64_t ranks, bandwidth link, seconds latency);
 
 /// collective_time over a chosen link.

@@ -6,6 +6,7 @@
 #include "planner/ir/ir.hpp"
 #include "planner/ir/units.hpp"
 #include "planner/model/collective.hpp"
+#include "planner/model/nccl.hpp"
 #include "planner/model/shape.hpp"
 
 namespace dtplan::planner {
@@ -21,6 +22,8 @@ struct comm_entry {
   seconds exposed;         ///< the part overlap does not hide
   link_kind link = link_kind::intra;
   comm_phase phase = comm_phase::grad_sync;
+  nccl::algorithm algo = nccl::algorithm::ring;  ///< what NCCL runs for one call
+  nccl::protocol proto = nccl::protocol::simple;
 };
 
 /// Where one optimizer step's time goes. step = compute + recompute +
@@ -57,6 +60,14 @@ class cost_model {
   /// peak, bubble, unavoidable collectives) should override it.
   [[nodiscard]] virtual seconds step_lower_bound(strategy_shape const& sh) const { return lower_bound(*sh.prog); }
 };
+
+/// The host's time to issue one operator: the framework's figure (none
+/// when the step runs as CUDA graphs); a GPU block that writes its own
+/// `dispatch_latency` overrides it.
+seconds dispatch_latency(program const& p);
+/// The fixed cost of an optimizer step: the framework's figure, or the GPU
+/// block's `step_overhead` where it writes one.
+seconds step_overhead(program const& p);
 
 /// The first-principles model of COSTMODEL.md section 3: operator rooflines,
 /// alpha-beta collectives on the links each group crosses, overlap, bubbles.

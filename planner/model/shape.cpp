@@ -52,11 +52,12 @@ stage_shape strategy_shape::stage(std::int64_t r) const {
 
 namespace {
 
-group_shape group(cluster const& c, group_placement const& placed) {
+group_shape group(program const& p, group_placement const& placed) {
   group_shape g;
   g.size = placed.size;
   g.placement = placed;
-  g.link = link_for(c, placed);
+  g.link = link_for(p.cluster, placed);
+  g.net = nccl_group(p.cluster, p.training, placed, g.link);
   return g;
 }
 
@@ -136,11 +137,11 @@ shape_groups groups_of(program const& p, strategy const& s) {
   cluster const& c = p.cluster;
   shape_groups sh;
   rank_layout const layout(s, c.gpus_per_node);
-  sh.tp = group(c, layout.placement(axis::tp));
-  sh.cp = group(c, layout.placement(axis::cp));
-  sh.dp = group(c, layout.placement(axis::dp));
-  sh.pp = group(c, layout.placement(axis::pp));
-  sh.sync = group(c, layout.placement(axis::dp, axis::cp));
+  sh.tp = group(p, layout.placement(axis::tp));
+  sh.cp = group(p, layout.placement(axis::cp));
+  sh.dp = group(p, layout.placement(axis::dp));
+  sh.pp = group(p, layout.placement(axis::pp));
+  sh.sync = group(p, layout.placement(axis::dp, axis::cp));
   if (s.zero >= 1) {
     sh.sharding = sharding_of(s);
     // A shard key that cannot be formed is illegal (the check says so); its
@@ -149,11 +150,11 @@ shape_groups groups_of(program const& p, strategy const& s) {
                        : sh.sharding.k == shard_layout::kind::node   ? layout.node_sync_members() != 0
                                                                      : true;
     if (!forms) sh.sharding = {};
-    sh.shard = group(c, layout.shard_placement(sh.sharding));
-    sh.replicate = group(c, layout.replicate_placement(sh.sharding));
+    sh.shard = group(p, layout.shard_placement(sh.sharding));
+    sh.replicate = group(p, layout.replicate_placement(sh.sharding));
   } else {
     // Nothing is sharded: every sync member holds all of it.
-    sh.shard = group(c, group_placement{});
+    sh.shard = group(p, group_placement{});
     sh.replicate = sh.sync;
   }
   // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
@@ -163,7 +164,7 @@ shape_groups groups_of(program const& p, strategy const& s) {
     experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
     experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
   }
-  sh.ep = group(c, experts);
+  sh.ep = group(p, experts);
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's
     // stages are.
@@ -171,9 +172,9 @@ shape_groups groups_of(program const& p, strategy const& s) {
     pair.size = 2;
     pair.nodes = sh.pp.placement.crosses_nodes() ? 2 : 1;
     pair.max_per_node = sh.pp.placement.crosses_nodes() ? 1 : 2;
-    sh.embedding = group(c, pair);
+    sh.embedding = group(p, pair);
   } else {
-    sh.embedding = group(c, group_placement{});
+    sh.embedding = group(p, group_placement{});
   }
   return sh;
 }

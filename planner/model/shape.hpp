@@ -42,6 +42,7 @@ struct group_shape {
   std::int64_t size = 1;
   group_placement placement;
   link_choice link;
+  nccl::group net;  ///< as NCCL sees it (its algorithm and latency choice)
   [[nodiscard]] bool active() const { return size > 1; }
 };
 

@@ -72,6 +72,7 @@ TEST_CASE("seed fact: 14 GB all-reduced over 8 GPUs on 100 Gbit/s links takes 1.
   c.intra_node = 450_GBps;
   c.inter_node = 100_Gbitps;
   c.comm_efficiency = 1.0;
+  c.network_efficiency = 1.0;
   strategy s = data_parallel(8, 0);
   rank_layout layout(s, 1);
   auto const link = link_for(c, layout.placement(axis::dp));
@@ -94,6 +95,7 @@ TEST_CASE("ring volumes: all-reduce 2(N-1)/N, reduce-scatter and all-gather (N-1
 TEST_CASE("a group spanning nodes shares the node's NICs with the node's other groups") {
   cluster c = two_nodes().cluster;
   c.comm_efficiency = 1.0;
+  c.network_efficiency = 1.0;
   // dp = 16 over 2 nodes: one group, 8 members per node, the whole 100 Gbit/s.
   rank_layout dp16(data_parallel(16, 0), 8);
   CHECK(link_for(c, dp16.placement(axis::dp)).bw.value() == 12.5e9);
@@ -109,8 +111,11 @@ TEST_CASE("a group spanning nodes shares the node's NICs with the node's other g
 TEST_CASE("ZeRO-3 moves 1.5x the traffic of DDP's all-reduce") {
   program p = two_nodes();
   p.cluster.comm_efficiency = 1.0;
+  p.cluster.network_efficiency = 1.0;
+  // Latencies written (as a cluster block writes them) replace NCCL's.
   p.cluster.inter_latency = seconds(0);
   p.cluster.intra_latency = seconds(0);
+  p.cluster.keys["inter_latency"] = p.cluster.keys["intra_latency"] = span{};
   p.training.global_batch = 16;  // one micro-batch per GPU: gathers happen once
   analytic_cost_model const model;
   auto const ddp = model.step_time(p, data_parallel(16, 0));
@@ -364,8 +369,11 @@ TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywher
 TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies across the ends") {
   program p = two_nodes();
   p.cluster.comm_efficiency = 1.0;
+  p.cluster.network_efficiency = 1.0;
+  // Latencies written (as a cluster block writes them) replace NCCL's.
   p.cluster.inter_latency = seconds(0);
   p.cluster.intra_latency = seconds(0);
+  p.cluster.keys["inter_latency"] = p.cluster.keys["intra_latency"] = span{};
   p.training.global_batch = 16;
   analytic_cost_model const model;
   strategy s = data_parallel(2, 1);
