@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
 
 #include "planner/model/kernels.hpp"
 #include "planner/model/params.hpp"
@@ -24,6 +25,17 @@ constexpr std::int64_t k_tile = 64;
 // The prologue/epilogue of a tile (load the first operands, write C) costs
 // about this many main-loop iterations: short reductions pay for it.
 constexpr double epilogue_iterations = 2.0;
+
+// PyTorch eager element-wise code against fused kernels, per Llama layer
+// (compute_per_micro_batch explains the count).
+constexpr double eager_bytes = 2.5;
+
+// A fused attention kernel (flash, cuDNN, Triton), not the unfused matmul
+// and softmax path that keeps the a.s^2 scores.
+bool uses_flash(program const& p) {
+  return p.model.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
+}
+constexpr double eager_kernels = 3.0;
 
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
@@ -71,7 +83,9 @@ double shape_efficiency(gpu const& g, gemm_shape const& s) {
 
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
-  double const rate = peak_at(g, p).value() * g.matmul_efficiency * shape_efficiency(g, s);
+  double const efficiency =
+      p == precision::fp8 && g.matmul_efficiency_fp8 > 0 ? g.matmul_efficiency_fp8 : g.matmul_efficiency;
+  double const rate = peak_at(g, p).value() * efficiency * shape_efficiency(g, s);
   double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *
                        (static_cast<double>(s.m) * static_cast<double>(s.k) +
@@ -117,7 +131,7 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   // Attention core precision: fp8 training keeps attention in 16-bit.
   precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
   seconds core_fwd, core_bwd;
-  if (m.attention == attention_kind::flash) {
+  if (uses_flash(*sh.prog)) {
     // A causal flash kernel skips the key blocks above the diagonal.
     auto const blocks = ceil_div(seq, flash_block);
     double const causal = static_cast<double>(blocks + 1) / (2.0 * static_cast<double>(blocks));
@@ -173,10 +187,27 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   out.layers = sh.max_stage_layers;
 
   // Attention projections, router and MLP matrices: forward, dgrad, wgrad.
+  // In fp8 training only the layer's linear GEMMs run in fp8 (Transformer
+  // Engine modules); the router, like the LM head, stays 16-bit (M11).
   seconds weights_fwd, weights_bwd, ops_recompute;
+  double cast_bytes = 0;  // fp8: each linear's input and weight cast (and transposed), forward
+  double cast_bytes_bwd = 0;  // and its output gradient, backward
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
-    auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, prec);
+    bool const router = std::string_view(gm.name) == "router";
+    precision const gp = prec == precision::fp8 && router ? precision::bf16 : prec;
+    auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, gp);
+    if (gp == precision::fp8) {
+      // Read 16-bit, write fp8 twice (row- and column-wise for the backward):
+      // 4 bytes per element of the input and the weight, then of the
+      // output gradient (TE pytorch/module/linear.py:160-240, 594-713).
+      double const batch = static_cast<double>(gm.forward.batch);
+      double const mk = static_cast<double>(gm.forward.m) * static_cast<double>(gm.forward.k);
+      double const kn = static_cast<double>(gm.forward.k) * static_cast<double>(gm.forward.n);
+      double const mn = static_cast<double>(gm.forward.m) * static_cast<double>(gm.forward.n);
+      cast_bytes += 4 * batch * (mk + kn);
+      cast_bytes_bwd += 4 * batch * mn;
+    }
     weights_fwd += w.forward;
     out.gemm_forward[static_cast<std::size_t>(i)] = w.forward;
     weights_bwd += w.backward;
@@ -192,13 +223,26 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const t = static_cast<double>(tokens);
   double const act_out = static_cast<double>(m.mlp == mlp_kind::swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
   double const mlp_share = static_cast<double>(active);
-  double const mem_fwd_bytes = e * (2 * 2 * sp_tokens * h                                   // two norms
-                                    + 2 * 3 * sp_tokens * h                                 // two residual adds
-                                    + t * act_out * mlp_share                               // gelu / swiglu
-                                    + 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp));  // rotary
-  constexpr double fwd_kernels = 6;
-  seconds const mem_fwd = seconds(mem_fwd_bytes / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + g.kernel_latency * fwd_kernels;
-  seconds const mem_bwd = seconds(2 * mem_fwd_bytes / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + g.kernel_latency * (2 * fwd_kernels);
+  double mem_fwd_bytes = e * (2 * 2 * sp_tokens * h                                   // two norms
+                              + 2 * 3 * sp_tokens * h                                 // two residual adds
+                              + t * act_out * mlp_share                               // gelu / swiglu
+                              + 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp));  // rotary
+  double fwd_kernels = 6;
+  // PyTorch's eager element-wise code (no fusion, no compile) runs each
+  // small op as its own kernel, each reading and writing its tensors:
+  // RMSNorm as pow, mean, rsqrt, two multiplies; rotary as slices,
+  // multiplies, adds and a concatenation; SwiGLU's silu and multiply apart.
+  // Counted for a Llama layer: ~3x the kernels and ~2.5x the bytes of the
+  // fused path.
+  if (!p.training.fused_elementwise) {
+    mem_fwd_bytes *= eager_bytes;
+    fwd_kernels *= eager_kernels;
+  }
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
+                          g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
+  seconds const mem_bwd = seconds((2 * mem_fwd_bytes + cast_bytes_bwd) / hbm) +
+                          g.kernel_latency * (2 * fwd_kernels + (cast_bytes > 0 ? static_cast<double>(n_ops) : 0.0));
 
   out.layer_attention_core = core_fwd;
   out.layer_attention_core_backward = core_bwd;
@@ -209,9 +253,13 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // dropout and weighted sum forward, twice that backward), the memory-bound
   // operators (twice as many backward).
   auto const n = static_cast<std::int64_t>(n_ops);
-  bool const flash = m.attention == attention_kind::flash;
+  bool const flash = uses_flash(p);
   out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels);
   out.layer_kernels_backward = 2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels);
+  if (cast_bytes > 0) {
+    out.layer_kernels += 2 * n;
+    out.layer_kernels_backward += n;
+  }
   switch (s.checkpoint) {
     case checkpoint_mode::none: break;
     case checkpoint_mode::selective:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "planner/model/comm.hpp"
 
@@ -9,21 +10,22 @@ namespace dtplan::planner::cost {
 
 namespace {
 
-// DDP's and ZeRO-1/2's gradient buckets (PyTorch DDP default: 25 MiB).
-constexpr double bucket_bytes = 25.0 * 1048576.0;
 
-std::int64_t buckets_for(bytes b) {
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(b.value() / bucket_bytes)));
+// One call of `op` over `g` as NCCL runs it.
+seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
+
+std::int64_t buckets_for(bytes b, bytes bucket) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(b.value() / bucket.value())));
 }
 
 // Optimizer-step bytes per parameter it updates: Adam reads and writes
 // fp32 master weights and two moments, reads the gradient, writes the
 // 16-bit weight; SGD with momentum one moment, plain SGD none.
-double optimizer_bytes_per_param(optimizer_kind o) {
+double optimizer_bytes_per_param(optimizer_kind o, double moment) {
   switch (o) {
     case optimizer_kind::adam:
-    case optimizer_kind::adamw: return 4 * 2 + 8 * 2 + 4 + 2;
-    case optimizer_kind::sgd_momentum: return 4 * 2 + 4 * 2 + 4 + 2;
+    case optimizer_kind::adamw: return 4 * 2 + 2 * moment * 2 + 4 + 2;
+    case optimizer_kind::sgd_momentum: return 4 * 2 + moment * 2 + 4 + 2;
     case optimizer_kind::sgd: return 4 * 2 + 4 + 2;
   }
   return 30;
@@ -41,17 +43,28 @@ step_context::step_context(strategy_shape const& shape)
   // fp8 training communicates 16-bit weights; gradients travel in the
   // precision the program keeps them in (fp32 with grad_precision = fp32).
   comm_e = m.prec == precision::fp32 ? 4.0 : 2.0;
+  // fp8 layers gathered as fp8 (the LM head stays 16-bit).
+  layer_weight_e = t.fp8_param_gather && m.prec == precision::fp8 ? 1.0 : comm_e;
   grad_e = grad_element_bytes(m, t);
   overlap = t.overlap_grad_sync;
   backward_one = sc.layer_backward * layers + sc.head_backward + sc.recompute();
+  forward_one = sc.layer_forward * layers + sc.head_forward;
   activation = bytes(static_cast<double>(shape.tokens) * static_cast<double>(m.hidden) * e);
+  sync_per_micro = t.grad_sync == grad_sync_mode::per_micro_batch;
+  if (t.grad_bucket == bucket_rule::scaled) {
+    double const params = std::max(40e6, 1e6 * static_cast<double>(shape.sync.size));
+    grad_bucket = overlap ? bytes(params * grad_e) : bytes(std::numeric_limits<double>::infinity());
+  } else {
+    grad_bucket = t.ddp_bucket_size;
+  }
 }
 
 void comm_builder::add(collective op, comm_group group, group_shape const& over, bytes size, std::int64_t count,
                        seconds time, seconds exposed, comm_phase phase) {
   if (time.value() <= 0 || count <= 0) return;
   exposed = min(max(exposed, seconds(0)), time);
-  entries.push_back({op, group, over.size, size, count, time, exposed, over.link.kind, phase});
+  auto const how = nccl::best(op, size, over.net);
+  entries.push_back({op, group, over.size, size, count, time, exposed, over.link.kind, phase, how.algo, how.proto});
   hidden += time - exposed;
 }
 
@@ -82,8 +95,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   if (s.sequence_parallel) {
     std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;
-    auto const ag = collective_time(collective::all_gather, x.activation, s.tp, tp.link);
-    auto const rs = collective_time(collective::reduce_scatter, x.activation, s.tp, tp.link);
+    auto const ag = call(collective::all_gather, x.activation, tp);
+    auto const rs = call(collective::reduce_scatter, x.activation, tp);
     auto const ag_total = ag * static_cast<double>(ag_count);
     auto const rs_total = rs * static_cast<double>(count);
     // In the open every collective is on the critical path; overlapped
@@ -113,7 +126,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   } else {
     std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
     std::int64_t const ar_count = ar_per_layer * layers * x.micro;
-    auto const ar = collective_time(collective::all_reduce, x.activation, s.tp, tp.link);
+    auto const ar = call(collective::all_reduce, x.activation, tp);
     auto const total = ar * static_cast<double>(ar_count);
     out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
     stream.time = ar * static_cast<double>(ar_per_layer * layers);
@@ -131,7 +144,7 @@ void context_parallel(step_context const& x, comm_builder& out) {
   // attention core of the chunk in hand.
   bytes const chunk(2.0 * static_cast<double>(sh.tokens) * static_cast<double>(sh.kv_width) /
                     static_cast<double>(s.tp) * x.e);
-  auto const hop = collective_time(collective::send_recv, chunk, s.cp, sh.cp.link);
+  auto const hop = call(collective::send_recv, chunk, sh.cp);
   seconds const fwd = hop * static_cast<double>(s.cp - 1);
   seconds const bwd = fwd * 2.0;
   std::int64_t const fwd_passes = s.checkpoint == checkpoint_mode::full ? 2 : 1;
@@ -147,18 +160,26 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
   auto const& s = sh.s;
   if (s.pp <= 1) return;
   // Each micro-batch's activations go forward and their gradients back
-  // across each stage boundary (v times with interleaving). Each tensor
-  // rank sends only its 1/tp slice and the receiver all-gathers it over the
-  // scale-up link (Megatron's scatter-gather). The sends are blocking: the
-  // critical path crosses a boundary twice per micro-batch (and chunk) plus
-  // the fill and drain through the other pp - 1 boundaries.
-  bytes const size = x.activation / static_cast<double>(s.tp);
-  auto const hop = collective_time(collective::send_recv, size, 2, sh.pp.link);
+  // across each stage boundary (v times with interleaving). With
+  // scatter-gather (Megatron 2021, DeepSpeed's pipeline engine) each tensor
+  // rank sends 1/tp of the activation and the receiver all-gathers it over
+  // the tensor group; Megatron-Core sends the sequence-parallel shard as it
+  // is (or the whole activation without sequence parallelism). The sends
+  // block the critical path twice per micro-batch (and chunk) plus the fill
+  // and drain through the other pp - 1 boundaries; overlapped with compute
+  // (overlap_p2p_comm) only the fill and drain wait for them.
+  auto const& t = sh.prog->training;
+  bool const split = s.tp > 1 && (t.p2p_scatter_gather || s.sequence_parallel);
+  bytes const size = split ? x.activation / static_cast<double>(s.tp) : x.activation;
+  group_shape pair = sh.pp;
+  pair.size = pair.net.ranks = 2;
+  seconds hop = call(collective::send_recv, size, pair);
+  if (t.p2p_scatter_gather && !s.sequence_parallel && s.tp > 1)
+    hop += call(collective::all_gather, x.activation, sh.tp);
   std::int64_t const count = 2 * (x.micro * s.virtual_stages + s.pp - 1);
   seconds const total = hop * static_cast<double>(count);
-  group_shape pair = sh.pp;
-  pair.size = 2;
-  out.add(collective::send_recv, comm_group::pp, pair, size, count, total, total, comm_phase::micro_batch);
+  seconds const exposed = t.overlap_p2p_comm ? hop * static_cast<double>(2 * (s.pp - 1)) : total;
+  out.add(collective::send_recv, comm_group::pp, pair, size, count, total, exposed, comm_phase::micro_batch);
 
   // A tied embedding split over the pipeline lives on the first stage
   // (input) and the last (logits): their two gradient copies are summed
@@ -167,7 +188,7 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
   // once over its own pair.
   if (sh.embedding.active()) {
     bytes const grads(sh.vocab_params * x.grad_e);
-    auto const one = collective_time(collective::all_reduce, grads, 2, sh.embedding.link);
+    auto const one = call(collective::all_reduce, grads, sh.embedding);
     out.add(collective::all_reduce, comm_group::embedding, sh.embedding, grads, 1, one, one, comm_phase::grad_sync);
   }
 }
@@ -185,20 +206,37 @@ seconds bucketed_exposed(step_context const& x, seconds total, std::int64_t buck
   return max(total - capacity, total / n);
 }
 
-// ZeRO-1 as Megatron's and DeepSpeed's distributed optimizers run it:
-// bucketed reduce-scatter (or all-reduce) of the gradients under the last
-// backward over `over`, then the updated 16-bit weights all-gathered after
-// the optimizer step, in the open (nothing is left to overlap it with).
-void zero1(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, bytes grads) {
-  auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
-  auto const buckets = buckets_for(grads);
+// The gradients of a step in buckets, reduced once a step under the last
+// micro-batch's backward, or after every micro-batch's backward under its
+// own (`sync_per_micro`).
+void bucketed(step_context const& x, comm_builder& out, collective op, comm_group group, group_shape const& over,
+              bytes grads) {
+  auto const buckets = buckets_for(grads, x.grad_bucket);
   bytes const bucket = grads / static_cast<double>(buckets);
-  seconds const rs = collective_time(op, bucket, over.size, over.link) * static_cast<double>(buckets);
-  out.add(op, group, over, bucket, buckets, rs, bucketed_exposed(x, rs, buckets), comm_phase::grad_sync);
-  bytes const weights_bucket = bucket * (x.comm_e / x.grad_e);
-  seconds const ag =
-      collective_time(collective::all_gather, weights_bucket, over.size, over.link) * static_cast<double>(buckets);
-  out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, ag, comm_phase::after_step);
+  seconds const one = call(op, bucket, over) * static_cast<double>(buckets);
+  std::int64_t const times = x.sync_per_micro ? x.micro : 1;
+  double const t = static_cast<double>(times);
+  out.add(op, group, over, bucket, buckets * times, one * t, bucketed_exposed(x, one, buckets) * t,
+          comm_phase::grad_sync);
+}
+
+// ZeRO-1 as Megatron's and DeepSpeed's distributed optimizers run it:
+// bucketed reduce-scatter (or all-reduce) of the gradients over `over`,
+// then the updated weights all-gathered: after the optimizer step in the
+// open, or (Megatron's --overlap-param-gather) bucket by bucket under the
+// next step's first forward, the first bucket exposed (M4); in fp8 with
+// fp8 param gather, half the bytes.
+void zero1(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, bytes grads) {
+  auto const& t = x.sh.prog->training;
+  auto const op = t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
+  bucketed(x, out, op, group, over, grads);
+  auto const buckets = buckets_for(grads, x.grad_bucket);
+  double const weight_e = x.layer_weight_e;
+  bytes const weights_bucket = grads / static_cast<double>(buckets) * (weight_e / x.grad_e);
+  seconds const one = call(collective::all_gather, weights_bucket, over);
+  seconds const ag = one * static_cast<double>(buckets);
+  seconds const exposed = t.overlap_param_gather ? one + max(seconds(0), ag - one - x.forward_one) : ag;
+  out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, exposed, comm_phase::after_step);
 }
 
 // ZeRO-2 as DeepSpeed's stage 2 and FSDP's SHARD_GRAD_OP run it: a rank
@@ -214,17 +252,17 @@ void zero2(step_context const& x, comm_builder& out, comm_group group, group_sha
   double const layer = x.sh.layer_params;
   double const head = st.params - static_cast<double>(st.layers) * layer;
   double const layers = static_cast<double>(st.layers);
-  bytes const layer_size(layer * x.comm_e);
+  bytes const layer_size(layer * x.layer_weight_e);
   bytes const head_size(head * x.comm_e);
   bytes const layer_grads(layer * x.grad_e);
-  auto const rs_layer = collective_time(op, layer_grads, over.size, over.link);
-  auto const rs_head = collective_time(op, bytes(head * x.grad_e), over.size, over.link);
+  auto const rs_layer = call(op, layer_grads, over);
+  auto const rs_head = call(op, bytes(head * x.grad_e), over);
   seconds const rs = rs_layer * layers + rs_head;
   seconds const bwd_layer = x.sc.layer_backward + x.sc.layer_recompute;
   seconds const rs_exposed = x.overlap ? rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1) : rs;
   out.add(op, group, over, layer_grads, (st.layers + 1) * x.micro, rs * md, rs_exposed * md, comm_phase::layer_backward);
-  auto const ag_layer = collective_time(collective::all_gather, layer_size, over.size, over.link);
-  auto const ag_head = collective_time(collective::all_gather, head_size, over.size, over.link);
+  auto const ag_layer = call(collective::all_gather, layer_size, over);
+  auto const ag_head = call(collective::all_gather, head_size, over);
   seconds const ag = ag_layer * layers + ag_head;
   seconds const exposed = ag_head + ag_layer + max(seconds(0), ag_layer - x.sc.layer_forward) * (layers - 1);
   out.add(collective::all_gather, group, over, layer_size, st.layers + 1, ag, exposed, comm_phase::after_step);
@@ -238,14 +276,13 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
   double const layer = x.sh.layer_params;
   double const head = st.params - static_cast<double>(st.layers) * layer;
   double const layers = static_cast<double>(st.layers);
-  bytes const layer_size(layer * x.comm_e);
+  bytes const layer_size(layer * x.layer_weight_e);
   bytes const head_size(head * x.comm_e);
   bytes const layer_grads(layer * x.grad_e);
-  auto const n = over.size;
-  auto const ag = collective_time(collective::all_gather, layer_size, n, over.link);
-  auto const rs = collective_time(collective::reduce_scatter, layer_grads, n, over.link);
-  auto const ag_head = collective_time(collective::all_gather, head_size, n, over.link);
-  auto const rs_head = collective_time(collective::reduce_scatter, bytes(head * x.grad_e), n, over.link);
+  auto const ag = call(collective::all_gather, layer_size, over);
+  auto const rs = call(collective::reduce_scatter, layer_grads, over);
+  auto const ag_head = call(collective::all_gather, head_size, over);
+  auto const rs_head = call(collective::reduce_scatter, bytes(head * x.grad_e), over);
   seconds const fwd_compute = x.sc.layer_forward;
   seconds const bwd_compute = x.sc.layer_backward + x.sc.layer_recompute;
   // The embedding/logits unit is gathered first in each pass and its
@@ -270,17 +307,12 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
 }
 
 // Hybrid sharding: each shard's gradient slice is all-reduced across the
-// replicas, once per step, under the last backward.
+// replicas, once a step under the last backward, or after every
+// micro-batch's (torchtitan's HSDP, T3).
 void replicas(step_context const& x, comm_builder& out, bytes grads) {
   auto const& sh = x.sh;
-  bytes const slice = grads / static_cast<double>(sh.shard.size);
-  auto const buckets = buckets_for(slice);
-  bytes const bucket = slice / static_cast<double>(buckets);
-  seconds const total =
-      collective_time(collective::all_reduce, bucket, sh.replicate.size, sh.replicate.link) *
-      static_cast<double>(buckets);
-  out.add(collective::all_reduce, comm_group::replicate, sh.replicate, bucket, buckets, total,
-          bucketed_exposed(x, total, buckets), comm_phase::grad_sync);
+  bucketed(x, out, collective::all_reduce, comm_group::replicate, sh.replicate,
+           grads / static_cast<double>(sh.shard.size));
 }
 
 }  // namespace
@@ -295,12 +327,7 @@ void data_parallel(step_context const& x, comm_builder& out) {
   stage_shape const st = sh.stage(sh.heaviest_stage);
   bytes const grads(st.params * x.grad_e);
   if (s.zero == 0) {
-    auto const buckets = buckets_for(grads);
-    bytes const bucket = grads / static_cast<double>(buckets);
-    seconds const total =
-        collective_time(collective::all_reduce, bucket, sh.sync.size, sh.sync.link) * static_cast<double>(buckets);
-    out.add(collective::all_reduce, comm_group::dp, sh.sync, bucket, buckets, total,
-            bucketed_exposed(x, total, buckets), comm_phase::grad_sync);
+    bucketed(x, out, collective::all_reduce, comm_group::dp, sh.sync, grads);
     return;
   }
   // ZeRO's collectives run over the shard group ("dp" when it is the whole
@@ -321,7 +348,7 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   if (x.m.experts <= 1 || sh.s.ep <= 1) return;
   // Tokens go to their experts and back, forward and backward.
   bytes const size = x.activation * static_cast<double>(sh.active_experts);
-  auto const one = collective_time(collective::all_to_all, size, sh.s.ep, sh.ep.link);
+  auto const one = call(collective::all_to_all, size, sh.ep);
   std::int64_t const count = 4 * x.sc.layers * x.micro;
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, one * static_cast<double>(count),
           one * static_cast<double>(count), comm_phase::layer);
@@ -330,7 +357,8 @@ void expert_parallel(step_context const& x, comm_builder& out) {
 seconds optimizer_step(step_context const& x) {
   auto const& sh = x.sh;
   double const updated = sh.stage(sh.heaviest_stage).params / static_cast<double>(sh.shard_ranks());
-  return memory_time(x.g, bytes(updated * optimizer_bytes_per_param(x.m.optimizer)));
+  double const moment = x.sh.prog->training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0;
+  return memory_time(x.g, bytes(updated * optimizer_bytes_per_param(x.m.optimizer, moment)));
 }
 
 }  // namespace dtplan::planner::cost

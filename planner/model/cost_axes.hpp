@@ -25,10 +25,19 @@ struct step_context {
   double layers = 0;            ///< layers of the most loaded stage
   double e = 2;                 ///< bytes of an activation element
   double comm_e = 2;            ///< bytes of a weight element as gathered (16-bit; fp32 models 4)
+  double layer_weight_e = 2;    ///< of a layer's weight: 1 with fp8 param gather
   double grad_e = 2;            ///< bytes of a gradient element as kept and reduced
   bool overlap = true;          ///< training.overlap_grad_sync
   seconds backward_one;         ///< one micro-batch's backward on the stage, recomputation included
   bytes activation;             ///< one micro-batch's [tokens, hidden] activation on one GPU
+  /// The framework's gradient bucket: fixed bytes, or Megatron-Core's
+  /// max(40 M, 1 M x dp x cp) parameters (one bucket when the sync does not
+  /// overlap the backward: distributed_data_parallel.py:58-68, 181-189).
+  bytes grad_bucket;
+  /// Gradients synced after every micro-batch (FSDP, torchtitan, DDP
+  /// without no_sync) or once a step.
+  bool sync_per_micro = false;
+  seconds forward_one;          ///< one micro-batch's forward on the stage
 
   explicit step_context(strategy_shape const& shape);
 };

@@ -17,7 +17,7 @@ seconds analytic_cost_model::step_lower_bound(strategy_shape const& sh) const {
   auto const& s = sh.s;
   stage_compute const sc = compute_per_micro_batch(sh);
   seconds const per_micro = sc.forward_backward() + sc.recompute();
-  seconds bound = per_micro * static_cast<double>(sh.grad_accum) + sh.prog->cluster.device.step_overhead;
+  seconds bound = per_micro * static_cast<double>(sh.grad_accum) + step_overhead(*sh.prog);
   if (s.pp > 1)
     bound += per_micro * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   // The step sums its terms in another order: leave room for rounding.

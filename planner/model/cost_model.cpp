@@ -49,6 +49,17 @@ char const* name(comm_phase p) {
   return "?";
 }
 
+seconds dispatch_latency(program const& p) {
+  if (p.training.cuda_graphs) return seconds(0);
+  auto const& g = p.cluster.device;
+  return g.keys.count("dispatch_latency") ? g.dispatch_latency : p.framework.dispatch_latency;
+}
+
+seconds step_overhead(program const& p) {
+  auto const& g = p.cluster.device;
+  return g.keys.count("step_overhead") ? g.step_overhead : p.framework.step_overhead;
+}
+
 time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   cost::step_context const x(sh);
   program const& p = *sh.prog;
@@ -74,7 +85,7 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // shorter than issuing them (small layers, small micro-batches) the GPU
   // waits on the host, and the stage takes the host's time.
   seconds const stream = per_micro + per_micro_recompute + tp.time;
-  seconds const host = g.dispatch_latency * static_cast<double>(sc.kernels() + tp.calls);
+  seconds const host = dispatch_latency(p) * static_cast<double>(sc.kernels() + tp.calls);
   seconds const stall = max(seconds(0), host - stream);
   t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
@@ -87,7 +98,7 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // Gradient accumulation costs no pass of its own: the weight-gradient GEMM
   // accumulates into the gradient buffer in its epilogue (beta = 1), as
   // Megatron's gradient-accumulation fusion does.
-  t.overhead = g.step_overhead;
+  t.overhead = step_overhead(p);
 
   t.model_flops = model_flops_per_step(p);
   t.hardware_flops = hardware_flops_per_step(p, s);

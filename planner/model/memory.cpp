@@ -22,17 +22,17 @@ struct per_param {
   double weights = 2, gradients = 2, master = 4, moments = 8;
 };
 
-per_param state_bytes(precision prec, optimizer_kind opt, double grad_bytes) {
+per_param state_bytes(precision prec, optimizer_kind opt, double grad_bytes, double moment_bytes = 4) {
   per_param b;
   if (prec == precision::fp32) b = {4, 4, 0, 0};
   if (grad_bytes > 0) b.gradients = grad_bytes;
   switch (opt) {
     case optimizer_kind::adam:
     case optimizer_kind::adamw:
-      b.moments = 8;
+      b.moments = 2 * moment_bytes;
       break;
     case optimizer_kind::sgd_momentum:
-      b.moments = 4;
+      b.moments = moment_bytes;
       break;
     case optimizer_kind::sgd:
       b.moments = 0;
@@ -59,8 +59,8 @@ std::string sharded_text(int zero, int from_stage, std::int64_t shard) {
 }  // namespace
 
 model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard,
-                              double grad_bytes) {
-  auto b = state_bytes(prec, opt, grad_bytes);
+                              double grad_bytes, double moment_bytes) {
+  auto b = state_bytes(prec, opt, grad_bytes, moment_bytes);
   double const n = shard > 1 ? double(shard) : 1.0;
   model_state st;
   st.weights = bytes(params * b.weights / (zero >= 3 ? n : 1.0));
@@ -196,7 +196,8 @@ class stage_memory {
  public:
   stage_memory(strategy_shape const& sh, std::int64_t r, bool detail)
       : sh_(sh), p_(*sh.prog), m_(p_.model), s_(sh.s), placed_(sh.stage(r)), detail_(detail),
-        bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training))),
+        bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
+                         p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
         act_layer_(activations_per_layer(m_, s_)) {
     b_.capacity = p_.cluster.device.memory;
@@ -234,7 +235,8 @@ class stage_memory {
   void model_state() {
     double const params = placed_.params;
     auto const shard = sh_.shard_ranks();
-    auto const st = model_state_bytes(params, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients);
+    auto const st = model_state_bytes(params, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients,
+                                      bpp_.moments / (m_.optimizer == optimizer_kind::sgd_momentum ? 1.0 : 2.0));
     add(b_.weights, [&] {
       return fmt::format("weights ({}, {} x {} B{})", name(m_.prec), params_text(params), bpp_.weights,
                          sharded_text(s_.zero, 3, shard));

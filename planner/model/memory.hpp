@@ -71,8 +71,10 @@ struct model_state {
 };
 /// `grad_bytes` overrides the gradient element size (4 for fp32 gradients
 /// of a 16-bit model, `training.grad_precision`); 0 keeps the precision's.
+/// `moment_bytes` is one optimizer moment's element (4 in fp32, 2 with
+/// `optimizer_state_precision = bf16`).
 model_state model_state_bytes(double params, precision prec, optimizer_kind opt, int zero, std::int64_t shard,
-                              double grad_bytes = 0);
+                              double grad_bytes = 0, double moment_bytes = 4);
 
 /// The vocabulary as Megatron pads it: a multiple of 128 x tp.
 std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp);
