@@ -118,6 +118,7 @@ void use_gpu_defaults(cluster& c) {
   if (!c.keys.count("intra_latency")) c.intra_latency = c.device.intra_latency;
   if (!c.keys.count("inter_latency")) c.inter_latency = c.device.inter_latency;
   if (!c.keys.count("comm_efficiency")) c.comm_efficiency = c.device.comm_efficiency;
+  if (!c.keys.count("network_efficiency")) c.network_efficiency = c.device.network_efficiency;
 }
 
 double grad_element_bytes(model const& m, training const& t) {

@@ -175,7 +175,7 @@ struct size_limit {
 /// max_gpus; `called` is how messages name the block ("cluster 'c'").
 std::optional<size_limit> beyond_limits(cluster const& c, std::string const& called);
 
-/// Gives `c` its GPU's intra_node, latencies and comm_efficiency where its
+/// Gives `c` its GPU's intra_node, latencies, comm_efficiency and network_efficiency where its
 /// block does not write them (`c.keys`): what lowering and the C++ API do
 /// once the GPU is known.
 void use_gpu_defaults(cluster& c);

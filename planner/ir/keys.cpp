@@ -140,6 +140,7 @@ constexpr double pib = kib * kib * kib * kib * kib;
 // The physical ranges: generous, so that no machine built or planned is
 // out, and narrow enough that every figure derived from them stays finite.
 constexpr bounds memory_range{0, pib, true, "", "1024 TiB"};
+constexpr bounds optional_link_range{0, 100e12, false, "", "100 TB/s"};
 constexpr bounds reserved_range{0, pib, false, "", "1024 TiB"};
 constexpr bounds rate_range{1e9, 1e18, true, "1 GFLOP/s", "1000 PFLOP/s"};
 constexpr bounds link_range{1e6 / 8, 100e12, true, "1 Mbit/s", "100 TB/s"};
@@ -210,6 +211,10 @@ std::vector<key_info> gpu_keys() {
   return {
     {.block = k::gpu, .name = "description", .dom = d::text, .field = nothing<gpu>(), .default_text = "none",
      .meaning = "free text (the catalog's sources)"},
+    {.block = k::gpu, .name = "generation", .dom = d::choice, .field = member<&gpu::generation>(),
+     .choices = {"volta", "ampere", "hopper", "blackwell", "cdna3"}, .default_value = std::int64_t{1},
+     .default_text = "ampere",
+     .meaning = "GPU generation: the figures NCCL and the attention kernels differ by (ada is ampere)"},
     {.block = k::gpu, .name = "memory", .dom = d::quantity, .field = member<&gpu::memory>(), .dim = dim::bytes,
      .range = memory_range, .required = true, .default_text = "required", .meaning = "memory of one GPU"},
     {.block = k::gpu, .name = "peak_flops", .dom = d::quantity, .field = member<&gpu::peak_flops>(),
@@ -227,9 +232,16 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "intra_node", .dom = d::quantity, .field = member<&gpu::intra_node>(),
      .dim = dim::bandwidth, .range = link_range, .required = true, .default_text = "required",
      .aliases = {"nvlink"}, .meaning = "scale-up link per GPU per direction"},
+    {.block = k::gpu, .name = "nvls_bandwidth", .dom = d::quantity, .field = member<&gpu::nvls_bandwidth>(),
+     .dim = dim::bandwidth, .range = optional_link_range, .default_value = 0.0, .default_text = "0: none",
+     .dump_default = false, .meaning = "bus bandwidth of an NVLink SHARP (NVLS) all-reduce inside a node, per GPU"},
     {.block = k::gpu, .name = "matmul_efficiency", .dom = d::fraction, .field = member<&gpu::matmul_efficiency>(),
      .range = positive_fraction, .default_value = 0.7, .default_text = "0.7",
      .meaning = "share of peak a large matmul reaches"},
+    {.block = k::gpu, .name = "matmul_efficiency_fp8", .dom = d::fraction,
+     .field = member<&gpu::matmul_efficiency_fp8>(), .range = any_fraction, .default_value = 0.0,
+     .default_text = "0: = matmul_efficiency", .dump_default = false,
+     .meaning = "share of the fp8 peak a large fp8 matmul reaches (measured)"},
     {.block = k::gpu, .name = "reserved", .dom = d::quantity, .field = member<&gpu::reserved>(), .dim = dim::bytes,
      .range = reserved_range, .default_value = two_gib, .default_text = "2 GiB",
      .meaning = "memory never available to the job (driver, CUDA context)"},
@@ -242,6 +254,9 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "comm_efficiency", .dom = d::fraction, .field = member<&gpu::comm_efficiency>(),
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of link bandwidth a large collective reaches"},
+    {.block = k::gpu, .name = "network_efficiency", .dom = d::fraction,
+     .field = member<&gpu::network_efficiency>(), .range = positive_fraction, .default_value = 0.95,
+     .default_text = "0.95", .meaning = "share of a NIC's line rate NCCL's bus bandwidth reaches across nodes"},
     {.block = k::gpu, .name = "hbm_efficiency", .dom = d::fraction, .field = member<&gpu::hbm_efficiency>(),
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of memory bandwidth a streaming kernel reaches"},
@@ -296,6 +311,9 @@ std::vector<key_info> cluster_keys() {
     {.block = k::cluster, .name = "comm_efficiency", .dom = d::fraction,
      .field = member<&cluster::comm_efficiency>(), .range = positive_fraction, .default_text = "the gpu's",
      .meaning = "share of link bandwidth a large collective reaches"},
+    {.block = k::cluster, .name = "network_efficiency", .dom = d::fraction,
+     .field = member<&cluster::network_efficiency>(), .range = positive_fraction, .default_text = "the gpu's",
+     .meaning = "share of a NIC's line rate NCCL's bus bandwidth reaches across nodes"},
   };
 }
 

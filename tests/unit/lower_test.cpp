@@ -205,8 +205,10 @@ TEST_CASE("cluster defaults come from its gpu") {
   CHECK(c.intra_latency.value() == c.device.intra_latency.value());
   CHECK(c.inter_latency.value() == c.device.inter_latency.value());
   CHECK(c.comm_efficiency == c.device.comm_efficiency);
+  CHECK(c.network_efficiency == c.device.network_efficiency);
   auto own = cluster_with("inter_node = 8 x 400 Gbit/s; intra_node = 300 GB/s; intra_latency = 3 us; "
-                          "inter_latency = 12 us; comm_efficiency = 0.6");
+                          "inter_latency = 12 us; comm_efficiency = 0.6; network_efficiency = 90 %");
+  CHECK(own.network_efficiency == 0.9);
   CHECK(own.intra_node.value() == 300e9);
   CHECK(own.intra_latency.value() == 3e-6);
   CHECK(own.inter_latency.value() == 12e-6);
@@ -229,6 +231,17 @@ TEST_CASE("a gpu defined from scratch gets default fp8, fp32 peaks, latencies an
   CHECK(g.comm_efficiency == 0.8);
   CHECK(g.hbm_efficiency == 0.8);
   CHECK(g.reserved.value() == 2.0 * 1024 * 1024 * 1024);
+  CHECK(g.generation == gpu_generation::ampere);
+  CHECK(g.matmul_efficiency_fp8 == 0.0);
+  CHECK(g.nvls_bandwidth.value() == 0.0);
+  CHECK(g.network_efficiency == 0.95);
+  CHECK_FALSE(g.attention_efficiency);
+  auto h = gpu_with("generation", "blackwell; matmul_efficiency_fp8 = 0.6; nvls_bandwidth = 480 GB/s; "
+                                  "network_efficiency = 0.9");
+  CHECK(h.generation == gpu_generation::blackwell);
+  CHECK(h.matmul_efficiency_fp8 == 0.6);
+  CHECK(h.nvls_bandwidth.value() == 480e9);
+  CHECK(h.network_efficiency == 0.9);
 }
 
 TEST_CASE("bases: presets, the same file, overrides and shadowing") {
@@ -436,7 +449,7 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     for (char const* key : {"memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
                             "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
                             "comm_efficiency", "hbm_efficiency", "sm_count", "attention_efficiency",
-                            "kernel_latency", "overlap_slowdown", "step_overhead"})
+                            "kernel_latency", "overlap_slowdown", "step_overhead", "generation"})
       CHECK(g->keys.count(key) == 1);
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
@@ -463,6 +476,13 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
   CHECK(v.hbm_bandwidth.value() == 900e9);
   CHECK(v.intra_node.value() == 150e9);
   CHECK_FALSE(catalog_gpu("H100"));
+  std::vector<std::pair<char const*, gpu_generation>> const generations{
+      {"V100_SXM_32GB", gpu_generation::volta},  {"A100_SXM_40GB", gpu_generation::ampere},
+      {"A100_SXM_80GB", gpu_generation::ampere}, {"H100_SXM", gpu_generation::hopper},
+      {"H100_PCIE", gpu_generation::hopper},     {"H200_SXM", gpu_generation::hopper},
+      {"B200", gpu_generation::blackwell},       {"MI300X", gpu_generation::cdna3},
+      {"L40S", gpu_generation::ampere}};
+  for (auto const& [n, g] : generations) CHECK(catalog_gpu(n)->generation == g);
 }
 
 namespace {
