@@ -76,8 +76,20 @@ char const* name(attention_backend a) {
     case attention_backend::fused: return "fused";
     case attention_backend::triton: return "triton";
     case attention_backend::unfused: return "unfused";
+    case attention_backend::automatic: return "auto";
   }
   return "?";
+}
+
+attention_backend resolved_attention(gpu_generation g) {
+  switch (g) {
+    case gpu_generation::hopper:
+    case gpu_generation::blackwell: return attention_backend::fused;
+    case gpu_generation::volta: return attention_backend::unfused;
+    case gpu_generation::ampere:
+    case gpu_generation::cdna3: return attention_backend::flash;
+  }
+  return attention_backend::flash;
 }
 char const* name(grad_sync_mode g) { return g == grad_sync_mode::per_step ? "per_step" : "per_micro_batch"; }
 char const* name(bucket_rule b) { return b == bucket_rule::fixed ? "fixed" : "scaled"; }

@@ -45,7 +45,10 @@ enum class gpu_generation { volta, ampere, hopper, blackwell, cdna3 };
 /// Transformer Engine and PyTorch's SDPA prefer on Hopper and later),
 /// llm-foundry's Triton kernel (`triton`), or the unfused matmul + softmax
 /// path (`unfused`, which keeps the a.s^2 scores as `attention = standard`).
-enum class attention_backend { flash, flash3, fused, triton, unfused };
+/// `automatic` is what a file writes as `auto`: the kernel the framework
+/// picks on the cluster's GPU, resolved by lowering and the C++ API once the
+/// GPU is known (resolved_attention); a lowered program never holds it.
+enum class attention_backend { flash, flash3, fused, triton, unfused, automatic };
 /// When data-parallel gradients are reduced: once per optimizer step
 /// (no_sync / Megatron's DDP on the last micro-batch) or after every
 /// micro-batch's backward (FSDP, torchtitan, DDP without no_sync).
@@ -69,7 +72,12 @@ inline constexpr std::array<checkpoint_mode, 4> checkpoint_modes{checkpoint_mode
 int recompute_rank(checkpoint_mode);
 char const* name(axis);
 char const* name(gpu_generation);
-char const* name(attention_backend);
+char const* name(attention_backend);  ///< "flash", ..., "auto"
+/// The kernel `attention_backend = auto` runs on a generation: cuDNN's
+/// fused attention on Hopper and Blackwell (Transformer Engine prefers it
+/// from sm 90), FlashAttention-2 on Ampere and CDNA3, the unfused path on
+/// Volta (no FlashAttention-2 kernel for sm 70).
+attention_backend resolved_attention(gpu_generation g);
 char const* name(grad_sync_mode);
 char const* name(bucket_rule);
 
@@ -175,7 +183,7 @@ struct size_limit {
 /// max_gpus; `called` is how messages name the block ("cluster 'c'").
 std::optional<size_limit> beyond_limits(cluster const& c, std::string const& called);
 
-/// Gives `c` its GPU's intra_node, latencies and comm_efficiency where its
+/// Gives `c` its GPU's intra_node, latencies, comm_efficiency and network_efficiency where its
 /// block does not write them (`c.keys`): what lowering and the C++ API do
 /// once the GPU is known.
 void use_gpu_defaults(cluster& c);
@@ -243,15 +251,16 @@ struct training {
 /// What a framework can run: the strategies `--optimize` proposes for it and
 /// the check accepts.
 struct framework_limits {
-  std::vector<int> zero_stages{0, 1, 2, 3};  ///< ZeRO stages it implements
+  std::vector<int> zero_stages{0, 1, 2, 3};  ///< ZeRO stages it implements, ascending
   int pipeline_max_zero = 3;    ///< the highest stage it runs with pp > 1 (DeepSpeed: 1)
   bool tensor_parallel = true;
   bool pipeline_parallel = true;
   bool interleaving = true;     ///< virtual_stages > 1
   bool context_parallel = true;
   bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
+  /// In the enum's order, as lowering stores a set.
   std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,
-                                                checkpoint_mode::ops, checkpoint_mode::full};
+                                                checkpoint_mode::full, checkpoint_mode::ops};
   friend bool operator==(framework_limits const&, framework_limits const&) = default;
 };
 

@@ -11,14 +11,21 @@ namespace {
 std::string line(std::string_view key, std::string const& value) { return fmt::format("  {:<17} {}\n", key, value); }
 
 // Each key of the block that holds a value, in table order; a key the
-// table marks `dump_default = false` only when written or changed.
+// table marks `dump_default = false` only when written or changed, or
+// (`every_behaviour`) when it is a run-time behaviour; a framework's
+// behaviours only when `behaviours` (the training block shows them resolved).
 template <class Block>
-std::string keys_text(block_kind k, Block const& b, key_spans const& written) {
+std::string keys_text(block_kind k, Block const& b, key_spans const& written, bool every_behaviour = false,
+                      bool behaviours = true) {
   std::string out;
   for (auto const& key : keys_of(k)) {
+    if (key.behaviour && !behaviours) continue;
     auto v = load(key, b);
     if (!v) continue;
-    if (!key.dump_default && !written.count(key.name) && key.default_value && *v == *key.default_value) continue;
+    bool shown_anyway = every_behaviour && key.behaviour;
+    if (!key.dump_default && !shown_anyway && !written.count(key.name) && key.default_value &&
+        *v == *key.default_value)
+      continue;
     out += line(key.name, shown(key, *v));
   }
   return out;
@@ -60,8 +67,12 @@ std::string dump(program const& p) {
   out += fmt::format("cluster {}\n", dsl::escaped(c.name));
   out += keys_text(block_kind::cluster, c, c.keys);
   out += line("gpus", fmt::format("{}", c.gpus()));
+  // Every resolved behaviour of a named framework; with `generic` (today's
+  // behaviour) only those the file changes.
   out += "training\n";
-  out += keys_text(block_kind::training, p.training, p.training.keys);
+  out += keys_text(block_kind::training, p.training, p.training.keys, p.training.framework != "generic");
+  out += fmt::format("framework {}\n", dsl::escaped(p.framework.name));
+  out += keys_text(block_kind::framework, p.framework, p.framework.keys, false, false);
   for (auto const& s : p.strategies) {
     out += fmt::format("strategy {} ({})\n", dsl::escaped(s.name), s.is_free() ? "free" : "fixed");
     for (auto const& k : keys_of(block_kind::strategy))

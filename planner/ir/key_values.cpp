@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -11,7 +12,8 @@
 namespace dtplan::planner {
 
 std::vector<std::string> const& block_kind_names() {
-  static std::vector<std::string> const names{"model", "gpu", "cluster", "training", "strategy"};
+  static std::vector<std::string> const names{"model", "gpu", "cluster", "training", "strategy",
+                                                    "framework"};
   return names;
 }
 
@@ -52,6 +54,10 @@ std::size_t key_value_hash::operator()(key_value const& v) const {
           std::size_t r = 0;
           for (auto a : x) r = mix(r, static_cast<std::size_t>(a));
           return r;
+        } else if constexpr (std::is_same_v<T, value_set>) {
+          std::size_t r = 0;
+          for (auto a : x) r = mix(r, std::hash<std::int64_t>{}(a));
+          return r;
         } else
           return std::hash<T>{}(x);
       },
@@ -67,6 +73,18 @@ std::string count_out_of_range(std::string_view key, std::int64_t min, std::int6
 }
 
 std::optional<std::string> invalid(key_info const& k, key_value const& v, std::string_view shown) {
+  if (auto const* set = std::get_if<value_set>(&v)) {
+    if (set->empty()) return fmt::format("an empty set leaves no value for '{}'", k.name);
+    for (auto x : *set) {
+      auto item = k;
+      item.takes_set = false;
+      auto text = k.dom == domain::choice && x >= 0 && x < static_cast<std::int64_t>(k.choices.size())
+                      ? k.choices[static_cast<std::size_t>(x)]
+                      : std::to_string(x);
+      if (auto problem = invalid(item, x, text)) return problem;
+    }
+    return std::nullopt;
+  }
   switch (k.dom) {
     case domain::count: {
       auto n = std::get<std::int64_t>(v);
@@ -107,9 +125,38 @@ std::optional<std::string> invalid(key_info const& k, key_value const& v, std::s
     }
     case domain::boolean:
     case domain::text:
-    case domain::gpu_name: return std::nullopt;
+    case domain::gpu_name:
+    case domain::framework_name: return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::optional<std::int64_t> auto_choice(key_info const& k) {
+  if (k.dom != domain::choice) return std::nullopt;
+  auto at = std::find(k.choices.begin(), k.choices.end(), "auto");
+  if (at == k.choices.end()) return std::nullopt;
+  return static_cast<std::int64_t>(at - k.choices.begin());
+}
+
+bool takes_auto(key_info const& k) { return auto_choice(k).has_value(); }
+
+std::string wrong_form(key_info const& k, std::string_view form) {
+  bool const set = form == "a set";
+  bool const any = form == "'auto'";
+  std::vector<std::string> takers;
+  for (auto const& other : keys_of(k.block))
+    if (set ? other.takes_set : any && takes_auto(other)) takers.emplace_back(other.name);
+  if (!k.takes_set && takers.empty()) return "sets, ranges and 'auto' are only allowed in a 'strategy' block";
+  auto message = fmt::format("'{}' takes {}, not {}", k.name, takes(k), form);
+  // "'a', 'b' or 'c'" reads as a choice; these are all the keys that do.
+  auto list = quoted_alternatives(takers);
+  if (auto pos = list.rfind(" or "); pos != std::string::npos) list.replace(pos, 4, " and ");
+  if (!k.takes_set)
+    message += fmt::format("; in {} only {} take{} {}",
+                           k.block == block_kind::training ? std::string("the 'training' block")
+                                                           : fmt::format("a '{}' block", name(k.block)),
+                           list, takers.size() == 1 ? "s" : "", form);
+  return message;
 }
 
 std::string quoted_alternatives(std::vector<std::string> const& names) {
@@ -122,6 +169,13 @@ std::string quoted_alternatives(std::vector<std::string> const& names) {
 }
 
 std::string takes(key_info const& k) {
+  if (k.takes_set) {
+    if (k.dom == domain::count)
+      return fmt::format("a set of whole numbers from {} to {}, such as {{{}, {}}}", k.min, k.max, k.min, k.min + 1);
+    auto among = quoted_alternatives(k.choices);
+    among.replace(among.rfind(" or "), 4, " and ");
+    return fmt::format("a set of values among {}, such as {{{}, {}}}", among, k.choices[0], k.choices[1]);
+  }
   switch (k.dom) {
     case domain::count: return "a whole number";
     case domain::quantity: return std::string(dimension_phrase(k.dim));
@@ -131,6 +185,7 @@ std::string takes(key_info const& k) {
     case domain::boolean: return "'true' or 'false'";
     case domain::text: return "one string";
     case domain::gpu_name: return "a gpu name";
+    case domain::framework_name: return "a framework name";
     case domain::shard: return "'all', 'node' or a number of ranks (a set such as {node, 16} searches several)";
     case domain::order: return "an order such as \"tp-cp-dp-pp\"";
   }
@@ -142,6 +197,13 @@ std::string count_phrase(key_info const& k) {
 }
 
 std::string shown(key_info const& k, key_value const& v) {
+  if (auto const* set = std::get_if<value_set>(&v)) {
+    auto item = k;
+    item.takes_set = false;
+    std::string out = "{";
+    for (std::size_t i = 0; i < set->size(); ++i) out += (i ? ", " : "") + shown(item, (*set)[i]);
+    return out + "}";
+  }
   switch (k.dom) {
     case domain::count: return fmt::format("{}", std::get<std::int64_t>(v));
     case domain::quantity: {
@@ -163,7 +225,8 @@ std::string shown(key_info const& k, key_value const& v) {
     }
     case domain::boolean: return std::get<bool>(v) ? "true" : "false";
     case domain::text: return dsl::quoted(std::get<std::string>(v));
-    case domain::gpu_name: return dsl::escaped(std::get<std::string>(v));
+    case domain::gpu_name:
+    case domain::framework_name: return dsl::escaped(std::get<std::string>(v));
     case domain::shard: return to_string(std::get<shard_group>(v));
     case domain::order: return fmt::format("\"{}\"", to_string(std::get<rank_order>(v)));
   }
@@ -197,7 +260,19 @@ std::optional<rank_order> parse_order(std::string_view text) {
 
 namespace {
 
+std::string values_text(key_info const& k);
+
+// A set's values: "set of whole numbers, 0 to 3", "set of `none` \| `full`".
+std::string set_text(key_info const& k) {
+  auto item = k;
+  item.takes_set = false;
+  auto each = values_text(item);
+  if (each.starts_with("whole number,")) each.insert(std::string("whole number").size(), "s");
+  return "set `{...}` of " + each;
+}
+
 std::string values_text(key_info const& k) {
+  if (k.takes_set) return set_text(k);
   auto range_text = [&](std::string_view noun) {
     if (!std::isfinite(k.range.high))
       return k.range.low > 0 ? fmt::format("{}, at least {}", noun, k.range.low_text)
@@ -229,6 +304,7 @@ std::string values_text(key_info const& k) {
     case domain::boolean: return "`true` \\| `false`";
     case domain::text: return "string";
     case domain::gpu_name: return "gpu name";
+    case domain::framework_name: return "framework name";
     case domain::shard: return "`all` \\| `node` \\| number of ranks";
     case domain::order: return "string of `tp`, `cp`, `dp`, `pp` joined by `-`";
   }
@@ -243,7 +319,10 @@ std::string keys_reference() {
       "Every key of every block, generated from the key table (planner/ir/keys.cpp;\n"
       "`DTPLAN_REBASE=1 build/tests/keys_test` rewrites this file). Values outside\n"
       "a key's range are errors at the value. Strategy keys also take a set\n"
-      "`{...}`, a range `a..b` (whole numbers) or `auto`, which `--optimize` searches.\n";
+      "`{...}`, a range `a..b` (whole numbers) or `auto`, which `--optimize` searches.\n"
+      "The training block's run-time behaviours (`attention_backend` to `nvls`) start\n"
+      "from its framework's and are overridden by each one it writes; a framework\n"
+      "block has the same rows, plus what the framework can run and its figures.\n";
   for (std::size_t b = 0; b < block_kind_count; ++b) {
     auto kind = static_cast<block_kind>(b);
     out += fmt::format("\n## {}\n\n| key | values | default | other names | meaning |\n|---|---|---|---|---|\n", name(kind));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -30,6 +31,10 @@ struct member_of<T B::*> {
   using type = T;
   using block = B;
 };
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
 template <class C>
 struct choice_of;
 template <class T>
@@ -39,7 +44,12 @@ struct choice_of<key_choice<T>> {
 
 template <class T>
 key_value to_value(T const& v) {
-  if constexpr (std::is_enum_v<T>)
+  if constexpr (is_vector<T>::value) {
+    value_set out;
+    for (auto const& x : v) out.push_back(std::get<std::int64_t>(to_value(x)));
+    std::sort(out.begin(), out.end());
+    return out;
+  } else if constexpr (std::is_enum_v<T>)
     return static_cast<std::int64_t>(v);
   else if constexpr (is_unit<T>::value)
     return v.value();
@@ -51,7 +61,11 @@ key_value to_value(T const& v) {
 
 template <class T>
 T from_value(key_value const& v) {
-  if constexpr (std::is_enum_v<T>)
+  if constexpr (is_vector<T>::value) {
+    T out;
+    for (auto x : std::get<value_set>(v)) out.push_back(from_value<typename T::value_type>(x));
+    return out;
+  } else if constexpr (std::is_enum_v<T>)
     return static_cast<T>(std::get<std::int64_t>(v));
   else if constexpr (is_unit<T>::value)
     return T(std::get<double>(v));
@@ -61,25 +75,48 @@ T from_value(key_value const& v) {
     return std::get<T>(v);
 }
 
-// The member `M` of a model, gpu, cluster or training. An optional member
-// holds no value until set; an empty string is no text.
-template <auto M>
+// Where block `B` keeps the struct `Owner` a member belongs to: the block
+// itself, or a framework's behaviours (a training) and its limits.
+template <class B, class Owner>
+struct part;
+template <class B>
+struct part<B, B> {
+  static B& of(B& b) { return b; }
+  static B const& of(B const& b) { return b; }
+};
+template <>
+struct part<framework, training> {
+  static training& of(framework& f) { return f.behaviours; }
+  static training const& of(framework const& f) { return f.behaviours; }
+};
+template <>
+struct part<framework, framework_limits> {
+  static framework_limits& of(framework& f) { return f.limits; }
+  static framework_limits const& of(framework const& f) { return f.limits; }
+};
+
+// The member `M` of a model, gpu, cluster, training or framework, as block
+// `B` holds it. An optional member holds no value until set; an empty string
+// is no text.
+template <auto M, class B = typename member_of<decltype(M)>::block>
 key_field member() {
-  using B = typename member_of<decltype(M)>::block;
+  using O = typename member_of<decltype(M)>::block;
   using T = typename member_of<decltype(M)>::type;
   member_access<B> a;
   if constexpr (is_optional<T>::value) {
-    a.store = [](B& b, key_value const& v) { b.*M = from_value<typename T::value_type>(v); };
+    a.store = [](B& b, key_value const& v) { part<B, O>::of(b).*M = from_value<typename T::value_type>(v); };
     a.load = [](B const& b) -> std::optional<key_value> {
-      if (!(b.*M)) return std::nullopt;
-      return to_value(*(b.*M));
+      auto const& m = part<B, O>::of(b).*M;
+      if (!m) return std::nullopt;
+      return to_value(*m);
     };
   } else {
-    a.store = [](B& b, key_value const& v) { b.*M = from_value<T>(v); };
+    a.store = [](B& b, key_value const& v) { part<B, O>::of(b).*M = from_value<T>(v); };
     a.load = [](B const& b) -> std::optional<key_value> {
+      auto const& m = part<B, O>::of(b).*M;
       if constexpr (std::is_same_v<T, std::string>)
-        if ((b.*M).empty()) return std::nullopt;
-      return to_value(b.*M);
+        if (m.empty()) return std::nullopt;
+      return to_value(m);
     };
   }
   return a;
@@ -125,13 +162,25 @@ key_field gpu_of_cluster() {
 }
 
 // grad_reduce names how ZeRO-1/2 reduce; the IR keeps whether it scatters.
-key_field grad_reduce_of_training() {
-  member_access<training> a;
-  a.store = [](training& t, key_value const& v) { t.grad_reduce_scatter = std::get<std::int64_t>(v) == 0; };
-  a.load = [](training const& t) -> std::optional<key_value> {
-    return std::int64_t{t.grad_reduce_scatter ? 0 : 1};
+template <class B>
+key_field grad_reduce_of() {
+  member_access<B> a;
+  a.store = [](B& b, key_value const& v) {
+    part<B, training>::of(b).grad_reduce_scatter = std::get<std::int64_t>(v) == 0;
+  };
+  a.load = [](B const& b) -> std::optional<key_value> {
+    return std::int64_t{part<B, training>::of(b).grad_reduce_scatter ? 0 : 1};
   };
   return a;
+}
+
+template <class B>
+constexpr block_kind kind_of_block() {
+  if constexpr (std::is_same_v<B, model>) return block_kind::model;
+  else if constexpr (std::is_same_v<B, gpu>) return block_kind::gpu;
+  else if constexpr (std::is_same_v<B, cluster>) return block_kind::cluster;
+  else if constexpr (std::is_same_v<B, framework>) return block_kind::framework;
+  else return block_kind::training;
 }
 
 constexpr double kib = 1024.0;
@@ -140,6 +189,7 @@ constexpr double pib = kib * kib * kib * kib * kib;
 // The physical ranges: generous, so that no machine built or planned is
 // out, and narrow enough that every figure derived from them stays finite.
 constexpr bounds memory_range{0, pib, true, "", "1024 TiB"};
+constexpr bounds optional_link_range{0, 100e12, false, "", "100 TB/s"};
 constexpr bounds reserved_range{0, pib, false, "", "1024 TiB"};
 constexpr bounds rate_range{1e9, 1e18, true, "1 GFLOP/s", "1000 PFLOP/s"};
 constexpr bounds link_range{1e6 / 8, 100e12, true, "1 Mbit/s", "100 TB/s"};
@@ -210,6 +260,10 @@ std::vector<key_info> gpu_keys() {
   return {
     {.block = k::gpu, .name = "description", .dom = d::text, .field = nothing<gpu>(), .default_text = "none",
      .meaning = "free text (the catalog's sources)"},
+    {.block = k::gpu, .name = "generation", .dom = d::choice, .field = member<&gpu::generation>(),
+     .choices = {"volta", "ampere", "hopper", "blackwell", "cdna3"}, .default_value = std::int64_t{1},
+     .default_text = "ampere",
+     .meaning = "GPU generation: the figures NCCL and the attention kernels differ by (ada is ampere)"},
     {.block = k::gpu, .name = "memory", .dom = d::quantity, .field = member<&gpu::memory>(), .dim = dim::bytes,
      .range = memory_range, .required = true, .default_text = "required", .meaning = "memory of one GPU"},
     {.block = k::gpu, .name = "peak_flops", .dom = d::quantity, .field = member<&gpu::peak_flops>(),
@@ -227,9 +281,16 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "intra_node", .dom = d::quantity, .field = member<&gpu::intra_node>(),
      .dim = dim::bandwidth, .range = link_range, .required = true, .default_text = "required",
      .aliases = {"nvlink"}, .meaning = "scale-up link per GPU per direction"},
+    {.block = k::gpu, .name = "nvls_bandwidth", .dom = d::quantity, .field = member<&gpu::nvls_bandwidth>(),
+     .dim = dim::bandwidth, .range = optional_link_range, .default_value = 0.0, .default_text = "0: none",
+     .dump_default = false, .meaning = "bus bandwidth of an NVLink SHARP (NVLS) all-reduce inside a node, per GPU"},
     {.block = k::gpu, .name = "matmul_efficiency", .dom = d::fraction, .field = member<&gpu::matmul_efficiency>(),
      .range = positive_fraction, .default_value = 0.7, .default_text = "0.7",
      .meaning = "share of peak a large matmul reaches"},
+    {.block = k::gpu, .name = "matmul_efficiency_fp8", .dom = d::fraction,
+     .field = member<&gpu::matmul_efficiency_fp8>(), .range = any_fraction, .default_value = 0.0,
+     .default_text = "0: = matmul_efficiency", .dump_default = false,
+     .meaning = "share of the fp8 peak a large fp8 matmul reaches (measured)"},
     {.block = k::gpu, .name = "reserved", .dom = d::quantity, .field = member<&gpu::reserved>(), .dim = dim::bytes,
      .range = reserved_range, .default_value = two_gib, .default_text = "2 GiB",
      .meaning = "memory never available to the job (driver, CUDA context)"},
@@ -242,6 +303,9 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "comm_efficiency", .dom = d::fraction, .field = member<&gpu::comm_efficiency>(),
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of link bandwidth a large collective reaches"},
+    {.block = k::gpu, .name = "network_efficiency", .dom = d::fraction,
+     .field = member<&gpu::network_efficiency>(), .range = positive_fraction, .default_value = 0.95,
+     .default_text = "0.95", .meaning = "share of a NIC's line rate NCCL's bus bandwidth reaches across nodes"},
     {.block = k::gpu, .name = "hbm_efficiency", .dom = d::fraction, .field = member<&gpu::hbm_efficiency>(),
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of memory bandwidth a streaming kernel reaches"},
@@ -296,13 +360,95 @@ std::vector<key_info> cluster_keys() {
     {.block = k::cluster, .name = "comm_efficiency", .dom = d::fraction,
      .field = member<&cluster::comm_efficiency>(), .range = positive_fraction, .default_text = "the gpu's",
      .meaning = "share of link bandwidth a large collective reaches"},
+    {.block = k::cluster, .name = "network_efficiency", .dom = d::fraction,
+     .field = member<&cluster::network_efficiency>(), .range = positive_fraction, .default_text = "the gpu's",
+     .meaning = "share of a NIC's line rate NCCL's bus bandwidth reaches across nodes"},
   };
+}
+
+// The run-time behaviours of a framework: rows of the training block and,
+// the same rows, of the framework block (`B`), which keeps them in its
+// `behaviours`.
+template <class B>
+std::vector<key_info> behaviour_keys() {
+  constexpr auto k = kind_of_block<B>();
+  using d = domain;
+  using dim = dimension;
+  constexpr double mib = kib * kib;
+  std::vector<key_info> rows{
+    {.block = k, .name = "attention_backend", .dom = d::choice, .field = member<&training::attention_kernel, B>(),
+     .choices = {"flash", "flash3", "fused", "triton", "unfused", "auto"}, .default_value = std::int64_t{0},
+     .default_text = "flash", .aliases = {"attn_impl"}, .dump_default = false,
+     .meaning = "attention kernel: FlashAttention-2 or -3, cuDNN's fused, llm-foundry's Triton, unfused; auto: "
+                "the framework's pick on the GPU (fused on Hopper and Blackwell, flash on Ampere and CDNA3, "
+                "unfused on Volta)"},
+    {.block = k, .name = "fused_elementwise", .dom = d::boolean, .field = member<&training::fused_elementwise, B>(),
+     .default_value = true, .default_text = "true", .dump_default = false,
+     .meaning = "element-wise operators fused into few kernels, not one PyTorch eager kernel each"},
+    {.block = k, .name = "cross_entropy", .dom = d::choice, .field = member<&training::cross_entropy, B>(),
+     .choices = {"fused", "unfused"}, .default_value = std::int64_t{0}, .default_text = "fused",
+     .dump_default = false, .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it"},
+    {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
+     .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
+     .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},
+     .meaning = "precision gradients are kept and reduced in"},
+    {.block = k, .name = "grad_sync", .dom = d::choice, .field = member<&training::grad_sync, B>(),
+     .choices = {"per_step", "per_micro_batch"}, .default_value = std::int64_t{0}, .default_text = "per_step",
+     .aliases = {"ddp_sync_strategy"}, .dump_default = false,
+     .meaning = "data-parallel gradients reduced once per step or after every micro-batch's backward"},
+    {.block = k, .name = "grad_bucket", .dom = d::choice, .field = member<&training::grad_bucket, B>(),
+     .choices = {"fixed", "scaled"}, .default_value = std::int64_t{0}, .default_text = "fixed",
+     .dump_default = false,
+     .meaning = "gradient bucket: 'ddp_bucket_size', or Megatron-Core's max(40 M, 1 M x dp x cp) parameters"},
+    {.block = k, .name = "ddp_bucket_size", .dom = d::quantity, .field = member<&training::ddp_bucket_size, B>(),
+     .dim = dim::bytes, .range = memory_range, .default_value = 25.0 * mib, .default_text = "25 MiB",
+     .aliases = {"bucket_size", "bucket_cap_mb", "reduce_bucket_size"}, .dump_default = false,
+     .meaning = "gradient bucket size with grad_bucket = fixed (PyTorch DDP: 25 MiB)"},
+    {.block = k, .name = "overlap_grad_sync", .dom = d::boolean, .field = member<&training::overlap_grad_sync, B>(),
+     .default_value = true, .default_text = "true", .aliases = {"overlap_grad_reduce"}, .dump_default = false,
+     .meaning = "the data-parallel gradient sync runs under the backward"},
+    {.block = k, .name = "grad_reduce", .dom = d::choice, .field = grad_reduce_of<B>(),
+     .choices = {"reduce_scatter", "all_reduce"}, .default_value = std::int64_t{0},
+     .default_text = "reduce_scatter", .aliases = {"reduce_scatter"}, .dump_default = false,
+     .meaning = "how ZeRO-1/2 reduce gradients"},
+    {.block = k, .name = "overlap_param_gather", .dom = d::boolean,
+     .field = member<&training::overlap_param_gather, B>(), .default_value = false, .default_text = "false",
+     .aliases = {"overlap_param_sync"}, .dump_default = false,
+     .meaning = "ZeRO-1's updated weights gathered under the next forward (Megatron's --overlap-param-gather)"},
+    {.block = k, .name = "tp_comm_overlap", .dom = d::boolean, .field = member<&training::tp_comm_overlap, B>(),
+     .default_value = false, .default_text = "false", .aliases = {"enable_async_tensor_parallel"},
+     .dump_default = false,
+     .meaning = "tensor-parallel collectives overlapped with their GEMMs (Megatron's --tp-comm-overlap)"},
+    {.block = k, .name = "overlap_p2p_comm", .dom = d::boolean, .field = member<&training::overlap_p2p_comm, B>(),
+     .default_value = false, .default_text = "false", .aliases = {"overlap_p2p_communication"},
+     .dump_default = false, .meaning = "pipeline sends and receives overlapped with compute (with interleaving)"},
+    {.block = k, .name = "p2p_scatter_gather", .dom = d::boolean,
+     .field = member<&training::p2p_scatter_gather, B>(), .default_value = true, .default_text = "true",
+     .aliases = {"scatter_gather_tensors_in_pipeline", "pipe_partitioned"}, .dump_default = false,
+     .meaning = "each tensor rank sends 1/tp of an activation across a stage boundary; the receiver all-gathers it"},
+    {.block = k, .name = "fp8_param_gather", .dom = d::boolean, .field = member<&training::fp8_param_gather, B>(),
+     .default_value = false, .default_text = "false",
+     .aliases = {"fp8_params", "enable_fsdp_float8_all_gather"}, .dump_default = false,
+     .meaning = "fp8 weights gathered in fp8 (Megatron's --fp8-param-gather)"},
+    {.block = k, .name = "optimizer_state_precision", .dom = d::choice,
+     .field = member<&training::optimizer_state_precision, B>(), .choices = {"bf16", "fp16", "fp32"},
+     .default_value = std::int64_t{2}, .default_text = "fp32", .aliases = {"exp_avg_dtype"}, .dump_default = false,
+     .meaning = "precision of Adam's moments (bf16: precision-aware optimizers)"},
+    {.block = k, .name = "cuda_graphs", .dom = d::boolean, .field = member<&training::cuda_graphs, B>(),
+     .default_value = false, .default_text = "false", .aliases = {"enable_cuda_graph"}, .dump_default = false,
+     .meaning = "the step replayed as CUDA graphs: no host time per operator"},
+    {.block = k, .name = "nvls", .dom = d::boolean, .field = member<&training::nvls, B>(),
+     .default_value = false, .default_text = "false", .aliases = {"nvls_enable"}, .dump_default = false,
+     .meaning = "NCCL may run NVLink SHARP (NVLS) all-reduces inside a node"},
+  };
+  for (auto& row : rows) row.behaviour = true;
+  return rows;
 }
 
 std::vector<key_info> training_keys() {
   using k = block_kind;
   using d = domain;
-  return {
+  std::vector<key_info> rows{
     {.block = k::training, .name = "description", .dom = d::text, .field = nothing<training>(),
      .default_text = "none", .meaning = "free text"},
     {.block = k::training, .name = "global_batch", .dom = d::count, .field = member<&training::global_batch>(),
@@ -314,27 +460,63 @@ std::vector<key_info> training_keys() {
     {.block = k::training, .name = "base_batch", .dom = d::count, .field = member<&training::base_batch>(),
      .what = "of sequences for 'base_batch'", .default_text = "none",
      .meaning = "the batch 'base_lr' was tuned at"},
-    {.block = k::training, .name = "grad_precision", .dom = d::choice,
-     .field = member<&training::grad_precision>(), .choices = {"bf16", "fp16", "fp32"},
-     .default_text = "the model's 16-bit",
-     .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},
-     .meaning = "precision gradients are kept and reduced in"},
-    {.block = k::training, .name = "overlap_grad_sync", .dom = d::boolean,
-     .field = member<&training::overlap_grad_sync>(), .default_value = true, .default_text = "true",
-     .aliases = {"overlap_grad_reduce"}, .dump_default = false,
-     .meaning = "the data-parallel gradient sync runs under the backward"},
-    {.block = k::training, .name = "grad_reduce", .dom = d::choice, .field = grad_reduce_of_training(),
-     .choices = {"reduce_scatter", "all_reduce"}, .default_value = std::int64_t{0},
-     .default_text = "reduce_scatter", .aliases = {"reduce_scatter"}, .dump_default = false,
-     .meaning = "how ZeRO-1/2 reduce gradients"},
-    {.block = k::training, .name = "tp_comm_overlap", .dom = d::boolean, .field = member<&training::tp_comm_overlap>(),
-     .default_value = false, .default_text = "false", .aliases = {"enable_async_tensor_parallel"},
-     .dump_default = false,
-     .meaning = "tensor-parallel collectives overlapped with their GEMMs (Megatron's --tp-comm-overlap)"},
-    {.block = k::training, .name = "cross_entropy", .dom = d::choice, .field = member<&training::cross_entropy>(),
-     .choices = {"fused", "unfused"}, .default_value = std::int64_t{0}, .default_text = "fused",
-     .dump_default = false, .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it"},
+    {.block = k::training, .name = "framework", .dom = d::framework_name, .field = member<&training::framework>(),
+     .default_value = std::string("generic"), .default_text = "generic", .dump_default = false,
+     .meaning = "the framework whose run-time behaviours the run starts from: a framework block of the file or "
+                "of the catalog"},
   };
+  for (auto& row : behaviour_keys<training>()) rows.push_back(std::move(row));
+  return rows;
+}
+
+std::vector<key_info> framework_keys() {
+  using k = block_kind;
+  using d = domain;
+  using dim = dimension;
+  auto const all_stages = value_set{0, 1, 2, 3};
+  std::vector<key_info> rows{
+    {.block = k::framework, .name = "description", .dom = d::text, .field = member<&framework::description>(),
+     .default_text = "none", .meaning = "free text (the catalog's version and sources)"},
+  };
+  for (auto& row : behaviour_keys<framework>()) rows.push_back(std::move(row));
+  std::vector<key_info> limits{
+    {.block = k::framework, .name = "zero_stages", .dom = d::count,
+     .field = member<&framework_limits::zero_stages, framework>(), .min = 0, .max = 3,
+     .what = "for 'zero_stages' (a ZeRO stage)", .default_value = all_stages, .default_text = "{0, 1, 2, 3}",
+     .takes_set = true, .meaning = "the ZeRO stages it runs (a set)"},
+    {.block = k::framework, .name = "pipeline_max_zero", .dom = d::count,
+     .field = member<&framework_limits::pipeline_max_zero, framework>(), .min = 0, .max = 3,
+     .what = "for 'pipeline_max_zero' (a ZeRO stage)", .default_value = std::int64_t{3}, .default_text = "3",
+     .meaning = "the highest ZeRO stage it runs with pp > 1"},
+    {.block = k::framework, .name = "tensor_parallel", .dom = d::boolean,
+     .field = member<&framework_limits::tensor_parallel, framework>(), .default_value = true,
+     .default_text = "true", .meaning = "it runs tp > 1"},
+    {.block = k::framework, .name = "pipeline_parallel", .dom = d::boolean,
+     .field = member<&framework_limits::pipeline_parallel, framework>(), .default_value = true,
+     .default_text = "true", .meaning = "it runs pp > 1"},
+    {.block = k::framework, .name = "interleaving", .dom = d::boolean,
+     .field = member<&framework_limits::interleaving, framework>(), .default_value = true,
+     .default_text = "true", .meaning = "it runs virtual_stages > 1 (interleaved 1F1B)"},
+    {.block = k::framework, .name = "context_parallel", .dom = d::boolean,
+     .field = member<&framework_limits::context_parallel, framework>(), .default_value = true,
+     .default_text = "true", .meaning = "it runs cp > 1"},
+    {.block = k::framework, .name = "hybrid_sharding", .dom = d::boolean,
+     .field = member<&framework_limits::hybrid_sharding, framework>(), .default_value = true,
+     .default_text = "true", .meaning = "it runs a ZeRO shard group smaller than dp x cp"},
+    {.block = k::framework, .name = "checkpoint_modes", .dom = d::choice,
+     .field = member<&framework_limits::checkpoint_modes, framework>(),
+     .choices = {"none", "selective", "full", "ops"}, .default_value = all_stages,
+     .default_text = "{none, selective, full, ops}", .takes_set = true,
+     .meaning = "the activation checkpointing modes it runs (a set)"},
+    {.block = k::framework, .name = "dispatch_latency", .dom = d::quantity,
+     .field = member<&framework::dispatch_latency>(), .dim = dim::time, .range = latency_range,
+     .default_value = 0.0, .default_text = "0 s", .meaning = "host time to issue one operator (fitted)"},
+    {.block = k::framework, .name = "step_overhead", .dom = d::quantity, .field = member<&framework::step_overhead>(),
+     .dim = dim::time, .range = overhead_range, .default_value = 0.02, .default_text = "20 ms",
+     .meaning = "fixed time per optimizer step: data loading, logging, launch gaps (fitted)"},
+  };
+  for (auto& row : limits) rows.push_back(std::move(row));
+  return rows;
 }
 
 std::vector<key_info> strategy_keys() {
@@ -393,7 +575,7 @@ std::vector<key_info> strategy_keys() {
 
 std::vector<key_info> make_table() {
   std::vector<key_info> t;
-  for (auto rows : {model_keys, gpu_keys, cluster_keys, training_keys, strategy_keys})
+  for (auto rows : {model_keys, gpu_keys, cluster_keys, training_keys, strategy_keys, framework_keys})
     for (auto& row : rows()) t.push_back(std::move(row));
   return t;
 }
@@ -419,14 +601,6 @@ struct table {
 table const& the_table() {
   static table const t;
   return t;
-}
-
-template <class B>
-constexpr block_kind kind_of_block() {
-  if constexpr (std::is_same_v<B, model>) return block_kind::model;
-  else if constexpr (std::is_same_v<B, gpu>) return block_kind::gpu;
-  else if constexpr (std::is_same_v<B, cluster>) return block_kind::cluster;
-  else return block_kind::training;
 }
 
 }  // namespace
@@ -473,13 +647,16 @@ template void store<model>(key_info const&, model&, key_value const&);
 template void store<gpu>(key_info const&, gpu&, key_value const&);
 template void store<cluster>(key_info const&, cluster&, key_value const&);
 template void store<training>(key_info const&, training&, key_value const&);
+template void store<framework>(key_info const&, framework&, key_value const&);
 template std::optional<key_value> load<model>(key_info const&, model const&);
 template std::optional<key_value> load<gpu>(key_info const&, gpu const&);
 template std::optional<key_value> load<cluster>(key_info const&, cluster const&);
 template std::optional<key_value> load<training>(key_info const&, training const&);
+template std::optional<key_value> load<framework>(key_info const&, framework const&);
 template model with_defaults<model>();
 template gpu with_defaults<gpu>();
 template cluster with_defaults<cluster>();
 template training with_defaults<training>();
+template framework with_defaults<framework>();
 
 }  // namespace dtplan::planner

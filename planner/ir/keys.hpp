@@ -11,7 +11,7 @@
 #include "planner/ir/ir.hpp"
 
 /// The key table: every key of every block (model, gpu, cluster, training,
-/// strategy) once, with its IR member, its domain and physical range, its
+/// strategy, framework) once, with its IR member, its domain and physical range, its
 /// default, the names other tools use for it, and what it means. Lowering,
 /// the strategy's key spans, the search's whole space, the C++ API's
 /// builders, `--dump ir` and the key reference (docs/keys.md) all read it.
@@ -23,12 +23,15 @@
 /// docs/keys.md (`DTPLAN_REBASE=1 build/tests/keys_test`), and use the
 /// member where it changes memory or time. Lowering, `--set`, did-you-mean,
 /// the dump, the search space and the checker's spans follow from the row.
+/// A run-time behaviour of a framework is a training member whose row goes
+/// in `behaviour_keys<B>()`: the framework block gets the same row, a preset
+/// sets it and the training block overrides it.
 namespace dtplan::planner {
 
-enum class block_kind { model, gpu, cluster, training, strategy };
-inline constexpr std::size_t block_kind_count = 5;
+enum class block_kind { model, gpu, cluster, training, strategy, framework };
+inline constexpr std::size_t block_kind_count = 6;
 
-/// "model", "gpu", "cluster", "training", "strategy", in that order.
+/// "model", "gpu", "cluster", "training", "strategy", "framework", in that order.
 std::vector<std::string> const& block_kind_names();
 std::string const& name(block_kind k);
 std::optional<block_kind> block_kind_of(std::string_view word);
@@ -51,6 +54,7 @@ enum class domain {
   boolean,   ///< true or false
   text,      ///< a quoted string
   gpu_name,  ///< the name of a gpu block (the cluster's `gpu`)
+  framework_name,  ///< the name of a framework block (the training's `framework`)
   shard,     ///< 'all', 'node' or a number of ranks
   order,     ///< the four axes in a string, "tp-cp-dp-pp"
 };
@@ -64,16 +68,22 @@ struct bounds {
   std::string_view high_text{};
 };
 
+/// The value of a key that takes a set outside a strategy (`takes_set`):
+/// whole numbers or choices' indices, ascending, each once.
+using value_set = std::vector<std::int64_t>;
+
 /// One key's value, whatever its block: counts as int64, quantities,
 /// fractions and reals as doubles in base units, a choice as its index in
-/// `choices` (the IR enum's value), booleans, text and gpu names, a shard
-/// group, a rank order.
-using key_value = std::variant<std::int64_t, double, bool, std::string, shard_group, rank_order>;
+/// `choices` (the IR enum's value), booleans, text, gpu and framework names,
+/// a shard group, a rank order, a set.
+using key_value = std::variant<std::int64_t, double, bool, std::string, shard_group, rank_order, value_set>;
 struct key_value_hash {
   std::size_t operator()(key_value const& v) const;
 };
 
-/// Reads and writes a key's member of a model, gpu, cluster or training.
+/// Reads and writes a key's member of a model, gpu, cluster, training or
+/// framework (a framework's behaviour keys reach into its `behaviours`, its
+/// limits into `limits`).
 /// `store` is null where the IR keeps nothing (a gpu's description); `load`
 /// gives nothing where the member holds no value (an unset optional).
 template <class Block>
@@ -93,7 +103,7 @@ struct strategy_access {
 };
 
 using key_field = std::variant<std::monostate, member_access<model>, member_access<gpu>, member_access<cluster>,
-                               member_access<training>, strategy_access>;
+                               member_access<training>, strategy_access, member_access<framework>>;
 
 /// One key of one block.
 struct key_info {
@@ -113,6 +123,14 @@ struct key_info {
   std::string_view default_text{};
   std::vector<std::string_view> aliases{};  ///< names other tools use for it (did-you-mean)
   bool searchable = false;  ///< strategy: takes sets, ranges and auto; search_everything() frees it
+  /// training and framework: a run-time behaviour of the framework, which a
+  /// framework block sets and the training block overrides. Each such row
+  /// of the training block has a twin in the framework block (same name,
+  /// domain, default and meaning).
+  bool behaviour = false;
+  /// Outside a strategy: the value is a set `{...}` of the domain's values
+  /// (a framework's `zero_stages`, `checkpoint_modes`), a `value_set`.
+  bool takes_set = false;
   bool dump_default = true;  ///< `--dump ir` shows it when neither written nor changed from its default
   /// strategy: the value fixed() gives when not written, from the other keys.
   key_value (*derived)(strategy const&) = nullptr;
@@ -151,6 +169,19 @@ std::string count_out_of_range(std::string_view key, std::int64_t min, std::int6
 std::string takes(key_info const& k);
 /// "expected a whole number " + this: "of layers", "for 'dp'".
 std::string count_phrase(key_info const& k);
+
+/// Whether `k` takes `auto` outside a strategy: one of its choices is named
+/// "auto" (`attention_backend`).
+bool takes_auto(key_info const& k);
+/// The index of the choice named "auto", when `k` has one.
+std::optional<std::int64_t> auto_choice(key_info const& k);
+
+/// Why a set, a range or `auto` (`form`: "a set", "a range", "'auto'") does
+/// not fit `k`, a key of any block but a strategy: "'tensor_parallel' takes
+/// 'true' or 'false', not a set; in a 'framework' block only 'zero_stages' and
+/// 'checkpoint_modes' take a set", or DSL.md's "sets, ranges and 'auto' are
+/// only allowed in a 'strategy' block" where no key of the block takes it.
+std::string wrong_form(key_info const& k, std::string_view form);
 
 /// "'a', 'b' or 'c'"
 std::string quoted_alternatives(std::vector<std::string> const& names);

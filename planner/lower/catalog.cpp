@@ -35,9 +35,10 @@ namespace {
 // source manager, which lives as long as the cache.
 struct catalog_cache {
   dsl::source_manager sources;
-  std::vector<std::string> gpu_names, model_names;
+  std::vector<std::string> gpu_names, model_names, framework_names;
   std::map<std::string, gpu, std::less<>> gpus;
   std::map<std::string, model, std::less<>> models;
+  std::map<std::string, framework, std::less<>> frameworks;
 };
 
 catalog_cache const& cache() {
@@ -53,6 +54,10 @@ catalog_cache const& cache() {
       c.model_names.push_back(m.name);
       c.models.emplace(m.name, std::move(m));
     }
+    for (auto& f : lowered.frameworks) {
+      c.framework_names.push_back(f.name);
+      c.frameworks.emplace(f.name, std::move(f));
+    }
     return c;
   }();
   return c;
@@ -62,6 +67,7 @@ catalog_cache const& cache() {
 
 std::vector<std::string> catalog_gpu_names() { return cache().gpu_names; }
 std::vector<std::string> catalog_model_names() { return cache().model_names; }
+std::vector<std::string> catalog_framework_names() { return cache().framework_names; }
 
 std::optional<gpu> catalog_gpu(std::string_view name) {
   auto const& c = cache();
@@ -74,6 +80,13 @@ std::optional<model> catalog_model(std::string_view name) {
   auto const& c = cache();
   auto it = c.models.find(name);
   if (it == c.models.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<framework> catalog_framework(std::string_view name) {
+  auto const& c = cache();
+  auto it = c.frameworks.find(name);
+  if (it == c.frameworks.end()) return std::nullopt;
   return it->second;
 }
 

@@ -74,4 +74,20 @@ std::vector<block_problem> complete(training& t, std::string const& called) {
   return missing_keys(block_kind::training, t.keys, called);
 }
 
+std::vector<block_problem> complete(framework& f, std::string const& called) {
+  return missing_keys(block_kind::framework, f.keys, called);
+}
+
+void use_framework(training& t, framework const& f) {
+  t.framework = f.name;
+  for (auto const& k : keys_of(block_kind::training)) {
+    if (!k.behaviour || t.keys.count(k.name)) continue;
+    if (auto v = load(k, f.behaviours)) store(k, t, *v);
+  }
+}
+
+void resolve_auto(training& t, gpu const& g) {
+  if (t.attention_kernel == attention_backend::automatic) t.attention_kernel = resolved_attention(g.generation);
+}
+
 }  // namespace dtplan::planner

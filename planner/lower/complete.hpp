@@ -36,5 +36,14 @@ std::vector<block_problem> complete(gpu& g, std::string const& called);
 /// After the cluster's gpu is known (`c.device`).
 std::vector<block_problem> complete(cluster& c, std::string const& called);
 std::vector<block_problem> complete(training& t, std::string const& called);
+std::vector<block_problem> complete(framework& f, std::string const& called);
+
+/// The run's behaviours from its framework: each behaviour key (the key
+/// table's `behaviour` rows) the training block does not write (`t.keys`)
+/// takes `f`'s value, and `t.framework` names `f`.
+void use_framework(training& t, framework const& f);
+/// `attention_backend = auto` resolved for `g`'s generation
+/// (resolved_attention); any other kernel is left as it is.
+void resolve_auto(training& t, gpu const& g);
 
 }  // namespace dtplan::planner

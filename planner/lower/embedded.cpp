@@ -8,6 +8,7 @@
 #include "dsl/diagnostics.hpp"
 #include "planner/lower/complete.hpp"
 #include "planner/lower/lower.hpp"
+#include "planner/lower/lower_values.hpp"
 
 namespace dtplan::planner::edsl {
 
@@ -18,19 +19,16 @@ namespace {
 void detach(key_spans& keys) {
   for (auto& entry : keys) entry.second = span{};
 }
-planner::gpu detached(planner::gpu g) {
-  g.where = {};
-  detach(g.keys);
-  return g;
-}
-planner::model detached(planner::model m) {
-  m.where = {};
-  detach(m.keys);
-  return m;
+template <class Block>
+Block detached(Block b) {
+  b.where = {};
+  detach(b.keys);
+  if constexpr (std::is_same_v<Block, planner::framework>) detach(b.behaviours.keys);
+  return b;
 }
 
 std::string suggestion(std::string_view name, std::vector<std::string> const& names) {
-  auto near = dsl::closest(name, names);
+  auto near = lowering::suggest(name, names);
   return near.empty() ? std::string() : fmt::format("; did you mean '{}'?", near);
 }
 
@@ -57,14 +55,50 @@ void assign_by_name(block_kind k, Block& b, std::string_view key, key_setting co
                             meant ? fmt::format("; did you mean '{}'?", meant->name)
                                   : suggestion(key, key_names(k))));
   }
-  key_value value = v.value;
-  if (v.is_choice) {
-    auto const& text = std::get<std::string>(v.value);
+  if (v.is_set && !row->takes_set) throw error(wrong_form(*row, "a set"));
+  // A choice by its name, a set of choices by theirs.
+  auto index_of = [&](std::string const& text) -> std::int64_t {
     auto at = std::find(row->choices.begin(), row->choices.end(), text);
-    if (row->dom != domain::choice || at == row->choices.end())
-      throw error(fmt::format("expected {} for '{}', got '{}'", takes(*row), key, text));
-    value = static_cast<std::int64_t>(at - row->choices.begin());
+    if (at == row->choices.end())
+      throw error(fmt::format("expected {} for '{}', got '{}'",
+                              row->dom == domain::choice ? quoted_alternatives(row->choices) : takes(*row), key, text));
+    return at - row->choices.begin();
+  };
+  key_value value = v.value;
+  if (v.is_set) {
+    value_set items = std::get<value_set>(v.value);
+    for (auto const& text : v.names) items.push_back(index_of(text));
+    std::sort(items.begin(), items.end());
+    if (auto twice = std::adjacent_find(items.begin(), items.end()); twice != items.end())
+      throw error(fmt::format("{} appears twice in the set", v.names.empty() ? std::to_string(*twice)
+                                                                              : row->choices[*twice]));
+    value = items;
+  } else if (v.is_choice && row->dom == domain::choice) {
+    value = index_of(std::get<std::string>(v.value));
   }
+  // What the row's domain holds: a whole number for a quantity is that
+  // number of base units; anything else of the wrong kind is lowering's
+  // "expected ..., got ...".
+  auto const* whole = std::get_if<std::int64_t>(&value);
+  bool const real = row->dom == domain::quantity || row->dom == domain::fraction || row->dom == domain::real;
+  if (whole && real && !row->takes_set) value = static_cast<double>(*whole);
+  bool fits = false;
+  switch (row->dom) {
+    case domain::count:
+    case domain::choice: fits = whole || v.is_set; break;
+    case domain::quantity:
+    case domain::fraction:
+    case domain::real: fits = std::holds_alternative<double>(value); break;
+    case domain::boolean: fits = std::holds_alternative<bool>(value); break;
+    case domain::text:
+    case domain::gpu_name:
+    case domain::framework_name: fits = std::holds_alternative<std::string>(value); break;
+    case domain::shard:
+    case domain::order: fits = false; break;
+  }
+  if (!fits) throw error(fmt::format("expected {} for '{}', got {}", takes(*row), key, v.shown));
+  // One value for a key that takes a set: a set of one, as in a file.
+  if (row->takes_set && whole) value = value_set{*whole};
   assign(k, b, key, value, v.shown);
 }
 
@@ -130,10 +164,20 @@ key_setting::key_setting(double v) : value(v), shown(fmt::format("{}", v)) {}
 key_setting::key_setting(char const* choice) : key_setting(std::string_view(choice)) {}
 key_setting::key_setting(std::string_view choice)
     : value(std::string(choice)), shown(fmt::format("'{}'", choice)), is_choice(true) {}
+key_setting::key_setting(std::initializer_list<std::int64_t> set)
+    : value(value_set(set)), shown(fmt::format("{{{}}}", fmt::join(set, ", "))), is_set(true) {}
+key_setting::key_setting(std::initializer_list<std::string_view> set)
+    : value(value_set{}), shown(fmt::format("{{{}}}", fmt::join(set, ", "))), is_set(true),
+      names(set.begin(), set.end()) {}
 
 planner::gpu catalog_gpu(std::string_view name) {
   if (auto g = planner::catalog_gpu(name)) return detached(*g);
   throw error(fmt::format("unknown gpu '{}'{}", name, suggestion(name, catalog_gpu_names())));
+}
+
+planner::framework catalog_framework(std::string_view name) {
+  if (auto f = planner::catalog_framework(name)) return detached(*f);
+  throw error(fmt::format("unknown framework '{}'{}", name, suggestion(name, catalog_framework_names())));
 }
 
 planner::model preset_model(std::string_view name) {
@@ -276,7 +320,51 @@ training_builder& training_builder::cross_entropy(cross_entropy_kind v) {
   return set("cross_entropy", value_of(v), shown(v));
 }
 
+training_builder& training_builder::framework(std::string_view name) {
+  return set("framework", std::string(name), fmt::format("'{}'", name));
+}
+training_builder& training_builder::attention_backend(planner::attention_backend v) {
+  return set("attention_backend", value_of(v), shown(v));
+}
+
 planner::training training_builder::build() const { return built(t_, block_kind::training); }
+
+framework_builder::framework_builder(std::string name) : f_(with_defaults<planner::framework>()) {
+  f_.name = std::move(name);
+}
+
+framework_builder::framework_builder(std::string name, planner::framework const& base) : f_(detached(base)) {
+  f_.name = std::move(name);
+}
+
+framework_builder& framework_builder::with(std::string_view key, key_setting const& v) {
+  assign_by_name(block_kind::framework, f_, key, v);
+  return *this;
+}
+
+framework_builder& framework_builder::set(std::string_view key, key_value v, std::string const& text) {
+  assign(block_kind::framework, f_, key, v, text);
+  return *this;
+}
+
+framework_builder& framework_builder::description(std::string v) { return set("description", v, "\"" + v + "\""); }
+framework_builder& framework_builder::zero_stages(std::initializer_list<std::int64_t> v) { return with("zero_stages", v); }
+framework_builder& framework_builder::pipeline_max_zero(std::int64_t v) { return set("pipeline_max_zero", v, shown(v)); }
+framework_builder& framework_builder::tensor_parallel(bool v) { return set("tensor_parallel", v, shown(v)); }
+framework_builder& framework_builder::pipeline_parallel(bool v) { return set("pipeline_parallel", v, shown(v)); }
+framework_builder& framework_builder::interleaving(bool v) { return set("interleaving", v, shown(v)); }
+framework_builder& framework_builder::context_parallel(bool v) { return set("context_parallel", v, shown(v)); }
+framework_builder& framework_builder::hybrid_sharding(bool v) { return set("hybrid_sharding", v, shown(v)); }
+framework_builder& framework_builder::checkpoint_modes(std::initializer_list<checkpoint_mode> v) {
+  key_setting set(std::initializer_list<std::string_view>{});
+  for (auto m : v) set.names.emplace_back(name(m));
+  set.shown = fmt::format("{{{}}}", fmt::join(set.names, ", "));
+  return with("checkpoint_modes", set);
+}
+framework_builder& framework_builder::dispatch_latency(seconds v) { return set("dispatch_latency", v.value(), shown(v)); }
+framework_builder& framework_builder::step_overhead(seconds v) { return set("step_overhead", v.value(), shown(v)); }
+
+planner::framework framework_builder::build() const { return built(f_, block_kind::framework); }
 
 strategy_builder::strategy_builder(std::string name) { s_.name = std::move(name); }
 
@@ -386,21 +474,34 @@ gpu_builder gpu(std::string name, planner::gpu const& base) {
 cluster_builder cluster(std::string name) { return cluster_builder(std::move(name)); }
 training_builder training() { return {}; }
 strategy_builder strategy(std::string name) { return strategy_builder(std::move(name)); }
+framework_builder framework(std::string name) { return framework_builder(std::move(name)); }
+framework_builder framework(std::string name, planner::framework const& base) {
+  return framework_builder(std::move(name), base);
+}
 
 program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
-             std::vector<strategy_spec> const& strategies) {
+             std::vector<strategy_spec> const& strategies, planner::framework const& f) {
   if (auto limit = beyond_limits(m, t)) throw error(limit->message);
   program p;
   p.file = "<embedded>";
   p.model = m;
   p.cluster = c;
   p.training = t;
+  p.framework = f;
+  use_framework(p.training, p.framework);
+  resolve_auto(p.training, c.device);
+  resolve_auto(p.framework.behaviours, c.device);
   std::size_t unnamed = 0;
   for (auto s : strategies) {
     if (s.name.empty()) s.name = fmt::format("strategy#{}", ++unnamed);
     p.strategies.push_back(std::move(s));
   }
   return p;
+}
+
+program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
+             std::vector<strategy_spec> const& strategies) {
+  return plan(m, c, t, strategies, catalog_framework(t.framework));
 }
 
 }  // namespace dtplan::planner::edsl

@@ -23,6 +23,9 @@
 /// auto s = strategy("current").dp(16).zero(1).checkpoint(selective);
 /// auto free = strategy("search").tp({1, 2, 4, 8}).pp(range(1, 4)).zero(any);
 /// program p = plan(m, c, training().global_batch(256), {s, free});
+/// program mc = plan(m, c, training().global_batch(256).framework("megatron"), {s});
+/// planner::framework mine = framework("mine", catalog_framework("megatron")).with("tp_comm_overlap", true);
+/// program q = plan(m, c, training().global_batch(256), {s}, mine);
 /// ```
 /// Misuse (a missing required key, a value out of range) throws
 /// `edsl::error` with the message lowering would print for the same text:
@@ -78,10 +81,15 @@ constexpr shard_group ranks(std::int64_t n) { return {shard_group::kind::size, n
 gpu catalog_gpu(std::string_view name);
 /// A built-in model preset (`model m : llama2_7b`); throws like catalog_gpu.
 model preset_model(std::string_view name);
+/// A built-in framework (`framework = megatron`), its `attention_backend`
+/// possibly still `auto` (plan() resolves it); throws like catalog_gpu.
+planner::framework catalog_framework(std::string_view name);
 
 /// A value for a key set by name (`builder.with("tp_comm_overlap", true)`):
 /// a boolean, a whole number, a plain number, a quantity (bytes, seconds,
-/// bandwidth, FLOP/s) or the name of a choice ("fp32", "reduce_scatter").
+/// bandwidth, FLOP/s), the name of a choice ("fp32", "reduce_scatter", "auto")
+/// or of a framework, text, or a set for a key that takes one
+/// (`.with("zero_stages", {0, 1})`, `.with("checkpoint_modes", {"none", "full"})`).
 /// Every key of the table (planner/ir/keys.hpp) takes one this way, checked
 /// as the text is, whether or not it has a method of its own.
 struct key_setting {
@@ -93,10 +101,14 @@ struct key_setting {
   key_setting(std::string_view choice);
   template <class Tag>
   key_setting(unit<Tag> v) : value(v.value()), shown(to_string(v)) {}
+  key_setting(std::initializer_list<std::int64_t> set);
+  key_setting(std::initializer_list<std::string_view> set);
 
   key_value value;
   std::string shown;
   bool is_choice = false;
+  bool is_set = false;
+  std::vector<std::string> names;  ///< a set of choices, by name
 };
 
 /// `model NAME [: BASE] { ... }`
@@ -232,6 +244,12 @@ class training_builder {
   training_builder& overlap_grad_sync(bool v);
   /// ZeRO-1/2 gradient reduction: true reduce-scatter (default), false all-reduce.
   training_builder& grad_reduce_scatter(bool v);
+  /// `framework = NAME`: a built-in framework, resolved by plan() (which
+  /// throws lowering's "unknown framework" for a name the catalog lacks). The
+  /// behaviours this builder sets override the framework's.
+  training_builder& framework(std::string_view name);
+  /// `attention_backend = ...`; `automatic` is `auto`, resolved by plan().
+  training_builder& attention_backend(planner::attention_backend v);
 
   [[nodiscard]] training build() const;
   operator training() const { return build(); }  // NOLINT: a builder stands for its block
@@ -245,6 +263,38 @@ class training_builder {
 
  private:
   training t_ = with_defaults<training>();
+};
+
+/// `framework NAME [: BASE] { ... }`: its run-time behaviours (any key of
+/// the training block that a framework sets, by name: `.with("grad_sync",
+/// "per_micro_batch")`), what it can run and its figures.
+class framework_builder {
+ public:
+  explicit framework_builder(std::string name);
+  framework_builder(std::string name, planner::framework const& base);
+
+  framework_builder& description(std::string v);
+  /// The ZeRO stages it runs: `zero_stages({0, 1})`.
+  framework_builder& zero_stages(std::initializer_list<std::int64_t> v);
+  framework_builder& pipeline_max_zero(std::int64_t v);
+  framework_builder& tensor_parallel(bool v);
+  framework_builder& pipeline_parallel(bool v);
+  framework_builder& interleaving(bool v);
+  framework_builder& context_parallel(bool v);
+  framework_builder& hybrid_sharding(bool v);
+  framework_builder& checkpoint_modes(std::initializer_list<checkpoint_mode> v);
+  framework_builder& dispatch_latency(seconds v);
+  framework_builder& step_overhead(seconds v);
+
+  [[nodiscard]] planner::framework build() const;
+  operator planner::framework() const { return build(); }  // NOLINT: a builder stands for its framework
+
+  /// Any key of the block by its name in the text (key_setting).
+  framework_builder& with(std::string_view key, key_setting const& v);
+
+ private:
+  framework_builder& set(std::string_view key, key_value v, std::string const& shown);
+  planner::framework f_;
 };
 
 /// `strategy [NAME] { ... }`: each key takes one value, a set `{...}`, a
@@ -302,10 +352,19 @@ gpu_builder gpu(std::string name, planner::gpu const& base);
 cluster_builder cluster(std::string name);
 training_builder training();
 strategy_builder strategy(std::string name = {});
+framework_builder framework(std::string name);
+/// `framework NAME : BASE`, e.g. `framework("mine", catalog_framework("megatron"))`.
+framework_builder framework(std::string name, planner::framework const& base);
 
-/// The program lowering would produce for the same blocks written as text;
-/// unnamed strategies are called "strategy#1", "strategy#2", ... as there.
+/// The program lowering would produce for the same blocks written as text:
+/// the framework `t` names (the built-in `generic` unless it names one)
+/// resolved as lowering resolves it; unnamed strategies are called
+/// "strategy#1", "strategy#2", ... as there.
 program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
              std::vector<strategy_spec> const& strategies = {});
+/// The same with a framework of the program's own, as a file's framework
+/// block that `t` names (whatever name `t` holds, `f` is the one used).
+program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
+             std::vector<strategy_spec> const& strategies, planner::framework const& f);
 
 }  // namespace dtplan::planner::edsl

@@ -39,7 +39,7 @@ struct cluster_draft {
   span gpu_where;
 };
 
-using block_value = std::variant<std::monostate, model, gpu, cluster_draft, training, strategy_spec>;
+using block_value = std::variant<std::monostate, model, gpu, cluster_draft, training, strategy_spec, framework>;
 
 /// A block as lowering starts it: the key table's defaults.
 block_value initial(block_kind k) {
@@ -49,6 +49,7 @@ block_value initial(block_kind k) {
     case block_kind::cluster: return cluster_draft{with_defaults<cluster>(), {}, {}};
     case block_kind::training: return with_defaults<training>();
     case block_kind::strategy: return strategy_spec{};
+    case block_kind::framework: return with_defaults<framework>();
   }
   return {};
 }
@@ -63,9 +64,9 @@ struct entry {
   bool ok = true;
   bool in_cycle = false;
   std::optional<std::size_t> base;
-  /// The lowered block; dropped once it failed, unless it is a cluster
-  /// (whose gpu name is still checked), so a million broken blocks cost
-  /// little memory.
+  /// The lowered block; dropped once it failed, unless it is a cluster or
+  /// the training block (whose gpu or framework name is still checked), so a
+  /// million broken blocks cost little memory.
   std::unique_ptr<block_value> result;
 };
 
@@ -84,8 +85,9 @@ class lowerer {
   void lower_all() {
     for (std::size_t i = 0; i < entries_.size(); ++i) lower_entry(i);
   }
-  std::optional<gpu> finish_gpu(std::size_t i);
-  std::optional<model> finish_model(std::size_t i);
+  /// A named model, gpu or framework lowered (its base first) and made whole.
+  template <class Block>
+  std::optional<Block> finish(std::size_t i);
   std::optional<std::size_t> builtin_named(block_kind k, std::string const& name) const {
     auto const& names = builtin_names_[static_cast<std::size_t>(k)];
     auto it = names.find(name);
@@ -99,6 +101,12 @@ class lowerer {
   std::optional<std::size_t> find_base(std::size_t i);
   void report_cycle(std::size_t start);
   bool check_keys(entry const& e, std::vector<ast::assignment const*>& accepted);
+  /// Whether a set, range or `auto` written for `key` outside a strategy
+  /// fits it; reports why not.
+  bool check_form(key_info const& key, ast::assignment const& a);
+  /// The framework the training block names (or `generic`), lowered; its
+  /// behaviours become the training's where the block does not write them.
+  std::optional<framework> resolve_framework(training& t);
   bool apply(block_value& value, block_kind k, ast::assignment const& a);
 
   std::optional<cluster> finish_cluster(std::size_t i);
@@ -121,6 +129,7 @@ class lowerer {
   std::size_t unknown_kinds_ = 0;
   std::array<std::map<std::string, std::size_t, std::less<>>, block_kind_count> user_names_, builtin_names_;
   std::map<std::pair<block_kind, bool>, std::vector<std::string>> candidates_;
+  span framework_where_;  ///< the value of the training block's `framework`
 };
 
 void lowerer::add(ast::block b, bool builtin) {
@@ -143,7 +152,8 @@ void lowerer::add(ast::block b, bool builtin) {
   e.k = *k;
   e.builtin = builtin;
   if (blk.name) e.name = blk.name->name;
-  bool needs_name = *k == block_kind::model || *k == block_kind::gpu || *k == block_kind::cluster;
+  bool needs_name =
+      *k == block_kind::model || *k == block_kind::gpu || *k == block_kind::cluster || *k == block_kind::framework;
   if (needs_name && !blk.name) {
     diags_.error(blk.kind.where, fmt::format("a '{0}' block needs a name, as in '{0} NAME {{ ... }}'", blk.kind.name));
     e.ok = false;
@@ -247,14 +257,21 @@ bool lowerer::check_keys(entry const& e, std::vector<ast::assignment const*>& ac
       continue;
     }
     seen.emplace(a.key.name, &a);
-    if (e.k != block_kind::strategy && !as_scalar(a.rhs)) {
-      diags_.error(span_of(a.rhs), "sets, ranges and 'auto' are only allowed in a 'strategy' block");
+    if (e.k != block_kind::strategy && !as_scalar(a.rhs) && !check_form(*find_key(e.k, a.key.name), a)) {
       ok = false;
       continue;
     }
     accepted.push_back(&a);
   }
   return ok;
+}
+
+bool lowerer::check_form(key_info const& key, ast::assignment const& a) {
+  bool const is_set = std::holds_alternative<ast::set>(a.rhs);
+  bool const is_auto = std::holds_alternative<ast::auto_value>(a.rhs);
+  if ((is_set && key.takes_set) || (is_auto && takes_auto(key))) return true;
+  diags_.error(span_of(a.rhs), wrong_form(key, is_set ? "a set" : is_auto ? "'auto'" : "a range"));
+  return false;
 }
 
 bool lowerer::lower_entry(std::size_t i) {
@@ -303,7 +320,8 @@ void lowerer::lower_one(std::size_t i) {
     if (!apply(start, e.k, *a)) ok = false;
   e.st = entry::state::done;
   e.ok = ok && !e.in_cycle;
-  if (e.ok || e.k == block_kind::cluster) e.result = std::make_unique<block_value>(std::move(start));
+  if (e.ok || e.k == block_kind::cluster || e.k == block_kind::training)
+    e.result = std::make_unique<block_value>(std::move(start));
 }
 
 bool lowerer::apply(block_value& value, block_kind k, ast::assignment const& a) {
@@ -315,8 +333,7 @@ bool lowerer::apply(block_value& value, block_kind k, ast::assignment const& a) 
       access.store(std::get<strategy_spec>(value), *c);
     return true;
   }
-  auto const scalar = *as_scalar(a.rhs);
-  auto v = lowering::scalar_value(conv_, key, scalar);
+  auto v = lowering::block_value(conv_, key, a);
   if (!v) return false;
   std::visit(
       [&](auto& block) {
@@ -324,14 +341,16 @@ bool lowerer::apply(block_value& value, block_kind k, ast::assignment const& a) 
         if constexpr (std::is_same_v<T, cluster_draft>) {
           if (key.dom == domain::gpu_name) {
             block.gpu_name = std::get<std::string>(*v);
-            block.gpu_where = span_of(scalar);
+            block.gpu_where = span_of(a.rhs);
           } else {
             store(key, block.c, *v);
           }
           block.c.keys[a.key.name] = a.key.where;
-        } else if constexpr (std::is_same_v<T, model> || std::is_same_v<T, gpu> || std::is_same_v<T, training>) {
+        } else if constexpr (std::is_same_v<T, model> || std::is_same_v<T, gpu> || std::is_same_v<T, training> ||
+                             std::is_same_v<T, framework>) {
           store(key, block, *v);
           block.keys[a.key.name] = a.key.where;
+          if (key.dom == domain::framework_name) framework_where_ = span_of(a.rhs);
         }
       },
       value);
@@ -355,24 +374,33 @@ bool lowerer::report(std::vector<block_problem> const& problems, key_spans const
   return problems.empty();
 }
 
-std::optional<model> lowerer::finish_model(std::size_t i) {
+template <class Block>
+std::optional<Block> lowerer::finish(std::size_t i) {
   auto const& e = entries_[i];
   if (!e.ok) return std::nullopt;
-  auto m = std::get<model>(*e.result);
-  m.name = e.name;
-  m.where = e.b->header;
-  if (!report(complete(m, called(e)), m.keys, m.where)) return std::nullopt;
-  return m;
+  auto b = std::get<Block>(*e.result);
+  b.name = e.name;
+  b.where = e.b->header;
+  if (!report(complete(b, called(e)), b.keys, b.where)) return std::nullopt;
+  return b;
 }
 
-std::optional<gpu> lowerer::finish_gpu(std::size_t i) {
-  auto const& e = entries_[i];
-  if (!e.ok) return std::nullopt;
-  auto g = std::get<gpu>(*e.result);
-  g.name = e.name;
-  g.where = e.b->header;
-  if (!report(complete(g, called(e)), g.keys, g.where)) return std::nullopt;
-  return g;
+std::optional<framework> lowerer::resolve_framework(training& t) {
+  auto i = lookup(block_kind::framework, t.framework, false);
+  if (!i) {
+    auto near = lowering::suggest(t.framework, candidates(block_kind::framework, false));
+    auto at = framework_where_.valid() ? framework_where_ : t.where;
+    auto& diag = diags_.error(at, near.empty() ? fmt::format("unknown framework '{}'", t.framework)
+                                               : fmt::format("unknown framework '{}'; did you mean '{}'?",
+                                                             t.framework, near));
+    diag.notes.push_back({{}, fmt::format("the built-in frameworks are {}",
+                                          fmt::join(candidates(block_kind::framework, true), ", "))});
+    return std::nullopt;
+  }
+  if (!lower_entry(*i)) return std::nullopt;
+  auto f = finish<framework>(*i);
+  if (f) use_framework(t, *f);
+  return f;
 }
 
 std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
@@ -397,7 +425,7 @@ std::optional<cluster> lowerer::finish_cluster(std::size_t i) {
   if (!e.ok) return std::nullopt;
   if (!report(missing_keys(block_kind::cluster, c.keys, called(e)), c.keys, c.where)) return std::nullopt;
   if (!lower_entry(*g)) return std::nullopt;
-  auto device = finish_gpu(*g);
+  auto device = finish<gpu>(*g);
   if (!device) return std::nullopt;
   c.device = *device;
   if (!report(complete(c, called(e)), c.keys, c.where)) return std::nullopt;
@@ -419,7 +447,7 @@ std::optional<std::size_t> lowerer::pick_root(block_kind k, std::uint32_t file) 
     if (unknown_kinds_ > 0) return std::nullopt;
     static std::array<char const*, block_kind_count> const examples{
         "model m : llama3_8b { }", "", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }",
-        "training { global_batch = 256 }", ""};
+        "training { global_batch = 256 }", "", ""};
     diags_.error(span{file, 0, 0}, fmt::format("no '{}' block: a plan needs one, e.g. '{}'", name(k),
                                                examples[static_cast<std::size_t>(k)]));
     return std::nullopt;
@@ -459,14 +487,19 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     auto& d = diags_.error(entries_[trainings[1]].b->header, "a file has one 'training' block; this is a second");
     d.notes.push_back({entries_[trainings[0]].b->header, "the first 'training' block is here"});
     ok = false;
-  } else if (auto const& e = entries_[trainings[0]]; e.ok) {
+  } else if (auto const& e = entries_[trainings[0]]; e.result) {
     auto t = std::get<training>(*e.result);
     t.where = e.b->header;
-    ok = report(complete(t, called(e)), t.keys, t.where);
+    // The framework is looked up even when other keys of the block are wrong.
+    auto f = resolve_framework(t);
+    ok = e.ok && report(complete(t, called(e)), t.keys, t.where) && f;
+    if (f) p.framework = std::move(*f);
     p.training = t;
+  } else {
+    ok = false;
   }
   if (mi) {
-    auto m = finish_model(*mi);
+    auto m = finish<model>(*mi);
     if (m) p.model = *m;
     ok = ok && m.has_value();
   }
@@ -474,6 +507,10 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     auto c = finish_cluster(*ci);
     if (c) p.cluster = *c;
     ok = ok && c.has_value();
+  }
+  if (ok && ci) {
+    resolve_auto(p.training, p.cluster.device);
+    resolve_auto(p.framework.behaviours, p.cluster.device);
   }
   if (ok && mi) {
     if (auto limit = beyond_limits(p.model, p.training)) {
@@ -532,14 +569,16 @@ lowered_catalog lower_catalog(dsl::source_manager& sources, dsl::diagnostics& di
   }
   l.lower_all();
   lowered_catalog out;
-  std::set<std::string> gpus, models;
+  std::set<std::string> gpus, models, frameworks;
   for (auto const& [k, name] : order) {
     auto i = l.builtin_named(k, name);
     if (!i) continue;
     if (k == block_kind::gpu) {
-      if (auto g = l.finish_gpu(*i); g && gpus.insert(name).second) out.gpus.push_back(*g);
+      if (auto g = l.finish<gpu>(*i); g && gpus.insert(name).second) out.gpus.push_back(*g);
     } else if (k == block_kind::model) {
-      if (auto m = l.finish_model(*i); m && models.insert(name).second) out.models.push_back(*m);
+      if (auto m = l.finish<model>(*i); m && models.insert(name).second) out.models.push_back(*m);
+    } else if (k == block_kind::framework) {
+      if (auto f = l.finish<framework>(*i); f && frameworks.insert(name).second) out.frameworks.push_back(*f);
     }
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace dtplan::planner::lowering {
@@ -78,6 +79,11 @@ std::optional<key_value> scalar_value(converter& conv, key_info const& k, ast::s
       conv.diags().error(span_of(v), fmt::format("expected a gpu name such as 'H100_SXM' for '{}', got {}", k.name,
                                                  conv.echo(v)));
       return std::nullopt;
+    case domain::framework_name:
+      if (auto const* id = std::get_if<ast::identifier>(&v)) return id->name;
+      conv.diags().error(span_of(v), fmt::format("expected a framework name such as 'megatron' for '{}', got {}",
+                                                 k.name, conv.echo(v)));
+      return std::nullopt;
     case domain::shard: return shard_value(conv, k, v);
     case domain::order: return order_value(conv, k, v);
   }
@@ -98,8 +104,13 @@ bool set_values(converter& conv, key_info const& k, ast::set const& s, key_choic
   c.values.reserve(s.items.size());
   for (auto const& item : s.items) {
     if (auto const* id = std::get_if<ast::identifier>(&item); id && id->name == "auto") {
-      conv.diags().error(id->where, fmt::format("'auto' already means every value: write '{} = auto' without a set",
-                                                k.name));
+      conv.diags().error(id->where, k.searchable ? fmt::format("'auto' already means every value: write '{} = auto' "
+                                                               "without a set",
+                                                               k.name)
+                                                 : fmt::format("expected {} for '{}', got 'auto'",
+                                                               k.dom == domain::choice ? quoted_alternatives(k.choices)
+                                                                                       : takes(k),
+                                                               k.name));
       ok = false;
       continue;
     }
@@ -139,6 +150,23 @@ bool range_values(converter& conv, key_info const& k, ast::range const& r, key_c
 }
 
 }  // namespace
+
+std::optional<key_value> block_value(converter& conv, key_info const& k, ast::assignment const& a) {
+  if (std::holds_alternative<ast::auto_value>(a.rhs)) return *auto_choice(k);
+  if (!k.takes_set) return scalar_value(conv, k, *as_scalar(a.rhs));
+  key_choice<key_value> c;
+  if (auto const* s = std::get_if<ast::set>(&a.rhs)) {
+    if (!set_values(conv, k, *s, c)) return std::nullopt;
+  } else {
+    auto x = scalar_value(conv, k, *as_scalar(a.rhs));
+    if (!x) return std::nullopt;
+    c.values.push_back(std::move(*x));
+  }
+  value_set out;
+  for (auto const& v : c.values) out.push_back(std::get<std::int64_t>(v));
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::optional<key_choice<key_value>> choice_value(converter& conv, key_info const& k, ast::assignment const& a) {
   key_choice<key_value> c;

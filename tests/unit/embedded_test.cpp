@@ -115,11 +115,20 @@ void same_program(planner::program const& a, planner::program const& b) {
   CHECK(a.training.global_batch == b.training.global_batch);
   CHECK(a.training.base_lr == b.training.base_lr);
   CHECK(a.training.base_batch == b.training.base_batch);
-  CHECK(a.training.cross_entropy == b.training.cross_entropy);
-  CHECK(a.training.grad_precision == b.training.grad_precision);
-  CHECK(a.training.overlap_grad_sync == b.training.overlap_grad_sync);
-  CHECK(a.training.grad_reduce_scatter == b.training.grad_reduce_scatter);
   CHECK(key_names(a.training.keys) == key_names(b.training.keys));
+  CHECK(a.training.framework == b.training.framework);
+  CHECK(a.framework.name == b.framework.name);
+  CHECK(a.framework.description == b.framework.description);
+  CHECK(a.framework.limits == b.framework.limits);
+  CHECK(a.framework.dispatch_latency == b.framework.dispatch_latency);
+  CHECK(a.framework.step_overhead == b.framework.step_overhead);
+  // Every run-time behaviour (the loss, gradient precision and sync, ...), resolved.
+  for (auto const& k : planner::keys_of(planner::block_kind::training)) {
+    if (!k.behaviour) continue;
+    INFO(k.name);
+    CHECK(planner::load(k, a.training) == planner::load(k, b.training));
+    CHECK(planner::load(k, a.framework.behaviours) == planner::load(k, b.framework.behaviours));
+  }
   REQUIRE(a.strategies.size() == b.strategies.size());
   for (std::size_t i = 0; i < a.strategies.size(); ++i) same_strategy(a.strategies[i], b.strategies[i]);
   CHECK(planner::dump(a) == planner::dump(b));
@@ -287,4 +296,92 @@ TEST_CASE("any key is set by its name, checked as the text is") {
         "unknown key 'reduce_dtype' in the 'training' block; did you mean 'grad_precision'?");
   CHECK(thrown([] { training().with("grad_precision", "fp64"); }) ==
         "expected 'bf16', 'fp16' or 'fp32' for 'grad_precision', got 'fp64'");
+}
+
+TEST_CASE("a framework by name, in C++ and in text, resolved by plan() as lowering resolves it") {
+  auto text = load_text(
+      "model m : llama3_8b { }\n"
+      "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+      "training { global_batch = 16; framework = megatron; tp_comm_overlap = true; grad_precision = bf16 }\n"
+      "strategy s { tp = 2; zero = 1 }\n");
+  auto const m = model("m", preset_model("llama3_8b")).build();
+  auto const c = cluster("c").nodes(1).gpus_per_node(8).gpu(catalog_gpu("H100_SXM")).build();
+  auto p = plan(m, c,
+                training().global_batch(16).framework("megatron").with("tp_comm_overlap", true)
+                    .grad_precision(planner::precision::bf16),
+                {strategy("s").tp(2).zero(1)});
+  same_program(p, text);
+  CHECK(p.training.attention_kernel == planner::attention_backend::fused);  // auto on Hopper
+  CHECK(p.training.grad_bucket == planner::bucket_rule::scaled);
+  CHECK(p.training.tp_comm_overlap);
+  auto q = plan(m, c,
+                training().global_batch(16).with("framework", "megatron").with("tp_comm_overlap", true)
+                    .with("grad_precision", "bf16"),
+                {strategy("s").tp(2).zero(1)});
+  same_program(q, text);
+  // Without a framework a run is generic, the catalog's.
+  auto plain = plan(m, c, training().global_batch(16));
+  CHECK(plain.framework.name == "generic");
+  CHECK(plain.framework.limits == planner::framework_limits{});
+  CHECK(planner::dump(plain).find("framework generic\n") != std::string::npos);
+}
+
+TEST_CASE("a framework of the program's own, built in C++ as the text writes it") {
+  auto text = load_text(
+      "framework mine : megatron { description = \"ours\"; zero_stages = {0, 1, 3}; checkpoint_modes = {none, full}\n"
+      "  hybrid_sharding = false; pipeline_max_zero = 0; dispatch_latency = 6 us; step_overhead = 50 ms\n"
+      "  attention_backend = auto; grad_sync = per_micro_batch; ddp_bucket_size = 64 MiB }\n"
+      "model m : llama3_8b { }\n"
+      "cluster c { nodes = 1; gpus_per_node = 8; gpu = V100_SXM_32GB }\n"
+      "training { global_batch = 16; framework = mine; nvls = true }\n");
+  planner::framework const mine = framework("mine", catalog_framework("megatron"))
+                                      .description("ours")
+                                      .zero_stages({0, 1, 3})
+                                      .checkpoint_modes({none, full})
+                                      .hybrid_sharding(false)
+                                      .pipeline_max_zero(0)
+                                      .dispatch_latency(6_us)
+                                      .step_overhead(50_ms)
+                                      .with("attention_backend", "auto")
+                                      .with("grad_sync", "per_micro_batch")
+                                      .with("ddp_bucket_size", 64_MiB);
+  auto p = plan(model("m", preset_model("llama3_8b")),
+                cluster("c").nodes(1).gpus_per_node(8).gpu(catalog_gpu("V100_SXM_32GB")),
+                training().global_batch(16).with("framework", "mine").with("nvls", true), {}, mine);
+  same_program(p, text);
+  CHECK(p.framework.limits.zero_stages == std::vector<int>{0, 1, 3});
+  CHECK(p.training.attention_kernel == planner::attention_backend::unfused);  // auto on Volta
+  CHECK(p.framework.behaviours.attention_kernel == planner::attention_backend::unfused);
+  CHECK(p.training.grad_sync == planner::grad_sync_mode::per_micro_batch);
+  CHECK(p.training.nvls);
+  // The same sets by name.
+  planner::framework const named = framework("n").with("zero_stages", {3, 0}).with("checkpoint_modes", {"full", "none"});
+  CHECK(named.limits.zero_stages == std::vector<int>{0, 3});
+  CHECK(named.limits.checkpoint_modes ==
+        std::vector<planner::checkpoint_mode>{planner::checkpoint_mode::none, planner::checkpoint_mode::full});
+  CHECK(framework("n").with("zero_stages", 1).build().limits.zero_stages == std::vector<int>{1});
+}
+
+TEST_CASE("a framework misused is reported in lowering's words") {
+  CHECK_THROWS_WITH(catalog_framework("megatorn"), "unknown framework 'megatorn'; did you mean 'megatron'?");
+  auto const m = model("m", preset_model("llama3_8b")).build();
+  auto const c = cluster("c").nodes(1).gpus_per_node(8).gpu("H100_SXM").build();
+  CHECK_THROWS_WITH(plan(m, c, training().global_batch(8).framework("torchtitn")),
+                    "unknown framework 'torchtitn'; did you mean 'torchtitan'?");
+  CHECK_THROWS_WITH(framework("f").zero_stages({0, 4}), "'zero_stages' must be between 0 and 3, got 4");
+  CHECK_THROWS_WITH(framework("f").zero_stages({1, 1}), "1 appears twice in the set");
+  CHECK_THROWS_WITH(framework("f").zero_stages({}), "an empty set leaves no value for 'zero_stages'");
+  CHECK_THROWS_WITH(framework("f").with("checkpoint_modes", {"none", "partial"}),
+                    "expected 'none', 'selective', 'full' or 'ops' for 'checkpoint_modes', got 'partial'");
+  CHECK_THROWS_WITH(framework("f").with("tensor_parallel", {1, 2}),
+                    "'tensor_parallel' takes 'true' or 'false', not a set; in a 'framework' block only "
+                    "'zero_stages' and 'checkpoint_modes' take a set");
+  CHECK_THROWS_WITH(training().with("attention_backend", "flash4"),
+                    "expected 'flash', 'flash3', 'fused', 'triton', 'unfused' or 'auto' for 'attention_backend', got "
+                    "'flash4'");
+  CHECK_THROWS_WITH(framework("f").with("tensor_paralel", false),
+                    "unknown key 'tensor_paralel' in this 'framework' block; did you mean 'tensor_parallel'?");
+  CHECK_THROWS_WITH(training().with("cuda_graphs", 1), "expected 'true' or 'false' for 'cuda_graphs', got 1");
+  CHECK_THROWS_WITH(gpu("g").with("generation", "kepler"),
+                    "expected 'volta', 'ampere', 'hopper', 'blackwell' or 'cdna3' for 'generation', got 'kepler'");
 }

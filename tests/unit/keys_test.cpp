@@ -49,6 +49,7 @@ bool field_matches_block(key_info const& k) {
     case block_kind::cluster: return std::holds_alternative<member_access<cluster>>(k.field);
     case block_kind::training: return std::holds_alternative<member_access<training>>(k.field);
     case block_kind::strategy: return std::holds_alternative<strategy_access>(k.field);
+    case block_kind::framework: return std::holds_alternative<member_access<framework>>(k.field);
   }
   return false;
 }
@@ -163,6 +164,11 @@ TEST_CASE("the table's defaults are the blocks lowering and the C++ API start fr
   check_block(block_kind::gpu, with_defaults<gpu>());
   check_block(block_kind::cluster, with_defaults<cluster>());
   check_block(block_kind::training, with_defaults<training>());
+  check_block(block_kind::framework, with_defaults<framework>());
+  // The IR's own defaults are the table's: a program built in code without
+  // lowering (the benchmarks' runs) behaves as one lowered.
+  check_block(block_kind::training, training{});
+  check_block(block_kind::framework, framework{});
   auto fixed = strategy_spec{}.fixed();
   CHECK(fixed.dp == 0);  // derived by the checker
   CHECK(fixed.tp == 1);
@@ -172,8 +178,10 @@ TEST_CASE("the table's defaults are the blocks lowering and the C++ API start fr
 
 TEST_CASE("every choice is named as its IR enum names it") {
   for (auto const& k : all_keys()) {
-    if (k.dom != domain::choice || k.block == block_kind::strategy) continue;
+    if (k.dom != domain::choice || k.block == block_kind::strategy || k.block == block_kind::framework) continue;
     for (std::size_t i = 0; i < k.choices.size(); ++i) {
+      // `auto` is resolved for the GPU (lowering's tests of attention_backend).
+      if (k.choices[i] == "auto") continue;
       INFO(name(k.block) << "." << k.name << " = " << k.choices[i]);
       std::string text = plain;
       auto line = fmt::format("{} = {}", k.name, k.choices[i]);
@@ -190,6 +198,41 @@ TEST_CASE("every choice is named as its IR enum names it") {
     }
   }
   for (std::size_t i = 0; i < 4; ++i) CHECK(name(static_cast<checkpoint_mode>(i)) == find_key(block_kind::strategy, "checkpoint")->choices[i]);
+}
+
+TEST_CASE("a framework block has each run-time behaviour row of the training block, the same row") {
+  std::size_t behaviours = 0;
+  for (auto const& t : keys_of(block_kind::training)) {
+    if (!t.behaviour) continue;
+    ++behaviours;
+    INFO(t.name);
+    auto const* f = find_key(block_kind::framework, t.name);
+    REQUIRE(f);
+    CHECK(f->behaviour);
+    CHECK(f->dom == t.dom);
+    CHECK(f->choices == t.choices);
+    CHECK(f->default_value == t.default_value);
+    CHECK(f->default_text == t.default_text);
+    CHECK(f->aliases == t.aliases);
+    CHECK(f->meaning == t.meaning);
+    CHECK(f->range.low == t.range.low);
+    CHECK(f->range.high == t.range.high);
+    // The framework keeps it in its behaviours, the same member.
+    framework fw;
+    if (t.default_value) {
+      store(*f, fw, *t.default_value);
+      CHECK(load(t, fw.behaviours) == t.default_value);
+    }
+  }
+  CHECK(behaviours >= 17);
+  for (auto const& f : keys_of(block_kind::framework))
+    if (f.behaviour) CHECK(find_key(block_kind::training, f.name));
+  // Only a framework's limits take sets; only attention_backend takes auto.
+  for (auto const& k : all_keys()) {
+    INFO(name(k.block) << "." << k.name);
+    CHECK(k.takes_set == (k.block == block_kind::framework && (k.name == "zero_stages" || k.name == "checkpoint_modes")));
+    CHECK(takes_auto(k) == (k.name == "attention_backend"));
+  }
 }
 
 TEST_CASE("every strategy key round-trips through lowering and the C++ API to the same IR") {

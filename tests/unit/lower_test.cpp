@@ -205,8 +205,10 @@ TEST_CASE("cluster defaults come from its gpu") {
   CHECK(c.intra_latency.value() == c.device.intra_latency.value());
   CHECK(c.inter_latency.value() == c.device.inter_latency.value());
   CHECK(c.comm_efficiency == c.device.comm_efficiency);
+  CHECK(c.network_efficiency == c.device.network_efficiency);
   auto own = cluster_with("inter_node = 8 x 400 Gbit/s; intra_node = 300 GB/s; intra_latency = 3 us; "
-                          "inter_latency = 12 us; comm_efficiency = 0.6");
+                          "inter_latency = 12 us; comm_efficiency = 0.6; network_efficiency = 90 %");
+  CHECK(own.network_efficiency == 0.9);
   CHECK(own.intra_node.value() == 300e9);
   CHECK(own.intra_latency.value() == 3e-6);
   CHECK(own.inter_latency.value() == 12e-6);
@@ -229,6 +231,17 @@ TEST_CASE("a gpu defined from scratch gets default fp8, fp32 peaks, latencies an
   CHECK(g.comm_efficiency == 0.8);
   CHECK(g.hbm_efficiency == 0.8);
   CHECK(g.reserved.value() == 2.0 * 1024 * 1024 * 1024);
+  CHECK(g.generation == gpu_generation::ampere);
+  CHECK(g.matmul_efficiency_fp8 == 0.0);
+  CHECK(g.nvls_bandwidth.value() == 0.0);
+  CHECK(g.network_efficiency == 0.95);
+  CHECK_FALSE(g.attention_efficiency);
+  auto h = gpu_with("generation", "blackwell; matmul_efficiency_fp8 = 0.6; nvls_bandwidth = 480 GB/s; "
+                                  "network_efficiency = 0.9");
+  CHECK(h.generation == gpu_generation::blackwell);
+  CHECK(h.matmul_efficiency_fp8 == 0.6);
+  CHECK(h.nvls_bandwidth.value() == 480e9);
+  CHECK(h.network_efficiency == 0.9);
 }
 
 TEST_CASE("bases: presets, the same file, overrides and shadowing") {
@@ -436,7 +449,7 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     for (char const* key : {"memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
                             "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
                             "comm_efficiency", "hbm_efficiency", "sm_count", "attention_efficiency",
-                            "kernel_latency", "overlap_slowdown", "step_overhead"})
+                            "kernel_latency", "overlap_slowdown", "step_overhead", "generation"})
       CHECK(g->keys.count(key) == 1);
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
@@ -463,6 +476,13 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
   CHECK(v.hbm_bandwidth.value() == 900e9);
   CHECK(v.intra_node.value() == 150e9);
   CHECK_FALSE(catalog_gpu("H100"));
+  std::vector<std::pair<char const*, gpu_generation>> const generations{
+      {"V100_SXM_32GB", gpu_generation::volta},  {"A100_SXM_40GB", gpu_generation::ampere},
+      {"A100_SXM_80GB", gpu_generation::ampere}, {"H100_SXM", gpu_generation::hopper},
+      {"H100_PCIE", gpu_generation::hopper},     {"H200_SXM", gpu_generation::hopper},
+      {"B200", gpu_generation::blackwell},       {"MI300X", gpu_generation::cdna3},
+      {"L40S", gpu_generation::ampere}};
+  for (auto const& [n, g] : generations) CHECK(catalog_gpu(n)->generation == g);
 }
 
 namespace {
@@ -548,12 +568,13 @@ TEST_CASE("lower() on a parsed file names the file and loads the catalog once pe
   REQUIRE(p);
   CHECK(p->file == "direct.dtp");
   auto after_first = sources.size();
-  CHECK(after_first == std::size_t{3});  // the file and the two catalog files
+  CHECK(after_first == std::size_t{4});  // the file and the three catalog files
   auto again = lower(*parsed, sources, {}, diags);
   REQUIRE(again);
   CHECK(sources.size() == after_first);
   CHECK(sources.file(1).builtin());
-  CHECK(sources.file(1).name() == "<catalog>/gpus.dtp");
+  CHECK(sources.file(1).name() == "<catalog>/frameworks.dtp");
+  CHECK(sources.file(2).name() == "<catalog>/gpus.dtp");
   CHECK(diags.empty());
 }
 
@@ -670,4 +691,315 @@ TEST_CASE("the IR dump shows strings from the input escaped") {
   auto text = dump(*r.p);
   CHECK(text.find("  description       \"\\x1b[2Jgone\"\n") != std::string::npos);
   CHECK(text.find('\x1b') == std::string::npos);
+}
+
+namespace {
+
+/// The plan lowered with `training_keys` in its training block, on `gpu`,
+/// with `extra` blocks before it.
+program with_training(std::string const& training_keys, std::string const& gpu = "H100_SXM",
+                      std::string const& extra = "") {
+  auto r = lower_text(extra + plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + gpu +
+                      " }\ntraining { global_batch = 64; " + training_keys + " }\n");
+  INFO(r.errors);
+  REQUIRE(r.p);
+  return *r.p;
+}
+
+std::vector<int> stages(std::initializer_list<int> v) { return v; }
+std::vector<checkpoint_mode> modes(std::initializer_list<checkpoint_mode> v) { return v; }
+
+}  // namespace
+
+TEST_CASE("a run that names no framework is generic: today's behaviour, every strategy") {
+  auto p = with_training("");
+  CHECK(p.framework.name == "generic");
+  CHECK(p.training.framework == "generic");
+  CHECK(p.framework.limits == framework_limits{});
+  CHECK(p.framework.dispatch_latency.value() == 0.0);
+  CHECK(p.framework.step_overhead.value() == 0.02);
+  // The behaviours are the IR's defaults, which the physics had before frameworks.
+  auto const t = p.training;
+  training const before;
+  CHECK(t.attention_kernel == attention_backend::flash);
+  CHECK(t.fused_elementwise == before.fused_elementwise);
+  CHECK(t.cuda_graphs == before.cuda_graphs);
+  CHECK(t.grad_sync == grad_sync_mode::per_step);
+  CHECK(t.grad_bucket == bucket_rule::fixed);
+  CHECK(t.ddp_bucket_size.value() == 25.0 * 1024 * 1024);
+  CHECK(t.overlap_grad_sync);
+  CHECK(t.grad_reduce_scatter);
+  CHECK_FALSE(t.overlap_param_gather);
+  CHECK_FALSE(t.tp_comm_overlap);
+  CHECK_FALSE(t.overlap_p2p_comm);
+  CHECK(t.p2p_scatter_gather);
+  CHECK_FALSE(t.fp8_param_gather);
+  CHECK(t.optimizer_state_precision == precision::fp32);
+  CHECK_FALSE(t.nvls);
+  CHECK_FALSE(t.grad_precision);
+  CHECK(t.cross_entropy == cross_entropy_kind::fused);
+  // The dump's training block is as it was; the framework follows it.
+  auto text = dump(p);
+  CHECK(text.find("training\n  global_batch      64\nframework generic\n") != std::string::npos);
+  CHECK(text.find("  zero_stages       {0, 1, 2, 3}\n") != std::string::npos);
+  CHECK(text.find("  checkpoint_modes  {none, selective, full, ops}\n") != std::string::npos);
+  CHECK(text.find("  step_overhead     20.0 ms\n") != std::string::npos);
+}
+
+TEST_CASE("the catalog: every framework preset, its behaviours and what it runs") {
+  CHECK(catalog_framework_names() ==
+        std::vector<std::string>{"generic", "megatron", "megatron_2021", "torchtitan", "deepspeed", "fsdp", "ddp"});
+  for (auto const& n : catalog_framework_names()) {
+    INFO(n);
+    auto f = catalog_framework(n);
+    REQUIRE(f);
+    CHECK(f->name == n);
+    CHECK_FALSE(f->description.empty());
+    // Left at generic's until bench_accuracy fits them.
+    CHECK(f->dispatch_latency.value() == 0.0);
+    CHECK(f->step_overhead.value() == 0.02);
+    auto p = with_training("framework = " + n);
+    CHECK(p.framework.name == n);
+    CHECK(p.training.framework == n);
+    CHECK(p.framework.limits == f->limits);
+  }
+  SECTION("megatron: Megatron-Core as NeMo runs it") {
+    auto p = with_training("framework = megatron");
+    auto const& t = p.training;
+    CHECK(t.attention_kernel == attention_backend::fused);  // auto on Hopper
+    CHECK(t.grad_precision == precision::fp32);
+    CHECK(t.grad_sync == grad_sync_mode::per_step);
+    CHECK(t.grad_bucket == bucket_rule::scaled);
+    CHECK(t.overlap_grad_sync);
+    CHECK(t.overlap_param_gather);
+    CHECK_FALSE(t.tp_comm_overlap);
+    CHECK(t.overlap_p2p_comm);
+    CHECK_FALSE(t.p2p_scatter_gather);
+    CHECK(t.fused_elementwise);
+    CHECK(t.cross_entropy == cross_entropy_kind::fused);
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0, 1}));
+    CHECK(l.pipeline_max_zero == 1);
+    CHECK(l.hybrid_sharding);
+    CHECK(l.context_parallel);
+    CHECK(l.interleaving);
+    CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full}));
+    CHECK(with_training("framework = megatron", "A100_SXM_80GB").training.attention_kernel == attention_backend::flash);
+  }
+  SECTION("megatron_2021: Megatron-LM of Narayanan 2021 and Korthikanti 2022") {
+    auto p = with_training("framework = megatron_2021");
+    auto const& t = p.training;
+    CHECK(t.attention_kernel == attention_backend::unfused);
+    CHECK_FALSE(t.overlap_grad_sync);
+    CHECK(t.p2p_scatter_gather);
+    CHECK(t.grad_precision == precision::fp32);
+    CHECK(t.ddp_bucket_size.value() == 1024.0 * 1024 * 1024 * 1024 * 1024);  // one bucket
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0}));
+    CHECK_FALSE(l.context_parallel);
+    CHECK(l.interleaving);
+    CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full}));
+  }
+  SECTION("torchtitan: FSDP2, every micro-batch reduced in fp32") {
+    auto p = with_training("framework = torchtitan");
+    auto const& t = p.training;
+    CHECK(t.attention_kernel == attention_backend::fused);
+    CHECK(t.grad_sync == grad_sync_mode::per_micro_batch);
+    CHECK(t.grad_precision == precision::fp32);
+    CHECK(t.cross_entropy == cross_entropy_kind::unfused);
+    CHECK_FALSE(t.fused_elementwise);
+    CHECK(t.ddp_bucket_size.value() == 100.0 * 1024 * 1024);
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0, 3}));
+    CHECK(l.hybrid_sharding);
+    CHECK(l.pipeline_max_zero == 3);
+    CHECK(l.checkpoint_modes == framework_limits{}.checkpoint_modes);
+  }
+  SECTION("deepspeed: the pipeline engine with ZeRO <= 1, gradients all-reduced after the backward") {
+    auto p = with_training("framework = deepspeed");
+    auto const& t = p.training;
+    CHECK(t.attention_kernel == attention_backend::unfused);
+    CHECK_FALSE(t.grad_reduce_scatter);
+    CHECK_FALSE(t.overlap_grad_sync);
+    CHECK_FALSE(t.grad_precision);  // the model's 16-bit
+    CHECK(t.p2p_scatter_gather);
+    CHECK(t.ddp_bucket_size.value() == 1e9);
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0, 1, 2, 3}));
+    CHECK(l.pipeline_max_zero == 1);
+    CHECK_FALSE(l.interleaving);
+    CHECK_FALSE(l.context_parallel);
+  }
+  SECTION("fsdp: Composer and llm-foundry") {
+    auto p = with_training("framework = fsdp");
+    auto const& t = p.training;
+    CHECK(t.attention_kernel == attention_backend::triton);
+    CHECK(t.grad_sync == grad_sync_mode::per_micro_batch);
+    CHECK(t.grad_precision == precision::fp32);
+    CHECK_FALSE(t.fused_elementwise);
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0, 2, 3}));
+    CHECK_FALSE(l.tensor_parallel);
+    CHECK_FALSE(l.pipeline_parallel);
+    CHECK_FALSE(l.context_parallel);
+    CHECK(l.hybrid_sharding);
+    CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::full}));
+  }
+  SECTION("ddp: plain PyTorch") {
+    auto p = with_training("framework = ddp");
+    CHECK(p.training.attention_kernel == attention_backend::flash);
+    CHECK(p.training.grad_sync == grad_sync_mode::per_micro_batch);
+    auto const& l = p.framework.limits;
+    CHECK(l.zero_stages == stages({0}));
+    CHECK_FALSE(l.tensor_parallel);
+    CHECK_FALSE(l.pipeline_parallel);
+    CHECK_FALSE(l.context_parallel);
+    CHECK_FALSE(l.hybrid_sharding);
+  }
+}
+
+TEST_CASE("each behaviour the training block writes overrides its framework's") {
+  auto p = with_training("framework = megatron; tp_comm_overlap = true; grad_precision = bf16; "
+                         "overlap_param_gather = false; attention_backend = flash3; ddp_bucket_size = 256 MiB");
+  auto const& t = p.training;
+  CHECK(t.tp_comm_overlap);
+  CHECK(t.grad_precision == precision::bf16);
+  CHECK_FALSE(t.overlap_param_gather);  // written as the table's default, still an override
+  CHECK(t.attention_kernel == attention_backend::flash3);
+  CHECK(t.ddp_bucket_size.value() == 256.0 * 1024 * 1024);
+  CHECK(t.grad_bucket == bucket_rule::scaled);  // the rest is megatron's
+  CHECK(t.overlap_p2p_comm);
+  // The framework itself keeps its own values.
+  CHECK_FALSE(p.framework.behaviours.tp_comm_overlap);
+  CHECK(p.framework.behaviours.overlap_param_gather);
+  // The dump shows every resolved behaviour of a named framework.
+  auto text = dump(p);
+  CHECK(text.find("  framework         megatron\n") != std::string::npos);
+  CHECK(text.find("  tp_comm_overlap   true\n") != std::string::npos);
+  CHECK(text.find("  cuda_graphs       false\n") != std::string::npos);
+  CHECK(text.find("framework megatron\n  description") != std::string::npos);
+  CHECK(text.find("  zero_stages       {0, 1}\n") != std::string::npos);
+}
+
+TEST_CASE("a file's framework: its own, derived from a preset, or shadowing one") {
+  SECTION("derived") {
+    auto p = with_training("framework = mine", "H100_SXM",
+                           "framework mine : megatron { tp_comm_overlap = true; zero_stages = {0, 1, 3}\n"
+                           "  checkpoint_modes = {full, none}; dispatch_latency = 5 us; step_overhead = 0.1 s }\n");
+    CHECK(p.framework.name == "mine");
+    CHECK(p.training.tp_comm_overlap);
+    CHECK(p.training.grad_bucket == bucket_rule::scaled);
+    CHECK(p.framework.limits.zero_stages == stages({0, 1, 3}));
+    CHECK(p.framework.limits.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::full}));
+    CHECK(p.framework.limits.pipeline_max_zero == 1);
+    CHECK(p.framework.dispatch_latency.value() == 5e-6);
+    CHECK(p.framework.step_overhead.value() == 0.1);
+  }
+  SECTION("from scratch: the table's defaults, which are generic's") {
+    auto p = with_training("framework = bare", "H100_SXM", "framework bare { zero_stages = 1 }\n");
+    CHECK(p.framework.limits.zero_stages == stages({1}));
+    CHECK(p.training.attention_kernel == attention_backend::flash);
+  }
+  SECTION("shadowing a preset, which a training block then names") {
+    auto p = with_training("framework = megatron", "H100_SXM", "framework megatron : megatron { nvls = true }\n");
+    CHECK(p.training.nvls);
+    CHECK(p.training.grad_bucket == bucket_rule::scaled);
+    auto q = with_training("framework = megatron", "H100_SXM", "framework megatron { nvls = true }\n");
+    CHECK(q.training.nvls);
+    CHECK(q.training.grad_bucket == bucket_rule::fixed);  // not the preset: the file's block replaces it
+  }
+  SECTION("--set changes the framework used, or a key of it") {
+    auto file = plain_model + plain_cluster;
+    auto r = lower_text(file, {"training.framework=torchtitan", "torchtitan.fp8_param_gather=true"});
+    INFO(r.errors);
+    REQUIRE(r.p);
+    CHECK(r.p->framework.name == "torchtitan");
+    CHECK(r.p->training.fp8_param_gather);
+    auto s = lower_text(file + "framework f : ddp { }\n", {"training.framework=f", "framework.zero_stages={0, 2}"});
+    INFO(s.errors);
+    REQUIRE(s.p);
+    CHECK(s.p->framework.limits.zero_stages == stages({0, 2}));
+  }
+}
+
+TEST_CASE("an unknown framework is an error at its name, with the built-in ones") {
+  auto text = plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                            "training { global_batch = 64; framework = megatorn }\n";
+  CHECK(error_of(text) ==
+        "test.dtp:3:43: error: unknown framework 'megatorn'; did you mean 'megatron'?\n"
+        "    3 | training { global_batch = 64; framework = megatorn }\n"
+        "      |                                           ^~~~~~~~\n"
+        "note: the built-in frameworks are generic, megatron, megatron_2021, torchtitan, deepspeed, fsdp, ddp\n");
+  // Also when another key of the block is wrong; the file's own are candidates.
+  auto both = error_of("framework mine { }\n" + plain_model +
+                       "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                       "training { global_batch = 0; framework = mein }\n");
+  CHECK(both.find("'global_batch' must be at least 1, got 0") != std::string::npos);
+  CHECK(both.find("unknown framework 'mein'; did you mean 'mine'?") != std::string::npos);
+  CHECK(error_of(plain_model + plain_cluster + "framework { }\n").find(
+            "a 'framework' block needs a name, as in 'framework NAME { ... }'") != std::string::npos);
+  CHECK(error_of(plain_model + plain_cluster + "framework f : nothere { }\n")
+            .find("unknown base framework 'nothere'") != std::string::npos);
+  CHECK(error_of(plain_model + plain_cluster + "framework f : g { }\nframework g : f { }\n")
+            .find("base cycle: 'f' -> 'g' -> 'f'") != std::string::npos);
+  CHECK(error_of(plain_model + plain_cluster + "framework f { }\nframework f { }\n")
+            .find("duplicate framework 'f'") != std::string::npos);
+  CHECK(error_of(plain_model + plain_cluster + "framework f { tensor_paralel = false }\n")
+            .find("unknown key 'tensor_paralel' in framework 'f'; did you mean 'tensor_parallel'?") !=
+        std::string::npos);
+}
+
+TEST_CASE("attention_backend = auto is the framework's kernel on the cluster's GPU") {
+  std::vector<std::pair<char const*, attention_backend>> const by_gpu{
+      {"V100_SXM_32GB", attention_backend::unfused}, {"A100_SXM_80GB", attention_backend::flash},
+      {"H100_SXM", attention_backend::fused},        {"H200_SXM", attention_backend::fused},
+      {"B200", attention_backend::fused},            {"MI300X", attention_backend::flash},
+      {"L40S", attention_backend::flash}};
+  for (auto const& [gpu, kernel] : by_gpu) {
+    INFO(gpu);
+    auto p = with_training("attention_backend = auto", gpu);
+    CHECK(p.training.attention_kernel == kernel);
+    auto q = with_training("framework = f", gpu, "framework f { attention_backend = auto }\n");
+    CHECK(q.training.attention_kernel == kernel);
+    CHECK(q.framework.behaviours.attention_kernel == kernel);  // no program holds auto
+    CHECK(dump(q).find("auto") == std::string::npos);
+  }
+  // A kernel written in the training block is not the framework's auto.
+  CHECK(with_training("framework = megatron; attention_backend = triton").training.attention_kernel ==
+        attention_backend::triton);
+  CHECK(resolved_attention(gpu_generation::hopper) == attention_backend::fused);
+}
+
+TEST_CASE("a set outside a strategy: a framework's zero_stages and checkpoint_modes only") {
+  auto fw = [](std::string const& keys) {
+    return error_of("framework f { " + keys + " }\n" + plain_model +
+                    "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                    "training { global_batch = 64; framework = f }\n");
+  };
+  CHECK(fw("zero_stages = {0, 4}") == "test.dtp:1:33: error: 'zero_stages' must be between 0 and 3, got 4\n"
+                                      "    1 | framework f { zero_stages = {0, 4} }\n"
+                                      "      |                                 ^\n");
+  CHECK(fw("zero_stages = {1, 1}").find("error: 1 appears twice in the set") != std::string::npos);
+  CHECK(fw("zero_stages = {}").find("error: an empty set leaves no value for 'zero_stages'") != std::string::npos);
+  CHECK(fw("zero_stages = 0..3").find("error: 'zero_stages' takes a set of whole numbers from 0 to 3, such as "
+                                      "{0, 1}, not a range\n") != std::string::npos);
+  CHECK(fw("checkpoint_modes = auto").find("error: 'checkpoint_modes' takes a set of values among 'none', "
+                                           "'selective', 'full' and 'ops', such as {none, selective}, not 'auto'\n") !=
+        std::string::npos);
+  CHECK(fw("checkpoint_modes = {none, partial}").find("error: expected 'none', 'selective', 'full' or 'ops' for "
+                                                      "'checkpoint_modes', got 'partial'") != std::string::npos);
+  CHECK(fw("tensor_parallel = {true, false}") ==
+        "test.dtp:1:33: error: 'tensor_parallel' takes 'true' or 'false', not a set; in a 'framework' block only "
+        "'zero_stages' and 'checkpoint_modes' take a set\n"
+        "    1 | framework f { tensor_parallel = {true, false} }\n"
+        "      |                                 ^~~~~~~~~~~~~\n");
+  CHECK(fw("cuda_graphs = auto").find("error: 'cuda_graphs' takes 'true' or 'false', not 'auto'; in a 'framework' "
+                                      "block only 'attention_backend' takes 'auto'\n") != std::string::npos);
+  auto training = error_of(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                         "training { global_batch = 64; nvls = {true} }\n");
+  CHECK(training.find("error: sets, ranges and 'auto' are only allowed in a 'strategy' block\n") != std::string::npos);
+  auto training_auto = error_of(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                              "training { global_batch = 64; grad_sync = auto }\n");
+  CHECK(training_auto.find("error: 'grad_sync' takes 'per_step' or 'per_micro_batch', not 'auto'; in the "
+                           "'training' block only 'attention_backend' takes 'auto'\n") != std::string::npos);
 }
