@@ -198,16 +198,16 @@ std::optional<bandwidth> parse_link(std::string_view text, std::int64_t gpus_per
   return bandwidth(bytes_per_s);
 }
 
-std::map<std::string, std::string, std::less<>> const& families() {
-  static std::map<std::string, std::string, std::less<>> const table = [] {
-    std::map<std::string, std::string, std::less<>> out;
+std::map<std::string, family_row, std::less<>> const& families() {
+  static std::map<std::string, family_row, std::less<>> const table = [] {
+    std::map<std::string, family_row, std::less<>> out;
     auto rows = parse_csv(read_file(std::string(DTPLAN_BENCH_DATA_DIR) + "/families.csv"));
     if (rows.empty()) return out;
     std::map<std::string, std::size_t, std::less<>> index;
     for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
     for (std::size_t r = 1; r < rows.size(); ++r) {
       row_view row{index, rows[r]};
-      out.emplace(std::string(row["case_id"]), std::string(row["family"]));
+      out.emplace(std::string(row["case_id"]), family_row{std::string(row["family"]), std::string(row["same_job_group"])});
     }
     return out;
   }();
@@ -216,10 +216,13 @@ std::map<std::string, std::string, std::less<>> const& families() {
 
 namespace {
 
-std::string family_for(std::string const& id, std::string_view fallback) {
+// The run's family and same-job group from families.csv (`fallback` for a
+// run the table does not list).
+void family_of(calibration_run& run, std::string_view fallback) {
   auto const& f = families();
-  auto it = f.find(id);
-  return it == f.end() ? std::string(fallback) : it->second;
+  auto it = f.find(run.id);
+  run.family = it == f.end() ? std::string(fallback) : it->second.family;
+  if (it != f.end()) run.same_job = it->second.same_job;
 }
 
 }  // namespace
@@ -237,7 +240,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     run.id = std::string(row["case_id"]);
     run.tier = row["tier"].empty() ? 'C' : row["tier"][0];
     run.source = std::string(row["source"]);
-    run.family = family_for(run.id, run.source.substr(0, run.source.find(' ')));
+    family_of(run, run.source.substr(0, run.source.find(' ')));
     std::vector<std::string> skips;
     auto skip = [&](std::string why) {
       if (std::find(skips.begin(), skips.end(), why) == skips.end()) skips.push_back(std::move(why));
@@ -276,19 +279,34 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     std::string_view framework = row["framework"];
     if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
     if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
-    // Gradients as the framework keeps and reduces them. DeepSpeed's
-    // BF16_Optimizer accumulates and all-reduces fp32 gradients ("fp32 grad
-    // accumulation"); Megatron-LM before its 2023 --overlap-grad-reduce and
-    // DeepSpeed's pipeline engine reduce them after the whole backward.
-    if (contains(prec, "fp32 grad")) run.prog.training.grad_precision = precision::fp32;
-    // Composer's automatic mixed precision (amp_bf16, amp_fp8) runs FSDP's
-    // DEFAULT mixed precision: 16-bit gathers, fp32 gradient reduction;
-    // its pure bf16 (PURE) reduces in bf16.
-    if (contains(framework, "Composer") && contains(prec, "amp_")) run.prog.training.grad_precision = precision::fp32;
-    // BF16_Optimizer all-reduces every gradient, then each rank updates its
-    // slice and all-gathers the weights.
-    if (contains(prec, "BF16_Optimizer")) run.prog.training.grad_reduce_scatter = false;
-    if (contains(framework, "Megatron") || contains(framework, "DeepSpeed")) run.prog.training.overlap_grad_sync = false;
+    // The framework that ran it (its preset's behaviours, planner/catalog/
+    // frameworks.dtp), then what the source says beyond the preset.
+    auto& rt = run.runtime;
+    if (contains(framework, "Composer")) {
+      rt.emplace_back("framework", "fsdp");
+      // Every MosaicML benchmark table predates llm-foundry's switch to
+      // FlashAttention (2024-03-26): its Triton kernel ran (frameworks.md C7).
+      rt.emplace_back("attention_backend", "triton");
+      // Composer's automatic mixed precision (amp_bf16, amp_fp8) runs FSDP's
+      // DEFAULT mixed precision: 16-bit gathers, fp32 gradient reduction;
+      // its pure bf16 (PURE) reduces in bf16 (C2).
+      rt.emplace_back("grad_precision", contains(prec, "amp_") ? "fp32" : "bf16");
+      // llm-foundry's MPT computes its loss with FlashAttention's fused cross
+      // entropy unless the config says otherwise (llmfoundry/models/mpt/
+      // modeling_mpt.py: om_model_config.get('loss_fn', 'fused_crossentropy')).
+      rt.emplace_back("cross_entropy", "fused");
+    } else if (contains(framework, "torchtitan")) {
+      rt.emplace_back("framework", "torchtitan");
+    } else if (contains(framework, "DeepSpeed") || contains(framework, "NeoX")) {
+      rt.emplace_back("framework", "deepspeed");
+    } else if (contains(framework, "Megatron")) {
+      rt.emplace_back("framework", "megatron_2021");
+    }
+    // DeepSpeed's BF16_Optimizer accumulates and all-reduces fp32 gradients
+    // ("fp32 grad accumulation"), then each rank updates its slice and
+    // all-gathers the weights.
+    if (contains(prec, "fp32 grad")) rt.emplace_back("grad_precision", "fp32");
+    if (contains(prec, "BF16_Optimizer")) rt.emplace_back("grad_reduce", "all_reduce");
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
@@ -348,7 +366,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       // cross_entropy(logits.float(), labels), unfused; its tensor-parallel
       // plan shards the norms over the sequence (sequence parallelism).
       if (s.checkpoint == checkpoint_mode::selective) s.checkpoint = checkpoint_mode::ops;
-      run.prog.training.cross_entropy = cross_entropy_kind::unfused;
       if (s.tp > 1) s.sequence_parallel = true;
     }
     auto mb = integer(row["micro_batch"]);
@@ -415,7 +432,7 @@ std::string bucket_setting(std::string_view text) {
     auto v = number(text.substr(at + 12));
     if (!v) return {};
     double const params = *v < 1e5 ? *v * 1e6 : *v;
-    return fmt::format("{:.0f}", params);
+    return fmt::format("{:.0f} B", params * 2);  // bf16 gradients
   }
   at = text.find("bucket_cap_mb=");
   if (at != std::string_view::npos) {
@@ -440,9 +457,9 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     run.tier = 'A';
     run.source = std::string(row["source"]);
     std::string_view const name = row["model"];
-    run.family = family_for(run.id, contains(name, "GPT-3")   ? "MLPerf-GPT3-175B"
-                                    : contains(name, "405B") ? "MLPerf-Llama31-405B"
-                                                             : "MLPerf-Llama31-8B");
+    family_of(run, contains(name, "GPT-3")   ? "MLPerf-GPT3-175B"
+                   : contains(name, "405B") ? "MLPerf-Llama31-405B"
+                                            : "MLPerf-Llama31-8B");
     std::vector<std::string> skips;
     model& m = run.prog.model;
     m.name = std::string(name);
@@ -499,13 +516,16 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     rt.emplace_back("framework", "megatron");
     rt.emplace_back("grad_precision", "bf16");  // v3 Apex grad_sync_dtype bf16; v5 grad_reduce_in_fp32 False
     rt.emplace_back("tp_comm_overlap", contains(row["tp_comm_overlap"], "true") ? "true" : "false");
-    rt.emplace_back("overlap_grad_reduce", contains(row["overlap_grad_reduce"], "true") ? "true" : "false");
+    rt.emplace_back("overlap_grad_sync", contains(row["overlap_grad_reduce"], "true") ? "true" : "false");
     rt.emplace_back("overlap_param_gather", contains(row["overlap_param_gather"], "true") ? "true" : "false");
     rt.emplace_back("overlap_p2p_comm", contains(row["other_flags"], "OVERLAP_P2P_COMM=True") ? "true" : "false");
     rt.emplace_back("fp8_param_gather", contains(prec, "param all-gather") ? "true" : "false");
     rt.emplace_back("cuda_graphs", contains(row["cuda_graphs"], "none") ? "false" : "true");
     rt.emplace_back("nvls", contains(row["other_flags"], "NCCL_NVLS_ENABLE=0") ? "false" : "true");
-    if (auto b = bucket_setting(row["bucket"]); !b.empty()) rt.emplace_back("ddp_bucket_size", b);
+    if (auto b = bucket_setting(row["bucket"]); !b.empty()) {
+      rt.emplace_back("grad_bucket", "fixed");
+      rt.emplace_back("ddp_bucket_size", b);
+    }
 
     if (auto st = number(row["step_time_s"]); st && *st > 0) run.step_time = seconds(*st);
     else skips.push_back("no step time");
@@ -538,7 +558,7 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     run.id = fmt::format("vtrain-{}-{}", multi ? "multi" : "single", r);
     run.tier = 'B';
     run.source = "vTrain ground truth (Bang et al., MICRO 2024)";
-    run.family = multi ? "vTrain-multi" : "vTrain-single";
+    family_of(run, multi ? "vTrain-multi" : "vTrain-single");
     model& m = run.prog.model;
     m.name = "GPT";
     m.layers = integer(row["# layers"]).value_or(0);
@@ -570,7 +590,8 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     run.prog.training.global_batch = integer(row["global batch"]).value_or(0);
     // Megatron-DeepSpeed without gradient bucketing (the published
     // validation setup): the data-parallel all-reduce follows the backward.
-    run.prog.training.overlap_grad_sync = false;
+    run.runtime.emplace_back("framework", "deepspeed");
+    run.runtime.emplace_back("overlap_grad_sync", "false");
     if (s.dp * s.tp * s.pp != gpus || c.nodes * c.gpus_per_node != gpus) run.skip_reason = "GPU count mismatch";
     if (s.dp > 0 && s.micro_batch > 0) run.grad_accum = std::max<std::int64_t>(1, run.prog.training.global_batch / (s.dp * s.micro_batch));
     if (auto ms = number(row["iteration time (ms)"])) run.step_time = seconds(*ms / 1e3);

@@ -25,6 +25,7 @@ inline constexpr std::string_view no_micro_batch = "no micro_batch published";
 struct calibration_run {
   std::string id;
   std::string family;          ///< the source family it is held out with (bench/data/families.csv)
+  std::string same_job;        ///< runs of one job under different strategies share it (families.csv), or ""
   char tier = 'C';             ///< 'A' (read from the source), 'B', 'C' (second-hand)
   std::string source;
   planner::program prog;       ///< model, cluster (GPU from the built-in catalog), training
@@ -80,8 +81,12 @@ std::vector<calibration_run> load_mlperf(std::string const& path);
 /// bench/data/mlperf/mlperf_runs.csv of this source tree.
 std::vector<calibration_run> load_mlperf();
 
-/// The family of every run id in bench/data/families.csv.
-std::map<std::string, std::string, std::less<>> const& families();
+/// The family and same-job group of every run id in bench/data/families.csv.
+struct family_row {
+  std::string family;
+  std::string same_job;
+};
+std::map<std::string, family_row, std::less<>> const& families();
 
 /// vtrain's ground_truth_single.csv / ground_truth_multi.csv as runs: A100
 /// 80 GB, 8 GPUs per node, full checkpointing, 1F1B, inter-node 800 Gbit/s

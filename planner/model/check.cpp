@@ -1,6 +1,7 @@
 #include "planner/model/check.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -81,6 +82,7 @@ class rules {
       s.sequence_parallel = false;
     }
     experts(s);
+    what_the_framework_runs(s);
     if (reporting() && legal_ && s.tp > 1) {
       auto placed = rank_layout(s, p_.cluster.gpus_per_node).placement(axis::tp);
       if (placed.crosses_nodes())
@@ -235,6 +237,34 @@ class rules {
         });
     }
 
+  }
+
+  // The framework's limits: what it implements (framework_limits).
+  void what_the_framework_runs(strategy const& s) {
+    auto const& fw = p_.framework;
+    auto const& lim = fw.limits;
+    auto const runs = [&](char const* key, std::string what) {
+      error(key, [&] { return fmt::format("framework '{}' does not run {}", fw.name, what); });
+    };
+    if (s.tp > 1 && !lim.tensor_parallel) runs("tp", fmt::format("tensor parallelism (tp = {})", s.tp));
+    if (s.pp > 1 && !lim.pipeline_parallel) runs("pp", fmt::format("pipeline parallelism (pp = {})", s.pp));
+    if (s.cp > 1 && !lim.context_parallel) runs("cp", fmt::format("context parallelism (cp = {})", s.cp));
+    if (s.virtual_stages > 1 && !lim.interleaving)
+      runs("virtual_stages", fmt::format("interleaved pipelines (virtual_stages = {})", s.virtual_stages));
+    if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end())
+      error("zero", [&] {
+        return fmt::format("framework '{}' runs ZeRO stage {}, not zero = {}", fw.name, fmt::join(lim.zero_stages, " or "),
+                           s.zero);
+      });
+    else if (s.pp > 1 && s.zero > lim.pipeline_max_zero)
+      error("zero", [&] {
+        return fmt::format("framework '{}' runs ZeRO stage {} at most with a pipeline, not zero = {} with pp = {}",
+                           fw.name, lim.pipeline_max_zero, s.zero, s.pp);
+      });
+    if (s.zero >= 1 && s.shard.k != shard_group::kind::all && !lim.hybrid_sharding)
+      runs("shard", fmt::format("hybrid sharding (shard = {})", to_string(s.shard)));
+    if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())
+      runs("checkpoint", fmt::format("checkpoint = {}", name(s.checkpoint)));
   }
 
   // Experts split over ep ranks inside the dp x cp group.

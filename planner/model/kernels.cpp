@@ -42,6 +42,8 @@ constexpr std::array<std::array<double, 5>, 4> published{{
 
 double attention_efficiency(gpu const& g, attention_backend backend) {
   if (g.attention_efficiency) return *g.attention_efficiency;
+  // A hand-built program may still say `auto`: the kernel the generation gets.
+  if (backend == attention_backend::automatic) backend = resolved_attention(g.generation);
   auto const row = backend == attention_backend::unfused ? std::size_t{0} : static_cast<std::size_t>(backend);
   return published[row][static_cast<std::size_t>(g.generation)];
 }

@@ -496,6 +496,7 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   search_result result;
   space_view space(p, spec, options);
   std::vector<std::string> structural;
+  if (options.explain) structural = space.left_out();
   auto const items = structures(p, space, options, structural);
   std::map<std::int64_t, std::int64_t> structures_of_tp;
   for (auto const& w : items) {

@@ -1,4 +1,7 @@
 #pragma once
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -83,7 +86,11 @@ class space_view {
       orders_ = spec.order.values;
     else
       orders_ = {spec.fixed().order};
+    keep_what_the_framework_runs();
   }
+
+  /// What the framework's limits took out of the space, one line each.
+  [[nodiscard]] std::vector<std::string> const& left_out() const { return left_out_; }
 
   [[nodiscard]] std::vector<std::int64_t> const& tp() const { return tp_; }
   [[nodiscard]] std::vector<std::int64_t> const& pp() const { return pp_; }
@@ -130,14 +137,15 @@ class space_view {
   }
 
   // Sharding only changes anything with ZeRO: a free shard key takes `all`
-  // alone when zero = 0. `node` and every divisor of dp strictly between 1
-  // and dp otherwise (1 shards nothing, dp is `all`).
+  // alone when zero = 0 or the framework has no hybrid sharding. `node` and
+  // every divisor of dp strictly between 1 and dp otherwise (1 shards
+  // nothing, dp is `all`).
   [[nodiscard]] std::vector<shard_group> shard(int zero, std::int64_t dp) const {
     using form = key_choice<shard_group>::form;
     auto const& c = spec_.shard;
     if (c.f == form::unset) return {shard_group{}};
     if (c.f == form::single) return {c.values.empty() ? shard_group{} : c.values.front()};
-    if (zero == 0) return {shard_group{}};
+    if (zero == 0 || !p_.framework.limits.hybrid_sharding) return {shard_group{}};
     if (c.f == form::set) return c.values;
     std::vector<shard_group> out{shard_group{}};
     if (dp > 1) out.push_back(shard_group{shard_group::kind::node, 0});
@@ -169,7 +177,8 @@ class space_view {
   // Interleaving only exists with pipelining: chunks of layers / pp.
   [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
     std::vector<std::int64_t> valid{1};
-    if (pp > 1 && p_.model.layers % pp == 0) valid = dividing(layer_divisors_, p_.model.layers / pp);
+    if (pp > 1 && p_.model.layers % pp == 0 && p_.framework.limits.interleaving)
+      valid = dividing(layer_divisors_, p_.model.layers / pp);
     auto automatic = capped(valid, options_.max_virtual_stages);
     return int_domain(spec_.virtual_stages, 1, valid, automatic);
   }
@@ -190,6 +199,33 @@ class space_view {
   }
 
  private:
+  // The framework's limits (framework_limits): degrees, stages and modes it
+  // does not run leave the space, and left_out() says which.
+  void keep_what_the_framework_runs() {
+    auto const& fw = p_.framework;
+    auto const& lim = fw.limits;
+    auto drop = [&](auto& values, auto const& keep, std::string what) {
+      auto const before = values.size();
+      std::erase_if(values, [&](auto const& v) { return !keep(v); });
+      if (values.size() != before)
+        left_out_.push_back(fmt::format("framework '{}' does not run {}: left out of the space", fw.name, what));
+    };
+    if (!lim.tensor_parallel) drop(tp_, [](std::int64_t v) { return v == 1; }, "tensor parallelism");
+    if (!lim.pipeline_parallel) drop(pp_, [](std::int64_t v) { return v == 1; }, "pipeline parallelism");
+    if (!lim.context_parallel) drop(cp_, [](std::int64_t v) { return v == 1; }, "context parallelism");
+    drop(zero_,
+         [&](std::int64_t z) {
+           return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();
+         },
+         "every ZeRO stage (only " + fmt::format("{}", fmt::join(lim.zero_stages, ", ")) + ")");
+    drop(checkpoint_,
+         [&](checkpoint_mode c) {
+           return std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), c) != lim.checkpoint_modes.end();
+         },
+         "every checkpoint mode");
+  }
+
+  std::vector<std::string> left_out_;
   program const& p_;
   strategy_spec const& spec_;
   search_options const& options_;

@@ -279,7 +279,7 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   p.model.seq_len = 128;
   p.model.attention = attention_kind::standard;
   p.training.global_batch = 8;
-  p.cluster.device.dispatch_latency = seconds(100e-6);
+  p.framework.dispatch_latency = seconds(100e-6);
   p.cluster.device.overlap_slowdown = 0;
   strategy s = data_parallel(8, 0);
   s.checkpoint = checkpoint_mode::full;
@@ -295,7 +295,7 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   // One micro-batch: forward, backward and recomputation take the host's
   // 233 operators x 100 us, whatever the GPU would need.
   CHECK((t.compute + t.recompute).value() == Approx(233 * 100e-6).epsilon(1e-9));
-  p.cluster.device.dispatch_latency = seconds(0);
+  p.framework.dispatch_latency = seconds(0);
   auto const unbound = model.step_time(p, s);
   CHECK(unbound.compute.value() < t.compute.value() / 5);
 }
@@ -319,7 +319,11 @@ TEST_CASE("gradients travel in the precision the program keeps them in") {
   auto const bf16 = model.step_time(p, data_parallel(16, 0));
   p.training.grad_precision = precision::fp32;
   auto const fp32 = model.step_time(p, data_parallel(16, 0));
-  CHECK(dp_time(fp32).value() == Approx(2 * dp_time(bf16).value()).epsilon(1e-9));
+  // Twice the bytes; the time doubles but for NCCL's fixed latencies.
+  REQUIRE(find_comm(fp32, comm_group::dp));
+  auto const total = [](comm_entry const& e) { return e.size.value() * static_cast<double>(e.count); };
+  CHECK(total(*find_comm(fp32, comm_group::dp)) == Approx(2 * total(*find_comm(bf16, comm_group::dp))).epsilon(1e-12));
+  CHECK(dp_time(fp32).value() == Approx(2 * dp_time(bf16).value()).epsilon(1e-3));
   // ZeRO-1: the reduce-scatter doubles, the weights' all-gather stays 16-bit.
   p.training.grad_precision.reset();
   auto const z1 = model.step_time(p, data_parallel(16, 1));
@@ -328,9 +332,10 @@ TEST_CASE("gradients travel in the precision the program keeps them in") {
   REQUIRE(z1.comm.size() == 2);
   REQUIRE(z1_fp32.comm.size() == 2);
   CHECK(z1_fp32.comm[0].op == collective::reduce_scatter);
-  CHECK(z1_fp32.comm[0].time.value() == Approx(2 * z1.comm[0].time.value()).epsilon(1e-9));
+  CHECK(total(z1_fp32.comm[0]) == Approx(2 * total(z1.comm[0])).epsilon(1e-12));
+  CHECK(z1_fp32.comm[0].time.value() == Approx(2 * z1.comm[0].time.value()).epsilon(1e-3));
   CHECK(z1_fp32.comm[1].op == collective::all_gather);
-  CHECK(z1_fp32.comm[1].time.value() == Approx(z1.comm[1].time.value()).epsilon(1e-9));
+  CHECK(total(z1_fp32.comm[1]) == Approx(total(z1.comm[1])).epsilon(1e-12));
 }
 
 TEST_CASE("a gradient sync after the backward is exposed whole; under it, only its tail") {
@@ -362,7 +367,10 @@ TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywher
   p.training.grad_reduce_scatter = false;
   auto const ar = model.step_time(p, data_parallel(16, 1));
   CHECK(ar.comm.front().op == collective::all_reduce);
-  CHECK(ar.comm.front().time.value() == Approx(2 * rs.comm.front().time.value()).epsilon(1e-9));
+  CHECK(ar.comm.front().size == rs.comm.front().size);
+  CHECK(bytes_moved(collective::all_reduce, ar.comm.front().size, 16) ==
+        2 * bytes_moved(collective::reduce_scatter, rs.comm.front().size, 16));
+  CHECK(ar.comm.front().time.value() == Approx(2 * rs.comm.front().time.value()).epsilon(0.02));
   CHECK(ar.comm.back().op == collective::all_gather);
 }
 

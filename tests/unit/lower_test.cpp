@@ -447,10 +447,14 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
     CHECK(g->matmul_efficiency > 0.5);
     // Every key of DSL.md and of the IR's extensions is written, none defaulted.
     for (char const* key : {"memory", "peak_flops", "peak_flops_fp8", "peak_flops_fp32", "hbm_bandwidth",
-                            "intra_node", "matmul_efficiency", "reserved", "intra_latency", "inter_latency",
-                            "comm_efficiency", "hbm_efficiency", "sm_count", "attention_efficiency",
-                            "kernel_latency", "overlap_slowdown", "step_overhead", "generation"})
+                            "intra_node", "matmul_efficiency", "reserved", "comm_efficiency", "hbm_efficiency",
+                            "sm_count", "kernel_latency", "overlap_slowdown", "generation"})
       CHECK(g->keys.count(key) == 1);
+    // NCCL's latencies, the kernel table's attention and the framework's host
+    // figures are not the GPU's to write.
+    for (char const* key : {"intra_latency", "inter_latency", "attention_efficiency", "step_overhead",
+                            "dispatch_latency"})
+      CHECK(g->keys.count(key) == 0);
     // The plan file also loads each one by name.
     auto r = lower_text(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = " + n +
                         " }\ntraining { global_batch = 8 }\n");

@@ -1,0 +1,221 @@
+#include "bench/study.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "planner/ir/keys.hpp"
+#include "planner/lower/complete.hpp"
+#include "planner/lower/lower.hpp"
+#include "planner/model/check.hpp"
+#include "planner/search/search.hpp"
+
+namespace dtplan::bench {
+
+using namespace planner;
+
+namespace {
+
+// A runtime setting's text as the key table's value: true/false, a
+// choice's name, bytes as "N B" or "N MB".
+std::optional<key_value> value_of(key_info const& row, std::string const& text) {
+  switch (row.dom) {
+    case domain::boolean:
+      if (text == "true" || text == "false") return key_value{text == "true"};
+      return std::nullopt;
+    case domain::choice: {
+      auto at = std::find(row.choices.begin(), row.choices.end(), text);
+      if (at == row.choices.end()) return std::nullopt;
+      return key_value{static_cast<std::int64_t>(at - row.choices.begin())};
+    }
+    case domain::quantity: {
+      double v = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc()) return std::nullopt;
+      std::string unit(end, text.data() + text.size());
+      if (unit == " MB") v *= 1e6;
+      else if (unit != " B") return std::nullopt;
+      return key_value{v};
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+void apply_runtime(calibration_run& run) {
+  auto& t = run.prog.training;
+  auto skip = [&](std::string why) { run.skip_reason += (run.skip_reason.empty() ? "" : "; ") + why; };
+  for (auto const& [key, text] : run.runtime) {
+    if (key == "framework") {
+      auto fw = catalog_framework(text);
+      if (!fw) {
+        skip(fmt::format("framework '{}' not in the catalog", text));
+        continue;
+      }
+      run.prog.framework = *fw;
+      use_framework(t, *fw);
+      continue;
+    }
+    auto const* row = find_key(block_kind::training, key);
+    auto const v = row ? value_of(*row, text) : std::nullopt;
+    if (!v) {
+      skip(fmt::format("runtime setting {} = {} not understood", key, text));
+      continue;
+    }
+    store(*row, t, *v);
+    t.keys[key] = span{};
+  }
+  if (!run.prog.cluster.device.name.empty()) resolve_auto(t, run.prog.cluster.device);
+}
+
+std::vector<calibration_run> load_everything() {
+  auto all = load_calibration_runs();
+  for (char const* file : {"ground_truth_single.csv", "ground_truth_multi.csv"}) {
+    auto v = load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/" + file);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  auto m = load_mlperf();
+  all.insert(all.end(), m.begin(), m.end());
+  for (auto& r : all) apply_runtime(r);
+  return all;
+}
+
+std::vector<calibration_run> costed(std::vector<calibration_run> const& runs) {
+  std::vector<calibration_run> out;
+  for (auto const& r : runs) {
+    if (!r.representable() || !r.step_time) continue;
+    auto const c = check(r.prog, strategy_spec{}, r.s);
+    if (!c.legal) continue;
+    auto copy = r;
+    copy.s = c.s;
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+bool check_catalog_fit(std::vector<calibration_run> const& runs, cost_model const& model) {
+  auto work = runs;
+  auto const weights = family_weights(work);
+  auto const start = knobs_for(work, true);
+  auto before = work;
+  double const catalog = [&] {
+    double sum = 0, weight = 0;
+    auto const acc = measure_accuracy(before, model);
+    for (std::size_t i = 0; i < acc.rows.size(); ++i) {
+      sum += weights[i] * std::fabs(std::log(acc.rows[i].predicted / acc.rows[i].measured));
+      weight += weights[i];
+    }
+    return sum / weight;
+  }();
+  auto const fitted = fit(work, weights, start, model);
+  fmt::print("objective {:.4f} with the catalog's figures, {:.4f} fitted\n", catalog, fitted.objective);
+  bool same = fitted.objective >= catalog - 1e-4;
+  for (auto const& k : fitted.figures.knobs) {
+    double const was = start.value(k.label());
+    fmt::print("  {:<34} {:>8.3f}{}{}\n", k.label(), k.value, std::fabs(was - k.value) > k.step / 2 ? fmt::format("  (catalog {:.3f})", was) : "",
+               k.on_bound() ? "  ON A BOUND" : "");
+  }
+  if (!same)
+    fmt::print("the catalog's figures are not the fit: write the fitted ones in planner/catalog/gpus.dtp and "
+               "frameworks.dtp\n");
+  return same;
+}
+
+std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::map<std::string, double> predicted;
+  for (auto const& h : cv)
+    for (auto const& p : h.rows) predicted[p.id] = p.predicted.value();
+  std::map<std::string, std::vector<calibration_run const*>> groups;
+  for (auto const& r : runs)
+    if (!r.same_job.empty() && predicted.count(r.id)) groups[r.same_job].push_back(&r);
+  std::map<std::string, ranking> by_family;
+  for (auto const& [group, members] : groups)
+    for (std::size_t i = 0; i < members.size(); ++i)
+      for (std::size_t j = i + 1; j < members.size(); ++j) {
+        auto const& a = *members[i];
+        auto const& b = *members[j];
+        double const measured = a.step_time->value() - b.step_time->value();
+        // Runs within 1 % of each other are a tie no model can order.
+        if (std::fabs(measured) < 0.01 * std::min(a.step_time->value(), b.step_time->value())) continue;
+        auto& r = by_family[a.family];
+        r.family = a.family;
+        ++r.pairs;
+        r.agree += (predicted[a.id] - predicted[b.id]) * measured > 0;
+      }
+  std::vector<ranking> out;
+  ranking all{"every pair", 0, 0}, production{"all but vTrain", 0, 0};
+  for (auto const& [family, r] : by_family) {
+    out.push_back(r);
+    all.pairs += r.pairs;
+    all.agree += r.agree;
+    if (family.rfind("vTrain", 0) != 0) {
+      production.pairs += r.pairs;
+      production.agree += r.agree;
+    }
+  }
+  out.push_back(production);
+  out.push_back(all);
+  return out;
+}
+
+std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, cost_model const& model) {
+  std::vector<pick> out;
+  for (auto const& r : runs) {
+    bool const expert = r.family.rfind("MLPerf", 0) == 0 || r.family == "Korthikanti2022";
+    if (!expert) continue;
+    auto const published = model.step_time(r.prog, r.s).step;
+    search_options o;
+    o.top = 1;
+    o.threads = 1;
+    o.max_candidates = 200'000'000;
+    auto const found = search(r.prog, whole_space(r.prog), model, o);
+    if (found.best.empty() || !found.best.front().time) continue;
+    auto const& best = found.best.front();
+    pick p;
+    p.id = r.id;
+    p.published = published;
+    p.best = best.time->step;
+    p.claimed = published / p.best;
+    p.strategy = describe(best.s);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string expected_error_source(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::map<std::string, std::pair<std::string, std::string>> owner;  // id -> gpu, framework
+  std::map<std::string, std::string> family_of;
+  for (auto const& r : runs) {
+    owner[r.id] = {r.prog.cluster.device.name, r.prog.training.framework};
+    family_of[r.id] = r.family;
+  }
+  struct cell {
+    std::vector<double> errors;
+    std::set<std::string> families;
+  };
+  std::map<std::pair<std::string, std::string>, cell> cells;
+  for (auto const& h : cv)
+    for (auto const& p : h.rows) {
+      auto& c = cells[owner[p.id]];
+      c.errors.push_back(std::fabs(p.error));
+      c.families.insert(family_of[p.id]);
+    }
+  std::string out =
+      "// Generated by bench_accuracy --errors from the leave-one-family-out cross-validation of the\n"
+      "// published runs in bench/data: do not edit (ctest expected_error_is_current checks it).\n"
+      "#include \"planner/model/expected_error.hpp\"\n\nnamespace dtplan::planner {\n\n"
+      "std::vector<expected_error> const& expected_errors() {\n  static std::vector<expected_error> const table{\n";
+  for (auto const& [key, c] : cells)
+    out += fmt::format("      {{\"{}\", \"{}\", {}, {}, {:.4f}, {:.4f}}},\n", key.first, key.second, c.errors.size(),
+                       c.families.size(), median_of(c.errors), quantile_of(c.errors, 0.9));
+  out += "  };\n  return table;\n}\n\n}  // namespace dtplan::planner\n";
+  return out;
+}
+
+}  // namespace dtplan::bench

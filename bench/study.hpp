@@ -1,0 +1,61 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "bench/calibration.hpp"
+#include "bench/fit.hpp"
+#include "planner/model/cost_model.hpp"
+
+/// The accuracy study over every published run: loading them with their
+/// framework, what the fit must reproduce, how runs of one job rank, what
+/// the search claims on expert-tuned runs, and the expected-error table
+/// the report quotes.
+namespace dtplan::bench {
+
+/// Every run of bench/data (calibration_runs.csv, vTrain's two files, the
+/// MLPerf runs), each with its framework preset and the runtime settings
+/// its source states applied; unrepresentable runs keep their reason.
+std::vector<calibration_run> load_everything();
+
+/// Sets `run`'s framework (a built-in preset, its limits, figures and
+/// behaviours) and then each runtime setting its source states; a setting
+/// dtplan does not know, or a framework it lacks, makes the run skipped.
+void apply_runtime(calibration_run& run);
+
+/// The runs that can be costed: representable, with a measured step, and
+/// legal for the planner (dp derived, framework limits met).
+std::vector<calibration_run> costed(std::vector<calibration_run> const& runs);
+
+/// Fits on every run from the catalog's figures and says whether the
+/// catalog (gpus.dtp, frameworks.dtp) already holds the fit; prints the
+/// figures to write when it does not.
+bool check_catalog_fit(std::vector<calibration_run> const& runs, planner::cost_model const& model);
+
+/// How often the model orders two runs of one job (bench/data/families.csv
+/// same_job_group) as they were measured, from the held-out predictions.
+struct ranking {
+  std::string family;
+  std::size_t pairs = 0;
+  std::size_t agree = 0;
+  [[nodiscard]] double agreement() const { return pairs ? static_cast<double>(agree) / static_cast<double>(pairs) : 0; }
+};
+std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
+
+/// What --optimize claims on a run whose strategy experts tuned: the
+/// published strategy's predicted step over the best plan's, searching the
+/// whole space the run's framework can run with its model, cluster and batch.
+struct pick {
+  std::string id;
+  planner::seconds published;
+  planner::seconds best;
+  double claimed = 1;
+  std::string strategy;  ///< the best plan's keys that differ
+};
+/// Runs of the families whose strategies were tuned by experts (MLPerf,
+/// Korthikanti et al.).
+std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, planner::cost_model const& model);
+
+/// planner/model/expected_error.cpp: each (GPU, framework)'s held-out error.
+std::string expected_error_source(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
+
+}  // namespace dtplan::bench
