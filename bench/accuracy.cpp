@@ -80,7 +80,10 @@ void print_cross_validation(std::vector<held_out> const& cv, std::vector<calibra
 void print_figures(figure_set const& f) {
   fmt::print("\nfitted figures (on every run):\n");
   for (auto const& k : f.knobs)
-    fmt::print("  {:<34} {:>8.3f}{}\n", k.label(), k.value, k.on_bound() ? "   ON A BOUND of its range" : "");
+    fmt::print("  {:<34} {:>8.3f}{}\n", k.label(), k.value,
+               k.on_bound()  ? "   ON A BOUND of its range"
+               : k.unbound   ? "   (no run binds it: kept at its neutral start)"
+                             : "");
 }
 
 // Each knob's value in every fold: a figure that swings with the family
@@ -184,13 +187,16 @@ int main(int argc, char** argv) {
   auto runs = costed(all);
   if (do_dump) {
     if (fitted_dump) {
-      auto const f = fit(runs, family_weights(runs), knobs_for(runs, true), model);
+      auto const f = fit(runs, family_weights(runs), knobs_for(runs, false), model);
       for (auto& r : runs) f.figures.apply(r);
     }
     if (!fold.empty()) {  // the family `fold` costed with figures fitted without it
+      // FAMILY may be a comma-separated list: all of them are held out.
+      auto const out = [&](std::string const& family) { return ("," + fold + ",").find("," + family + ",") != std::string::npos; };
       std::vector<calibration_run> rest, held;
-      for (auto const& r : runs) (r.family == fold ? held : rest).push_back(r);
+      for (auto const& r : runs) (out(r.family) ? held : rest).push_back(r);
       auto const f = fit(rest, family_weights(rest), knobs_for(runs, false), model);
+      for (auto const& k : f.figures.knobs) fmt::print(stderr, "{:<34} {:8.3f}\n", k.label(), k.value);
       for (auto& r : held) f.figures.apply(r);
       runs = held;
     }
@@ -206,7 +212,7 @@ int main(int argc, char** argv) {
   print_cross_validation(cv, runs);
   print_fold_figures(cv);
   auto in_sample = runs;
-  auto const fitted = fit(in_sample, family_weights(in_sample), knobs_for(in_sample, true), model);
+  auto const fitted = fit(in_sample, family_weights(in_sample), knobs_for(in_sample, false), model);
   print_in_sample(in_sample, model);
   print_figures(fitted.figures);
   print_ranking(rank_agreement(cv, runs));

@@ -23,8 +23,8 @@ struct knob_kind {
 constexpr knob_kind kinds[] = {
     {knob::scope::gpu, "hbm_efficiency", 0.40, 0.98, 0.02, 0.80},
     {knob::scope::gpu, "overlap_slowdown", 0.00, 0.60, 0.02, 0.10},
-    {knob::scope::gpu, "kernel_latency", 1.0, 12.0, 0.5, 5.0},
-    {knob::scope::framework, "dispatch_latency", 0.0, 120.0, 2.0, 0.0},
+    {knob::scope::gpu, "kernel_latency", 1.0, 20.0, 0.5, 5.0},
+    {knob::scope::framework, "dispatch_latency", 0.0, 120.0, 2.0, 20.0},
     {knob::scope::framework, "step_overhead", 0.00, 1.00, 0.005, 0.02},
 };
 
@@ -109,7 +109,7 @@ class objective {
 
 }  // namespace
 
-bool knob::on_bound() const { return value <= low + step / 2 || value >= high - step / 2; }
+bool knob::on_bound() const { return !unbound && (value <= low + step / 2 || value >= high - step / 2); }
 
 void figure_set::apply(calibration_run& r) const {
   for (auto const& k : knobs)
@@ -153,6 +153,11 @@ std::vector<double> family_weights(std::vector<calibration_run> const& runs) {
   return w;
 }
 
+// A knob moves only for a real gain: 0.2 % of one family's mean |log error|.
+// On a flat objective (runs that barely depend on the knob) it stays where
+// it started instead of drifting to whichever value is a hair better.
+constexpr double min_gain = 2e-3;
+
 fit_result fit(std::vector<calibration_run>& runs, std::vector<double> const& weights, figure_set start,
                cost_model const& model) {
   for (auto& r : runs) start.apply(r);
@@ -169,14 +174,18 @@ fit_result fit(std::vector<calibration_run>& runs, std::vector<double> const& we
       double best = 0;
       for (auto i : touched[k]) best += weights[i] * obj.errors()[i];
       double best_value = kb.value;
+      double lowest = best, highest = best;
       for (int step = 0; kb.low + step * kb.step <= kb.high + 1e-9; ++step) {
         double const v = kb.low + step * kb.step;
         double const e = obj.partial(kb, v, touched[k], nullptr);
-        if (e < best - 1e-12) {
+        lowest = std::min(lowest, e);
+        highest = std::max(highest, e);
+        if (e < best - min_gain) {
           best = e;
           best_value = v;
         }
       }
+      kb.unbound = highest - lowest < min_gain;
       if (best_value != kb.value) moved = true;
       kb.value = best_value;
       obj.partial(kb, kb.value, touched[k], &obj.errors());

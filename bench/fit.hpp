@@ -24,6 +24,9 @@ struct knob {
   double low = 0, high = 1, step = 0.01;
   double value = 0;  ///< in the unit the name says (efficiencies as fractions, latencies in us, overhead in s)
   [[nodiscard]] std::string label() const { return owner + "." + name; }
+  /// No value of its range changes the fit's objective by the minimum gain:
+  /// the runs do not bind it and it keeps its start.
+  bool unbound = false;
   [[nodiscard]] bool on_bound() const;
 };
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/json_writer.hpp"
+#include "planner/model/expected_error.hpp"
 #include "planner/model/params.hpp"
 
 namespace dtplan::codegen {
@@ -93,9 +94,28 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
   w.end_object();
 }
 
-void write_time(json_writer& w, time_breakdown const& t) {
+// The cross-validated error of the time model for this GPU and framework
+// (planner/model/expected_error.hpp), or null when no published run
+// measures the pair.
+void write_expected_error(json_writer& w, program const& p) {
+  w.key("expected_error");
+  auto const e = expected_error_for(p.cluster.device.name, p.training.framework);
+  if (!e) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.key("median").value(e->median);
+  w.key("p90").value(e->p90);
+  w.key("held_out_runs").value(static_cast<std::int64_t>(e->runs));
+  w.key("families").value(static_cast<std::int64_t>(e->families));
+  w.end_object();
+}
+
+void write_time(json_writer& w, program const& p, time_breakdown const& t) {
   w.key("time").begin_object();
   w.key("step_s").value(t.step.value());
+  write_expected_error(w, p);
   w.key("compute_s").value(t.compute.value());
   w.key("recompute_s").value(t.recompute.value());
   w.key("exposed_comm_s").value(t.exposed_comm.value());
@@ -235,7 +255,7 @@ std::string to_json(report const& r) {
     write_memory(w, pl.memory);
     if (pl.shape) write_shape(w, *pl.shape);
     if (pl.valid && pl.time) {
-      write_time(w, *pl.time);
+      write_time(w, *r.program, *pl.time);
       write_throughput(w, pl.rate);
       w.key("bottleneck").value(pl.bottleneck);
       w.key("advice").begin_array();
@@ -285,8 +305,10 @@ void text_memory(std::string& out, memory_breakdown const& m) {
   for (auto const& t : m.detail) out += fmt::format("      {:>10}  {}\n", to_string(t.size), t.name);
 }
 
-void text_time(std::string& out, time_breakdown const& t) {
+void text_time(std::string& out, program const& p, time_breakdown const& t) {
   out += fmt::format("  time per step                  {:>10}\n", to_string(t.step));
+  out += fmt::format("    expected error               {}\n",
+                     describe_expected_error(p.cluster.device.name, p.training.framework));
   auto line = [&](char const* label, seconds s) {
     double share = t.step.value() > 0 ? s / t.step : 0;
     out += fmt::format("    {:<28} {:>10} {:>7}\n", label, to_string(s), percent(share));
@@ -371,7 +393,7 @@ std::string to_text(report const& r, bool explain) {
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
     if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);
     if (!pl.valid || !pl.time) continue;
-    text_time(out, *pl.time);
+    text_time(out, p, *pl.time);
     text_rate(out, p, pl.rate);
     if (pl.from_search)
       for (auto const* b : base)

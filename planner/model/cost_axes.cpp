@@ -195,14 +195,31 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
 
 namespace {
 
+// With an interleaved pipeline (v = virtual_stages > 1) each model chunk's
+// gradients are synced as soon as that chunk's last backward is done, and
+// its weights gathered just before its first forward (Megatron-Core:
+// schedules.py's grad_sync_func / param_sync_func per chunk, one DDP per
+// chunk). In the cooldown, chunk j's last backward ends about j x pp chunk
+// slots (backward_one / v each) before the stage's last: chunks 1..v-1
+// sync under the rest of the cooldown, a window of (v - 1) / v x pp
+// micro-batch backwards; the warmup mirrors it for the forward.
+double interleaved_window(step_context const& x) {
+  auto const& s = x.sh.s;
+  if (s.pp <= 1 || s.virtual_stages <= 1) return 0;
+  auto const v = static_cast<double>(s.virtual_stages);
+  return (v - 1) / v * static_cast<double>(s.pp);
+}
+
 // The gradient sync of the last micro-batch in `buckets` buckets hides under
 // its backward: the first bucket is ready only after its layers' backward,
-// the last bucket's collective always trails the backward. Without overlap
-// (overlap_grad_sync = false) the whole sync follows the backward.
+// the last bucket's collective always trails the backward; with an
+// interleaved pipeline the earlier chunks' syncs also hide under the
+// cooldown (interleaved_window). Without overlap (overlap_grad_sync =
+// false) the whole sync follows the backward.
 seconds bucketed_exposed(step_context const& x, seconds total, std::int64_t buckets) {
   if (!x.overlap) return total;
   auto const n = static_cast<double>(buckets);
-  seconds const capacity = x.backward_one * (1.0 - 1.0 / n);
+  seconds const capacity = x.backward_one * (1.0 - 1.0 / n + interleaved_window(x));
   return max(total - capacity, total / n);
 }
 
@@ -224,7 +241,8 @@ void bucketed(step_context const& x, comm_builder& out, collective op, comm_grou
 // bucketed reduce-scatter (or all-reduce) of the gradients over `over`,
 // then the updated weights all-gathered: after the optimizer step in the
 // open, or (Megatron's --overlap-param-gather) bucket by bucket under the
-// next step's first forward, the first bucket exposed (M4); in fp8 with
+// next step's first forward (and, interleaved, the later chunks' under the
+// warmup), the first bucket exposed (M4); in fp8 with
 // fp8 param gather, half the bytes.
 void zero1(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, bytes grads) {
   auto const& t = x.sh.prog->training;
@@ -235,7 +253,8 @@ void zero1(step_context const& x, comm_builder& out, comm_group group, group_sha
   bytes const weights_bucket = grads / static_cast<double>(buckets) * (weight_e / x.grad_e);
   seconds const one = call(collective::all_gather, weights_bucket, over);
   seconds const ag = one * static_cast<double>(buckets);
-  seconds const exposed = t.overlap_param_gather ? one + max(seconds(0), ag - one - x.forward_one) : ag;
+  seconds const exposed =
+      t.overlap_param_gather ? one + max(seconds(0), ag - one - x.forward_one * (1.0 + interleaved_window(x))) : ag;
   out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, exposed, comm_phase::after_step);
 }
 

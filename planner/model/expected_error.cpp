@@ -6,6 +6,14 @@ namespace dtplan::planner {
 
 std::vector<expected_error> const& expected_errors() {
   static std::vector<expected_error> const table{
+      {"A100_SXM_40GB", "fsdp", 78, 1, 0.1220, 0.2812},
+      {"A100_SXM_80GB", "deepspeed", 1551, 3, 0.1810, 0.4478},
+      {"A100_SXM_80GB", "fsdp", 61, 1, 0.1159, 0.2395},
+      {"A100_SXM_80GB", "megatron_2021", 9, 1, 0.0648, 0.1067},
+      {"B200", "megatron", 13, 3, 0.0784, 0.1155},
+      {"H100_SXM", "fsdp", 77, 1, 0.1616, 0.3283},
+      {"H100_SXM", "megatron", 28, 3, 0.0657, 0.1413},
+      {"H200_SXM", "megatron", 2, 1, 0.0118, 0.0143},
   };
   return table;
 }
