@@ -315,10 +315,10 @@ std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_
     seconds const ideal = first.t.step * (static_cast<double>(first.gpus) / static_cast<double>(last.gpus));
     lines.push_back(fmt::format(
         "at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed communication "
-        "grows from {} to {}, the bubble from {} to {}",
+        "goes from {} to {} of the step, the bubble from {} to {}",
         last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
-        to_string(first.t.exposed_comm), to_string(last.t.exposed_comm), to_string(first.t.bubble),
-        to_string(last.t.bubble)));
+        percent(first.t.exposed_comm / first.t.step), percent(last.t.exposed_comm / last.t.step),
+        percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step)));
   }
   return lines;
 }

@@ -222,7 +222,11 @@ class space_view {
          [&](checkpoint_mode c) {
            return std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), c) != lim.checkpoint_modes.end();
          },
-         "every checkpoint mode");
+         "every checkpoint mode (only " + [&] {
+           std::string names;
+           for (auto c : lim.checkpoint_modes) names += (names.empty() ? "" : ", ") + std::string(name(c));
+           return names;
+         }() + ")");
   }
 
   std::vector<std::string> left_out_;

@@ -32,7 +32,7 @@ checks=$((checks + 1))
   [ ! -x out/a/b/skeleton/train_step.cu ] || fail "wrong modes: $(ls -lR out/a/b)"
 expect_no_leftovers out/a
 cp -r out/a/b ref_current
-expect_status 0 "$DTPLAN" "$plan" --strategy current --set current.zero=2 --emit ref_zero2 --quiet
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed --set current.zero=2 --emit ref_zero2 --quiet
 
 # An existing empty directory is filled; a trailing slash names the same DIR.
 mkdir empty
@@ -90,7 +90,7 @@ expect_contains "$TMP/err" "error: cannot write 'small/skeleton/train_step.cu': 
 checks=$((checks + 1))
 [ ! -e small ] || fail "a failed emit left 'small'"
 expect_no_leftovers .
-expect_status 2 ./limited 16 "$DTPLAN" "$plan" --strategy current --set current.zero=2 --emit full --force --quiet
+expect_status 2 ./limited 16 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed --set current.zero=2 --emit full --force --quiet
 expect_same_tree full ref_current
 expect_no_leftovers .
 
@@ -117,7 +117,7 @@ for round in 1 2 3 4 5 6; do
   fi
   "$DTPLAN" "$plan" --strategy current --emit race $force --quiet >/dev/null 2>"$TMP/err_a" &
   a=$!
-  "$DTPLAN" "$plan" --strategy current --set current.zero=2 --emit race $force --quiet >/dev/null 2>"$TMP/err_b" &
+  "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed --set current.zero=2 --emit race $force --quiet >/dev/null 2>"$TMP/err_b" &
   b=$!
   wait $a; ra=$?
   wait $b; rb=$?

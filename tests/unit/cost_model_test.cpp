@@ -6,6 +6,7 @@
 #include "planner/model/compute.hpp"
 #include "planner/model/cost_model.hpp"
 #include "planner/model/evaluate.hpp"
+#include "planner/model/params.hpp"
 #include "planner/lower/lower.hpp"
 
 using namespace dtplan::planner;
@@ -462,4 +463,65 @@ TEST_CASE("a tensor-parallel all-gather overlapped by userbuffers exposes about 
   auto const ar_open = model.step_time(p, s).step;
   p.training.tp_comm_overlap = true;
   CHECK(model.step_time(p, s).step.value() == Approx(ar_open.value()));
+}
+
+TEST_CASE("Megatron-Core's gradient buckets: max(40M, 1M x dp) parameters, 157 at dp 64 and 10 at dp 1,024") {
+  // A 10.0 B-parameter model at tp = pp = 1: distributed_data_parallel.py
+  // sizes a bucket at max(40,000,000, 1,000,000 x dp x cp) parameters
+  // (FRAMEWORKS.md M1), so the reduce-scatter is issued in
+  // ceil(10.0e9 / 64e6) = 157 calls at dp 64 and ceil(10.0e9 / 1.024e9) =
+  // 10 at dp 1,024; a fixed 25 MiB bucket of fp32 gradients would be 382.
+  program p = two_nodes(8, 8);
+  p.model.layers = 41;
+  p.model.hidden = 4096;
+  p.model.heads = 32;
+  p.model.kv_heads = 8;
+  p.model.ffn = 14336;
+  p.model.vocab = 128256;
+  p.training.grad_bucket = bucket_rule::scaled;
+  p.training.grad_precision = precision::fp32;
+  auto const params = static_cast<double>(count_params(p.model).total);
+  REQUIRE(params == Approx(10.0e9).epsilon(0.01));
+  CHECK(std::ceil(params / 64e6) == 157);
+  CHECK(std::ceil(params / 1.024e9) == 10);
+  analytic_cost_model const model;
+  auto buckets = [&](std::int64_t nodes) {
+    p.cluster.nodes = nodes;
+    p.training.global_batch = nodes * 8;
+    auto const t = model.step_time(p, data_parallel(nodes * 8, 1));
+    auto const* rs = find_comm(t, comm_group::dp);
+    REQUIRE(rs);
+    CHECK(rs->op == collective::reduce_scatter);
+    return rs->count;
+  };
+  CHECK(buckets(8) == 157);
+  CHECK(buckets(128) == 10);
+  p.training.grad_bucket = bucket_rule::fixed;
+  p.training.ddp_bucket_size = bytes(25.0 * 1024 * 1024);
+  CHECK(buckets(8) == static_cast<std::int64_t>(std::ceil(params * 4 / (25.0 * 1024 * 1024))));
+}
+
+TEST_CASE("an interleaved pipeline syncs each chunk's gradients under the cooldown") {
+  // Megatron-Core launches chunk j's gradient reduce-scatter when its last
+  // backward is done (schedules.py grad_sync_func): with v chunks the
+  // earlier chunks' syncs hide under (v - 1) / v x pp micro-batch
+  // backwards; without interleaving only the last micro-batch's backward
+  // covers the sync.
+  program p = two_nodes(8, 8);
+  p.training.global_batch = 64;
+  p.training.grad_bucket = bucket_rule::scaled;
+  strategy s = data_parallel(16, 1);
+  s.pp = 4;
+  s.micro_batch = 1;
+  analytic_cost_model const model;
+  auto exposed = [&](std::int64_t v) {
+    s.virtual_stages = v;
+    auto const* rs = find_comm(model.step_time(p, s), comm_group::dp);
+    REQUIRE(rs);
+    return rs->exposed;
+  };
+  auto const plain = exposed(1);
+  auto const interleaved = exposed(4);
+  CHECK(plain.value() > 0);
+  CHECK(interleaved < plain);
 }

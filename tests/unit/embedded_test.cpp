@@ -144,7 +144,7 @@ TEST_CASE("the 7b_2node plan built in C++ is the plan lowered from text") {
   auto current = strategy("current").dp(16).zero(1).checkpoint(selective).micro_batch(1);
   auto search = strategy("search").tp({1, 2, 4, 8}).pp(range(1, 4)).zero(any).checkpoint(any)
                     .micro_batch(any);
-  auto p = plan(m, c, training().global_batch(256), {current, search});
+  auto p = plan(m, c, training().framework("megatron").global_batch(256), {current, search});
   same_program(p, load_plan("7b_2node.dtp"));
   CHECK(p.file == "<embedded>");
 }
