@@ -284,7 +284,7 @@ struct run {
 std::optional<planner::program> load(run& r, std::uint32_t file) {
   planner::lower_options lowering;
   for (auto const& s : r.o.settings) {
-    auto id = r.sources.add("<--set>", s);
+    auto id = r.sources.add(dsl::set_source_name, s);
     if (auto setting = dsl::parse_setting(r.sources, id, r.diags)) lowering.settings.push_back(*setting);
   }
   if (r.diags.has_errors()) return std::nullopt;

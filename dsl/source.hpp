@@ -57,6 +57,11 @@ class source_file {
 
 /// Owns every source file of a run (the user's file, the built-in catalog,
 /// `--set` snippets) so that spans stay valid for the whole pipeline.
+/// The name of the source a command line's `--set` overrides are read
+/// from: diagnostics point into it, and lowering prefers it to the file
+/// the override changes.
+inline constexpr char const* set_source_name = "<--set>";
+
 class source_manager {
  public:
   std::uint32_t add(std::string name, std::string text, bool builtin = false);

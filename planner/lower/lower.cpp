@@ -358,11 +358,15 @@ bool lowerer::apply(block_value& value, block_kind k, ast::assignment const& a) 
 }
 
 span lowerer::user_key(key_spans const& keys, std::string_view a, std::string_view b, span fallback) const {
-  // Prefer pointing at what the user wrote over the catalog text it derives from.
+  // Prefer pointing at what the user wrote over the catalog text it derives
+  // from, and at a command line's --set over the file it overrides: the
+  // override is what changed.
   auto sa = keys.count(a) ? keys.find(a)->second : fallback;
   auto sb = keys.count(b) ? keys.find(b)->second : fallback;
   bool a_builtin = !sa.valid() || sources_.file(sa.file).builtin();
   bool b_builtin = !sb.valid() || sources_.file(sb.file).builtin();
+  auto overridden = [&](span sp) { return sp.valid() && sources_.file(sp.file).name() == dsl::set_source_name; };
+  if (overridden(sb) && !overridden(sa)) return sb;
   if (a_builtin && !b_builtin) return sb;
   if (a_builtin && b_builtin) return fallback;
   return sa;

@@ -51,4 +51,9 @@ printf 'model m {\n layers = 99999999999999999999999\n}\n' >"$TMP/overflow.dtp"
 expect_status 2 "$DTPLAN" "$TMP/overflow.dtp"
 expect_contains "$TMP/err" "does not fit in 64 bits"
 
+# An error a --set override causes points at the override, not at the
+# file's key it conflicts with (issue 16).
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set model.hidden=4097
+expect_contains "$TMP/err" "<--set>:1:7: error: 'hidden' (4097) must be a multiple of 'heads' (32)"
+
 finish
