@@ -516,7 +516,8 @@ TEST_CASE("an interleaved pipeline syncs each chunk's gradients under the cooldo
   analytic_cost_model const model;
   auto exposed = [&](std::int64_t v) {
     s.virtual_stages = v;
-    auto const* rs = find_comm(model.step_time(p, s), comm_group::dp);
+    auto const t = model.step_time(p, s);  // find_comm points into it
+    auto const* rs = find_comm(t, comm_group::dp);
     REQUIRE(rs);
     return rs->exposed;
   };
