@@ -1,0 +1,30 @@
+# Regressions for what the libFuzzer targets found (tests/fuzz,
+# docs/research/fuzzing.md): each input is the smallest that showed it.
+source "$(dirname "$0")/lib.sh"
+
+# The session's diagnostics stop at 20 errors with a count of the rest, as
+# lowering's do: 1,000 strategies that cannot be placed printed 1,000 errors.
+{
+  printf 'model m : llama2_7b { }\ncluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 100 Gbit/s }\n'
+  printf 'training { global_batch = 256 }\n'
+  for i in $(seq 1 1000); do echo "strategy s$i { tp = 3 }"; done
+} >"$TMP/many.dtp"
+expect_status 1 "$DTPLAN" "$TMP/many.dtp"
+checks=$((checks + 1))
+errors=$(grep -c ': error: ' "$TMP/err")
+[ "$errors" = 20 ] || fail "1,000 invalid strategies: $errors errors shown, expected 20"
+expect_contains "$TMP/err" "many.dtp:23:16: error: tp x pp x cp = 3 x 1 x 1 = 3 does not divide the 16 GPUs of cluster 'c', so dp cannot be derived"
+expect_contains "$TMP/err" "note: 980 more errors not shown"
+# Free strategies without --optimize: 20 notes, then the count.
+{
+  printf 'model m : llama2_7b { }\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n'
+  printf 'training { global_batch = 256 }\nstrategy fixed { tp = 8 }\n'
+  for i in $(seq 1 50); do echo "strategy f$i { tp = auto }"; done
+} >"$TMP/free.dtp"
+expect_status 0 "$DTPLAN" "$TMP/free.dtp"
+checks=$((checks + 1))
+notes=$(grep -c ': note: strategy' "$TMP/err")
+[ "$notes" = 20 ] || fail "50 free strategies: $notes notes shown, expected 20"
+expect_contains "$TMP/err" "note: 30 more notes not shown"
+
+finish
