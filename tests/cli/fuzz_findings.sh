@@ -27,4 +27,16 @@ notes=$(grep -c ': note: strategy' "$TMP/err")
 [ "$notes" = 20 ] || fail "50 free strategies: $notes notes shown, expected 20"
 expect_contains "$TMP/err" "note: 30 more notes not shown"
 
+# A plan of 10^9 micro-batches per step: the skeleton's pipeline figures
+# are counted, not simulated op by op (256 GB and minutes before).
+cat >"$TMP/micro.dtp" <<'DTP'
+model m : llama2_7b { }
+cluster c { nodes = 1; gpus_per_node = 2; gpu = H100_SXM }
+training { global_batch = 1000000000 }
+strategy s { pp = 2 }
+DTP
+expect_status 0 "$DTPLAN" "$TMP/micro.dtp" --emit "$TMP/micro" --quiet
+expect_contains "$TMP/micro/skeleton/train_step.cu" \
+  "constexpr long long k_pipe_slots = 2000000000, k_pipe_makespan = 3000000003, k_pipe_idle = 3, k_pipe_bubble_pairs = 1;"
+
 finish
