@@ -60,23 +60,25 @@ bool usable(plan const& pl) { return pl.valid && pl.time.has_value(); }
 // As lowering's: a session shows at most 20 errors, 20 warnings and 20
 // notes, and a count of the rest, so a file of thousands of invalid or free
 // strategies prints a page, not thousands. A diagnostic several plans share
-// (a search result's warnings) is printed once by the driver, so it counts
-// once.
+// (an override's error, a search result's warnings) is passed on once, as
+// the driver would print it once.
 constexpr std::int64_t max_shown = 20;
 
 void add_capped(std::vector<dsl::diagnostic> list, dsl::diagnostics& diags) {
   std::array<std::int64_t, 3> shown{}, more{};  // by severity: error, warning, note
-  std::set<std::tuple<dsl::severity, std::uint32_t, std::uint32_t, std::uint32_t, std::string>> seen;
+  using identity = std::tuple<dsl::severity, std::uint32_t, std::uint32_t, std::uint32_t, std::string, std::string>;
+  std::set<identity> seen;
   std::vector<dsl::diagnostic> kept;
   for (auto& d : list) {
+    std::string notes;
+    for (auto const& n : d.notes) notes += fmt::format("{}:{}:{}:{}\n", n.where.file, n.where.begin, n.where.end, n.message);
+    if (!seen.emplace(d.level, d.where.file, d.where.begin, d.where.end, d.message, std::move(notes)).second) continue;
     auto const level = static_cast<std::size_t>(d.level);
-    if (seen.emplace(d.level, d.where.file, d.where.begin, d.where.end, d.message).second) {
-      if (shown[level] >= max_shown) {
-        ++more[level];
-        continue;
-      }
-      ++shown[level];
+    if (shown[level] >= max_shown) {
+      ++more[level];
+      continue;
     }
+    ++shown[level];
     kept.push_back(std::move(d));
   }
   std::vector<std::string> parts;

@@ -27,6 +27,22 @@ notes=$(grep -c ': note: strategy' "$TMP/err")
 [ "$notes" = 20 ] || fail "50 free strategies: $notes notes shown, expected 20"
 expect_contains "$TMP/err" "note: 30 more notes not shown"
 
+# An override that breaks every strategy is one error, and the count of the
+# rest ends the list: each strategy's copy of the --set error counted
+# toward the 20 (and a copy printed after the count, with it).
+{
+  printf 'model m : llama2_70b { }\ncluster c { gpu = B200; gpus_per_node = 1; nodes = 2; inter_node = 8 x 400 Gbit/s }\n'
+  printf 'training { global_batch = 8 }\n'
+  for i in $(seq 1 30); do echo "strategy s$i { tp = 4 }"; done
+} >"$TMP/set.dtp"
+expect_status 1 "$DTPLAN" "$TMP/set.dtp" --set strategy.dp=65536 --optimize
+checks=$((checks + 1))
+errors=$(grep -c ': error: ' "$TMP/err")
+sets=$(grep -c "^<--set>:1:10: error: dp = 65536 exceeds the 2 GPUs of cluster 'c'$" "$TMP/err")
+[ "$errors" = 20 ] && [ "$sets" = 1 ] || fail "--set breaking 30 strategies: $errors errors, $sets of them the --set's"
+checks=$((checks + 1))
+[ "$(tail -1 "$TMP/err")" = "note: 12 more errors not shown" ] || fail "the count is not last: $(tail -3 "$TMP/err")"
+
 # A plan of 10^9 micro-batches per step: the skeleton's pipeline figures
 # are counted, not simulated op by op (256 GB and minutes before).
 cat >"$TMP/micro.dtp" <<'DTP'
