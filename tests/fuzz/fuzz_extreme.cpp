@@ -39,7 +39,8 @@ struct key {
   char const* choices = "";  // for kind::choice, '|'-separated
 };
 
-// Every key of docs/keys.md (the key table), with its kind.
+// Every key of docs/keys.md (the key table), with its kind; keys the table
+// does not have (yet) are located errors, which is fine.
 constexpr std::array keys{
     key{"model", "layers", kind::count},          key{"model", "hidden", kind::count},
     key{"model", "heads", kind::count},           key{"model", "kv_heads", kind::count},
@@ -60,19 +61,62 @@ constexpr std::array keys{
     key{"gpu", "kernel_latency", kind::time},     key{"gpu", "overlap_slowdown", kind::fraction},
     key{"gpu", "step_overhead", kind::time},      key{"gpu", "dispatch_latency", kind::time},
     key{"gpu", "description", kind::text},
+    key{"gpu", "generation", kind::choice, "volta|ampere|hopper|blackwell|cdna3|ada"},
+    key{"gpu", "nvls_bandwidth", kind::bandwidth},
+    key{"gpu", "matmul_efficiency_fp8", kind::fraction},
+    key{"gpu", "network_efficiency", kind::fraction},
     key{"cluster", "nodes", kind::count},         key{"cluster", "gpus_per_node", kind::count},
     key{"cluster", "gpu", kind::choice, "H100_SXM|B200|MI300X|cgp0|nonesuch"},
     key{"cluster", "intra_node", kind::bandwidth}, key{"cluster", "inter_node", kind::bandwidth},
     key{"cluster", "intra_latency", kind::time},  key{"cluster", "inter_latency", kind::time},
     key{"cluster", "comm_efficiency", kind::fraction}, key{"cluster", "description", kind::text},
+    key{"cluster", "network_efficiency", kind::fraction},
     key{"training", "global_batch", kind::count}, key{"training", "base_lr", kind::real},
-    key{"training", "base_batch", kind::count},   key{"training", "grad_precision", kind::choice, "bf16|fp16|fp32"},
+    key{"training", "base_batch", kind::count},
+    key{"training", "framework", kind::choice, "generic|megatron|megatron_2021|torchtitan|deepspeed|fsdp|ddp|f|cfr0|nonesuch"},
+    key{"training", "description", kind::text},
+    key{"training", "attention_backend", kind::choice, "flash|flash3|fused|triton|unfused|auto"},
+    key{"training", "fused_elementwise", kind::flag},
+    key{"training", "cross_entropy", kind::choice, "fused|unfused"},
+    key{"training", "grad_precision", kind::choice, "bf16|fp16|fp32"},
+    key{"training", "grad_sync", kind::choice, "per_step|per_micro_batch"},
+    key{"training", "grad_bucket", kind::choice, "fixed|scaled"},
+    key{"training", "ddp_bucket_size", kind::bytes},
     key{"training", "overlap_grad_sync", kind::flag},
     key{"training", "grad_reduce", kind::choice, "reduce_scatter|all_reduce"},
+    key{"training", "overlap_param_gather", kind::flag},
     key{"training", "tp_comm_overlap", kind::flag},
-    key{"training", "cross_entropy", kind::choice, "fused|unfused"},
-    key{"training", "framework", kind::choice, "megatron|torchtitan|deepspeed|fsdp|default"},
-    key{"training", "description", kind::text},
+    key{"training", "overlap_p2p_comm", kind::flag},
+    key{"training", "p2p_scatter_gather", kind::flag},
+    key{"training", "fp8_param_gather", kind::flag},
+    key{"training", "optimizer_state_precision", kind::choice, "bf16|fp16|fp32"},
+    key{"training", "cuda_graphs", kind::flag},
+    key{"training", "nvls", kind::flag},
+    key{"framework", "attention_backend", kind::choice, "flash|flash3|fused|triton|unfused|auto"},
+    key{"framework", "fused_elementwise", kind::flag},
+    key{"framework", "cross_entropy", kind::choice, "fused|unfused"},
+    key{"framework", "grad_precision", kind::choice, "bf16|fp16|fp32"},
+    key{"framework", "grad_sync", kind::choice, "per_step|per_micro_batch"},
+    key{"framework", "grad_bucket", kind::choice, "fixed|scaled"},
+    key{"framework", "ddp_bucket_size", kind::bytes},
+    key{"framework", "overlap_grad_sync", kind::flag},
+    key{"framework", "grad_reduce", kind::choice, "reduce_scatter|all_reduce"},
+    key{"framework", "overlap_param_gather", kind::flag},
+    key{"framework", "tp_comm_overlap", kind::flag},
+    key{"framework", "overlap_p2p_comm", kind::flag},
+    key{"framework", "p2p_scatter_gather", kind::flag},
+    key{"framework", "fp8_param_gather", kind::flag},
+    key{"framework", "optimizer_state_precision", kind::choice, "bf16|fp16|fp32"},
+    key{"framework", "cuda_graphs", kind::flag},
+    key{"framework", "nvls", kind::flag},
+    key{"framework", "zero_stages", kind::choice, "{0}|{0, 1, 2, 3}|{3}|{}|{4}|{0, 0}"},
+    key{"framework", "pipeline_max_zero", kind::count},
+    key{"framework", "tensor_parallel", kind::flag},
+    key{"framework", "pipeline_parallel", kind::flag},
+    key{"framework", "interleaving", kind::flag},
+    key{"framework", "context_parallel", kind::flag},
+    key{"framework", "hybrid_sharding", kind::flag},
+    key{"framework", "description", kind::text},
     key{"strategy", "dp", kind::count},           key{"strategy", "tp", kind::count},
     key{"strategy", "pp", kind::count},           key{"strategy", "cp", kind::count},
     key{"strategy", "ep", kind::count},           key{"strategy", "zero", kind::count},
@@ -216,6 +260,8 @@ struct program {
   std::string model_base = "llama2_7b";
   keyed model;
   std::optional<keyed> gpu_block;  // a gpu block of the file, when the cluster uses one
+  std::optional<keyed> framework_block;  // a framework block of the file, when training uses one
+  std::string framework_base = "megatron";
   std::string gpu_base = "H100_SXM";
   keyed cluster{{"nodes", "1"}, {"gpus_per_node", "8"}, {"inter_node", "8 x 400 Gbit/s"}};
   keyed training{{"global_batch", "64"}};
@@ -232,7 +278,7 @@ struct program {
 // previous), ending at a catalog entry, an unknown name or a cycle; the
 // program's block of that kind derives from its head.
 void chain(FuzzedDataProvider& in, program& p) {
-  static constexpr std::array kinds{"gpu", "model", "strategy", "cluster", "training"};
+  static constexpr std::array kinds{"gpu", "model", "strategy", "cluster", "training", "framework"};
   static constexpr std::array lengths{2, 3, 50, 1000, 5000, 10000, 10001, 20000};
   std::string const k = pick(in, kinds);
   int const n = in.ConsumeBool() ? pick(in, lengths) : in.ConsumeIntegralInRange(1, 3000);
@@ -246,7 +292,7 @@ void chain(FuzzedDataProvider& in, program& p) {
     int const i = forward ? j : n - 1 - j;
     std::string base;
     if (i + 1 < n) base = name(i + 1);
-    else if (end == 0) base = k == "gpu" ? pick(in, gpus) : k == "model" ? pick(in, presets) : "";
+    else if (end == 0) base = k == "gpu" ? pick(in, gpus) : k == "model" ? pick(in, presets) : k == "framework" ? "fsdp" : "";
     else if (end == 1) base = name(0);
     else if (end == 2) base = name(i) + "_missing";
     text += k + " " + name(i) + (base.empty() ? "" : " : " + base) + " {" + (i == 0 ? body : "") + "}\n";
@@ -254,6 +300,7 @@ void chain(FuzzedDataProvider& in, program& p) {
   p.add(std::move(text));
   if (k == "gpu") p.gpu_base = name(0);
   else if (k == "model") p.model_base = name(0);
+  else if (k == "framework") p.framework_base = name(0), p.framework_block.emplace();
   else if (k == "strategy") p.add("strategy head : " + name(0) + " { }\n");
 }
 
@@ -314,6 +361,9 @@ void extreme_value(FuzzedDataProvider& in, program& p) {
   else if (b == "gpu") {
     if (!p.gpu_block) p.gpu_block.emplace();
     (*p.gpu_block)[k.name] = v;
+  } else if (b == "framework") {
+    if (!p.framework_block) p.framework_block.emplace();
+    (*p.framework_block)[k.name] = v;
   } else {
     p.add("strategy x" + std::to_string(p.extra.size()) + " {\n  " + k.name + " = " + v + "\n}\n");
   }
@@ -371,6 +421,10 @@ std::string generate(FuzzedDataProvider& in) {
   std::string text = p.header + block("model m : " + p.model_base, p.model);
   if (p.gpu_block) text += block("gpu g : " + p.gpu_base, *p.gpu_block);
   if (!p.cluster.contains("gpu")) p.cluster["gpu"] = p.gpu_block ? "g" : p.gpu_base;
+  if (p.framework_block) {
+    text += block("framework f : " + p.framework_base, *p.framework_block);
+    if (!p.training.contains("framework")) p.training["framework"] = "f";
+  }
   text += block("cluster c", p.cluster) + block("training", p.training);
   for (auto const& b : p.extra) text += b;
   return text;

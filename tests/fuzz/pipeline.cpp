@@ -169,12 +169,16 @@ void check_plan(planner::plan const& pl, std::string const& printed) {
 }
 
 // The JSON document parses, and every number in it is a finite,
-// non-negative figure (sizes whole bytes): a non-finite double would have
-// been written as null.
+// non-negative figure (sizes whole bytes): the writer writes a non-finite
+// double as null.
 void check_json_value(nlohmann::json const& j, std::string const& path, std::string const& doc) {
   using value_t = nlohmann::json::value_t;
   switch (j.type()) {
-    case value_t::null: violated(fmt::format("JSON: null at {} (a number that was not finite)", path), doc);
+    case value_t::null:
+      // The one key the report writes null on purpose: no published run
+      // to judge the plan's GPU and framework by (codegen/report.cpp).
+      if (path.ends_with(".expected_error")) return;
+      violated(fmt::format("JSON: null at {} (a number that was not finite)", path), doc);
     case value_t::object:
       for (auto const& [k, v] : j.items()) check_json_value(v, path + "." + k, doc);
       return;
