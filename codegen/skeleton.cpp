@@ -266,28 +266,22 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
        static_cast<long long>(bytes_in(g, head_mem, head_kernels)), head_kernels, real(std::max(0.0, head_mem)));
 }
 
-void write_schedule(line_writer& line, planner::pipeline_schedule const& ps) {
+// The schedule's figures in closed form (planner::counts_of): building the
+// schedule here would take memory in proportion to the micro-batches.
+void write_schedule(line_writer& line, planner::schedule_counts const& ps) {
   line("// The pipeline schedule, planner::one_f_one_b({}, {}, {}): the program builds the order", ps.stages,
        ps.virtual_stages, ps.micro_batches);
   line("// with the same rules and runs only if it has these counts (time in the schedule's units:");
   line("// a chunk's forward 1, its backward 2).");
   line("constexpr long long k_pipe_slots = {}, k_pipe_makespan = {}, k_pipe_idle = {}, k_pipe_bubble_pairs = {};",
-       ps.slots(), ps.makespan, ps.idle, ps.bubble_pairs());
-  line("constexpr long long k_pipe_sends = {};", ps.sends());
-  std::string warmup, cooldown, forward, backward;
-  for (std::int64_t st = 0; st < ps.stages; ++st) {
-    auto const sep = st ? ", " : "";
-    warmup += fmt::format("{}{}", sep, ps.warmup(st));
-    cooldown += fmt::format("{}{}", sep, ps.cooldown(st));
-    forward += fmt::format("{}{}", sep, ps.forward_sends(st));
-    backward += fmt::format("{}{}", sep, ps.backward_sends(st));
-  }
+       ps.slots, ps.makespan, ps.idle, ps.bubble_pairs);
+  line("constexpr long long k_pipe_sends = {};", ps.sends);
   line("// Per stage: forwards before the first backward, backwards after the last forward, and");
   line("// sends of activations (to the next stage) and of gradients (to the previous one).");
-  line("constexpr long long k_pipe_warmup[{}] = {{{}}};", ps.stages, warmup);
-  line("constexpr long long k_pipe_cooldown[{}] = {{{}}};", ps.stages, cooldown);
-  line("constexpr long long k_pipe_forward_sends[{}] = {{{}}};", ps.stages, forward);
-  line("constexpr long long k_pipe_backward_sends[{}] = {{{}}};", ps.stages, backward);
+  line("constexpr long long k_pipe_warmup[{}] = {{{}}};", ps.stages, fmt::join(ps.warmup, ", "));
+  line("constexpr long long k_pipe_cooldown[{}] = {{{}}};", ps.stages, fmt::join(ps.cooldown, ", "));
+  line("constexpr long long k_pipe_forward_sends[{}] = {{{}}};", ps.stages, fmt::join(ps.forward_sends, ", "));
+  line("constexpr long long k_pipe_backward_sends[{}] = {{{}}};", ps.stages, fmt::join(ps.backward_sends, ", "));
 }
 
 }  // namespace
@@ -409,7 +403,7 @@ std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
   auto const& g = p.cluster.device;
   line("// The optimizer step: bytes it streams, as the plan's roofline for it.");
   line("constexpr long long k_optimizer_moved_bytes = {};", static_cast<long long>(bytes_in(g, t.optimizer.value(), 1)));
-  write_schedule(line, planner::one_f_one_b(s.pp, s.virtual_stages, sh.grad_accum));
+  write_schedule(line, planner::counts_of(s.pp, s.virtual_stages, sh.grad_accum));
   double pp_exposed = 0;
   for (auto const& e : comm)
     if (e.group == comm_group::pp) pp_exposed += e.exposed.value();

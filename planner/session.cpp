@@ -1,10 +1,17 @@
 #include "planner/session.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "planner/ir/units.hpp"
 #include "planner/model/evaluate.hpp"
@@ -49,6 +56,43 @@ dsl::diagnostic nothing_found(program const& p, strategy_spec const& space, bool
 }
 
 bool usable(plan const& pl) { return pl.valid && pl.time.has_value(); }
+
+// As lowering's: a session shows at most 20 errors, 20 warnings and 20
+// notes, and a count of the rest, so a file of thousands of invalid or free
+// strategies prints a page, not thousands. A diagnostic several plans share
+// (an override's error, a search result's warnings) is passed on once, as
+// the driver would print it once.
+constexpr std::int64_t max_shown = 20;
+
+void add_capped(std::vector<dsl::diagnostic> list, dsl::diagnostics& diags) {
+  std::array<std::int64_t, 3> shown{}, more{};  // by severity: error, warning, note
+  using identity = std::tuple<dsl::severity, std::uint32_t, std::uint32_t, std::uint32_t, std::string, std::string>;
+  std::set<identity> seen;
+  std::vector<dsl::diagnostic> kept;
+  for (auto& d : list) {
+    std::string notes;
+    for (auto const& n : d.notes) notes += fmt::format("{}:{}:{}:{}\n", n.where.file, n.where.begin, n.where.end, n.message);
+    if (!seen.emplace(d.level, d.where.file, d.where.begin, d.where.end, d.message, std::move(notes)).second) continue;
+    auto const level = static_cast<std::size_t>(d.level);
+    if (shown[level] >= max_shown) {
+      ++more[level];
+      continue;
+    }
+    ++shown[level];
+    kept.push_back(std::move(d));
+  }
+  std::vector<std::string> parts;
+  constexpr std::array<char const*, 3> nouns{"error", "warning", "note"};
+  for (std::size_t i = 0; i < more.size(); ++i)
+    if (more[i] > 0) parts.push_back(fmt::format("{} more {}{}", grouped(more[i]), nouns[i], more[i] == 1 ? "" : "s"));
+  if (!parts.empty() && !kept.empty()) {
+    auto const last = parts.back();
+    parts.pop_back();
+    kept.back().notes.push_back(
+        {{}, fmt::format("{}{}{} not shown", fmt::join(parts, ", "), parts.empty() ? "" : " and ", last)});
+  }
+  for (auto& d : kept) diags.add(std::move(d));
+}
 
 // The plan a bundle is written for. A named fixed strategy wins even when
 // it is invalid (then there is nothing to emit): the user asked for it.
@@ -98,13 +142,20 @@ std::optional<selection> select_strategies(program const& p, session_options con
 
 std::optional<session_outcome> run(program const& p, selection const& chosen, session_options const& options,
                                    dsl::diagnostics& diags) {
+  // Collected here and passed on capped (add_capped).
+  dsl::diagnostics found;
+  auto pass_on = [&](std::vector<plan> const& plans) {
+    auto list = found.list();
+    for (auto const& pl : plans) list.insert(list.end(), pl.errors.begin(), pl.errors.end());
+    add_capped(std::move(list), diags);
+  };
   analytic_cost_model const analytic;
   cost_model const& model = options.model ? *options.model : analytic;
   session_outcome out;
   for (auto const* spec : chosen.fixed) out.plans.push_back(evaluate(p, *spec, spec->fixed(), model, spec->name));
   if (!options.optimize)
     for (auto const* spec : chosen.free)
-      diags.add({dsl::severity::note, spec->where,
+      found.add({dsl::severity::note, spec->where,
                  fmt::format("strategy '{}' has free keys: --optimize searches it", spec->name), {}});
 
   if (options.optimize) {
@@ -115,14 +166,17 @@ std::optional<session_outcome> run(program const& p, selection const& chosen, se
     search_stats total;
     auto so = options.search;
     for (auto const& space : spaces) {
-      auto result = search_space(p, space, model, options.run_search, so, diags);
-      if (!result) return std::nullopt;
+      auto result = search_space(p, space, model, options.run_search, so, found);
+      if (!result) {
+        pass_on({});
+        return std::nullopt;
+      }
       if (!result->refused.empty()) {
-        diags.error(space.where, result->refused);
+        found.error(space.where, result->refused);
         continue;
       }
       if (result->stopped)
-        diags.warning(space.where,
+        found.warning(space.where,
                       fmt::format("the search stopped at its time limit ({}) having looked at {} of {} candidates: "
                                   "the plans shown are the best of those",
                                   to_string(seconds(so.time_limit)), grouped(result->stats.looked_at),
@@ -136,12 +190,11 @@ std::optional<session_outcome> run(program const& p, selection const& chosen, se
       }
       for (auto& e : result->explanations) out.explanations.push_back(std::move(e));
       if (result->best.empty())
-        diags.add(nothing_found(p, space, everything, result->stats, options.search.explain));
+        found.add(nothing_found(p, space, everything, result->stats, options.search.explain));
     }
     out.stats = total;
   }
-  for (auto const& pl : out.plans)
-    for (auto const& d : pl.errors) diags.add(d);
+  pass_on(out.plans);
 
   out.chosen = choose(out.plans, options, chosen);
   if (options.search.explain && out.chosen)

@@ -76,7 +76,9 @@ std::optional<selection> select_strategies(program const& p, session_options con
 /// ones (or the whole space) when `options.optimize`, and picks the plan to
 /// emit. Adds, in this order: a note per free strategy left unsearched, an
 /// error per searched space without a valid plan, every plan's errors and
-/// warnings. When the search's threads cannot be created it warns and
+/// warnings; each distinct diagnostic once (an override's error that every
+/// strategy shares), at most 20 errors, 20 warnings and 20 notes, the last
+/// one shown with a note counting the rest. When the search's threads cannot be created it warns and
 /// searches again with one; fails (an error without a location) only when
 /// not even one can.
 std::optional<session_outcome> run(program const& p, selection const& chosen, session_options const& options,

@@ -100,14 +100,14 @@ class rules {
     std::int64_t const gpus = p_.cluster.gpus();
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
                           {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
-      if (v < 1) error(key, [&] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
+      if (v < 1) error(key, [key = key, v = v] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
     if (s.dp < 0) error("dp", [&] { return fmt::format("expected dp of at least 1, got dp = {}", s.dp); });
     if (s.zero < 0 || s.zero > 3)
       error("zero", [&] { return fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got zero = {}", s.zero); });
     if (!legal_) return false;
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
       if (v > gpus)
-        error(key, [&] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.cluster.name); });
+        error(key, [&, key = key, v = v] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.cluster.name); });
     if (s.virtual_stages > m.layers)
       error("virtual_stages", [&] {
         return fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages, m.layers,

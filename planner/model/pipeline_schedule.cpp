@@ -1,6 +1,7 @@
 #include "planner/model/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -14,16 +15,35 @@ namespace {
 constexpr std::int64_t forward_cost = 1;
 constexpr std::int64_t backward_cost = 2;
 
+// Products and sums of counts saturate at 2^63 - 1 instead of overflowing.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
+// Chunk forwards a stage runs before its steady state (one forward, one
+// backward): Megatron's warm-up, of `total` chunk forwards in all.
+std::int64_t warmup_forwards(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t stage, std::int64_t total) {
+  if (v == 1) return std::min(pp - stage - 1, m);
+  if (m == pp) return total;  // Megatron: every chunk forward first when there are only `pp` micro-batches
+  return std::min(sat_add(sat_mul(pp - stage - 1, 2), sat_mul(v - 1, pp)), total);
+}
+
+void check_arguments(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches) {
+  if (stages < 1 || virtual_stages < 1 || micro_batches < 1)
+    throw std::invalid_argument("a pipeline schedule needs at least one stage, chunk and micro-batch");
+  if (virtual_stages > 1 && micro_batches % stages != 0)
+    throw std::invalid_argument("an interleaved schedule needs micro-batches in whole groups of the stages");
+}
+
 // The ops of one stage in Megatron's order, without peers or times.
 std::vector<pipe_op> stage_order(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t stage) {
   std::int64_t const total = m * v;
-  std::int64_t warmup = 0;
-  if (v == 1)
-    warmup = std::min(pp - stage - 1, m);
-  else if (m == pp)
-    warmup = total;  // Megatron: every chunk forward first when there are only `pp` micro-batches
-  else
-    warmup = std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+  std::int64_t const warmup = warmup_forwards(pp, v, m, stage, total);
   // The k-th chunk forward (backward) of the stage: micro-batches in groups
   // of pp, each group through chunk 0, 1, ... (backward: the last chunk first).
   auto const op = [&](pipe_pass pass, std::int64_t k) {
@@ -136,10 +156,7 @@ std::int64_t pipeline_schedule::sends() const {
 }
 
 pipeline_schedule one_f_one_b(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches) {
-  if (stages < 1 || virtual_stages < 1 || micro_batches < 1)
-    throw std::invalid_argument("a pipeline schedule needs at least one stage, chunk and micro-batch");
-  if (virtual_stages > 1 && micro_batches % stages != 0)
-    throw std::invalid_argument("an interleaved schedule needs micro-batches in whole groups of the stages");
+  check_arguments(stages, virtual_stages, micro_batches);
   pipeline_schedule s;
   s.stages = stages;
   s.virtual_stages = virtual_stages;
@@ -147,6 +164,36 @@ pipeline_schedule one_f_one_b(std::int64_t stages, std::int64_t virtual_stages, 
   for (std::int64_t st = 0; st < stages; ++st) s.ops.push_back(stage_order(stages, virtual_stages, micro_batches, st));
   simulate(s);
   return s;
+}
+
+schedule_counts counts_of(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches) {
+  check_arguments(stages, virtual_stages, micro_batches);
+  auto const pp = stages, v = virtual_stages, m = micro_batches;
+  schedule_counts c;
+  c.stages = pp;
+  c.virtual_stages = v;
+  c.micro_batches = m;
+  // Each stage runs a forward and a backward of each of its chunks for each
+  // micro-batch, 1 + 2 time units; every stage waits for the pipeline to
+  // fill and drain, 3 (pp - 1) units, interleaved or not.
+  auto const total = sat_mul(m, v);
+  c.slots = sat_mul(2, total);
+  c.idle = 3 * (pp - 1);
+  c.makespan = sat_add(sat_mul(3, total), c.idle);
+  c.bubble_pairs = pp - 1;
+  for (std::int64_t st = 0; st < pp; ++st) {
+    // The warm-up forwards, then the steady state opens with a forward and
+    // closes with a backward (none when the warm-up is every forward).
+    auto const w = warmup_forwards(pp, v, m, st, total);
+    c.warmup.push_back(w < total ? w + 1 : total);
+    c.cooldown.push_back(w < total ? w + 1 : total);
+    // Every forward sends but the last model chunk's (the last stage's
+    // last chunk), every backward but the first chunk's (stage 0's chunk 0).
+    c.forward_sends.push_back(total - (st == pp - 1 ? m : 0));
+    c.backward_sends.push_back(total - (st == 0 ? m : 0));
+    c.sends = sat_add(c.sends, sat_add(c.forward_sends.back(), c.backward_sends.back()));
+  }
+  return c;
 }
 
 std::vector<pipe_step> issue_order(pipeline_schedule const& s, std::int64_t stage) {

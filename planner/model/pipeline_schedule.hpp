@@ -88,6 +88,29 @@ struct pipeline_schedule {
 /// rule). All arguments >= 1.
 pipeline_schedule one_f_one_b(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches);
 
+/// The figures of one_f_one_b(stages, virtual_stages, micro_batches) that a
+/// generated program checks its own schedule against, without building the
+/// schedule: O(stages) memory and time, where the schedule is O(stages x
+/// micro_batches x virtual_stages) (10^9 micro-batches per step would be
+/// 256 GB of ops). Equal to the schedule's own figures (a test compares them
+/// over many pipelines); a figure past 2^63 - 1, for a schedule of more than
+/// 2^61 ops that no program could hold, saturates there.
+struct schedule_counts {
+  std::int64_t stages = 1;
+  std::int64_t virtual_stages = 1;
+  std::int64_t micro_batches = 1;
+  std::int64_t slots = 0;         ///< pipeline_schedule::slots()
+  std::int64_t makespan = 0;      ///< pipeline_schedule::makespan
+  std::int64_t idle = 0;          ///< pipeline_schedule::idle
+  std::int64_t bubble_pairs = 0;  ///< pipeline_schedule::bubble_pairs()
+  std::int64_t sends = 0;         ///< pipeline_schedule::sends()
+  /// Per stage: pipeline_schedule::warmup, cooldown, forward_sends and backward_sends.
+  std::vector<std::int64_t> warmup, cooldown, forward_sends, backward_sends;
+};
+/// The counts of one_f_one_b(stages, virtual_stages, micro_batches), whose
+/// preconditions they share.
+schedule_counts counts_of(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches);
+
 /// The order stage `stage` issues its ops and transfers in: every receive
 /// before the op that needs it, every send after the op that makes it, and
 /// the transfers of all stages in one global order (producer's end, then

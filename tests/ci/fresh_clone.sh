@@ -32,6 +32,8 @@ summary=$(grep -E '^release: [0-9]+ tests, asan: [0-9]+ tests$' "$work/test-all.
   fail "test-all printed no 'release: N tests, asan: M tests' line"
 grep -Eq '^release pass: [1-9][0-9]* nvcc compile tests' "$work/test-all.log" ||
   fail "the release pass ran no nvcc compile test"
+grep -Eq '^fuzz: (no finding|skipped: )' "$work/test-all.log" ||
+  fail "test-all neither fuzzed nor said why it skipped"
 
 # The quickstart after the suite: build/ is its own, the passes' are untouched.
 listed() { (cd "$1" && ctest -N | sed -n 's/^Total Tests: //p'); }

@@ -1,10 +1,12 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "planner/model/pipeline_schedule.hpp"
 
@@ -246,4 +248,53 @@ TEST_CASE("the issue order: receives before their op, sends after it, both ends 
     }
     CHECK(computes == s.slots());
   }
+}
+
+// Found by fuzzing (docs/research/fuzzing.md): the skeleton of a plan of
+// 10^9 micro-batches per step built its whole schedule (256 GB of ops) to
+// print a few counts. counts_of gives them in closed form.
+TEST_CASE("counts_of equals the schedule's own figures, for every pipeline up to 12 stages") {
+  int compared = 0;
+  for (std::int64_t pp = 1; pp <= 12; ++pp)
+    for (std::int64_t v = 1; v <= 6; ++v)
+      for (std::int64_t m = 1; m <= 60; ++m) {
+        if (v > 1 && (pp == 1 || m % pp != 0)) continue;
+        INFO(fmt::format("pp {} v {} m {}", pp, v, m));
+        auto const s = one_f_one_b(pp, v, m);
+        auto const c = counts_of(pp, v, m);
+        REQUIRE(c.stages == pp);
+        REQUIRE(c.virtual_stages == v);
+        REQUIRE(c.micro_batches == m);
+        REQUIRE(c.slots == s.slots());
+        REQUIRE(c.makespan == s.makespan);
+        REQUIRE(c.idle == s.idle);
+        REQUIRE(c.bubble_pairs == s.bubble_pairs());
+        REQUIRE(c.sends == s.sends());
+        for (std::int64_t st = 0; st < pp; ++st) {
+          auto const i = static_cast<std::size_t>(st);
+          REQUIRE(c.warmup[i] == s.warmup(st));
+          REQUIRE(c.cooldown[i] == s.cooldown(st));
+          REQUIRE(c.forward_sends[i] == s.forward_sends(st));
+          REQUIRE(c.backward_sends[i] == s.backward_sends(st));
+        }
+        ++compared;
+      }
+  CHECK(compared == 1340);
+}
+
+TEST_CASE("counts_of a billion micro-batches, and of more ops than 64 bits count, without building them") {
+  auto const c = counts_of(2, 1, 1'000'000'000);
+  CHECK(c.slots == 2'000'000'000);
+  CHECK(c.makespan == 3'000'000'003);
+  CHECK(c.idle == 3);
+  CHECK(c.sends == 2 * 1'000'000'000);
+  CHECK(c.warmup == std::vector<std::int64_t>{2, 1});
+  CHECK(c.cooldown == std::vector<std::int64_t>{2, 1});
+  // 2^62 micro-batches of 4 chunks: the figures saturate at 2^63 - 1.
+  auto const huge = counts_of(2, 4, std::int64_t{1} << 62);
+  CHECK(huge.slots == std::numeric_limits<std::int64_t>::max());
+  CHECK(huge.makespan == std::numeric_limits<std::int64_t>::max());
+  CHECK(huge.sends == std::numeric_limits<std::int64_t>::max());
+  CHECK(huge.idle == 3);
+  CHECK_THROWS_AS(counts_of(2, 2, 3), std::invalid_argument);
 }
