@@ -181,6 +181,8 @@ void write_throughput(json_writer& w, throughput const& r) {
 
 }  // namespace
 
+char const* tool_version() { return DTPLAN_VERSION; }
+
 std::string to_json(report const& r) {
   auto const& p = *r.program;
   json_writer w;

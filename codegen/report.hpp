@@ -20,6 +20,10 @@ struct report {
   dsl::source_manager const* sources = nullptr;      ///< to turn spans into line:col
 };
 
+/// dtplan's version ("0.1.0"): what `--version` prints and every JSON
+/// document and exported job names.
+char const* tool_version();
+
 /// The JSON document of DSL.md section 4.
 std::string to_json(report const& r);
 
