@@ -9,6 +9,7 @@
 #include "codegen/json_writer.hpp"
 #include "codegen/report.hpp"
 #include "codegen/templates/template_text.hpp"
+#include "planner/ir/keys.hpp"
 #include "planner/ir/units.hpp"
 #include "planner/lower/lower.hpp"
 
@@ -124,6 +125,7 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
 
 std::optional<std::string> deepspeed_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
+  if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));
@@ -223,7 +225,7 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.number("tensor_parallel_degree", s.tp);
   o.number("pipeline_parallel_degree", s.pp);
   o.number("context_parallel_degree", s.cp);
-  if (s.tp > 1) o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
+  o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
     o.number("pipeline_parallel_microbatch_size", s.micro_batch);
@@ -249,7 +251,7 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
 
   if (m.prec == precision::fp8) {
     o.table("quantize.linear.float8");
-    bool const gather = t.fp8_param_gather && s.zero == 3 && shard_degree > 1;
+    bool const gather = t.fp8_param_gather && s.zero == 3;
     o.boolean("enable_fsdp_float8_all_gather", gather);
     o.boolean("precompute_float8_dynamic_scale_for_fsdp", gather);
     o.raw("filter_fqns", "[\"output\"]");
@@ -260,16 +262,6 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
     auto it = t.keys.find(key);
     diags.warning(it == t.keys.end() ? dsl::span{} : it->second, std::move(message));
   };
-  if (grad_precision(p) != precision::fp32)
-    warn("grad_precision", fmt::format("torchtitan reduces gradients in fp32 only (mixed_precision_reduce); the plan "
-                                       "was costed with {} gradients",
-                                       planner::name(grad_precision(p))));
-  auto const picked = planner::resolved_attention(p.cluster.device.generation);
-  if (t.attention_kernel != picked)
-    warn("attention_backend", fmt::format("torchtitan picks its attention kernel itself (SDPA: '{}' on {}); the plan "
-                                          "was costed with '{}'",
-                                          planner::name(picked), p.cluster.device.name,
-                                          planner::name(t.attention_kernel)));
   if (m.dropout) warn("dropout", "torchtitan's Llama has no dropout; the plan was costed with dropout masks");
 
   std::vector<template_value> values{
@@ -352,7 +344,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   if (m.prec == precision::fp8) a.add("--fp8-format", "hybrid");
 }
 
-std::vector<job_file> megatron_job(planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
+std::vector<job_file> megatron_job(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   auto const& m = p.model;
   auto const& t = p.training;
@@ -396,13 +388,7 @@ std::vector<job_file> megatron_job(planner::program const& p, planner::plan cons
     case planner::attention_backend::flash: a.add("--attention-backend", "flash"); break;
     case planner::attention_backend::fused: a.add("--attention-backend", "fused"); break;
     case planner::attention_backend::unfused: a.add("--attention-backend", "unfused"); break;
-    default: {
-      auto it = t.keys.find("attention_backend");
-      diags.warning(it == t.keys.end() ? dsl::span{} : it->second,
-                    fmt::format("Megatron-LM has no '{}' attention (--attention-backend flash, fused or unfused); the "
-                                "exported job runs its default, auto",
-                                planner::name(t.attention_kernel)));
-    }
+    default: break;  // no such backend: a warning says what the job runs
   }
   if (t.cuda_graphs) a.add("--enable-cuda-graph");
 
@@ -470,7 +456,7 @@ std::string ds_config(planner::program const& p, planner::plan const& pl) {
   return w.str() + "\n";
 }
 
-std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
+std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   auto const& t = p.training;
   argument_list a;
@@ -480,24 +466,13 @@ std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan con
                         tool_version()));
   a.comment("The data, tokenizer, learning-rate and checkpoint arguments are yours to add.");
   model_arguments(a, p, pl, true);
-  if (t.attention_kernel == planner::attention_backend::flash) {
-    a.add("--use-flash-attn-v2");
-  } else if (t.attention_kernel != planner::attention_backend::unfused) {
-    auto it = t.keys.find("attention_backend");
-    diags.warning(it == t.keys.end() ? dsl::span{} : it->second,
-                  fmt::format("Megatron-DeepSpeed has no '{}' attention (its own, or FlashAttention-2 with "
-                              "--use-flash-attn-v2); the exported job runs its own",
-                              planner::name(t.attention_kernel)));
-  }
+  if (t.attention_kernel == planner::attention_backend::flash) a.add("--use-flash-attn-v2");
   a.comment("DeepSpeed");
   a.add("--deepspeed");
   a.add("--deepspeed_config", "ds_config.json");
   a.add("--zero-stage", s.zero);
   if (s.pp == 1) a.add("--no-pipeline-parallel");
   if (s.checkpoint != checkpoint_mode::none) a.add("--deepspeed-activation-checkpointing");
-  if (t.overlap_grad_sync && s.zero == 0 && pl.shape->sync.size > 1)
-    diags.warning({}, "DeepSpeed all-reduces ZeRO-0 gradients after the backward; the plan was costed with the "
-                      "reduction under it (overlap_grad_sync = true)");
   std::vector<template_value> values{
       {"PLAN", comment_text(pl.name)},
       {"FILE", comment_text(p.file)},
@@ -508,6 +483,65 @@ std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan con
   return {{"ds_config.json", ds_config(p, pl), false},
           {"args.txt", a.str(), false},
           {"launch.sh", fill(template_text("deepspeed_launch.sh"), values), true}};
+}
+
+// Whether a job of `f` says the run-time behaviour `key` of the plan: the
+// ones it has a setting for, where the setting applies (Megatron-LM
+// asserts --overlap-param-gather only with its distributed optimizer).
+bool carried(job_format f, std::string_view key, planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& t = p.training;
+  auto const prec = p.model.prec;
+  using planner::attention_backend;
+  switch (f) {
+    case job_format::torchtitan:
+      return key == "fused_elementwise" || key == "tp_comm_overlap" ||
+             (key == "grad_precision" && grad_precision(p) == precision::fp32) ||
+             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3);
+    case job_format::megatron:
+      if (key == "attention_backend")
+        return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::fused ||
+               t.attention_kernel == attention_backend::unfused;
+      if (key == "grad_precision")
+        return grad_precision(p) == precision::fp32 || (grad_precision(p) == precision::bf16 && prec != precision::fp16) ||
+               (grad_precision(p) == precision::fp16 && prec == precision::fp16);
+      return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" ||
+             key == "optimizer_state_precision" ||
+             (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
+             (key == "overlap_param_gather" && s.zero == 1) ||
+             (key == "tp_comm_overlap" && s.tp > 1 && s.sequence_parallel) ||
+             (key == "overlap_p2p_comm" && s.virtual_stages > 1) ||
+             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 1);
+    case job_format::deepspeed:
+      if (key == "attention_backend")
+        return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::unfused;
+      return key == "grad_precision" || ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
+             (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
+             (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
+  }
+  return false;
+}
+
+// A warning for each run-time behaviour the plan was costed with that the
+// job cannot say and that differs from what the framework then does (its
+// preset's): the job runs otherwise than planned there.
+void uncarried_behaviours(job_format f, planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
+  auto preset = planner::catalog_framework(name(f));
+  if (!preset) return;
+  auto runs = preset->behaviours;
+  if (runs.attention_kernel == planner::attention_backend::automatic)
+    runs.attention_kernel = planner::resolved_attention(p.cluster.device.generation);
+  for (auto const& key : planner::keys_of(planner::block_kind::training)) {
+    if (!key.behaviour || carried(f, key.name, p, pl)) continue;
+    auto const planned = planner::load(key, p.training);
+    auto const run = planner::load(key, runs);
+    if (planned == run) continue;
+    auto it = p.training.keys.find(key.name);
+    diags.warning(it == p.training.keys.end() ? dsl::span{} : it->second,
+                  fmt::format("the plan was costed with {} = {}; a {} job cannot say it and runs {}", key.name,
+                              planned ? planner::shown(key, *planned) : "(unset)", name(f),
+                              run ? planner::shown(key, *run) : "(unset)"));
+  }
 }
 
 }  // namespace
@@ -526,12 +560,14 @@ std::optional<std::string> export_refusal(job_format f, planner::program const& 
 
 std::vector<job_file> export_job(job_format f, planner::program const& p, planner::plan const& pl,
                                  dsl::diagnostics& diags) {
+  std::vector<job_file> files;
   switch (f) {
-    case job_format::torchtitan: return torchtitan_job(p, pl, diags);
-    case job_format::megatron: return megatron_job(p, pl, diags);
-    case job_format::deepspeed: return deepspeed_job(p, pl, diags);
+    case job_format::torchtitan: files = torchtitan_job(p, pl, diags); break;
+    case job_format::megatron: files = megatron_job(p, pl); break;
+    case job_format::deepspeed: files = deepspeed_job(p, pl); break;
   }
-  return {};
+  uncarried_behaviours(f, p, pl, diags);
+  return files;
 }
 
 }  // namespace dtplan::codegen

@@ -145,6 +145,7 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   // What DeepSpeed does with the gradients and the shards.
   std::string shard = "all";
   entry const* shard_at = nullptr;
+  std::int64_t mics_ranks = 0;
   if (config) {
     auto& j = *config;
     auto const grad_bytes = [&] {
@@ -193,6 +194,7 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       if (*n > 0 && stage == 3) {
         shard = fmt::format("{}", *n);
         shard_at = mics;
+        mics_ranks = *n;
       } else if (*n > 0) {
         t.diags.warning(mics->key_where, "'zero_optimization.mics_shard_size' is read only at ZeRO stage 3");
       }
@@ -229,9 +231,13 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
                         "zero_optimization.offload_optimizer.pipeline_write"})
       j.not_costed(prefix);
   }
-  set_strategy(t, "shard", shard == "all" ? identifier_value("all", origin)
-                                          : integer_value(std::stoll(shard), value_at(shard_at)),
-               key_at(shard_at));
+  if (mics_ranks > 0) {
+    strategy degrees;
+    degrees.dp = dp.value_or(0), degrees.tp = *c.tp, degrees.pp = *c.pp;
+    set_strategy(t, "shard", shard_value(mics_ranks, degrees, ctx, value_at(shard_at)), key_at(shard_at));
+  } else {
+    set_strategy(t, "shard", identifier_value("all", origin), origin);
+  }
 }
 
 }  // namespace dtplan::planner::import_detail

@@ -9,6 +9,7 @@
 
 #include "dsl/parse.hpp"
 #include "planner/import/translate.hpp"
+#include "planner/model/layout.hpp"
 
 namespace dtplan::planner {
 
@@ -184,6 +185,14 @@ void set_strategy(translation& t, std::string_view key, ast::value v, span key_w
   ast::assignment a{key_where, ast::identifier{key_where, std::string(key)}, std::move(v)};
   if (it != t.strategy.end()) *it = std::move(a);
   else t.strategy.push_back(std::move(a));
+}
+
+ast::value shard_value(std::int64_t dp_block, strategy const& degrees, context const& ctx, span where) {
+  if (ctx.prior && degrees.dp > 0) {
+    rank_layout const layout(degrees, ctx.prior->cluster.gpus_per_node);
+    if (layout.node_sync_members() == dp_block * degrees.cp) return identifier_value("node", where);
+  }
+  return integer_value(dp_block, where);
 }
 
 std::optional<std::int64_t> world(context const& ctx) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "planner/import/translate.hpp"
+#include "planner/ir/ir.hpp"
 
 namespace dtplan::planner::import_detail {
 
@@ -244,7 +245,11 @@ void import_megatron(job_reader& job, context const& ctx) {
                                                   *k, dp));
         return;
       }
-      set_strategy(t, "shard", integer_value(dp / *k, value_at(inst)), key_at(inst));
+      strategy degrees;
+      degrees.dp = dp, degrees.tp = *c.tp, degrees.pp = *c.pp, degrees.cp = *c.cp;
+      if (auto const* mapping = job.flag("--use-tp-pp-dp-mapping"); mapping)
+        degrees.order = {axis::tp, axis::cp, axis::pp, axis::dp};
+      set_strategy(t, "shard", shard_value(dp / *k, degrees, ctx, value_at(inst)), key_at(inst));
     } else if (*k > 1 && zero == 0) {
       t.diags.warning(inst->key_where, "'--num-distributed-optimizer-instances' is read only with "
                                        "'--use-distributed-optimizer'");

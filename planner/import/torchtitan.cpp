@@ -202,15 +202,16 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // replicas; DDP when only replicated (parallelize.py:113-146).
   bool const fsdp = (shard_degree ? *shard_degree > 1 : true) || cp.value > 1;
   set_strategy(t, "zero", integer_value(fsdp ? 3 : 0, value_at(dp_at)), key_at(dp_at));
-  if (fsdp && replicate.value > 1 && shard_degree)
-    set_strategy(t, "shard", integer_value(*shard_degree, value_at(replicate.at)), key_at(replicate.at));
+  if (fsdp && replicate.value > 1 && shard_degree) {
+    strategy degrees;
+    degrees.dp = replicate.value * *shard_degree, degrees.tp = tp.value, degrees.pp = pp.value, degrees.cp = cp.value;
+    set_strategy(t, "shard", shard_value(*shard_degree, degrees, ctx, value_at(replicate.at)), key_at(replicate.at));
+  }
   else
     set_strategy(t, "shard", identifier_value("all", value_at(dp_at)), key_at(dp_at));
   if (auto async = flag("parallelism.enable_async_tensor_parallel", false); async.second) {
     if (!async.first) return;
-    if (tp.value > 1)
-      set(t, "training", "tp_comm_overlap", boolean_value(*async.first, value_at(async.second)),
-          key_at(async.second));
+    set(t, "training", "tp_comm_overlap", boolean_value(*async.first, value_at(async.second)), key_at(async.second));
   }
   if (auto reshard = text("parallelism.fsdp_reshard_after_forward", "default"); reshard.second) {
     if (!choice(reshard, {"default", "always", "never"})) return;
@@ -312,15 +313,24 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   if (!compile.first) return;
   set(t, "training", "fused_elementwise", boolean_value(*compile.first, value_at(compile.second)),
       key_at(compile.second));
-  job.not_costed("compile.components");
+  if (auto const* components = job.find("compile.components"); components && *compile.first) {
+    bool model = false;
+    if (components->val)
+      for (auto const& item : components->val->items) model = model || item.text == "model";
+    if (!model)
+      t.diags.warning(components->key_where, "torchtitan compiles no transformer block without 'model' in "
+                                             "'compile.components': costed as compiled");
+  }
   job.not_costed("compile.backend");
   if (fp8) {
     auto const gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
     if (!gather.first) return;
     set(t, "training", "fp8_param_gather", boolean_value(*gather.first, value_at(gather.second)),
         key_at(gather.second));
-    job.not_costed("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
-    job.not_costed("quantize.linear.float8.filter_fqns");
+    // The scales' precomputation and the output layer kept in bf16
+    // (filter_fqns = ["output"]) are how dtplan costs fp8 already.
+    job.find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
+    job.find("quantize.linear.float8.filter_fqns");
   }
 
   // What does not change a step's time or memory.

@@ -119,6 +119,12 @@ struct megatron_common {
 };
 megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed);
 
+/// A shard group of `dp_block` data-parallel coordinates (each with every
+/// context-parallel one) as the strategy's `shard` key writes it: `node`
+/// when that is the members of a gradient-sync group on one node of the
+/// prior program's cluster, else the number.
+ast::value shard_value(std::int64_t dp_block, strategy const& degrees, context const& ctx, span where);
+
 /// The world's size on the second pass (nothing on the first).
 std::optional<std::int64_t> world(context const& ctx);
 
