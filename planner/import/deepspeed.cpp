@@ -133,7 +133,13 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
     dp = *train / (*micro * *accumulation);
   else dp = dp_world;
   if (dp) set_strategy(t, "dp", integer_value(*dp, value_at(train_at ? train_at : micro_at)), key_at(train_at));
-  if (micro) set_strategy(t, "micro_batch", integer_value(*micro, value_at(micro_at)), key_at(micro_at));
+  if (!micro) {
+    t.diags.error(origin, args ? "the job writes neither '--micro-batch-size' nor ds_config.json's "
+                                 "'train_micro_batch_size_per_gpu'"
+                               : "the job does not write 'train_micro_batch_size_per_gpu'");
+    return;
+  }
+  set_strategy(t, "micro_batch", integer_value(*micro, value_at(micro_at)), key_at(micro_at));
   if (train) {
     set(t, "training", "global_batch", integer_value(*train, value_at(train_at)), key_at(train_at));
   } else if (micro) {

@@ -36,11 +36,11 @@ entry const* job_reader::flag(std::string_view key) {
   return e;
 }
 
-void job_reader::not_costed(std::string_view prefix) {
+void job_reader::not_costed(std::string_view prefix, std::string_view why) {
   for (std::size_t i = 0; i < doc_.entries.size(); ++i)
     if (!read_[i] && doc_.entries[i].key.starts_with(prefix)) {
       read_[i] = true;
-      not_costed_.insert(doc_.entries[i].key);
+      not_costed_.emplace(doc_.entries[i].key, why);
     }
 }
 
@@ -146,9 +146,8 @@ void job_reader::report_unread() {
     if (!read_[i]) {
       out_.diags.warning(e.key_where, fmt::format("{}'s '{}' is not modelled: the plan is costed without it",
                                                   framework_, e.key));
-    } else if (not_costed_.count(e.key)) {
-      out_.diags.warning(e.key_where, fmt::format("{}'s '{}' is not read: it does not change a step's time or memory",
-                                                  framework_, e.key));
+    } else if (auto it = not_costed_.find(e.key); it != not_costed_.end()) {
+      out_.diags.warning(e.key_where, fmt::format("{}'s '{}' is not read: {}", framework_, e.key, it->second));
     }
   }
 }
@@ -218,6 +217,32 @@ std::optional<dsl::config::document> read_job(job_format f, dsl::source_manager 
   return std::nullopt;
 }
 
+// The launcher's options before the script (`torchrun --nproc_per_node 8
+// --nnodes 2`, `deepspeed --num_nodes 2`): the processes it starts are
+// checked against the cluster, the rest reported unread.
+void read_launcher(dsl::config::document const& doc, context const& ctx, std::string_view called,
+                   dsl::diagnostics& diags) {
+  for (auto const& e : doc.launcher) {
+    bool const per_node = e.key == "--nproc_per_node" || e.key == "--nproc-per-node" || e.key == "--num_gpus";
+    bool const nodes = e.key == "--nnodes" || e.key == "--num_nodes";
+    if (!per_node && !nodes) {
+      diags.warning(e.key_where, fmt::format("the launcher's '{}' is not read: the cluster is the .dtp file's",
+                                             e.key));
+      continue;
+    }
+    if (!ctx.prior || !e.val || e.val->unexpanded || e.val->k != dsl::config::value::kind::string ||
+        e.val->text.empty() || e.val->text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto const n = std::stoll(e.val->text);
+    auto const& c = ctx.prior->cluster;
+    auto const want = per_node ? c.gpus_per_node : c.nodes;
+    if (n != want)
+      diags.warning(e.val->where, fmt::format("the launcher starts {} {}; cluster '{}' has {}: the {} job is costed on "
+                                              "the cluster",
+                                              n, per_node ? "processes per node" : "nodes", c.name, want, called));
+  }
+}
+
 bool has_block(dsl::ast::file const& f, std::string_view kind) {
   return std::any_of(f.blocks.begin(), f.blocks.end(), [&](dsl::ast::block const& b) { return b.kind.name == kind; });
 }
@@ -279,8 +304,12 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
           import_deepspeed(&main, extra ? &*extra : nullptr, ctx);
         break;
     }
-    main.report_unread();
-    if (extra) extra->report_unread();
+    // After an error the importer stops reading: what it left is not unread.
+    if (!t.diags.has_errors()) {
+      main.report_unread();
+      if (extra) extra->report_unread();
+      read_launcher(*doc, ctx, called, t.diags);
+    }
     bool const failed = t.diags.has_errors();
     for (auto const& d : t.diags.list()) out.add(d);
     if (failed) return std::nullopt;

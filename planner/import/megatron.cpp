@@ -142,8 +142,9 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     c.global_batch = global;
   }
   if (auto const* ramp = job.find("--rampup-batch-size"))
-    t.diags.warning(ramp->key_where, "'--rampup-batch-size' is not modelled: the plan is costed at the full global "
-                                     "batch");
+    t.diags.warning(ramp->key_where, fmt::format("{}'s '--rampup-batch-size' is not modelled: the plan is costed at "
+                                                 "the full global batch",
+                                                 deepspeed ? "Megatron-DeepSpeed" : "Megatron-LM"));
   {
     auto [n, e] = integer("--num-layers-per-virtual-pipeline-stage");
     auto [v, ve] = integer("--num-virtual-stages-per-pipeline-rank");
@@ -192,6 +193,24 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   set_strategy(t, "checkpoint", identifier_value(mode, key_at(mode_at)), key_at(mode_at));
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
 
+  if (auto const* opt = job.find("--optimizer")) {
+    auto v = job.text(*opt);
+    if (!v) {
+      failed = true;
+    } else if (*v == "sgd") {
+      auto const* momentum = job.find("--sgd-momentum");
+      auto m = momentum ? job.real(*momentum) : std::optional<double>(0.9);
+      if (!m) failed = true;
+      else set(t, "model", "optimizer", identifier_value(*m > 0 ? "sgd_momentum" : "sgd", value_at(opt)), opt->key_where);
+    } else if (*v == "adam") {
+      if (ctx.prior && ctx.prior->model.optimizer != optimizer_kind::adam &&
+          ctx.prior->model.optimizer != optimizer_kind::adamw)
+        set(t, "model", "optimizer", identifier_value("adam", value_at(opt)), opt->key_where);
+    } else {
+      t.diags.warning(opt->key_where, fmt::format("{}'s optimizer '{}' is not modelled: costed as the model's",
+                                                  deepspeed ? "Megatron-DeepSpeed" : "Megatron-LM", dsl::escaped(*v)));
+    }
+  }
   for (auto flag : not_costed_arguments) job.not_costed(flag);
   if (failed && !t.diags.has_errors()) t.diags.error(origin, "the job's arguments could not be read");
   return c;
@@ -228,6 +247,10 @@ void import_megatron(job_reader& job, context const& ctx) {
   set(t, "training", "framework", identifier_value("megatron", origin), origin);
   auto const c = import_megatron_args(job, ctx, false);
   if (t.diags.has_errors()) return;
+  if (!c.micro_batch) {
+    t.diags.error(origin, "the job does not write '--micro-batch-size', which Megatron-LM needs");
+    return;
+  }
   batch_and_dp(job, ctx, c);
 
   // The distributed optimizer (ZeRO-1), and its instances (hybrid).
@@ -322,24 +345,6 @@ void import_megatron(job_reader& job, context const& ctx) {
     }
     if (sq && !job.text(*sq)) return;
     set(t, "training", "optimizer_state_precision", identifier_value(state, key_at(avg)), key_at(avg));
-  }
-  if (auto const* opt = job.find("--optimizer")) {
-    auto v = job.text(*opt);
-    if (!v) return;
-    if (*v == "sgd") {
-      auto const* momentum = job.find("--sgd-momentum");
-      auto m = momentum ? job.real(*momentum) : std::optional<double>(0.9);
-      if (!m) return;
-      set(t, "model", "optimizer", identifier_value(*m > 0 ? "sgd_momentum" : "sgd", value_at(opt)), opt->key_where);
-    } else if (*v == "adam") {
-      if (ctx.prior && ctx.prior->model.optimizer != optimizer_kind::adam &&
-          ctx.prior->model.optimizer != optimizer_kind::adamw)
-        set(t, "model", "optimizer", identifier_value("adam", value_at(opt)), opt->key_where);
-    } else {
-      t.diags.warning(opt->key_where, fmt::format("Megatron-LM's optimizer '{}' is not modelled: costed as the "
-                                                  "model's",
-                                                  dsl::escaped(*v)));
-    }
   }
 }
 

@@ -332,6 +332,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     job.find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
     job.find("quantize.linear.float8.filter_fqns");
   }
+  if (!fp8) job.not_costed("quantize.", "it applies only with the float8 converter in 'model.converters', which this job does not use");
 
   // What does not change a step's time or memory.
   for (auto prefix : {"job.", "profiling.", "metrics.", "optimizer.", "lr_scheduler.", "checkpoint.", "validation.",

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,8 +45,9 @@ class job_reader {
   /// `--bf16 yes`).
   entry const* flag(std::string_view key);
   /// Marks every entry whose key starts with `prefix` read, as not
-  /// changing a step's time or memory (a warning says so, by name).
-  void not_costed(std::string_view prefix);
+  /// changing a step's time or memory (a warning says so, by name), or for
+  /// the reason `why` ("it applies only with ...").
+  void not_costed(std::string_view prefix, std::string_view why = "it does not change a step's time or memory");
 
   /// The value of `e` as a whole number, number, boolean or text, or a
   /// located error ("expected a whole number for '--num-layers', got a
@@ -74,7 +76,7 @@ class job_reader {
   std::string framework_;
   translation& out_;
   std::vector<bool> read_;
-  std::set<std::string, std::less<>> not_costed_;
+  std::map<std::string, std::string, std::less<>> not_costed_;  // key -> why
 };
 
 /// Syntax-tree values located at `where`.
