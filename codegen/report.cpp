@@ -188,6 +188,9 @@ std::string to_json(report const& r) {
   json_writer w;
   w.begin_object();
   w.key("file").value(p.file);
+  // The document's own version (docs/spec/dtplan.schema.json) and the tool's.
+  w.key("schema_version").value(json_schema_version);
+  w.key("dtplan_version").value(tool_version());
   auto params = count_params(p.model);
   w.key("model").begin_object();
   w.key("name").value(p.model.name);
@@ -261,7 +264,16 @@ std::string to_json(report const& r) {
   }
   if (!r.explanations.empty()) {
     w.key("explain").begin_array();
-    for (auto const& e : r.explanations) w.value(e);
+    for (auto const& e : r.explanations) {
+      w.begin_object();
+      w.key("kind").value(e.kind);
+      w.key("subject").value(e.subject);
+      w.key("figures").begin_object();
+      for (auto const& [name, v] : e.figures) w.key(name).value(v);
+      w.end_object();
+      w.key("text").value(e.text);
+      w.end_object();
+    }
     w.end_array();
   }
   w.end_object();
@@ -390,7 +402,7 @@ std::string to_text(report const& r, bool explain) {
   }
   if (explain && !r.explanations.empty()) {
     out += "\nexplain\n";
-    for (auto const& e : r.explanations) out += fmt::format("  {}\n", e);
+    for (auto const& e : r.explanations) out += fmt::format("  {}\n", e.text);
   }
   return out;
 }

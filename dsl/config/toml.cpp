@@ -329,6 +329,7 @@ class toml_reader {
         continue;
       }
       if (s_.peek() == ']') continue;
+      if (s_.done()) continue;  // reported as an array never closed
       return s_.expected("',' or ']' in the array");
     }
   }

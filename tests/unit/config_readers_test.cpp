@@ -127,6 +127,8 @@ TEST_CASE("what TOML allows and torchtitan does not write is refused where it is
         "      |       ^\n");
   CHECK(refused("x = [1,\n2\n") ==
         "bad.toml:3:1: error: expected ']' to close the array, got the end of the file\n"
+        "    3 | \n"
+        "      | ^\n"
         "bad.toml:1:5: note: the array opens here\n"
         "    1 | x = [1,\n"
         "      |     ^\n");
