@@ -522,9 +522,26 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
   return false;
 }
 
+// Whether the behaviour `key` changes anything for this plan: the pipeline's
+// sends without a pipeline, tensor-parallel overlap without tensor
+// parallelism, ZeRO-1's gather without ZeRO-1, ... do not.
+bool applies(std::string_view key, planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  if (key == "overlap_p2p_comm") return s.pp > 1 && s.virtual_stages > 1;
+  if (key == "p2p_scatter_gather") return s.pp > 1 && s.tp > 1;
+  if (key == "tp_comm_overlap") return s.tp > 1;
+  if (key == "overlap_param_gather") return s.zero >= 1;
+  if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
+  if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;
+  if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
+  if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket") return pl.shape->sync.size > 1;
+  return true;
+}
+
 // A warning for each run-time behaviour the plan was costed with that the
-// job cannot say and that differs from what the framework then does (its
-// preset's): the job runs otherwise than planned there.
+// job cannot say, that matters to the plan, and that differs from what the
+// framework then does (its preset's): the job runs otherwise than planned
+// there.
 void uncarried_behaviours(job_format f, planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
   auto preset = planner::catalog_framework(name(f));
   if (!preset) return;
@@ -532,7 +549,7 @@ void uncarried_behaviours(job_format f, planner::program const& p, planner::plan
   if (runs.attention_kernel == planner::attention_backend::automatic)
     runs.attention_kernel = planner::resolved_attention(p.cluster.device.generation);
   for (auto const& key : planner::keys_of(planner::block_kind::training)) {
-    if (!key.behaviour || carried(f, key.name, p, pl)) continue;
+    if (!key.behaviour || carried(f, key.name, p, pl) || !applies(key.name, p, pl)) continue;
     auto const planned = planner::load(key, p.training);
     auto const run = planner::load(key, runs);
     if (planned == run) continue;

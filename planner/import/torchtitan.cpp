@@ -182,7 +182,8 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   else if (auto w = world(ctx)) {
     auto const others = replicate.value * tp.value * pp.value * cp.value;
     if (*w % others != 0) {
-      t.diags.error(value_at(replicate.at ? replicate.at : shard.at),
+      auto const* at = replicate.at ? replicate.at : tp.at ? tp.at : pp.at ? pp.at : cp.at;
+      t.diags.error(value_at(at),
                     fmt::format("torchtitan shards over the ranks left, but the cluster's {} GPUs are not a multiple "
                                 "of data_parallel_replicate_degree x tensor x pipeline x context degrees = {}",
                                 *w, others));
