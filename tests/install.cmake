@@ -23,7 +23,9 @@ foreach(src IN LISTS compile_fail_sources)
     endif()
     add_test(NAME compile_fail:${name}:${variant}
              COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target ${target})
-    set_tests_properties(compile_fail:${name}:${variant} PROPERTIES LABELS compile_fail TIMEOUT 300)
+    # One build of the tree at a time: ninja does not share a build directory.
+    set_tests_properties(compile_fail:${name}:${variant} PROPERTIES LABELS compile_fail TIMEOUT 300
+                         RESOURCE_LOCK dtplan_build_tree)
   endforeach()
   set_tests_properties(compile_fail:${name}:wrong PROPERTIES WILL_FAIL TRUE)
 endforeach()
