@@ -64,4 +64,31 @@ expect_contains "$TMP/out" "torchtitan: valid"
 printf '%s\n' '[parallelism]' 'tensor_parallel_degree = 3' >"$TMP/bad.toml"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/bad.toml" --quiet
 expect_contains "$TMP/err" "$TMP/bad.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = 3"
+
+# A hostile file name reaches the jobs only as escaped comment text: every
+# line of args.txt is a comment or an argument, the TOML reads back whole,
+# and bash parses the launch scripts without running anything of it.
+root=$PWD
+mkdir "$TMP/h" && cd "$TMP/h" || exit 1
+hostile="a
+\$(touch pwned)\`touch pwned\`'\"x.dtp"
+cp "$root/$plan" "$hostile"
+for fw in torchtitan megatron deepspeed; do
+  runs=(--set current.zero=1)  # torchtitan: FSDP with its op-level checkpointing
+  [ "$fw" = torchtitan ] && runs=(--set current.zero=3 --set current.checkpoint=ops)
+  expect_status 0 "$DTPLAN" "$hostile" --strategy current "${runs[@]}" --set training.framework=$fw \
+    --emit "h-$fw" --quiet
+  checks=$((checks + 1))
+  bash -n "h-$fw/$fw/launch.sh" || fail "h-$fw/$fw/launch.sh does not parse"
+done
+checks=$((checks + 1))
+bad=$(grep -v -e '^#' -e '^--' h-megatron/megatron/args.txt h-deepspeed/deepspeed/args.txt)
+[ -z "$bad" ] || fail "args.txt lines that are neither comment nor argument: $bad"
+expect_status 0 "$DTPLAN" "$root/$plan" --from torchtitan h-torchtitan/torchtitan/job.toml --quiet
+expect_contains "$TMP/out" "torchtitan: valid"
+expect_status 0 "$DTPLAN" "$root/$plan" --from megatron h-megatron/megatron/args.txt --quiet
+expect_contains "$TMP/out" "megatron: valid"
+checks=$((checks + 1))
+[ ! -e pwned ] || fail "the file name ran"
+cd "$root" || exit 1
 finish
