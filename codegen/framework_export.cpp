@@ -180,6 +180,19 @@ std::string header_line(planner::program const& p, planner::plan const& pl) {
                      p.cluster.device.name, planner::to_string(pl.time->step));
 }
 
+// The values every launch template takes; `environment` is shell code the
+// plan needs exported first.
+std::vector<template_value> launch_values(planner::program const& p, planner::plan const& pl,
+                                          std::string environment = {}) {
+  return {
+      {"PLAN", comment_text(pl.name)},
+      {"FILE", comment_text(p.file)},
+      {"NODES", fmt::format("{}", p.cluster.nodes)},
+      {"GPUS_PER_NODE", fmt::format("{}", p.cluster.gpus_per_node)},
+      {"ENVIRONMENT", std::move(environment)},
+  };
+}
+
 std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
   auto const& s = pl.s;
   auto const& m = p.model;
@@ -264,13 +277,8 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   };
   if (m.dropout) warn("dropout", "torchtitan's Llama has no dropout; the plan was costed with dropout masks");
 
-  std::vector<template_value> values{
-      {"PLAN", comment_text(pl.name)},
-      {"FILE", comment_text(p.file)},
-      {"NODES", fmt::format("{}", p.cluster.nodes)},
-      {"GPUS_PER_NODE", fmt::format("{}", p.cluster.gpus_per_node)},
-  };
-  return {{"job.toml", o.str(), false}, {"launch.sh", fill(template_text("torchtitan_launch.sh"), values), true}};
+  return {{"job.toml", o.str(), false},
+          {"launch.sh", fill(template_text("torchtitan_launch.sh"), launch_values(p, pl)), true}};
 }
 
 // ---- Megatron-LM and Megatron-DeepSpeed ----------------------------------
@@ -396,14 +404,8 @@ std::vector<job_file> megatron_job(planner::program const& p, planner::plan cons
   if (s.tp > 1 || s.cp > 1)
     env = "# Megatron-LM asserts one CUDA stream connection with tensor or context parallelism before Blackwell\n"
           "# (megatron/training/arguments.py).\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n";
-  std::vector<template_value> values{
-      {"PLAN", comment_text(pl.name)},
-      {"FILE", comment_text(p.file)},
-      {"NODES", fmt::format("{}", p.cluster.nodes)},
-      {"GPUS_PER_NODE", fmt::format("{}", p.cluster.gpus_per_node)},
-      {"ENVIRONMENT", env},
-  };
-  return {{"args.txt", a.str(), false}, {"launch.sh", fill(template_text("megatron_launch.sh"), values), true}};
+  return {{"args.txt", a.str(), false},
+          {"launch.sh", fill(template_text("megatron_launch.sh"), launch_values(p, pl, env)), true}};
 }
 
 // ---- DeepSpeed -----------------------------------------------------------
@@ -473,16 +475,9 @@ std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan con
   a.add("--zero-stage", s.zero);
   if (s.pp == 1) a.add("--no-pipeline-parallel");
   if (s.checkpoint != checkpoint_mode::none) a.add("--deepspeed-activation-checkpointing");
-  std::vector<template_value> values{
-      {"PLAN", comment_text(pl.name)},
-      {"FILE", comment_text(p.file)},
-      {"NODES", fmt::format("{}", p.cluster.nodes)},
-      {"GPUS_PER_NODE", fmt::format("{}", p.cluster.gpus_per_node)},
-      {"ENVIRONMENT", ""},
-  };
   return {{"ds_config.json", ds_config(p, pl), false},
           {"args.txt", a.str(), false},
-          {"launch.sh", fill(template_text("deepspeed_launch.sh"), values), true}};
+          {"launch.sh", fill(template_text("deepspeed_launch.sh"), launch_values(p, pl)), true}};
 }
 
 // Whether a job of `f` says the run-time behaviour `key` of the plan: the

@@ -16,6 +16,6 @@ fi
 MASTER_ADDR="${MASTER_ADDR:-localhost}"
 MASTER_PORT="${MASTER_PORT:-29500}"
 export PYTORCH_ALLOC_CONF="${PYTORCH_ALLOC_CONF:-expandable_segments:True}"
-exec torchrun --nnodes @NODES@ --nproc-per-node @GPUS_PER_NODE@ --rdzv-id "${SLURM_JOB_ID:-dtplan}" \
+@ENVIRONMENT@exec torchrun --nnodes @NODES@ --nproc-per-node @GPUS_PER_NODE@ --rdzv-id "${SLURM_JOB_ID:-dtplan}" \
   --rdzv-backend c10d --rdzv-endpoint "$MASTER_ADDR:$MASTER_PORT" \
   -m torchtitan.train --job.config_file "$here/job.toml" "$@"

@@ -27,7 +27,6 @@ class splitter {
 
   std::optional<std::vector<word>> run() {
     std::vector<word> words;
-    if (s_.at("\xef\xbb\xbf")) s_.advance(3);
     while (true) {
       skip_space();
       if (s_.done()) break;

@@ -15,8 +15,11 @@ namespace dtplan::dsl::config::detail {
 
 class scanner {
  public:
+  /// At the file's start, after a byte-order mark.
   scanner(source_manager const& sources, std::uint32_t file, diagnostics& diags)
-      : text_(sources.file(file).text()), file_(file), diags_(diags) {}
+      : text_(sources.file(file).text()), file_(file), diags_(diags) {
+    if (at("\xef\xbb\xbf")) advance(3);
+  }
 
   [[nodiscard]] bool done() const { return pos_ >= text_.size(); }
   [[nodiscard]] char peek(std::size_t ahead = 0) const {

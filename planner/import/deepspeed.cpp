@@ -43,8 +43,9 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
                             "to '--from deepspeed' instead");
   }
 
-  auto key_at = [&](entry const* e) { return e ? e->key_where : origin; };
-  auto value_at = [&](entry const* e) { return e && e->val ? e->val->where : key_at(e); };
+  auto const& reader = args ? *args : *config;
+  auto key_at = [&](entry const* e) { return reader.key_at(e); };
+  auto value_at = [&](entry const* e) { return reader.value_at(e); };
   auto const dp_world = world(ctx) ? std::optional(*world(ctx) / (*c.tp * *c.pp * *c.cp)) : std::nullopt;
 
   // ZeRO, the batch and the precision: ds_config.json's where it has them.

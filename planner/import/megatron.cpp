@@ -29,8 +29,8 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   auto& t = job.out();
   auto const origin = job.origin();
   megatron_common c;
-  auto key_at = [&](entry const* e) { return e ? e->key_where : origin; };
-  auto value_at = [&](entry const* e) { return e && e->val ? e->val->where : key_at(e); };
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
   auto integer = [&](std::string_view key) -> std::pair<std::optional<std::int64_t>, entry const*> {
     auto const* e = job.find(key);
     if (!e) return {std::nullopt, nullptr};
@@ -242,8 +242,8 @@ void batch_and_dp(job_reader& job, context const& ctx, megatron_common const& c)
 void import_megatron(job_reader& job, context const& ctx) {
   auto& t = job.out();
   auto const origin = job.origin();
-  auto key_at = [&](entry const* e) { return e ? e->key_where : origin; };
-  auto value_at = [&](entry const* e) { return e && e->val ? e->val->where : key_at(e); };
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
   set(t, "training", "framework", identifier_value("megatron", origin), origin);
   auto const c = import_megatron_args(job, ctx, false);
   if (t.diags.has_errors()) return;

@@ -45,8 +45,8 @@ struct read_int {
 void import_torchtitan(job_reader& job, context const& ctx) {
   auto& t = job.out();
   auto const origin = job.origin();
-  auto key_at = [&](entry const* e) { return e ? e->key_where : origin; };
-  auto value_at = [&](entry const* e) { return e && e->val ? e->val->where : key_at(e); };
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
   auto integer = [&](std::string_view key, std::int64_t fallback) {
     read_int r{fallback, job.find(key)};
     if (r.at) {

@@ -67,6 +67,10 @@ class job_reader {
   /// default is said to come from.
   [[nodiscard]] span origin() const { return {doc_.file, 0, 0}; }
   [[nodiscard]] dsl::config::document const& document() const { return doc_; }
+  /// Where `e`'s key (its value) is written; the file's start when the job
+  /// does not write it (nullptr), or for the value of an argument alone.
+  [[nodiscard]] span key_at(entry const* e) const { return e ? e->key_where : origin(); }
+  [[nodiscard]] span value_at(entry const* e) const { return e && e->val ? e->val->where : key_at(e); }
   translation& out() { return out_; }
 
  private:

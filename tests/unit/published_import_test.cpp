@@ -55,6 +55,15 @@ struct imported {
   }
 };
 
+// The job is valid and costed, its step a finite time.
+void check_costed(imported const& r) {
+  REQUIRE(r.costed);
+  CHECK(r.costed->valid);
+  REQUIRE(r.costed->time);
+  CHECK(std::isfinite(r.costed->time->step.value()));
+  CHECK(r.costed->time->step.value() > 0);
+}
+
 // The key each warning names (its first quoted word), in order.
 std::vector<std::string> keys_of(std::vector<std::string> const& warnings) {
   std::vector<std::string> out;
@@ -105,11 +114,7 @@ TEST_CASE("torchtitan's llama3_8b.toml (v0.2.0) costs on 64 A100s") {
   CHECK(w.front() == "4:1 torchtitan's 'job.dump_folder' is not read: it does not change a step's time or memory");
   CHECK(w[21] == "62:1 torchtitan's 'quantize.linear.float8.enable_fsdp_float8_all_gather' is not read: it applies only "
                  "with the float8 converter in 'model.converters', which this job does not use");
-  REQUIRE(r.costed);
-  CHECK(r.costed->valid);
-  REQUIRE(r.costed->time);
-  CHECK(std::isfinite(r.costed->time->step.value()));
-  CHECK(r.costed->time->step.value() > 0);
+  check_costed(r);
 }
 
 TEST_CASE("Megatron-LM's GPT-3 175B example (core_v0.13.0) costs on 1,024 A100s") {
@@ -152,10 +157,7 @@ TEST_CASE("Megatron-LM's GPT-3 175B example (core_v0.13.0) costs on 1,024 A100s"
   CHECK(w.front() == "15:5 Megatron-LM's '--rampup-batch-size' is not modelled: the plan is costed at the full global "
                      "batch");
   CHECK(w[12] == "30:5 Megatron-LM's '--data-path' is not read: it does not change a step's time or memory");
-  REQUIRE(r.costed);
-  CHECK(r.costed->valid);
-  REQUIRE(r.costed->time);
-  CHECK(std::isfinite(r.costed->time->step.value()));
+  check_costed(r);
   CHECK(r.costed->grad_accum == 192);
 }
 
@@ -197,10 +199,7 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
                  "without it");
   CHECK(w[25] == "4:3 DeepSpeed's 'steps_per_print' is not read: it does not change a step's time or memory");
   CHECK(w[26] == "8:40 the launcher's '--node_rank' is not read: the cluster is the .dtp file's");
-  REQUIRE(r.costed);
-  CHECK(r.costed->valid);
-  REQUIRE(r.costed->time);
-  CHECK(std::isfinite(r.costed->time->step.value()));
+  check_costed(r);
   CHECK(r.costed->grad_accum == 4);
 }
 
