@@ -174,10 +174,11 @@ class toml_text {
   std::string out_;
 };
 
+// Names the plan, not its figures (plan.json has those): a job stays the
+// same file while the cost model is refined.
 std::string header_line(planner::program const& p, planner::plan const& pl) {
-  return fmt::format("plan '{}' of {}: model '{}' on cluster '{}' ({} nodes x {} {}), predicted step {}", pl.name,
-                     p.file, p.model.name, p.cluster.name, p.cluster.nodes, p.cluster.gpus_per_node,
-                     p.cluster.device.name, planner::to_string(pl.time->step));
+  return fmt::format("plan '{}' of {}: model '{}' on cluster '{}' ({} nodes x {} {})", pl.name, p.file,
+                     p.model.name, p.cluster.name, p.cluster.nodes, p.cluster.gpus_per_node, p.cluster.device.name);
 }
 
 // The values every launch template takes; `environment` is shell code the
