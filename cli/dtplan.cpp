@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <variant>
+
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -20,6 +23,7 @@
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
+#include "planner/import/import.hpp"
 #include "planner/lower/lower.hpp"
 #include "planner/session.hpp"
 
@@ -32,9 +36,9 @@ constexpr int exit_invalid = 1;
 constexpr int exit_error = 2;
 
 constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
-              [--format text|json] [--emit DIR [--force]] [--dot FILE] [--quiet] [--explain]
-              [--threads N] [--progress] [--max-candidates N] [--time-limit SECONDS]
-              [--dump ast|ir]
+              [--format text|json] [--emit DIR [--force] [--framework NAME]] [--dot FILE] [--quiet]
+              [--explain] [--threads N] [--progress] [--max-candidates N] [--time-limit SECONDS]
+              [--from torchtitan|megatron|deepspeed CONFIG] [--dump ast|ir]
        dtplan --help | --version
 )";
 
@@ -59,6 +63,15 @@ options:
                         sharding.dot/.svg, skeleton/ (NCCL/CUDA), launch/; DIR
                         is written whole or not at all and must be new or empty
   --force               with --emit, replace a DIR that is not empty
+  --framework NAME      with --emit, also write the plan as a torchtitan, megatron or
+                        deepspeed job (DIR/NAME/: its configuration and launch
+                        script); by default the framework the training block names,
+                        when it is one of those
+  --from NAME CONFIG    cost the job of a torchtitan job TOML, Megatron-LM argument
+                        list or DeepSpeed ds_config.json (or Megatron-DeepSpeed
+                        arguments naming one) on FILE's cluster and model, in place
+                        of FILE's strategies; what dtplan does not model is a warning
+                        at its key in CONFIG
   --dot FILE            write only the sharding diagram (Graphviz); FILE's
                         directory must exist
   --explain             say where time goes as the plan scales and why the
@@ -107,6 +120,9 @@ struct options {
   std::int64_t max_candidates = 64'000'000;
   double time_limit = 0;
   std::optional<std::string> dump;
+  std::optional<planner::job_format> framework;  ///< --framework
+  std::optional<planner::job_format> from;       ///< --from NAME ...
+  std::string from_file;                         ///< ... CONFIG
 };
 
 int usage_error(std::string const& message) {
@@ -224,6 +240,23 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       o.dot_file = *v;
       continue;
     }
+    if (is("--framework")) {
+      auto v = value("--framework");
+      auto f = v ? planner::job_format_of(*v) : std::nullopt;
+      if (!f) return usage_error("--framework needs 'torchtitan', 'megatron' or 'deepspeed'");
+      o.framework = f;
+      continue;
+    }
+    if (is("--from")) {
+      auto v = value("--from");
+      auto f = v ? planner::job_format_of(*v) : std::nullopt;
+      if (!f) return usage_error("--from needs 'torchtitan', 'megatron' or 'deepspeed', then the job's file");
+      if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1].starts_with("--"))
+        return usage_error(fmt::format("--from {} needs the job's file", *v));
+      o.from = f;
+      o.from_file = std::string(args[++i]);
+      continue;
+    }
     if (is("--dump")) {
       auto v = value("--dump");
       if (!v || (*v != "ast" && *v != "ir")) return usage_error("--dump needs 'ast' or 'ir'");
@@ -234,7 +267,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       auto known = std::vector<std::string>{"--optimize", "--top",   "--strategy", "--set",     "--format",
                                             "--emit",     "--force", "--dot",      "--quiet",   "--explain",
                                             "--threads",  "--progress", "--dump",  "--help",    "--version",
-                                            "--max-candidates", "--time-limit"};
+                                            "--max-candidates", "--time-limit", "--framework", "--from"};
       auto near = dsl::closest(a, known);
       return usage_error(near.empty() ? fmt::format("unknown option '{}'", a)
                                       : fmt::format("unknown option '{}'; did you mean '{}'?", a, near));
@@ -243,6 +276,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
   }
   if (o.file.empty()) return usage_error("no input file");
   if (o.force && !o.emit_dir) return usage_error("--force only applies to --emit DIR");
+  if (o.framework && !o.emit_dir) return usage_error("--framework only applies to --emit DIR");
   return std::nullopt;
 }
 
@@ -288,7 +322,27 @@ std::optional<planner::program> load(run& r, std::uint32_t file) {
     if (auto setting = dsl::parse_setting(r.sources, id, r.diags)) lowering.settings.push_back(*setting);
   }
   if (r.diags.has_errors()) return std::nullopt;
-  auto program = planner::load(r.sources, file, lowering, r.diags);
+  std::optional<planner::program> program;
+  if (r.o.from) {
+    // The job's file, and a file it names, read as any source is; a path
+    // the job names is relative to the job's own directory.
+    auto job_input = dsl::read_source(r.o.from_file);
+    if (!job_input.text) {
+      fmt::print(stderr, "dtplan: error: {}\n", job_input.error);
+      return std::nullopt;
+    }
+    planner::job_source job{*r.o.from, r.sources.add(r.o.from_file, std::move(*job_input.text)), {}};
+    auto const base = std::filesystem::path(r.o.from_file).parent_path();
+    job.open = [&r, base](std::string const& path) -> std::variant<std::uint32_t, std::string> {
+      auto full = std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base / path;
+      auto text = dsl::read_source(full.string());
+      if (!text.text) return text.error;
+      return r.sources.add(full.string(), std::move(*text.text));
+    };
+    program = planner::load_job(r.sources, file, job, lowering, r.diags);
+  } else {
+    program = planner::load(r.sources, file, lowering, r.diags);
+  }
   if (r.diags.has_errors()) return std::nullopt;
   return program;
 }
@@ -321,7 +375,10 @@ int write_outputs(run& r, codegen::report const& rep, planner::session_outcome c
   if (o.emit_dir) {
     std::vector<planner::plan> one{chosen};
     auto json = codegen::to_json({rep.program, &one, rep.stats, {}, &r.sources});
-    if (!codegen::emit_bundle(*rep.program, chosen, json, *o.emit_dir, r.diags, {.force = o.force})) {
+    // The framework's own job: the one asked for, else the one the plan was
+    // costed for when dtplan writes its jobs.
+    auto job = o.framework ? o.framework : planner::job_format_of(rep.program->training.framework);
+    if (!codegen::emit_bundle(*rep.program, chosen, json, *o.emit_dir, r.diags, {.force = o.force, .job = job})) {
       r.flush();
       return exit_error;
     }

@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+#include "codegen/escape.hpp"
+#include "codegen/framework_export.hpp"
 #include "codegen/graphviz.hpp"
 #include "codegen/launch.hpp"
 #include "codegen/skeleton.hpp"
@@ -94,7 +96,8 @@ std::optional<int> create_dir(int dir, char const* name, fs::path const& shown, 
 // Writes every text file of the bundle into the new, empty directory `root`.
 // Stops at the first failure: the caller removes what was written.
 bool write_bundle(int root, fs::path const& shown, planner::program const& p, planner::plan const& pl,
-                  std::string const& json, dsl::diagnostics& diags) {
+                  std::string const& json, std::optional<planner::job_format> job, std::vector<job_file> const& job_files,
+                  dsl::diagnostics& diags) {
   if (!create_file(root, "plan.json", json, 0666, shown / "plan.json", diags) ||
       !create_file(root, "sharding.dot", sharding_dot(p, pl), 0666, shown / "sharding.dot", diags))
     return false;
@@ -110,9 +113,20 @@ bool write_bundle(int root, fs::path const& shown, planner::program const& p, pl
   if (!launch_fd) return false;
   descriptor launch(*launch_fd);
   // Only the scripts this run created are executable.
-  return create_file(launch.get(), "slurm.sbatch", slurm_script(p, pl), 0777, shown / "launch" / "slurm.sbatch",
-                     diags) &&
-         create_file(launch.get(), "mpirun.sh", mpirun_script(p, pl), 0777, shown / "launch" / "mpirun.sh", diags);
+  if (!create_file(launch.get(), "slurm.sbatch", slurm_script(p, pl), 0777, shown / "launch" / "slurm.sbatch",
+                   diags) ||
+      !create_file(launch.get(), "mpirun.sh", mpirun_script(p, pl), 0777, shown / "launch" / "mpirun.sh", diags))
+    return false;
+  if (!job) return true;
+  auto const dir_name = std::string(planner::name(*job));
+  auto job_fd = create_dir(root, dir_name.c_str(), shown / dir_name, diags);
+  if (!job_fd) return false;
+  descriptor job_dir(*job_fd);
+  for (auto const& f : job_files)
+    if (!create_file(job_dir.get(), f.name.c_str(), f.text, f.executable ? 0777 : 0666, shown / dir_name / f.name,
+                     diags))
+      return false;
+  return true;
 }
 
 // What is at the bundle's path before it is written.
@@ -209,12 +223,6 @@ fs::path find_dot() {
   }
 }
 
-std::string shell_quote(std::string const& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // render_svg, naming `dot_file` as `shown` in its diagnostics.
 bool render(fs::path const& dot_file, fs::path const& svg_file, fs::path const& shown, bool& missing,
             dsl::diagnostics& diags) {
@@ -283,6 +291,16 @@ std::optional<emit_result> emit_bundle(planner::program const& p, planner::plan 
                                   ec ? ec.message() : reason(ENOTDIR)));
       return std::nullopt;
     }
+    // The framework's job is made first: a plan it cannot run writes nothing.
+    std::vector<job_file> job_files;
+    if (options.job) {
+      if (auto why = export_refusal(*options.job, p, pl)) {
+        diags.error({}, fmt::format("cannot write plan '{}' as a {} job: {}", pl.name, planner::name(*options.job),
+                                    *why));
+        return std::nullopt;
+      }
+      job_files = export_job(*options.job, p, pl, diags);
+    }
     auto was = inspect(target, dir, options.force, diags);
     if (!was) return std::nullopt;
 
@@ -305,7 +323,7 @@ std::optional<emit_result> emit_bundle(planner::program const& p, planner::plan 
         diags.error({}, fmt::format("cannot write the bundle to '{}': {}", dir.string(), reason(errno)));
         return discard();
       }
-      if (!write_bundle(root.get(), dir, p, pl, json, diags)) return discard();
+      if (!write_bundle(root.get(), dir, p, pl, json, options.job, job_files, diags)) return discard();
       if (::fchmod(root.get(), 0777 & ~current_umask()) != 0) {
         diags.error({}, fmt::format("cannot write the bundle to '{}': {}", dir.string(), reason(errno)));
         return discard();

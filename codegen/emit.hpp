@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dsl/diagnostics.hpp"
+#include "planner/import/job_format.hpp"
 #include "planner/ir/ir.hpp"
 #include "planner/ir/plan.hpp"
 
@@ -18,12 +19,17 @@ struct emit_result {
 /// How emit_bundle treats what is already at DIR.
 struct emit_options {
   bool force = false;  ///< replace a DIR that is not empty (`--force`)
+  /// Also write the plan as this framework's own job (DIR/torchtitan/,
+  /// DIR/megatron/ or DIR/deepspeed/: codegen/framework_export.hpp). A plan
+  /// the framework cannot run is an error and nothing is written.
+  std::optional<planner::job_format> job;
 };
 
 /// Writes DIR/plan.json (the given `json` text, as codegen::to_json makes
 /// it), DIR/sharding.dot, DIR/sharding.svg (when the `dot` command is
 /// installed; otherwise a note), DIR/skeleton/{CMakeLists.txt,train_step.cu}
-/// and DIR/launch/{slurm.sbatch,mpirun.sh} (executable).
+/// and DIR/launch/{slurm.sbatch,mpirun.sh} (executable); with `options.job`,
+/// the framework's job in DIR/<framework>/.
 ///
 /// The bundle is written whole or not at all: into a new directory beside
 /// DIR (DIR's parents are created), which is then renamed to DIR. DIR must

@@ -21,4 +21,13 @@ std::string comment_text(std::string_view s);
 /// as a three-digit octal escape.
 std::string c_string(std::string_view s);
 
+/// A TOML basic string, quotes included, of printable ASCII only: '"' and
+/// '\\' escaped, control characters and every non-ASCII character (decoded
+/// from UTF-8; a byte that is not UTF-8 as U+FFFD) as `\uXXXX` or
+/// `\UXXXXXXXX`.
+std::string toml_string(std::string_view s);
+
+/// `s` as one shell word: in single quotes, each `'` written `'\''`.
+std::string shell_quote(std::string_view s);
+
 }  // namespace dtplan::codegen

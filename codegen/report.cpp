@@ -201,11 +201,16 @@ void write_throughput(json_writer& w, throughput const& r) {
 
 }  // namespace
 
+char const* tool_version() { return DTPLAN_VERSION; }
+
 std::string to_json(report const& r) {
   auto const& p = *r.program;
   json_writer w;
   w.begin_object();
   w.key("file").value(p.file);
+  // The document's own version (docs/spec/dtplan.schema.json) and the tool's.
+  w.key("schema_version").value(json_schema_version);
+  w.key("dtplan_version").value(tool_version());
   auto params = count_params(p.model);
   w.key("model").begin_object();
   w.key("name").value(p.model.name);
@@ -279,7 +284,16 @@ std::string to_json(report const& r) {
   }
   if (!r.explanations.empty()) {
     w.key("explain").begin_array();
-    for (auto const& e : r.explanations) w.value(e);
+    for (auto const& e : r.explanations) {
+      w.begin_object();
+      w.key("kind").value(e.kind);
+      w.key("subject").value(e.subject);
+      w.key("figures").begin_object();
+      for (auto const& [name, v] : e.figures) w.key(name).value(v);
+      w.end_object();
+      w.key("text").value(e.text);
+      w.end_object();
+    }
     w.end_array();
   }
   w.end_object();
@@ -410,7 +424,7 @@ std::string to_text(report const& r, bool explain) {
   }
   if (explain && !r.explanations.empty()) {
     out += "\nexplain\n";
-    for (auto const& e : r.explanations) out += fmt::format("  {}\n", e);
+    for (auto const& e : r.explanations) out += fmt::format("  {}\n", e.text);
   }
   return out;
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,9 +17,18 @@ struct report {
   planner::program const* program = nullptr;
   std::vector<planner::plan> const* plans = nullptr;
   std::optional<planner::search_stats> stats;        ///< only with --optimize
-  std::vector<std::string> explanations;             ///< --explain: search regions, scaling
+  std::vector<planner::explanation> explanations;    ///< --explain: search regions, scaling
   dsl::source_manager const* sources = nullptr;      ///< to turn spans into line:col
 };
+
+/// dtplan's version ("0.1.0"): what `--version` prints and every JSON
+/// document and exported job names.
+char const* tool_version();
+
+/// The version of the JSON document's shape (docs/spec/dtplan.schema.json,
+/// whose `schema_version` is this constant): raised whenever a key is
+/// added; none is ever removed or renamed.
+inline constexpr std::int64_t json_schema_version = 1;
 
 /// The JSON document of DSL.md section 4.
 std::string to_json(report const& r);

@@ -358,6 +358,10 @@ bool check_end(std::string_view text, std::uint32_t file, std::uint32_t pos, cha
 
 }  // namespace
 
+bool check_text(source_manager const& sources, std::uint32_t file, diagnostics& diags) {
+  return check_text(sources.file(file), file, diags);
+}
+
 std::optional<ast::file> parse(source_manager const& sources, std::uint32_t file,
                                diagnostics& diags) {
   auto const& source = sources.file(file);

@@ -8,6 +8,12 @@
 
 namespace dtplan::dsl {
 
+/// Whether a file is text every reader can take (the .dtp parser and the
+/// framework configuration readers of dsl/config/): under 4 GiB, UTF-8
+/// without NUL bytes, no lone carriage return. Reports the first byte that
+/// is not, with its line and column.
+bool check_text(source_manager const& sources, std::uint32_t file, diagnostics& diags);
+
 /// Parses a whole .dtp file. On a syntax error reports it (with the span of
 /// the offending token and what was expected) and returns nothing. Rejects
 /// text that is not UTF-8/ASCII text (NUL bytes, invalid UTF-8) and an empty

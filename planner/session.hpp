@@ -55,7 +55,7 @@ struct session_outcome {
   std::optional<search_stats> stats;
   /// With `search.explain`: the searches' rejected regions, then where the
   /// chosen plan loses scaling.
-  std::vector<std::string> explanations;
+  std::vector<explanation> explanations;
   /// Index in `plans` of the plan a bundle is written for: the named fixed
   /// strategy's when one is named, else the best search result, else the
   /// first valid plan of the program; none when that plan is not valid.

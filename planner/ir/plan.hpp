@@ -1,6 +1,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dsl/diagnostics.hpp"
@@ -20,6 +21,20 @@ struct throughput {
   flop_rate hardware_flops_per_gpu;  ///< achieved hardware FLOP/s per GPU
   double mfu = 0;  ///< model FLOP/s over all GPUs' peak, in [0, 1]
   double hfu = 0;
+};
+
+/// One finding of `--explain` as data: its kind, what it is about, its
+/// figures (each named with its unit as the JSON's keys are: `candidates`,
+/// `step_s`, `bytes_per_gpu`) and the sentence the text report prints.
+struct explanation {
+  /// "left_out", "no_structure", "illegal", "memory", "memory_micro_batch",
+  /// "other_illegal", "pruned" (a search's rejected regions); "scaling",
+  /// "scaling_point", "scaling_loss" (how the chosen plan scales).
+  std::string kind;
+  std::string subject;  ///< "tp = 8, pp = 2", "64 GPUs", "the space"
+  std::vector<std::pair<std::string, double>> figures;
+  std::string text;
+  friend bool operator==(explanation const&, explanation const&) = default;
 };
 
 /// A strategy checked and costed: what the report and the JSON print.

@@ -251,8 +251,8 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   return out;
 }
 
-std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_model const& model) {
-  std::vector<std::string> lines;
+std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_model const& model) {
+  std::vector<explanation> lines;
   if (!pl.valid || !pl.time) return lines;
   strategy const base = pl.s;
   auto const per_replica = base.tp * base.pp * base.cp;
@@ -296,29 +296,41 @@ std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_
   auto const& first = points.front();
   double const tokens = static_cast<double>(p.training.global_batch * p.model.seq_len);
   double const base_rate = tokens / first.t.step.value() / static_cast<double>(first.gpus);
-  lines.push_back(fmt::format("scaling from {} to {} GPUs (global batch {} kept, dp grows; tp {}, pp {}, cp {}):",
-                              first.gpus, points.back().gpus, p.training.global_batch, base.tp, base.pp, base.cp));
+  lines.push_back({"scaling", pl.name,
+                   {{"from_gpus", static_cast<double>(first.gpus)}, {"to_gpus", static_cast<double>(points.back().gpus)},
+                    {"global_batch", static_cast<double>(p.training.global_batch)}},
+                   fmt::format("scaling from {} to {} GPUs (global batch {} kept, dp grows; tp {}, pp {}, cp {}):",
+                               first.gpus, points.back().gpus, p.training.global_batch, base.tp, base.pp, base.cp)});
   for (auto const& pt : points) {
     double const rate = tokens / pt.t.step.value() / static_cast<double>(pt.gpus);
     double const share = [&] { return 1.0 / pt.t.step.value(); }();
-    lines.push_back(fmt::format(
-        "{} GPUs: step {}, {} tokens/s per GPU, {} of the {}-GPU rate; exposed communication {} ({}), bubble {} "
-        "({}), recomputation {} ({}){}",
-        pt.gpus, to_string(pt.t.step), three_digits(rate), percent(rate / base_rate), first.gpus,
-        to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm.value() * share), to_string(pt.t.bubble),
-        percent(pt.t.bubble.value() * share), to_string(pt.t.recompute), percent(pt.t.recompute.value() * share),
-        pt.forced));
+    lines.push_back(
+        {"scaling_point", fmt::format("{} GPUs", pt.gpus),
+         {{"gpus", static_cast<double>(pt.gpus)}, {"step_s", pt.t.step.value()}, {"tokens_per_s_per_gpu", rate},
+          {"rate_of_smallest", rate / base_rate}, {"exposed_comm_s", pt.t.exposed_comm.value()},
+          {"bubble_s", pt.t.bubble.value()}, {"recompute_s", pt.t.recompute.value()}},
+         fmt::format("{} GPUs: step {}, {} tokens/s per GPU, {} of the {}-GPU rate; exposed communication {} ({}), "
+                     "bubble {} ({}), recomputation {} ({}){}",
+                     pt.gpus, to_string(pt.t.step), three_digits(rate), percent(rate / base_rate), first.gpus,
+                     to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm.value() * share), to_string(pt.t.bubble),
+                     percent(pt.t.bubble.value() * share), to_string(pt.t.recompute),
+                     percent(pt.t.recompute.value() * share), pt.forced)});
   }
   auto const& last = points.back();
   if (points.size() > 1) {
     double const lost = 1 - (tokens / last.t.step.value() / static_cast<double>(last.gpus)) / base_rate;
     seconds const ideal = first.t.step * (static_cast<double>(first.gpus) / static_cast<double>(last.gpus));
-    lines.push_back(fmt::format(
-        "at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed communication "
-        "goes from {} to {} of the step, the bubble from {} to {}",
-        last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
-        percent(first.t.exposed_comm / first.t.step), percent(last.t.exposed_comm / last.t.step),
-        percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step)));
+    lines.push_back(
+        {"scaling_loss", fmt::format("{} GPUs", last.gpus),
+         {{"gpus", static_cast<double>(last.gpus)}, {"lost", std::max(0.0, lost)}, {"step_s", last.t.step.value()},
+          {"ideal_step_s", ideal.value()}, {"exposed_comm_share_first", first.t.exposed_comm / first.t.step},
+          {"exposed_comm_share", last.t.exposed_comm / last.t.step},
+          {"bubble_share_first", first.t.bubble / first.t.step}, {"bubble_share", last.t.bubble / last.t.step}},
+         fmt::format("at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed "
+                     "communication goes from {} to {} of the step, the bubble from {} to {}",
+                     last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
+                     percent(first.t.exposed_comm / first.t.step), percent(last.t.exposed_comm / last.t.step),
+                     percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step))});
   }
   return lines;
 }

@@ -21,6 +21,9 @@ throughput rate_of(program const& p, time_breakdown const& t);
 /// sizes and the global batch and growing dp, one line per GPU count, and
 /// where the lost scaling goes (exposed communication, bubble,
 /// recomputation, memory-forced choices). Every number carries its unit.
-std::vector<std::string> explain_scaling(program const& p, plan const& pl, cost_model const& model);
+/// Each line an explanation: "scaling" (the range), "scaling_point" (one GPU
+/// count: gpus, step_s, tokens_per_s_per_gpu, rate_of_smallest,
+/// exposed_comm_s, bubble_s, recompute_s), "scaling_loss" (the share lost).
+std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_model const& model);
 
 }  // namespace dtplan::planner

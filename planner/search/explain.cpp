@@ -20,8 +20,8 @@ void search_tally::merge(search_tally const& other) {
 
 void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
              std::vector<std::string> const& structural, search_tally const& all, double best,
-             std::vector<std::string>& out) {
-  out.insert(out.end(), structural.begin(), structural.end());
+             std::vector<explanation>& out) {
+  for (auto const& line : structural) out.push_back({"left_out", "the space", {}, line});
   auto usable = p.cluster.device.memory - p.cluster.device.reserved;
 
   // Structures every candidate of which is illegal, grouped by the first
@@ -48,7 +48,8 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     auto const& where = entry.second;
     std::string at = where.front();
     if (where.size() > 1) at += fmt::format(" and {} more", where.size() - 1);
-    out.push_back(fmt::format("{}: {} ({} candidates)", at, why, grouped(entry.first)));
+    out.push_back({"illegal", at, {{"candidates", static_cast<double>(entry.first)}},
+                   fmt::format("{}: {} ({} candidates)", at, why, grouped(entry.first))});
   }
 
   // Structures that fit nowhere: by tp when every structure of that tp is
@@ -69,23 +70,29 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   }
   for (auto const& [tp, e] : cut_by_tp) {
     if (e.first != structures_of_tp.at(tp)) continue;
-    out.push_back(fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
-                              tp, bytes(e.second), usable, grouped(candidates_by_tp[tp])));
+    out.push_back({"memory", fmt::format("tp = {}", tp),
+                   {{"bytes_per_gpu", e.second}, {"usable_bytes", usable.value()},
+                    {"candidates", static_cast<double>(candidates_by_tp[tp])}},
+                   fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
+                               tp, bytes(e.second), usable, grouped(candidates_by_tp[tp]))});
   }
   std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
     return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp} <
            std::tuple{b.first.tp, b.first.pp, b.first.cp, b.first.dp};
   });
   constexpr std::size_t shown = 8;
-  std::vector<std::string> lines;
+  std::vector<explanation> lines;
   std::int64_t hidden_candidates = 0;
   std::size_t hidden = 0;
   for (auto const& [w, needs] : rest) {
     auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({} candidates)",
                             structure_text(w), bytes(needs), usable, grouped(w.candidates));
-    if (std::find(lines.begin(), lines.end(), text) != lines.end()) continue;
+    if (std::any_of(lines.begin(), lines.end(), [&](explanation const& e) { return e.text == text; })) continue;
     if (lines.size() < shown) {
-      lines.push_back(text);
+      lines.push_back({"memory", structure_text(w),
+                       {{"bytes_per_gpu", needs}, {"usable_bytes", usable.value()},
+                        {"candidates", static_cast<double>(w.candidates)}},
+                       std::move(text)});
     } else {
       ++hidden;
       hidden_candidates += w.candidates;
@@ -93,18 +100,26 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   }
   out.insert(out.end(), lines.begin(), lines.end());
   if (hidden > 0)
-    out.push_back(fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
-                              grouped(hidden_candidates)));
+    out.push_back({"memory", fmt::format("{} more structures", hidden),
+                   {{"usable_bytes", usable.value()}, {"candidates", static_cast<double>(hidden_candidates)}},
+                   fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
+                               grouped(hidden_candidates))});
   if (all.memory_cut > 0)
-    out.push_back(fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
-                              grouped(all.memory_cut), usable));
+    out.push_back({"memory_micro_batch", "the space",
+                   {{"usable_bytes", usable.value()}, {"candidates", static_cast<double>(all.memory_cut)}},
+                   fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
+                               grouped(all.memory_cut), usable)});
   std::int64_t other = all.illegal;
   for (auto const& w : all.illegal_structures) other -= w.candidates;
-  if (other > 0) out.push_back(fmt::format("{} other candidates are not legal", grouped(other)));
+  if (other > 0)
+    out.push_back({"other_illegal", "the space", {{"candidates", static_cast<double>(other)}},
+                   fmt::format("{} other candidates are not legal", grouped(other))});
 
   if (all.pruned > 0)
-    out.push_back(fmt::format("{} candidates pruned by the time bound (>= {}, best {})", grouped(all.pruned),
-                              seconds(all.least_pruned), seconds(best)));
+    out.push_back({"pruned", "the space",
+                   {{"candidates", static_cast<double>(all.pruned)}, {"bound_s", all.least_pruned}, {"best_s", best}},
+                   fmt::format("{} candidates pruned by the time bound (>= {}, best {})", grouped(all.pruned),
+                               seconds(all.least_pruned), seconds(best))});
 }
 
 }  // namespace dtplan::planner::detail

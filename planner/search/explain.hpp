@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "planner/ir/ir.hpp"
+#include "planner/ir/plan.hpp"
 #include "planner/search/space.hpp"
 
 /// Why a search rejected whole regions of its space (`--explain`). Internal
@@ -33,6 +34,6 @@ struct search_tally {
 /// and the candidates the time bound pruned (`best`: the fastest step).
 void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
              std::vector<std::string> const& structural, search_tally const& all, double best,
-             std::vector<std::string>& out);
+             std::vector<explanation>& out);
 
 }  // namespace dtplan::planner::detail

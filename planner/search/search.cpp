@@ -505,7 +505,8 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   }
   if (options.explain && items.empty())
     result.explanations.push_back(
-        fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus()));
+        {"no_structure", "the space", {{"gpus", static_cast<double>(p.cluster.gpus())}},
+         fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus())});
   if (result.stats.candidates > options.max_candidates) {
     result.refused = fmt::format(
         "{} holds {} candidates, more than the {} --optimize searches (--max-candidates); fix some of its keys "

@@ -79,7 +79,7 @@ struct search_result {
   bool stopped = false;                   ///< the time limit ended it before the whole space was seen
   std::vector<plan> best;                 ///< top plans, best first, deterministic ties
   search_stats stats;
-  std::vector<std::string> explanations;  ///< with explain: rejected regions and why
+  std::vector<explanation> explanations;  ///< with explain: rejected regions and why
   std::vector<search_entry> ranked;       ///< the entries behind `best`, same order
 };
 

@@ -117,13 +117,23 @@ TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
   auto const p = seven_b_two_nodes();
   analytic_cost_model const model;
   auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
-  auto const lines = explain_scaling(p, pl, model);
+  auto const items = explain_scaling(p, pl, model);
+  std::vector<std::string> lines;
+  for (auto const& e : items) lines.push_back(e.text);
   for (auto const& l : lines) INFO(l);
   REQUIRE(lines.size() >= 3);
   CHECK(lines.front().rfind("scaling from ", 0) == 0);
   CHECK(lines.front().find(" to 16 GPUs") != std::string::npos);
   CHECK(any_contains(lines, "16 GPUs: step "));
   CHECK(lines.back().rfind("at 16 GPUs ", 0) == 0);
+  // The same as data: the kinds, and the last point's figures are its step's.
+  CHECK(items.front().kind == "scaling");
+  CHECK(items.back().kind == "scaling_loss");
+  CHECK(items.back().subject == "16 GPUs");
+  auto const& point = items[items.size() - 2];
+  CHECK(point.kind == "scaling_point");
+  CHECK(point.figures.front() == std::pair<std::string, double>{"gpus", 16.0});
+  CHECK(point.figures[1] == std::pair<std::string, double>{"step_s", pl.time->step.value()});
 }
 
 

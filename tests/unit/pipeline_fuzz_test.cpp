@@ -198,7 +198,7 @@ TEST_CASE("odd values go through every stage without a throw, a NaN or a diagnos
       for (auto const& d : pl.errors) plan_diags.add(d);
       check_diagnostics(plan_diags, sources);
       if (pl.valid)
-        for (auto const& line : planner::explain_scaling(*program, pl, model)) check_printed(line);
+        for (auto const& line : planner::explain_scaling(*program, pl, model)) check_printed(line.text);
     }
     rep.plans = &plans;
     std::string out;

@@ -217,7 +217,7 @@ TEST_CASE("a spec's fixed and unset keys stay as written") {
   }
   // tp 1, 2 (and 3, which never divides 8 GPUs) x micro-batch 1, 2.
   CHECK(r.stats.candidates == 4);
-  CHECK(r.explanations.front() == "tp = 3: does not divide 8 GPUs");
+  CHECK(r.explanations.front().text == "tp = 3: does not divide 8 GPUs");
 }
 
 TEST_CASE("checkpoint = auto explores op-level checkpointing") {
@@ -247,12 +247,12 @@ TEST_CASE("explain reports the time bound's pruning deterministically") {
   test::fake_cost_model model;
   auto r = search(p, search_everything(), model, with_threads(1, 1));
   REQUIRE_FALSE(r.explanations.empty());
-  CHECK(r.explanations.back() == "135 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
+  CHECK(r.explanations.back().text == "135 candidates pruned by the time bound (>= 1.14 ms, best 1.08 ms)");
   CHECK(search(p, search_everything(), model, with_threads(4, 1)).explanations == r.explanations);
   // A model without a per-strategy bound never prunes by time.
   test::flat_cost_model flat;
   for (auto const& line : search(p, search_everything(), flat, with_threads(2, 1)).explanations)
-    CHECK(line.find("time bound") == std::string::npos);
+    CHECK(line.text.find("time bound") == std::string::npos);
 }
 
 TEST_CASE("node_sync_members agrees with a walk of every sync group on every small layout") {

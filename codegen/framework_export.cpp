@@ -1,0 +1,586 @@
+#include "codegen/framework_export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/escape.hpp"
+#include "codegen/json_writer.hpp"
+#include "codegen/report.hpp"
+#include "codegen/templates/template_text.hpp"
+#include "planner/ir/keys.hpp"
+#include "planner/ir/units.hpp"
+#include "planner/lower/lower.hpp"
+
+namespace dtplan::codegen {
+
+namespace {
+
+using planner::checkpoint_mode;
+using planner::job_format;
+using planner::precision;
+
+// The shard group's ranks (dp x cp members) when ZeRO shards over fewer
+// ranks than hold the same weights: hybrid sharding.
+std::optional<std::int64_t> hybrid_shard(planner::plan const& pl) {
+  auto const& sh = *pl.shape;
+  if (pl.s.zero == 0 || sh.shard.size >= sh.sync.size) return std::nullopt;
+  return sh.shard.size;
+}
+
+precision grad_precision(planner::program const& p) {
+  return planner::grad_element_bytes(p.model, p.training) == 4 ? precision::fp32
+         : p.model.prec == precision::fp16                       ? precision::fp16
+                                                                 : precision::bf16;
+}
+
+// The framework's preset: what it can run.
+std::optional<std::string> preset_refusal(job_format f, planner::program const& p, planner::plan const& pl) {
+  auto preset = planner::catalog_framework(name(f));
+  if (!preset) return fmt::format("no built-in framework '{}'", name(f));
+  auto const& lim = preset->limits;
+  auto const& s = pl.s;
+  auto const fw = std::string(name(f));
+  if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end()) {
+    std::string stages;
+    for (std::size_t i = 0; i < lim.zero_stages.size(); ++i)
+      stages += fmt::format("{}{}", i == 0 ? "" : i + 1 == lim.zero_stages.size() ? " or " : ", ", lim.zero_stages[i]);
+    return fmt::format("{} does not run ZeRO-{} (zero = {}): it runs zero = {}", fw, s.zero, s.zero, stages);
+  }
+  if (s.pp > 1 && s.zero > lim.pipeline_max_zero)
+    return fmt::format("{} runs a pipeline with ZeRO-{} at most; the plan has zero = {} with pp = {}", fw,
+                       lim.pipeline_max_zero, s.zero, s.pp);
+  if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())
+    return fmt::format("{} has no checkpoint = {}", fw, planner::name(s.checkpoint));
+  if (s.tp > 1 && !lim.tensor_parallel) return fmt::format("{} has no tensor parallelism (tp = {})", fw, s.tp);
+  if (s.pp > 1 && !lim.pipeline_parallel) return fmt::format("{} has no pipeline parallelism (pp = {})", fw, s.pp);
+  if (s.virtual_stages > 1 && !lim.interleaving)
+    return fmt::format("{} does not interleave pipeline stages (virtual_stages = {})", fw, s.virtual_stages);
+  if (s.cp > 1 && !lim.context_parallel) return fmt::format("{} has no context parallelism (cp = {})", fw, s.cp);
+  if (hybrid_shard(pl) && !lim.hybrid_sharding)
+    return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
+                       pl.shape->shard.size, pl.shape->sync.size);
+  (void)p;
+  return std::nullopt;
+}
+
+// What each configuration cannot express.
+std::optional<std::string> torchtitan_refusal(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& m = p.model;
+  if (m.prec == precision::fp16)
+    return "torchtitan trains in bfloat16 or float32 (training.mixed_precision_param), not fp16";
+  if (s.checkpoint == checkpoint_mode::selective)
+    return "torchtitan has no recomputation of the core attention alone (checkpoint = selective, Megatron's); its "
+           "op-level selective checkpointing is checkpoint = ops";
+  if (s.zero == 0 && s.dp > 1 && (s.tp > 1 || s.pp > 1 || s.cp > 1))
+    return "torchtitan replicates with DDP (zero = 0) only without tensor, pipeline or context parallelism "
+           "(torchtitan/models/llama3/infra/parallelize.py: 'DDP has not supported > 1D parallelism')";
+  if (s.zero == 0 && s.cp > 1)
+    return "torchtitan shards the weights over the context-parallel ranks (FSDP over dp_shard x cp): zero = 0 with "
+           "cp > 1 is zero = 3 there";
+  if (s.tp > 1 && !s.sequence_parallel)
+    return "torchtitan always runs sequence parallelism with tensor parallelism (sequence_parallel = true)";
+  if (s.order != planner::default_order)
+    return fmt::format("torchtitan lays ranks out as tp-cp-dp-pp (its device mesh pp, dp_replicate, dp_shard, cp, "
+                       "tp); the plan's order is {}",
+                       planner::to_string(s.order));
+  if (auto shard = hybrid_shard(pl); shard && *shard % s.cp != 0)
+    return fmt::format("torchtitan shards over dp_shard x cp ranks: a shard group of {} ranks is not a multiple of "
+                       "cp = {}",
+                       *shard, s.cp);
+  auto const divisor = s.tp * (s.cp > 1 ? 2 * s.cp : 1);
+  if (m.seq_len % divisor != 0)
+    return fmt::format("torchtitan needs seq_len divisible by tp x 2 x cp = {}; it is {}", divisor, m.seq_len);
+  if (s.pp > 1 && m.layers % (s.pp * s.virtual_stages) != 0)
+    return fmt::format("torchtitan splits the layers evenly (pipeline_parallel_layers_per_stage): {} layers over "
+                       "{} pipeline chunks is uneven",
+                       m.layers, s.pp * s.virtual_stages);
+  if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
+    return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
+           "= true, compile.enable)";
+  return std::nullopt;
+}
+
+std::optional<std::string> megatron_refusal(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  using planner::axis;
+  planner::rank_order const tp_pp_dp{axis::tp, axis::cp, axis::pp, axis::dp};
+  if (s.order != planner::default_order && s.order != tp_pp_dp)
+    return fmt::format("Megatron-LM lays ranks out as tp-cp-dp-pp, or tp-cp-pp-dp with --use-tp-pp-dp-mapping; "
+                       "the plan's order is {}",
+                       planner::to_string(s.order));
+  if (s.virtual_stages > 1 && p.model.layers % (s.pp * s.virtual_stages) != 0)
+    return fmt::format("Megatron-LM gives every virtual stage --num-layers-per-virtual-pipeline-stage layers: {} "
+                       "layers over {} chunks is uneven",
+                       p.model.layers, s.pp * s.virtual_stages);
+  if (s.pp > 1 && p.model.layers % s.pp != 0)
+    return fmt::format("Megatron-LM needs --num-layers divisible by the pipeline's {} stages; it is {}", s.pp,
+                       p.model.layers);
+  if (auto shard = hybrid_shard(pl); shard && pl.shape->sync.size % *shard != 0)
+    return "Megatron-LM's distributed-optimizer instances must split the data-parallel ranks evenly";
+  return std::nullopt;
+}
+
+std::optional<std::string> deepspeed_refusal(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
+  if (s.order != planner::default_order)
+    return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
+                       planner::to_string(s.order));
+  if (hybrid_shard(pl) && s.zero < 3)
+    return "DeepSpeed shards ZeRO-1 and ZeRO-2 state over every data-parallel rank; a smaller shard group "
+           "(MiCS, zero_optimization.mics_shard_size) is ZeRO-3's";
+  if (s.pp > 1 && p.model.layers % s.pp != 0)
+    return fmt::format("Megatron-DeepSpeed's pipeline needs --num-layers divisible by its {} stages; it is {}", s.pp,
+                       p.model.layers);
+  return std::nullopt;
+}
+
+// ---- torchtitan ----------------------------------------------------------
+
+// A torchtitan llama3 flavor of the model's shape (torchtitan/models/llama3/__init__.py).
+struct flavor {
+  char const* name;
+  std::int64_t layers, hidden, heads, kv_heads, ffn;
+};
+constexpr flavor llama3_flavors[] = {
+    {"8B", 32, 4096, 32, 8, 14336},
+    {"70B", 80, 8192, 64, 8, 28672},
+    {"405B", 126, 16384, 128, 8, 53248},
+};
+
+flavor const* llama3_flavor(planner::model const& m) {
+  if (m.vocab != 128256 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings) return nullptr;
+  for (auto const& f : llama3_flavors)
+    if (f.layers == m.layers && f.hidden == m.hidden && f.heads == m.heads && f.kv_heads == m.kv_heads &&
+        f.ffn == m.ffn)
+      return &f;
+  return nullptr;
+}
+
+class toml_text {
+ public:
+  void comment(std::string_view line) { out_ += line.empty() ? "#\n" : fmt::format("# {}\n", comment_text(line)); }
+  void table(std::string_view name) { out_ += fmt::format("\n[{}]\n", name); }
+  void raw(std::string_view key, std::string const& value) { out_ += fmt::format("{} = {}\n", key, value); }
+  void number(std::string_view key, std::int64_t v) { raw(key, fmt::format("{}", v)); }
+  void boolean(std::string_view key, bool v) { raw(key, v ? "true" : "false"); }
+  void string(std::string_view key, std::string_view v) { raw(key, toml_string(v)); }
+  [[nodiscard]] std::string const& str() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Names the plan, not its figures (plan.json has those): a job stays the
+// same file while the cost model is refined.
+std::string header_line(planner::program const& p, planner::plan const& pl) {
+  return fmt::format("plan '{}' of {}: model '{}' on cluster '{}' ({} nodes x {} {})", pl.name, p.file,
+                     p.model.name, p.cluster.name, p.cluster.nodes, p.cluster.gpus_per_node, p.cluster.device.name);
+}
+
+// The values every launch template takes; `environment` is shell code the
+// plan needs exported first.
+std::vector<template_value> launch_values(planner::program const& p, planner::plan const& pl,
+                                          std::string environment = {}) {
+  return {
+      {"PLAN", comment_text(pl.name)},
+      {"FILE", comment_text(p.file)},
+      {"NODES", fmt::format("{}", p.cluster.nodes)},
+      {"GPUS_PER_NODE", fmt::format("{}", p.cluster.gpus_per_node)},
+      {"ENVIRONMENT", std::move(environment)},
+  };
+}
+
+std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
+  auto const& s = pl.s;
+  auto const& m = p.model;
+  auto const& t = p.training;
+  toml_text o;
+  o.comment(fmt::format("torchtitan job for {}.", header_line(p, pl)));
+  o.comment(fmt::format("Written by dtplan {} for torchtitan v0.2.0 (keys of torchtitan/config/job_config.py); run "
+                        "it with launch.sh.",
+                        tool_version()));
+  o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
+
+  o.table("model");
+  o.string("name", "llama3");
+  if (auto const* f = llama3_flavor(m)) {
+    o.string("flavor", f->name);
+  } else {
+    o.comment(fmt::format("No torchtitan llama3 flavor has this shape: register one named '{}' in "
+                          "torchtitan/models/llama3/__init__.py",
+                          m.name));
+    o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, vocab_size={}, FFN hidden {}).", m.hidden,
+                          m.layers, m.heads, m.kv_heads, m.vocab, m.ffn));
+    o.string("flavor", m.name);
+  }
+  if (m.prec == precision::fp8) o.raw("converters", "[\"quantize.linear.float8\"]");
+
+  // With a pipeline, one schedule runs every micro-batch of the step (as
+  // dtplan costs it): local_batch_size = micro_batch x grad_accum.
+  std::int64_t const local = s.pp > 1 ? s.micro_batch * pl.grad_accum : s.micro_batch;
+  o.table("training");
+  o.number("local_batch_size", local);
+  o.number("global_batch_size", t.global_batch);
+  o.number("seq_len", m.seq_len);
+  o.string("mixed_precision_param", m.prec == precision::fp32 ? "float32" : "bfloat16");
+  o.string("mixed_precision_reduce", "float32");
+
+  o.table("parallelism");
+  auto const shard = hybrid_shard(pl);
+  std::int64_t replicate = 1, shard_degree = s.dp;
+  if (s.zero == 0) replicate = s.dp, shard_degree = 1;
+  else if (shard) shard_degree = *shard / s.cp, replicate = s.dp / shard_degree;
+  o.number("data_parallel_replicate_degree", replicate);
+  o.number("data_parallel_shard_degree", shard_degree);
+  o.number("tensor_parallel_degree", s.tp);
+  o.number("pipeline_parallel_degree", s.pp);
+  o.number("context_parallel_degree", s.cp);
+  o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
+  if (s.pp > 1) {
+    o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
+    o.number("pipeline_parallel_microbatch_size", s.micro_batch);
+    o.number("pipeline_parallel_layers_per_stage", m.layers / (s.pp * s.virtual_stages));
+    o.comment("dtplan splits the layers evenly: neither the embedding nor the output counts as a layer.");
+    o.number("pipeline_parallel_first_stage_less_layers", 0);
+    o.number("pipeline_parallel_last_stage_less_layers", 0);
+  }
+
+  o.table("activation_checkpoint");
+  switch (s.checkpoint) {
+    case checkpoint_mode::none: o.string("mode", "none"); break;
+    case checkpoint_mode::full: o.string("mode", "full"); break;
+    default:
+      o.string("mode", "selective");
+      o.string("selective_ac_option", "op");
+      break;
+  }
+
+  o.table("compile");
+  o.boolean("enable", t.fused_elementwise);
+  if (t.fused_elementwise) o.raw("components", "[\"model\", \"loss\"]");
+
+  if (m.prec == precision::fp8) {
+    o.table("quantize.linear.float8");
+    bool const gather = t.fp8_param_gather && s.zero == 3;
+    o.boolean("enable_fsdp_float8_all_gather", gather);
+    o.boolean("precompute_float8_dynamic_scale_for_fsdp", gather);
+    o.raw("filter_fqns", "[\"output\"]");
+  }
+
+  // What torchtitan decides itself, where the plan was costed otherwise.
+  auto warn = [&](std::string_view key, std::string message) {
+    auto it = t.keys.find(key);
+    diags.warning(it == t.keys.end() ? dsl::span{} : it->second, std::move(message));
+  };
+  if (m.dropout) warn("dropout", "torchtitan's Llama has no dropout; the plan was costed with dropout masks");
+
+  return {{"job.toml", o.str(), false},
+          {"launch.sh", fill(template_text("torchtitan_launch.sh"), launch_values(p, pl)), true}};
+}
+
+// ---- Megatron-LM and Megatron-DeepSpeed ----------------------------------
+
+struct argument {
+  std::string flag;
+  std::string value;  ///< empty for a flag written alone
+};
+
+class argument_list {
+ public:
+  void comment(std::string_view line) { lines_ += fmt::format("# {}\n", comment_text(line)); }
+  void add(std::string flag, std::string value = {}) {
+    lines_ += value.empty() ? flag + "\n" : fmt::format("{} {}\n", flag, value);
+  }
+  void add(std::string flag, std::int64_t v) { add(std::move(flag), fmt::format("{}", v)); }
+  [[nodiscard]] std::string const& str() const { return lines_; }
+
+ private:
+  std::string lines_;
+};
+
+// The model, batch and parallel arguments pretrain_gpt.py shares in
+// Megatron-LM and Megatron-DeepSpeed (`deepspeed`: the latter's spelling).
+void model_arguments(argument_list& a, planner::program const& p, planner::plan const& pl, bool deepspeed) {
+  auto const& m = p.model;
+  auto const& s = pl.s;
+  a.comment("The model");
+  a.add("--num-layers", m.layers);
+  a.add("--hidden-size", m.hidden);
+  a.add("--ffn-hidden-size", m.ffn);
+  a.add("--num-attention-heads", m.heads);
+  if (m.kv_heads != m.heads) {
+    if (deepspeed) {
+      a.add("--num-key-value-heads", m.kv_heads);
+    } else {
+      a.add("--group-query-attention");
+      a.add("--num-query-groups", m.kv_heads);
+    }
+  }
+  a.add("--seq-length", m.seq_len);
+  a.add("--max-position-embeddings", m.seq_len);
+  a.add("--vocab-size", m.vocab);
+  if (m.mlp == planner::mlp_kind::swiglu) a.add("--swiglu");
+  if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
+  if (!m.dropout) {
+    a.add("--attention-dropout", "0.0");
+    a.add("--hidden-dropout", "0.0");
+  }
+  a.comment("The batch");
+  a.add("--micro-batch-size", s.micro_batch);
+  a.add("--global-batch-size", p.training.global_batch);
+  a.comment("The parallelism");
+  a.add("--tensor-model-parallel-size", s.tp);
+  a.add("--pipeline-model-parallel-size", s.pp);
+  if (s.virtual_stages > 1) a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
+  if (!deepspeed) a.add("--context-parallel-size", s.cp);
+  if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
+  switch (s.checkpoint) {
+    case checkpoint_mode::selective: a.add("--recompute-granularity", "selective"); break;
+    case checkpoint_mode::full:
+      a.add("--recompute-granularity", "full");
+      a.add("--recompute-method", "uniform");
+      a.add("--recompute-num-layers", 1);
+      break;
+    default: break;
+  }
+  a.comment("The precision");
+  if (m.prec == precision::fp16) a.add("--fp16");
+  if (m.prec == precision::bf16 || m.prec == precision::fp8) a.add("--bf16");
+  if (m.prec == precision::fp8) a.add("--fp8-format", "hybrid");
+}
+
+std::vector<job_file> megatron_job(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& m = p.model;
+  auto const& t = p.training;
+  argument_list a;
+  a.comment(fmt::format("Megatron-LM arguments for {}.", header_line(p, pl)));
+  a.comment(fmt::format("Written by dtplan {} for pretrain_gpt.py at core_v0.13.0 (megatron/training/arguments.py); "
+                        "launch.sh runs it.",
+                        tool_version()));
+  a.comment("The data, tokenizer, learning-rate and checkpoint arguments are yours to add.");
+  model_arguments(a, p, pl, false);
+  if (m.optimizer == planner::optimizer_kind::sgd || m.optimizer == planner::optimizer_kind::sgd_momentum) {
+    a.add("--optimizer", "sgd");
+    if (m.optimizer == planner::optimizer_kind::sgd) a.add("--sgd-momentum", "0.0");
+  }
+  auto const grads = grad_precision(p);
+  if (grads == precision::bf16 && m.prec != precision::fp32) a.add("--grad-reduce-in-bf16");
+  if (grads == precision::fp32 && m.prec == precision::fp16) a.add("--accumulate-allreduce-grads-in-fp32");
+  if (m.prec == precision::fp8 && t.fp8_param_gather && s.zero == 1) a.add("--fp8-param-gather");
+  using planner::axis;
+  if (s.order == planner::rank_order{axis::tp, axis::cp, axis::pp, axis::dp}) a.add("--use-tp-pp-dp-mapping");
+
+  a.comment("The distributed optimizer and what overlaps what");
+  if (s.zero == 1) {
+    a.add("--use-distributed-optimizer");
+    if (auto shard = hybrid_shard(pl)) a.add("--num-distributed-optimizer-instances", pl.shape->sync.size / *shard);
+    if (t.overlap_param_gather) a.add("--overlap-param-gather");
+  }
+  if (t.overlap_grad_sync) a.add("--overlap-grad-reduce");
+  if (t.grad_bucket == planner::bucket_rule::fixed) {
+    auto const params = std::llround(t.ddp_bucket_size.value() / planner::grad_element_bytes(m, t));
+    a.add("--ddp-bucket-size", std::max<std::int64_t>(1, params));
+  }
+  if (t.tp_comm_overlap && s.tp > 1 && s.sequence_parallel) a.add("--tp-comm-overlap");
+  if (s.virtual_stages > 1 && !t.overlap_p2p_comm) a.add("--no-overlap-p2p-communication");
+  if (t.optimizer_state_precision == precision::bf16) {
+    a.add("--use-precision-aware-optimizer");
+    a.add("--exp-avg-dtype", "bf16");
+    a.add("--exp-avg-sq-dtype", "bf16");
+  }
+  switch (t.attention_kernel) {
+    case planner::attention_backend::flash: a.add("--attention-backend", "flash"); break;
+    case planner::attention_backend::fused: a.add("--attention-backend", "fused"); break;
+    case planner::attention_backend::unfused: a.add("--attention-backend", "unfused"); break;
+    default: break;  // no such backend: a warning says what the job runs
+  }
+  if (t.cuda_graphs) a.add("--enable-cuda-graph");
+
+  std::string env;
+  if (s.tp > 1 || s.cp > 1)
+    env = "# Megatron-LM asserts one CUDA stream connection with tensor or context parallelism before Blackwell\n"
+          "# (megatron/training/arguments.py).\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  return {{"args.txt", a.str(), false},
+          {"launch.sh", fill(template_text("megatron_launch.sh"), launch_values(p, pl, env)), true}};
+}
+
+// ---- DeepSpeed -----------------------------------------------------------
+
+std::string ds_config(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& m = p.model;
+  auto const& t = p.training;
+  json_writer w;
+  w.begin_object();
+  w.key("train_batch_size").value(t.global_batch);
+  w.key("train_micro_batch_size_per_gpu").value(s.micro_batch);
+  w.key("gradient_accumulation_steps").value(pl.grad_accum);
+  if (m.prec == precision::bf16) w.key("bf16").begin_object().key("enabled").value(true).end_object();
+  if (m.prec == precision::fp16) w.key("fp16").begin_object().key("enabled").value(true).end_object();
+  if (t.grad_precision) w.key("communication_data_type").value(planner::name(*t.grad_precision));
+  w.key("zero_optimization").begin_object();
+  w.key("stage").value(s.zero);
+  if (s.zero >= 1) {
+    auto const elements = std::llround(t.ddp_bucket_size.value() / planner::grad_element_bytes(m, t));
+    w.key("reduce_bucket_size").value(static_cast<std::int64_t>(std::max<long long>(1, elements)));
+    w.key("overlap_comm").value(t.overlap_grad_sync);
+    // ZeRO-1/2 all-reduce each bucket unless told to reduce it to its
+    // owner (DeepSpeed zero/config.py:116, use_multi_rank_bucket_allreduce).
+    if (s.zero <= 2) w.key("use_multi_rank_bucket_allreduce").value(!t.grad_reduce_scatter);
+    w.key("offload_optimizer").begin_object().key("device").value("none").end_object();
+    if (s.zero == 3) w.key("offload_param").begin_object().key("device").value("none").end_object();
+    if (auto shard = hybrid_shard(pl)) w.key("mics_shard_size").value(*shard);
+  }
+  w.end_object();
+  if (s.pp > 1)
+    w.key("pipeline")
+        .begin_object()
+        .key("pipe_partitioned")
+        .value(t.p2p_scatter_gather)
+        .key("grad_partitioned")
+        .value(t.p2p_scatter_gather)
+        .end_object();
+  if (s.checkpoint != checkpoint_mode::none)
+    w.key("activation_checkpointing")
+        .begin_object()
+        .key("partition_activations")
+        .value(false)
+        .key("cpu_checkpointing")
+        .value(false)
+        .key("contiguous_memory_optimization")
+        .value(false)
+        .end_object();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+std::vector<job_file> deepspeed_job(planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& t = p.training;
+  argument_list a;
+  a.comment(fmt::format("Megatron-DeepSpeed arguments for {}.", header_line(p, pl)));
+  a.comment(fmt::format("Written by dtplan {} for pretrain_gpt.py of Megatron-DeepSpeed 4efb479 "
+                        "(megatron/arguments.py) on DeepSpeed v0.17.5; launch.sh runs it.",
+                        tool_version()));
+  a.comment("The data, tokenizer, learning-rate and checkpoint arguments are yours to add.");
+  model_arguments(a, p, pl, true);
+  if (t.attention_kernel == planner::attention_backend::flash) a.add("--use-flash-attn-v2");
+  a.comment("DeepSpeed");
+  a.add("--deepspeed");
+  a.add("--deepspeed_config", "ds_config.json");
+  a.add("--zero-stage", s.zero);
+  if (s.pp == 1) a.add("--no-pipeline-parallel");
+  if (s.checkpoint != checkpoint_mode::none) a.add("--deepspeed-activation-checkpointing");
+  return {{"ds_config.json", ds_config(p, pl), false},
+          {"args.txt", a.str(), false},
+          {"launch.sh", fill(template_text("deepspeed_launch.sh"), launch_values(p, pl)), true}};
+}
+
+// Whether a job of `f` says the run-time behaviour `key` of the plan: the
+// ones it has a setting for, where the setting applies (Megatron-LM
+// asserts --overlap-param-gather only with its distributed optimizer).
+bool carried(job_format f, std::string_view key, planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  auto const& t = p.training;
+  auto const prec = p.model.prec;
+  using planner::attention_backend;
+  switch (f) {
+    case job_format::torchtitan:
+      return key == "fused_elementwise" || key == "tp_comm_overlap" ||
+             (key == "grad_precision" && grad_precision(p) == precision::fp32) ||
+             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3);
+    case job_format::megatron:
+      if (key == "attention_backend")
+        return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::fused ||
+               t.attention_kernel == attention_backend::unfused;
+      if (key == "grad_precision")
+        return grad_precision(p) == precision::fp32 || (grad_precision(p) == precision::bf16 && prec != precision::fp16) ||
+               (grad_precision(p) == precision::fp16 && prec == precision::fp16);
+      return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" ||
+             key == "optimizer_state_precision" ||
+             (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
+             (key == "overlap_param_gather" && s.zero == 1) ||
+             (key == "tp_comm_overlap" && s.tp > 1 && s.sequence_parallel) ||
+             (key == "overlap_p2p_comm" && s.virtual_stages > 1) ||
+             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 1);
+    case job_format::deepspeed:
+      if (key == "attention_backend")
+        return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::unfused;
+      return key == "grad_precision" || ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
+             (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
+             (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
+  }
+  return false;
+}
+
+// Whether the behaviour `key` changes anything for this plan: the pipeline's
+// sends without a pipeline, tensor-parallel overlap without tensor
+// parallelism, ZeRO-1's gather without ZeRO-1, ... do not.
+bool applies(std::string_view key, planner::program const& p, planner::plan const& pl) {
+  auto const& s = pl.s;
+  if (key == "overlap_p2p_comm") return s.pp > 1 && s.virtual_stages > 1;
+  if (key == "p2p_scatter_gather") return s.pp > 1 && s.tp > 1;
+  if (key == "tp_comm_overlap") return s.tp > 1;
+  if (key == "overlap_param_gather") return s.zero >= 1;
+  if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
+  if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;
+  if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
+  if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket") return pl.shape->sync.size > 1;
+  return true;
+}
+
+// A warning for each run-time behaviour the plan was costed with that the
+// job cannot say, that matters to the plan, and that differs from what the
+// framework then does (its preset's): the job runs otherwise than planned
+// there.
+void uncarried_behaviours(job_format f, planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
+  auto preset = planner::catalog_framework(name(f));
+  if (!preset) return;
+  auto runs = preset->behaviours;
+  if (runs.attention_kernel == planner::attention_backend::automatic)
+    runs.attention_kernel = planner::resolved_attention(p.cluster.device.generation);
+  for (auto const& key : planner::keys_of(planner::block_kind::training)) {
+    if (!key.behaviour || carried(f, key.name, p, pl) || !applies(key.name, p, pl)) continue;
+    auto const planned = planner::load(key, p.training);
+    auto const run = planner::load(key, runs);
+    if (planned == run) continue;
+    auto it = p.training.keys.find(key.name);
+    diags.warning(it == p.training.keys.end() ? dsl::span{} : it->second,
+                  fmt::format("the plan was costed with {} = {}; a {} job cannot say it and runs {}", key.name,
+                              planned ? planner::shown(key, *planned) : "(unset)", name(f),
+                              run ? planner::shown(key, *run) : "(unset)"));
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> export_refusal(job_format f, planner::program const& p, planner::plan const& pl) {
+  if (!pl.valid || !pl.shape || !pl.time) return fmt::format("strategy '{}' is not valid", pl.name);
+  if (p.model.experts > 1) return "dtplan does not write mixture-of-experts jobs yet";
+  if (auto why = preset_refusal(f, p, pl)) return why;
+  switch (f) {
+    case job_format::torchtitan: return torchtitan_refusal(p, pl);
+    case job_format::megatron: return megatron_refusal(p, pl);
+    case job_format::deepspeed: return deepspeed_refusal(p, pl);
+  }
+  return std::nullopt;
+}
+
+std::vector<job_file> export_job(job_format f, planner::program const& p, planner::plan const& pl,
+                                 dsl::diagnostics& diags) {
+  std::vector<job_file> files;
+  switch (f) {
+    case job_format::torchtitan: files = torchtitan_job(p, pl, diags); break;
+    case job_format::megatron: files = megatron_job(p, pl); break;
+    case job_format::deepspeed: files = deepspeed_job(p, pl); break;
+  }
+  uncarried_behaviours(f, p, pl, diags);
+  return files;
+}
+
+}  // namespace dtplan::codegen

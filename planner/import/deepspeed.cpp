@@ -1,0 +1,250 @@
+// A DeepSpeed job: its ds_config.json (DeepSpeed v0.17.5: runtime/config.py,
+// runtime/zero/config.py, runtime/precision_config.py,
+// runtime/activation_checkpointing/config.py for every key and default read
+// here) and, when given, Megatron-DeepSpeed 4efb479's pretrain_gpt.py
+// arguments, which hold what ds_config.json does not: the model, tensor and
+// pipeline degrees, recomputation.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "planner/import/translate.hpp"
+
+namespace dtplan::planner::import_detail {
+
+void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) {
+  auto& t = (args ? args : config)->out();
+  auto const origin = (args ? args : config)->origin();
+  set(t, "training", "framework", identifier_value("deepspeed", origin), origin);
+
+  megatron_common c;
+  c.tp = c.pp = c.cp = 1;
+  if (args) {
+    c = import_megatron_args(*args, ctx, true);
+    if (t.diags.has_errors()) return;
+    if (auto const* flash = args->flag("--use-flash-attn-v2"))
+      set(t, "training", "attention_backend", identifier_value("flash", flash->key_where), flash->key_where);
+    else if (auto const* v1 = args->flag("--use-flash-attn"))
+      set(t, "training", "attention_backend", identifier_value("flash", v1->key_where), v1->key_where);
+    else
+      set(t, "training", "attention_backend", identifier_value("unfused", origin), origin);
+    for (auto flag : {"--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
+                      "--no-pipeline-parallel", "--deepspeed-activation-checkpointing"})
+      args->find(flag);
+    args->not_costed("--no-query-key-layer-scaling");
+  } else {
+    for (auto key : {"tp", "pp", "cp", "ep", "virtual_stages"}) set_strategy(t, key, integer_value(1, origin), origin);
+    set_strategy(t, "sequence_parallel", boolean_value(false, origin), origin);
+    set_strategy(t, "checkpoint", identifier_value("none", origin), origin);
+    set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
+    t.diags.warning(origin, "a ds_config.json does not hold the model, the tensor and pipeline degrees or the "
+                            "recomputation (Megatron-DeepSpeed's arguments do): costed with tp = pp = 1 and no "
+                            "recomputation; give the arguments (naming the ds_config.json with '--deepspeed_config') "
+                            "to '--from deepspeed' instead");
+  }
+
+  auto const& reader = args ? *args : *config;
+  auto key_at = [&](entry const* e) { return reader.key_at(e); };
+  auto value_at = [&](entry const* e) { return reader.value_at(e); };
+  auto const dp_world = world(ctx) ? std::optional(*world(ctx) / (*c.tp * *c.pp * *c.cp)) : std::nullopt;
+
+  // ZeRO, the batch and the precision: ds_config.json's where it has them.
+  std::optional<std::int64_t> zero;
+  entry const* zero_at = nullptr;
+  if (args) {
+    if (auto const* z = args->find("--zero-stage")) {
+      zero = args->integer(*z);
+      if (!zero) return;
+      zero_at = z;
+    }
+  }
+  std::optional<std::int64_t> train, micro = c.micro_batch, accumulation;
+  entry const *train_at = nullptr, *micro_at = nullptr, *accumulation_at = nullptr;
+  if (args) {
+    if (c.global_batch) train = c.global_batch, train_at = args->find("--global-batch-size");
+    micro_at = args->find("--micro-batch-size");
+  }
+  precision prec = c.prec.value_or(precision::fp32);
+  span prec_at = c.prec ? c.prec_where : origin;
+  if (config) {
+    auto& j = *config;
+    auto read = [&](std::string_view key, std::optional<std::int64_t>& into, entry const*& at) {
+      if (auto const* e = j.find(key)) {
+        auto v = j.integer(*e);
+        if (!v) return false;
+        if (into && *into != *v && args)
+          t.diags.warning(e->key_where, fmt::format("'{}' is {} here and {} in the arguments: costed with this file's",
+                                                    key, *v, *into));
+        into = v, at = e;
+      }
+      return true;
+    };
+    if (!read("zero_optimization.stage", zero, zero_at) || !read("train_batch_size", train, train_at) ||
+        !read("train_micro_batch_size_per_gpu", micro, micro_at) ||
+        !read("gradient_accumulation_steps", accumulation, accumulation_at))
+      return;
+    auto enabled = [&](std::string_view key) -> std::optional<bool> {
+      auto const* e = j.find(key);
+      return e ? j.boolean(*e) : std::optional<bool>(false);
+    };
+    auto bf16 = enabled("bf16.enabled");
+    auto old_bf16 = enabled("bfloat16.enabled");
+    auto fp16 = enabled("fp16.enabled");
+    if (!bf16 || !fp16 || !old_bf16) return;
+    if (*bf16 || *old_bf16 || *fp16) {
+      auto const* at = j.find(*fp16 ? "fp16.enabled" : *bf16 ? "bf16.enabled" : "bfloat16.enabled");
+      auto const from_config = *fp16 ? precision::fp16 : precision::bf16;
+      if (prec == precision::fp8 && from_config == precision::bf16) {
+        // Transformer Engine's fp8 runs on a bf16 engine.
+      } else {
+        prec = from_config;
+        prec_at = at->key_where;
+      }
+    } else if (args && c.prec && *c.prec != precision::fp32) {
+      t.diags.warning(origin, fmt::format("the arguments train in {} but ds_config.json enables neither 'bf16' nor "
+                                          "'fp16': costed in fp32, as DeepSpeed runs it",
+                                          name(*c.prec)));
+      prec = precision::fp32;
+    }
+    if (auto const* comm = j.find("communication_data_type")) {
+      auto v = j.text(*comm);
+      if (!v) return;
+      if (*v == "fp32" || *v == "bf16" || *v == "fp16")
+        set(t, "training", "grad_precision", identifier_value(*v, value_at(comm)), comm->key_where);
+      else {
+        t.diags.error(value_at(comm), fmt::format("DeepSpeed's 'communication_data_type' is 'fp16', 'bf16' or 'fp32', "
+                                                  "not '{}'",
+                                                  dsl::escaped(*v)));
+        return;
+      }
+    }
+  }
+  set(t, "model", "precision", identifier_value(name(prec), prec_at), prec_at);
+  std::int64_t const stage = zero.value_or(0);
+  if (stage < 0 || stage > 3) {
+    t.diags.error(value_at(zero_at), fmt::format("DeepSpeed's ZeRO stage is 0, 1, 2 or 3, not {}", stage));
+    return;
+  }
+  set_strategy(t, "zero", integer_value(stage, value_at(zero_at)), key_at(zero_at));
+
+  // dp: the batch's when ds_config.json gives all three figures, else the
+  // ranks the tensor and pipeline degrees leave.
+  std::optional<std::int64_t> dp;
+  if (train && micro && accumulation && *micro > 0 && *accumulation > 0 && *train % (*micro * *accumulation) == 0)
+    dp = *train / (*micro * *accumulation);
+  else dp = dp_world;
+  if (dp) set_strategy(t, "dp", integer_value(*dp, value_at(train_at ? train_at : micro_at)), key_at(train_at));
+  if (!micro) {
+    t.diags.error(origin, args ? "the job writes neither '--micro-batch-size' nor ds_config.json's "
+                                 "'train_micro_batch_size_per_gpu'"
+                               : "the job does not write 'train_micro_batch_size_per_gpu'");
+    return;
+  }
+  set_strategy(t, "micro_batch", integer_value(*micro, value_at(micro_at)), key_at(micro_at));
+  if (train) {
+    set(t, "training", "global_batch", integer_value(*train, value_at(train_at)), key_at(train_at));
+  } else if (micro) {
+    auto const at = accumulation_at ? accumulation_at : micro_at;
+    set(t, "training", "global_batch", integer_value(*micro * accumulation.value_or(1) * dp.value_or(1), value_at(at)),
+        key_at(at));
+  }
+
+  // What DeepSpeed does with the gradients and the shards.
+  std::string shard = "all";
+  entry const* shard_at = nullptr;
+  std::int64_t mics_ranks = 0;
+  if (config) {
+    auto& j = *config;
+    auto const grad_bytes = [&] {
+      for (auto const& s : t.settings)
+        if (s.key.name == "grad_precision")
+          if (auto const* id = std::get_if<ast::identifier>(&s.rhs)) return id->name == "fp32" ? 4.0 : 2.0;
+      return prec == precision::fp32 ? 4.0 : 2.0;
+    }();
+    if (stage >= 1) {
+      auto const* overlap = j.find("zero_optimization.overlap_comm");
+      auto o = overlap ? j.boolean(*overlap) : std::optional<bool>(stage == 3);  // zero/config.py:354-358
+      if (!o) return;
+      set(t, "training", "overlap_grad_sync", boolean_value(*o, key_at(overlap)), key_at(overlap));
+      if (auto const* bucket = j.find("zero_optimization.reduce_bucket_size")) {
+        auto n = j.integer(*bucket);
+        if (!n) return;
+        set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);
+        set(t, "training", "ddp_bucket_size", bytes_value(static_cast<double>(*n) * grad_bytes, value_at(bucket)),
+            bucket->key_where);
+      }
+    }
+    if (stage == 1 || stage == 2) {
+      auto const* multi = j.find("zero_optimization.use_multi_rank_bucket_allreduce");
+      auto const* scatter = j.find("zero_optimization.reduce_scatter");
+      auto m = multi ? j.boolean(*multi) : std::optional<bool>(true);
+      auto s = scatter ? j.boolean(*scatter) : std::optional<bool>(true);
+      if (!m || !s) return;
+      // Each bucket is all-reduced unless reduced to its owner (zero/config.py:105-121).
+      bool const all_reduce = *m || !*s;
+      auto const* at = multi ? multi : scatter;
+      set(t, "training", "grad_reduce", identifier_value(all_reduce ? "all_reduce" : "reduce_scatter", key_at(at)),
+          key_at(at));
+    }
+    for (auto key : {"zero_optimization.offload_optimizer.device", "zero_optimization.offload_param.device"})
+      if (auto const* off = j.find(key)) {
+        auto v = j.text(*off);
+        if (!v) return;
+        if (*v != "none")
+          t.diags.warning(off->key_where, fmt::format("DeepSpeed's '{}' '{}' is not modelled: the plan is costed "
+                                                      "without offloading",
+                                                      key, dsl::escaped(*v)));
+      }
+    if (auto const* mics = j.find("zero_optimization.mics_shard_size")) {
+      auto n = j.integer(*mics);
+      if (!n) return;
+      if (*n > 0 && stage == 3) {
+        shard = fmt::format("{}", *n);
+        shard_at = mics;
+        mics_ranks = *n;
+      } else if (*n > 0) {
+        t.diags.warning(mics->key_where, "'zero_optimization.mics_shard_size' is read only at ZeRO stage 3");
+      }
+    }
+    if (c.pp.value_or(1) > 1) {
+      auto const* pipe = j.find("pipeline.pipe_partitioned");
+      auto const* grad = j.find("pipeline.grad_partitioned");
+      auto p = pipe ? j.boolean(*pipe) : std::optional<bool>(true);
+      auto g = grad ? j.boolean(*grad) : std::optional<bool>(true);
+      if (!p || !g) return;
+      if (*p != *g)
+        t.diags.warning(key_at(grad), "'pipeline.pipe_partitioned' and 'pipeline.grad_partitioned' differ: costed "
+                                      "with the first for both");
+      set(t, "training", "p2p_scatter_gather", boolean_value(*p, key_at(pipe)), key_at(pipe));
+    }
+    for (auto key : {"activation_checkpointing.partition_activations", "activation_checkpointing.cpu_checkpointing"})
+      if (auto const* e = j.find(key)) {
+        auto v = j.boolean(*e);
+        if (!v) return;
+        if (*v)
+          t.diags.warning(e->key_where, fmt::format("DeepSpeed's '{}' is not modelled: the plan is costed without it",
+                                                    key));
+      }
+    j.find("activation_checkpointing.contiguous_memory_optimization");
+    for (auto prefix : {"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "optimizer.", "scheduler.",
+                        "zero_allow_untested_optimizer", "fp16.loss_scale", "fp16.initial_scale_power",
+                        "fp16.hysteresis", "fp16.min_loss_scale", "fp16.loss_scale_window", "tensorboard.",
+                        "wandb.", "csv_monitor.", "flops_profiler.", "dump_state", "aio.", "memory_breakdown",
+                        "activation_checkpointing.number_checkpoints", "activation_checkpointing.profile",
+                        "activation_checkpointing.synchronize_checkpoint_boundary", "checkpoint.",
+                        "zero_optimization.offload_optimizer.pin_memory", "zero_optimization.offload_param.pin_memory",
+                        "zero_optimization.offload_optimizer.buffer_count", "zero_optimization.offload_param.buffer_count",
+                        "zero_optimization.offload_optimizer.pipeline_read",
+                        "zero_optimization.offload_optimizer.pipeline_write"})
+      j.not_costed(prefix);
+  }
+  if (mics_ranks > 0) {
+    strategy degrees;
+    degrees.dp = dp.value_or(0), degrees.tp = *c.tp, degrees.pp = *c.pp;
+    set_strategy(t, "shard", shard_value(mics_ranks, degrees, ctx, value_at(shard_at)), key_at(shard_at));
+  } else {
+    set_strategy(t, "shard", identifier_value("all", origin), origin);
+  }
+}
+
+}  // namespace dtplan::planner::import_detail

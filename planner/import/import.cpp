@@ -1,0 +1,350 @@
+#include "planner/import/import.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <limits>
+
+#include "dsl/parse.hpp"
+#include "planner/import/translate.hpp"
+#include "planner/model/layout.hpp"
+
+namespace dtplan::planner {
+
+namespace import_detail {
+
+job_reader::job_reader(dsl::config::document const& doc, std::string_view framework, translation& out)
+    : doc_(doc), framework_(framework), out_(out), read_(doc.entries.size(), false) {}
+
+entry const* job_reader::find(std::string_view key) {
+  entry const* last = nullptr;
+  for (std::size_t i = 0; i < doc_.entries.size(); ++i)
+    if (doc_.entries[i].key == key) {
+      read_[i] = true;
+      last = &doc_.entries[i];
+    }
+  return last;
+}
+
+entry const* job_reader::flag(std::string_view key) {
+  auto const* e = find(key);
+  if (e && e->val) {
+    out_.diags.error(e->val->where, fmt::format("'{}' takes no value, got '{}'", key, dsl::escaped(e->val->text)));
+  }
+  return e;
+}
+
+void job_reader::not_costed(std::string_view prefix, std::string_view why) {
+  for (std::size_t i = 0; i < doc_.entries.size(); ++i)
+    if (!read_[i] && doc_.entries[i].key.starts_with(prefix)) {
+      read_[i] = true;
+      not_costed_.emplace(doc_.entries[i].key, why);
+    }
+}
+
+std::optional<std::string> job_reader::word(entry const& e, std::string_view what) {
+  if (!e.val) {
+    out_.diags.error(e.key_where, fmt::format("expected {} after '{}'", what, e.key));
+    return std::nullopt;
+  }
+  auto const& v = *e.val;
+  if (v.unexpanded) {
+    out_.diags.error(v.where, fmt::format("'{}' is '{}', a shell expansion dtplan cannot resolve: write its value",
+                                          e.key, dsl::escaped(v.text)));
+    return std::nullopt;
+  }
+  if (v.k == dsl::config::value::kind::array) {
+    out_.diags.error(v.where, fmt::format("expected {} for '{}', got {} words", what, e.key, v.items.size()));
+    return std::nullopt;
+  }
+  return v.text;
+}
+
+std::optional<std::int64_t> job_reader::integer(entry const& e) {
+  using kind = dsl::config::value::kind;
+  constexpr std::string_view what = "a whole number";
+  if (e.val && e.val->k != kind::integer && e.val->k != kind::string && e.val->k != kind::real) {
+    out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got {}", what, e.key,
+                                               dsl::config::kind_phrase(e.val->k)));
+    return std::nullopt;
+  }
+  if (e.val && e.val->k == kind::string && doc_.format != dsl::config::document::syntax::arguments) {
+    // A TOML or JSON string is not a number, even when it reads as one.
+    out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got a string", what, e.key));
+    return std::nullopt;
+  }
+  auto w = word(e, what);
+  if (!w) return std::nullopt;
+  std::string digits;
+  for (char c : *w)
+    if (c != '_') digits += c;
+  // JSON and Python write large whole numbers as reals too (`5e8`).
+  char* end = nullptr;
+  errno = 0;
+  double const v = std::strtod(digits.c_str(), &end);
+  bool const whole = !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 && std::isfinite(v) &&
+                     v == std::floor(v) && std::fabs(v) < 9.2e18;
+  if (!whole) {
+    out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got '{}'", what, e.key, dsl::escaped(*w)));
+    return std::nullopt;
+  }
+  if (digits.find_first_of(".eE") == std::string::npos) return std::stoll(digits);
+  return static_cast<std::int64_t>(v);
+}
+
+std::optional<double> job_reader::real(entry const& e) {
+  using kind = dsl::config::value::kind;
+  if (e.val && e.val->k != kind::integer && e.val->k != kind::string && e.val->k != kind::real) {
+    out_.diags.error(e.val->where,
+                     fmt::format("expected a number for '{}', got {}", e.key, dsl::config::kind_phrase(e.val->k)));
+    return std::nullopt;
+  }
+  auto w = word(e, "a number");
+  if (!w) return std::nullopt;
+  std::string digits;
+  for (char c : *w)
+    if (c != '_') digits += c;
+  char* end = nullptr;
+  double const v = std::strtod(digits.c_str(), &end);
+  if (digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(v)) {
+    out_.diags.error(e.val->where, fmt::format("expected a number for '{}', got '{}'", e.key, dsl::escaped(*w)));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<bool> job_reader::boolean(entry const& e) {
+  using kind = dsl::config::value::kind;
+  if (!e.val) return true;  // an argument alone: `--bf16`
+  if (e.val->k == kind::boolean) return e.val->text == "true";
+  if (e.val->k == kind::string && doc_.format == dsl::config::document::syntax::arguments) {
+    if (e.val->text == "true" || e.val->text == "True") return true;
+    if (e.val->text == "false" || e.val->text == "False") return false;
+  }
+  out_.diags.error(e.val->where, fmt::format("expected 'true' or 'false' for '{}', got {}", e.key,
+                                             e.val->k == kind::string
+                                                 ? fmt::format("'{}'", dsl::escaped(e.val->text))
+                                                 : std::string(dsl::config::kind_phrase(e.val->k))));
+  return std::nullopt;
+}
+
+std::optional<std::string> job_reader::text(entry const& e) {
+  using kind = dsl::config::value::kind;
+  if (e.val && e.val->k != kind::string) {
+    out_.diags.error(e.val->where,
+                     fmt::format("expected a string for '{}', got {}", e.key, dsl::config::kind_phrase(e.val->k)));
+    return std::nullopt;
+  }
+  return word(e, "a value");
+}
+
+void job_reader::report_unread() {
+  for (std::size_t i = 0; i < doc_.entries.size(); ++i) {
+    auto const& e = doc_.entries[i];
+    if (!read_[i]) {
+      out_.diags.warning(e.key_where, fmt::format("{}'s '{}' is not modelled: the plan is costed without it",
+                                                  framework_, e.key));
+    } else if (auto it = not_costed_.find(e.key); it != not_costed_.end()) {
+      out_.diags.warning(e.key_where, fmt::format("{}'s '{}' is not read: {}", framework_, e.key, it->second));
+    }
+  }
+}
+
+ast::value integer_value(std::int64_t v, span where) { return ast::number{where, fmt::format("{}", v), true}; }
+
+ast::value identifier_value(std::string name, span where) { return ast::identifier{where, std::move(name)}; }
+
+ast::value boolean_value(bool v, span where) { return ast::boolean{where, v}; }
+
+ast::value string_value(std::string text, span where) { return ast::string_literal{where, std::move(text)}; }
+
+ast::value bytes_value(double v, span where) {
+  ast::quantity q;
+  q.where = where;
+  q.amount = ast::number{where, fmt::format("{}", std::llround(v)), true};
+  q.unit = "B";
+  q.unit_where = where;
+  return q;
+}
+
+void set(translation& t, std::string_view target, std::string_view key, ast::value v, span key_where) {
+  ast::setting s;
+  s.where = key_where;
+  s.target = ast::identifier{key_where, std::string(target)};
+  s.key = ast::identifier{key_where, std::string(key)};
+  s.rhs = std::move(v);
+  t.settings.push_back(std::move(s));
+}
+
+void set_strategy(translation& t, std::string_view key, ast::value v, span key_where) {
+  auto it = std::find_if(t.strategy.begin(), t.strategy.end(),
+                         [&](ast::assignment const& a) { return a.key.name == key; });
+  ast::assignment a{key_where, ast::identifier{key_where, std::string(key)}, std::move(v)};
+  if (it != t.strategy.end()) *it = std::move(a);
+  else t.strategy.push_back(std::move(a));
+}
+
+ast::value shard_value(std::int64_t dp_block, strategy const& degrees, context const& ctx, span where) {
+  if (ctx.prior && degrees.dp > 0) {
+    rank_layout const layout(degrees, ctx.prior->cluster.gpus_per_node);
+    if (layout.node_sync_members() == dp_block * degrees.cp) return identifier_value("node", where);
+  }
+  return integer_value(dp_block, where);
+}
+
+std::optional<std::int64_t> world(context const& ctx) {
+  if (!ctx.prior) return std::nullopt;
+  return ctx.prior->cluster.gpus();
+}
+
+}  // namespace import_detail
+
+namespace {
+
+using namespace import_detail;
+
+std::optional<dsl::config::document> read_job(job_format f, dsl::source_manager const& sources, std::uint32_t file,
+                                              dsl::diagnostics& diags) {
+  switch (f) {
+    case job_format::torchtitan: return dsl::config::read_toml(sources, file, diags);
+    case job_format::megatron: return dsl::config::read_arguments(sources, file, diags);
+    case job_format::deepspeed:
+      return dsl::config::looks_like_json(sources.file(file).text()) ? dsl::config::read_json(sources, file, diags)
+                                                                     : dsl::config::read_arguments(sources, file, diags);
+  }
+  return std::nullopt;
+}
+
+// The launcher's options before the script (`torchrun --nproc_per_node 8
+// --nnodes 2`, `deepspeed --num_nodes 2`): the processes it starts are
+// checked against the cluster, the rest reported unread.
+void read_launcher(dsl::config::document const& doc, context const& ctx, std::string_view called,
+                   dsl::diagnostics& diags) {
+  for (auto const& e : doc.launcher) {
+    bool const per_node = e.key == "--nproc_per_node" || e.key == "--nproc-per-node" || e.key == "--num_gpus";
+    bool const nodes = e.key == "--nnodes" || e.key == "--num_nodes";
+    if (!per_node && !nodes) {
+      diags.warning(e.key_where, fmt::format("the launcher's '{}' is not read: the cluster is the .dtp file's",
+                                             e.key));
+      continue;
+    }
+    if (!ctx.prior || !e.val || e.val->unexpanded || e.val->k != dsl::config::value::kind::string ||
+        e.val->text.empty() || e.val->text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    auto const n = std::stoll(e.val->text);
+    auto const& c = ctx.prior->cluster;
+    auto const want = per_node ? c.gpus_per_node : c.nodes;
+    if (n != want)
+      diags.warning(e.val->where, fmt::format("the launcher starts {} {}; cluster '{}' has {}: the {} job is costed on "
+                                              "the cluster",
+                                              n, per_node ? "processes per node" : "nodes", c.name, want, called));
+  }
+}
+
+bool has_block(dsl::ast::file const& f, std::string_view kind) {
+  return std::any_of(f.blocks.begin(), f.blocks.end(), [&](dsl::ast::block const& b) { return b.kind.name == kind; });
+}
+
+}  // namespace
+
+std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file, job_source const& job,
+                                lower_options const& options, dsl::diagnostics& diags) {
+  auto tree = dsl::parse(sources, file, diags);
+  if (!tree) return std::nullopt;
+  auto doc = read_job(job.format, sources, job.file, diags);
+  if (!doc) return std::nullopt;
+
+  // Megatron-DeepSpeed's arguments name the ds_config.json DeepSpeed reads.
+  std::optional<dsl::config::document> ds_config;
+  bool const arguments = doc->format == dsl::config::document::syntax::arguments;
+  if (job.format == job_format::deepspeed && arguments) {
+    dsl::config::entry const* named = nullptr;
+    for (auto const& e : doc->entries)
+      if (e.key == "--deepspeed_config" || e.key == "--deepspeed-config" || e.key == "--deepscale_config") named = &e;
+    if (named && named->val && !named->val->unexpanded) {
+      if (!job.open) {
+        diags.error(named->val->where, "cannot read the ds_config.json this job names");
+        return std::nullopt;
+      }
+      auto opened = job.open(named->val->text);
+      if (auto const* why = std::get_if<std::string>(&opened)) {
+        diags.error(named->val->where, *why);
+        return std::nullopt;
+      }
+      ds_config = dsl::config::read_json(sources, std::get<std::uint32_t>(opened), diags);
+      if (!ds_config) return std::nullopt;
+    }
+  }
+
+  context ctx;
+  ctx.file_has_model = has_block(*tree, "model");
+  ctx.file_has_training = has_block(*tree, "training");
+  auto const strategy_name = std::string(name(job.format));
+  // How warnings name the job's framework.
+  auto const called = job.format == job_format::torchtitan ? "torchtitan"
+                      : job.format == job_format::megatron ? "Megatron-LM"
+                      : arguments                          ? "Megatron-DeepSpeed"
+                                                           : "DeepSpeed";
+
+  auto pass = [&](program const* prior, dsl::diagnostics& out) -> std::optional<program> {
+    translation t;
+    ctx.prior = prior;
+    job_reader main(*doc, called, t);
+    std::optional<job_reader> extra;
+    if (ds_config) extra.emplace(*ds_config, "DeepSpeed", t);
+    switch (job.format) {
+      case job_format::torchtitan: import_torchtitan(main, ctx); break;
+      case job_format::megatron: import_megatron(main, ctx); break;
+      case job_format::deepspeed:
+        if (!arguments)
+          import_deepspeed(nullptr, &main, ctx);
+        else
+          import_deepspeed(&main, extra ? &*extra : nullptr, ctx);
+        break;
+    }
+    // After an error the importer stops reading: what it left is not unread.
+    if (!t.diags.has_errors()) {
+      main.report_unread();
+      if (extra) extra->report_unread();
+      read_launcher(*doc, ctx, called, t.diags);
+    }
+    bool const failed = t.diags.has_errors();
+    for (auto const& d : t.diags.list()) out.add(d);
+    if (failed) return std::nullopt;
+
+    dsl::ast::file f;
+    for (auto const& b : tree->blocks)
+      if (b.kind.name != "strategy") f.blocks.push_back(b);
+    for (auto& b : t.blocks) f.blocks.push_back(std::move(b));
+    span const origin{job.file, 0, 0};
+    if (!ctx.file_has_training) {
+      // The job's batch goes in a training block of its own.
+      dsl::ast::block b;
+      b.where = b.header = origin;
+      b.kind = {origin, "training"};
+      f.blocks.push_back(std::move(b));
+    }
+    dsl::ast::block s;
+    s.where = s.header = origin;
+    s.kind = {origin, "strategy"};
+    s.name = dsl::ast::identifier{origin, strategy_name};
+    s.body = std::move(t.strategy);
+    f.blocks.push_back(std::move(s));
+    lower_options lo;
+    lo.settings = std::move(t.settings);
+    lo.settings.insert(lo.settings.end(), options.settings.begin(), options.settings.end());
+    return lower(f, sources, lo, out);
+  };
+
+  dsl::diagnostics first;
+  auto p = pass(nullptr, first);
+  if (!p) {
+    for (auto const& d : first.list()) diags.add(d);
+    return std::nullopt;
+  }
+  return pass(&*p, diags);
+}
+
+}  // namespace dtplan::planner

@@ -1,0 +1,49 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "dsl/diagnostics.hpp"
+#include "dsl/source.hpp"
+#include "planner/import/job_format.hpp"
+#include "planner/ir/ir.hpp"
+#include "planner/lower/lower.hpp"
+
+/// A framework's own job configuration as a dtplan program: a torchtitan
+/// job TOML, a Megatron-LM argument list, a DeepSpeed ds_config.json or the
+/// Megatron-DeepSpeed arguments that name one (`--from`). The job's
+/// settings become the keys of the training block and of one fixed
+/// strategy, named after the framework, which replaces the file's
+/// strategies; the model's shape where the job states it (Megatron's shape
+/// arguments, a torchtitan flavor when the file has no model); the cluster
+/// is always the file's. Each value keeps the span of where the job writes
+/// it, so lowering and the check report a bad one at its place in the job's
+/// file, and every key dtplan does not read is a warning there, by name.
+/// Nothing is dropped silently.
+namespace dtplan::planner {
+
+/// Adds a file the job names (Megatron-DeepSpeed's `--deepspeed_config`,
+/// as written there) to the sources: its id, or why it cannot be read. The
+/// caller resolves the path (relative to the job's own file).
+using open_related = std::function<std::variant<std::uint32_t, std::string>(std::string const& path)>;
+
+/// The job to read: its format and its file, already in the sources.
+struct job_source {
+  job_format format = job_format::torchtitan;
+  std::uint32_t file = dsl::span::no_file;
+  open_related open;  ///< may be empty: a job naming another file is then an error
+};
+
+/// Parses the .dtp `file`, reads the job, and lowers the two together (the
+/// job's keys first, then `options.settings`, so `--set` still has the
+/// last word). Twice when the job leaves a figure to the cluster's size
+/// (torchtitan's `data_parallel_shard_degree = -1`, a global batch of
+/// local batch x data-parallel ranks): the second lowering has it. Reports
+/// in `diags` what the job's file and the .dtp file hold that is wrong, and
+/// the job's unread keys as warnings; nothing when there is an error.
+std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file, job_source const& job,
+                                lower_options const& options, dsl::diagnostics& diags);
+
+}  // namespace dtplan::planner

@@ -1,0 +1,351 @@
+// Megatron-LM's pretrain_gpt.py arguments (core_v0.13.0,
+// megatron/training/arguments.py for every argument and default read here),
+// and what Megatron-DeepSpeed 4efb479 (megatron/arguments.py) shares of them.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "planner/import/translate.hpp"
+#include "planner/ir/ir.hpp"
+
+namespace dtplan::planner::import_detail {
+
+namespace {
+
+// Arguments that do not change a step's time or memory: data, tokenizer,
+// learning rate, logging, checkpoints, initialisation.
+constexpr std::string_view not_costed_arguments[] = {
+    "--train-iters", "--train-samples", "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters",
+    "--lr-decay-samples", "--lr-warmup-fraction", "--lr-warmup-iters", "--lr-warmup-samples", "--weight-decay",
+    "--adam-beta1", "--adam-beta2", "--adam-eps", "--init-method-std", "--clip-grad", "--data-path", "--vocab-file",
+    "--merge-file", "--split", "--data-impl", "--tokenizer-type", "--tokenizer-model", "--log-interval",
+    "--save-interval", "--eval-interval", "--eval-iters", "--save", "--load", "--tensorboard-dir", "--seed",
+    "--exit-interval", "--distributed-backend", "--loss-scale", "--wandb-project",
+    "--wandb-exp-name", "--wandb-save-dir", "--log-throughput", "--use-mcore-models"};
+
+}  // namespace
+
+megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed) {
+  auto& t = job.out();
+  auto const origin = job.origin();
+  megatron_common c;
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
+  auto integer = [&](std::string_view key) -> std::pair<std::optional<std::int64_t>, entry const*> {
+    auto const* e = job.find(key);
+    if (!e) return {std::nullopt, nullptr};
+    return {job.integer(*e), e};
+  };
+  bool failed = false;
+  auto model_int = [&](std::string_view flag, std::string_view key) -> std::optional<std::int64_t> {
+    auto [v, e] = integer(flag);
+    if (e && !v) failed = true;
+    if (v) set(t, "model", key, integer_value(*v, value_at(e)), key_at(e));
+    return v;
+  };
+
+  // The model's shape. When the arguments give it (--num-layers), the
+  // arguments they leave out take Megatron's defaults: a GELU MLP, tied
+  // embeddings, dropout 0.1.
+  c.layers = model_int("--num-layers", "layers");
+  auto const hidden = model_int("--hidden-size", "hidden");
+  auto const heads = model_int("--num-attention-heads", "heads");
+  auto const ffn = model_int("--ffn-hidden-size", "ffn");
+  model_int("--seq-length", "seq_len");
+  model_int("--vocab-size", "vocab");
+  job.find("--max-position-embeddings");  // at least --seq-length; Megatron asserts it
+  bool const describes = c.layers.has_value();
+  if (describes && !ctx.file_has_model) {
+    // The model pretrain_gpt.py trains, as the arguments describe it.
+    auto const at = key_at(job.find("--num-layers"));
+    ast::block b;
+    b.where = b.header = at;
+    b.kind = {at, "model"};
+    b.name = ast::identifier{at, "pretrain_gpt"};
+    t.blocks.push_back(std::move(b));
+  }
+  bool const swiglu = job.flag("--swiglu") != nullptr;
+  auto const* untie = job.flag("--untie-embeddings-and-output-weights");
+  auto const* swiglu_at = job.flag("--swiglu");
+  if (describes) {
+    set(t, "model", "mlp", identifier_value(swiglu ? "swiglu" : "gelu", key_at(swiglu_at)), key_at(swiglu_at));
+    set(t, "model", "tied_embeddings", boolean_value(untie == nullptr, key_at(untie)), key_at(untie));
+    if (hidden && !ffn) {
+      // Megatron's default: 4h, or 2/3 of it rounded down to 64 for SwiGLU
+      // (megatron/training/arguments.py, validate_args).
+      auto const f = swiglu ? (4 * *hidden * 2 / 3) / 64 * 64 : 4 * *hidden;
+      set(t, "model", "ffn", integer_value(f, value_at(job.find("--hidden-size"))), key_at(job.find("--hidden-size")));
+    }
+  }
+  if (deepspeed) {
+    auto [kv, e] = integer("--num-key-value-heads");
+    if (e && !kv) failed = true;
+    if (kv) set(t, "model", "kv_heads", integer_value(*kv, value_at(e)), key_at(e));
+    else if (heads && describes) set(t, "model", "kv_heads", integer_value(*heads, origin), origin);
+  } else {
+    auto const* gqa = job.flag("--group-query-attention");
+    auto [groups, e] = integer("--num-query-groups");
+    if (e && !groups) failed = true;
+    if (gqa) {
+      auto const n = groups.value_or(1);
+      set(t, "model", "kv_heads", integer_value(n, value_at(e ? e : gqa)), key_at(e ? e : gqa));
+    } else if (heads && describes) {
+      set(t, "model", "kv_heads", integer_value(*heads, origin), origin);
+      if (e) t.diags.warning(e->key_where, "'--num-query-groups' is read only with '--group-query-attention'");
+    }
+  }
+  {
+    auto const* ad = job.find("--attention-dropout");
+    auto const* hd = job.find("--hidden-dropout");
+    std::optional<double> a = ad ? job.real(*ad) : std::optional<double>(0.1);
+    std::optional<double> h = hd ? job.real(*hd) : std::optional<double>(0.1);
+    if (!a || !h) failed = true;
+    else if (describes || ad || hd)
+      set(t, "model", "dropout", boolean_value(*a > 0 || *h > 0, value_at(ad ? ad : hd)), key_at(ad ? ad : hd));
+  }
+
+  // Precision.
+  auto const* bf16 = job.flag("--bf16");
+  auto const* fp16 = job.flag("--fp16");
+  auto const* fp8 = job.find("--fp8-format");
+  if (fp8 && !job.text(*fp8)) failed = true;
+  if (bf16 && fp16) {
+    t.diags.error(fp16->key_where, "'--fp16' and '--bf16' are both written");
+    failed = true;
+  }
+  c.prec = fp8 ? precision::fp8 : bf16 ? precision::bf16 : fp16 ? precision::fp16 : precision::fp32;
+  c.prec_where = key_at(fp8 ? fp8 : bf16 ? bf16 : fp16);
+  set(t, "model", "precision", identifier_value(name(*c.prec), c.prec_where), c.prec_where);
+
+  // The batch and the parallel degrees.
+  auto parallel = [&](std::string_view flag, std::string_view key, std::optional<std::int64_t>& into) {
+    auto [v, e] = integer(flag);
+    if (e && !v) failed = true;
+    into = v.value_or(1);
+    set_strategy(t, key, integer_value(*into, value_at(e)), key_at(e));
+  };
+  parallel("--tensor-model-parallel-size", "tp", c.tp);
+  parallel("--pipeline-model-parallel-size", "pp", c.pp);
+  if (!deepspeed) parallel("--context-parallel-size", "cp", c.cp);
+  else c.cp = 1, set_strategy(t, "cp", integer_value(1, origin), origin);
+  set_strategy(t, "ep", integer_value(1, origin), origin);
+  auto const* sp = job.flag("--sequence-parallel");
+  c.sequence_parallel = sp && *c.tp > 1;
+  set_strategy(t, "sequence_parallel", boolean_value(c.sequence_parallel, key_at(sp)), key_at(sp));
+  {
+    auto [micro, e] = integer("--micro-batch-size");
+    if (e && !micro) failed = true;
+    c.micro_batch = micro;
+    if (micro) set_strategy(t, "micro_batch", integer_value(*micro, value_at(e)), key_at(e));
+    auto [global, g] = integer("--global-batch-size");
+    if (g && !global) failed = true;
+    c.global_batch = global;
+  }
+  if (auto const* ramp = job.find("--rampup-batch-size"))
+    t.diags.warning(ramp->key_where, fmt::format("{}'s '--rampup-batch-size' is not modelled: the plan is costed at "
+                                                 "the full global batch",
+                                                 deepspeed ? "Megatron-DeepSpeed" : "Megatron-LM"));
+  {
+    auto [n, e] = integer("--num-layers-per-virtual-pipeline-stage");
+    auto [v, ve] = integer("--num-virtual-stages-per-pipeline-rank");
+    if ((e && !n) || (ve && !v)) failed = true;
+    std::int64_t const layers = c.layers ? *c.layers : ctx.prior ? ctx.prior->model.layers : 0;
+    if (v) c.virtual_stages = *v;
+    else if (n && layers > 0 && *n > 0 && *c.pp > 0) c.virtual_stages = std::max<std::int64_t>(1, layers / (*c.pp * *n));
+    auto const* at = ve ? ve : e;
+    set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));
+  }
+
+  // Recomputation.
+  auto const* granularity = job.find("--recompute-granularity");
+  auto const* activations = job.flag("--recompute-activations");
+  auto const* checkpoint_activations = deepspeed ? job.flag("--checkpoint-activations") : nullptr;
+  auto const* method = job.find("--recompute-method");
+  auto const* layers = job.find("--recompute-num-layers");
+  std::string mode = "none";
+  entry const* mode_at = nullptr;
+  if (granularity) {
+    auto g = job.text(*granularity);
+    if (!g) failed = true;
+    else if (*g == "full" || *g == "selective") mode = *g, mode_at = granularity;
+    else {
+      t.diags.error(value_at(granularity), fmt::format("'--recompute-granularity' is 'full' or 'selective', not '{}'",
+                                                       dsl::escaped(*g)));
+      failed = true;
+    }
+  } else if (activations) {
+    mode = "selective", mode_at = activations;
+  } else if (checkpoint_activations) {
+    mode = "full", mode_at = checkpoint_activations;
+  }
+  if (mode == "full" && granularity) {
+    auto m = method ? job.text(*method) : std::optional<std::string>("uniform");
+    auto n = layers ? job.integer(*layers) : std::optional<std::int64_t>(1);
+    if (!m || !n) failed = true;
+    else if (*m != "uniform" || *n != 1)
+      t.diags.warning(key_at(method ? method : layers),
+                      fmt::format("recomputing {} layers at a time ('{}') is costed as checkpoint = full, every layer",
+                                  *n, *m));
+  } else {
+    if (method) t.diags.warning(method->key_where, "'--recompute-method' is read only with '--recompute-granularity full'");
+    if (layers) t.diags.warning(layers->key_where, "'--recompute-num-layers' is read only with '--recompute-granularity full'");
+  }
+  set_strategy(t, "checkpoint", identifier_value(mode, key_at(mode_at)), key_at(mode_at));
+  set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
+
+  if (auto const* opt = job.find("--optimizer")) {
+    auto v = job.text(*opt);
+    if (!v) {
+      failed = true;
+    } else if (*v == "sgd") {
+      auto const* momentum = job.find("--sgd-momentum");
+      auto m = momentum ? job.real(*momentum) : std::optional<double>(0.9);
+      if (!m) failed = true;
+      else set(t, "model", "optimizer", identifier_value(*m > 0 ? "sgd_momentum" : "sgd", value_at(opt)), opt->key_where);
+    } else if (*v == "adam") {
+      if (ctx.prior && ctx.prior->model.optimizer != optimizer_kind::adam &&
+          ctx.prior->model.optimizer != optimizer_kind::adamw)
+        set(t, "model", "optimizer", identifier_value("adam", value_at(opt)), opt->key_where);
+    } else {
+      t.diags.warning(opt->key_where, fmt::format("{}'s optimizer '{}' is not modelled: costed as the model's",
+                                                  deepspeed ? "Megatron-DeepSpeed" : "Megatron-LM", dsl::escaped(*v)));
+    }
+  }
+  for (auto flag : not_costed_arguments) job.not_costed(flag);
+  if (failed && !t.diags.has_errors()) t.diags.error(origin, "the job's arguments could not be read");
+  return c;
+}
+
+namespace {
+
+// Derives the global batch Megatron takes when --global-batch-size is
+// left out (micro-batch x data-parallel ranks), and dp.
+void batch_and_dp(job_reader& job, context const& ctx, megatron_common const& c) {
+  auto& t = job.out();
+  auto const origin = job.origin();
+  auto const* g = job.find("--global-batch-size");
+  std::optional<std::int64_t> dp;
+  if (auto w = world(ctx); w && c.tp && c.pp && c.cp && *w % (*c.tp * *c.pp * *c.cp) == 0)
+    dp = *w / (*c.tp * *c.pp * *c.cp);
+  if (dp) set_strategy(t, "dp", integer_value(*dp, origin), origin);
+  if (c.global_batch) {
+    set(t, "training", "global_batch", integer_value(*c.global_batch, g->val ? g->val->where : g->key_where),
+        g->key_where);
+  } else if (c.micro_batch) {
+    auto const* m = job.find("--micro-batch-size");
+    set(t, "training", "global_batch", integer_value(*c.micro_batch * dp.value_or(1), m->val->where), m->key_where);
+  }
+}
+
+}  // namespace
+
+void import_megatron(job_reader& job, context const& ctx) {
+  auto& t = job.out();
+  auto const origin = job.origin();
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
+  set(t, "training", "framework", identifier_value("megatron", origin), origin);
+  auto const c = import_megatron_args(job, ctx, false);
+  if (t.diags.has_errors()) return;
+  if (!c.micro_batch) {
+    t.diags.error(origin, "the job does not write '--micro-batch-size', which Megatron-LM needs");
+    return;
+  }
+  batch_and_dp(job, ctx, c);
+
+  // The distributed optimizer (ZeRO-1), and its instances (hybrid).
+  auto const* dist = job.flag("--use-distributed-optimizer");
+  int const zero = dist ? 1 : 0;
+  set_strategy(t, "zero", integer_value(zero, key_at(dist)), key_at(dist));
+  if (auto const* inst = job.find("--num-distributed-optimizer-instances")) {
+    auto k = job.integer(*inst);
+    if (!k) return;
+    auto const dp = world(ctx) ? *world(ctx) / (*c.tp * *c.pp * *c.cp) : 0;
+    if (*k > 1 && zero == 1 && dp > 0) {
+      if (dp % *k != 0) {
+        t.diags.error(value_at(inst), fmt::format("{} distributed-optimizer instances do not split the {} "
+                                                  "data-parallel ranks evenly",
+                                                  *k, dp));
+        return;
+      }
+      strategy degrees;
+      degrees.dp = dp, degrees.tp = *c.tp, degrees.pp = *c.pp, degrees.cp = *c.cp;
+      if (auto const* mapping = job.flag("--use-tp-pp-dp-mapping"); mapping)
+        degrees.order = {axis::tp, axis::cp, axis::pp, axis::dp};
+      set_strategy(t, "shard", shard_value(dp / *k, degrees, ctx, value_at(inst)), key_at(inst));
+    } else if (*k > 1 && zero == 0) {
+      t.diags.warning(inst->key_where, "'--num-distributed-optimizer-instances' is read only with "
+                                       "'--use-distributed-optimizer'");
+    }
+  }
+  bool const hybrid = std::any_of(t.strategy.begin(), t.strategy.end(),
+                                  [](ast::assignment const& a) { return a.key.name == "shard"; });
+  if (!hybrid) set_strategy(t, "shard", identifier_value("all", key_at(dist)), key_at(dist));
+  if (auto const* mapping = job.flag("--use-tp-pp-dp-mapping"))
+    set_strategy(t, "order", string_value("tp-cp-pp-dp", mapping->key_where), mapping->key_where);
+
+  // What overlaps what: each off unless written (arguments.py:2284-2319).
+  auto behaviour = [&](std::string_view flag, std::string_view key, bool applies, bool when_written = true) {
+    auto const* e = job.flag(flag);
+    if (!applies) {
+      if (e) t.diags.warning(e->key_where, fmt::format("'{}' does not apply to this job: not read", flag));
+      return;
+    }
+    bool const v = e ? when_written : !when_written;
+    set(t, "training", key, boolean_value(v, key_at(e)), key_at(e));
+  };
+  behaviour("--overlap-grad-reduce", "overlap_grad_sync", true);
+  behaviour("--overlap-param-gather", "overlap_param_gather", zero == 1);
+  behaviour("--tp-comm-overlap", "tp_comm_overlap", *c.tp > 1 && c.sequence_parallel);
+  behaviour("--no-overlap-p2p-communication", "overlap_p2p_comm", c.virtual_stages > 1, false);
+  behaviour("--enable-cuda-graph", "cuda_graphs", true);
+  behaviour("--fp8-param-gather", "fp8_param_gather", c.prec == precision::fp8 && zero == 1);
+
+  // Gradients: fp32 for bf16 unless --grad-reduce-in-bf16; fp16 for fp16
+  // unless --accumulate-allreduce-grads-in-fp32 (arguments.py:2200-2230).
+  auto const* in_bf16 = job.flag("--grad-reduce-in-bf16");
+  auto const* in_fp32 = job.flag("--accumulate-allreduce-grads-in-fp32");
+  precision grads = precision::fp32;
+  entry const* grads_at = nullptr;
+  if (c.prec == precision::fp16) grads = in_fp32 ? precision::fp32 : precision::fp16, grads_at = in_fp32;
+  else if (c.prec != precision::fp32 && in_bf16) grads = precision::bf16, grads_at = in_bf16;
+  set(t, "training", "grad_precision", identifier_value(name(grads), key_at(grads_at)), key_at(grads_at));
+  if (auto const* bucket = job.find("--ddp-bucket-size")) {
+    auto n = job.integer(*bucket);
+    if (!n) return;
+    set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);
+    set(t, "training", "ddp_bucket_size", bytes_value(static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2),
+                                                      value_at(bucket)),
+        bucket->key_where);
+  } else {
+    set(t, "training", "grad_bucket", identifier_value("scaled", origin), origin);
+  }
+  if (auto const* backend = job.find("--attention-backend")) {
+    auto b = job.text(*backend);
+    if (!b) return;
+    if (*b == "flash" || *b == "fused" || *b == "unfused" || *b == "auto")
+      set(t, "training", "attention_backend", identifier_value(*b, value_at(backend)), backend->key_where);
+    else
+      t.diags.warning(backend->key_where, fmt::format("Megatron-LM's attention backend '{}' is not modelled: costed "
+                                                      "as 'auto'",
+                                                      dsl::escaped(*b)));
+  }
+  {
+    auto const* aware = job.flag("--use-precision-aware-optimizer");
+    auto const* avg = job.find("--exp-avg-dtype");
+    auto const* sq = job.find("--exp-avg-sq-dtype");
+    std::string state = "fp32";
+    if (aware && avg) {
+      auto v = job.text(*avg);
+      if (!v) return;
+      if (*v == "bf16" || *v == "fp32") state = *v;
+      else
+        t.diags.warning(avg->key_where, fmt::format("Adam's moments in '{}' are not modelled: costed in fp32",
+                                                    dsl::escaped(*v)));
+    }
+    if (sq && !job.text(*sq)) return;
+    set(t, "training", "optimizer_state_precision", identifier_value(state, key_at(avg)), key_at(avg));
+  }
+}
+
+}  // namespace dtplan::planner::import_detail

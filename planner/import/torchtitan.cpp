@@ -1,0 +1,345 @@
+// A torchtitan job TOML (torchtitan v0.2.0, torchtitan/config/job_config.py
+// for every key and default read here).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "planner/import/translate.hpp"
+#include "planner/lower/lower.hpp"
+
+namespace dtplan::planner::import_detail {
+
+namespace {
+
+// torchtitan's llama3 flavors that are dtplan presets
+// (torchtitan/models/llama3/__init__.py; planner/catalog/models.dtp).
+std::optional<std::string> preset_of(std::string const& model, std::string const& flavor) {
+  if (model != "llama3") return std::nullopt;
+  if (flavor == "8B") return "llama3_8b";
+  if (flavor == "70B") return "llama3_70b";
+  if (flavor == "405B") return "llama3_405b";
+  return std::nullopt;
+}
+
+bool same_shape(model const& a, model const& b) {
+  return a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
+         a.ffn == b.ffn && a.vocab == b.vocab;
+}
+
+// Pipeline schedules (torch.distributed.pipelining get_schedule_class):
+// those that run one stage per rank, and those that run several.
+constexpr std::array<std::string_view, 2> single_stage{"1F1B", "GPipe"};
+constexpr std::array<std::string_view, 5> multi_stage{"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
+                                                      "ZBVZeroBubble", "DualPipeV"};
+
+struct read_int {
+  std::int64_t value = 0;
+  entry const* at = nullptr;
+  bool ok = true;
+};
+
+}  // namespace
+
+void import_torchtitan(job_reader& job, context const& ctx) {
+  auto& t = job.out();
+  auto const origin = job.origin();
+  auto key_at = [&](entry const* e) { return job.key_at(e); };
+  auto value_at = [&](entry const* e) { return job.value_at(e); };
+  auto integer = [&](std::string_view key, std::int64_t fallback) {
+    read_int r{fallback, job.find(key)};
+    if (r.at) {
+      auto v = job.integer(*r.at);
+      r.ok = v.has_value();
+      if (v) r.value = *v;
+    }
+    return r;
+  };
+  auto text = [&](std::string_view key, std::string fallback) -> std::pair<std::optional<std::string>, entry const*> {
+    auto const* e = job.find(key);
+    if (!e) return {fallback, nullptr};
+    return {job.text(*e), e};
+  };
+  auto flag = [&](std::string_view key, bool fallback) -> std::pair<std::optional<bool>, entry const*> {
+    auto const* e = job.find(key);
+    if (!e) return {fallback, nullptr};
+    return {job.boolean(*e), e};
+  };
+  auto choice = [&](std::pair<std::optional<std::string>, entry const*> const& v,
+                    std::vector<std::string_view> const& allowed) -> bool {
+    if (!v.first) return false;
+    if (std::find(allowed.begin(), allowed.end(), *v.first) != allowed.end()) return true;
+    std::string list;
+    for (std::size_t i = 0; i < allowed.size(); ++i)
+      list += fmt::format("{}'{}'", i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ", allowed[i]);
+    t.diags.error(value_at(v.second), fmt::format("torchtitan's '{}' is {}, not '{}'", v.second->key, list,
+                                                  dsl::escaped(*v.first)));
+    return false;
+  };
+
+  set(t, "training", "framework", identifier_value("torchtitan", origin), origin);
+
+  // The model: a flavor of the catalog's when the file has no model.
+  auto const name = text("model.name", "llama3");
+  auto const flavor = text("model.flavor", "debugmodel");
+  if (!name.first || !flavor.first) return;
+  auto const preset = preset_of(*name.first, *flavor.first);
+  auto const flavor_at = key_at(flavor.second ? flavor.second : name.second);
+  if (!ctx.file_has_model) {
+    if (!preset) {
+      t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog (llama3 "
+                                           "'8B', '70B' and '405B' are): describe it in a 'model' block of the "
+                                           ".dtp file",
+                                           dsl::escaped(*name.first), dsl::escaped(*flavor.first)));
+      return;
+    }
+    ast::block b;
+    b.where = b.header = flavor_at;
+    b.kind = {flavor_at, "model"};
+    b.name = ast::identifier{flavor_at, *preset};
+    b.base = ast::identifier{flavor_at, *preset};
+    t.blocks.push_back(std::move(b));
+  } else if (preset && ctx.prior) {
+    if (auto m = catalog_model(*preset); m && !same_shape(*m, ctx.prior->model))
+      t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's {} '{}' has another shape",
+                                             ctx.prior->model.name, dsl::escaped(*name.first),
+                                             dsl::escaped(*flavor.first)));
+  }
+  bool fp8 = false;
+  span fp8_at = origin;
+  if (auto const* e = job.find("model.converters")) {
+    if (!e->val || e->val->k != dsl::config::value::kind::array) {
+      t.diags.error(value_at(e), "expected an array of strings for 'model.converters'");
+      return;
+    }
+    for (auto const& item : e->val->items) {
+      if (item.text == "quantize.linear.float8" || item.text == "float8") {
+        fp8 = true;
+        fp8_at = item.where;
+      } else {
+        t.diags.warning(item.where, fmt::format("torchtitan's converter '{}' is not modelled: the plan is costed "
+                                                "without it",
+                                                dsl::escaped(item.text)));
+      }
+    }
+  }
+  job.not_costed("model.hf_assets_path");
+  job.not_costed("model.tokenizer_path");
+  job.not_costed("model.print_after_conversion");
+
+  // Precision, and the sequence.
+  auto const param = text("training.mixed_precision_param", "bfloat16");
+  if (!choice(param, {"bfloat16", "float32"})) return;
+  auto const prec = fp8 ? "fp8" : *param.first == "float32" ? "fp32" : "bf16";
+  set(t, "model", "precision", identifier_value(prec, fp8 ? fp8_at : value_at(param.second)),
+      fp8 ? fp8_at : key_at(param.second));
+  auto const reduce = text("training.mixed_precision_reduce", "float32");
+  if (!choice(reduce, {"float32"})) return;
+  set(t, "training", "grad_precision", identifier_value("fp32", value_at(reduce.second)), key_at(reduce.second));
+  if (auto dtype = text("training.dtype", "float32"); dtype.second) {
+    if (!choice(dtype, {"bfloat16", "float32"})) return;
+    if (*dtype.first == "bfloat16")
+      t.diags.warning(dtype.second->key_where, "torchtitan's 'training.dtype' 'bfloat16' trains without fp32 master "
+                                               "weights: not modelled, the plan is costed with them");
+  }
+  auto const seq = integer("training.seq_len", 2048);
+  if (!seq.ok) return;
+  set(t, "model", "seq_len", integer_value(seq.value, value_at(seq.at)), key_at(seq.at));
+  if (auto opt = text("optimizer.name", "AdamW"); opt.second) {
+    if (!opt.first) return;
+    if (*opt.first == "AdamW" || *opt.first == "Adam")
+      set(t, "model", "optimizer", identifier_value(*opt.first == "AdamW" ? "adamw" : "adam",
+                                                    value_at(opt.second)), key_at(opt.second));
+    else
+      t.diags.warning(opt.second->key_where, fmt::format("torchtitan's optimizer '{}' is not modelled: costed as the "
+                                                         "file's model's",
+                                                         dsl::escaped(*opt.first)));
+  }
+
+  // The parallel degrees: torchtitan's mesh is pp, dp_replicate, dp_shard,
+  // cp, tp, outermost first (dtplan's tp-cp-dp-pp).
+  auto const replicate = integer("parallelism.data_parallel_replicate_degree", 1);
+  auto const shard = integer("parallelism.data_parallel_shard_degree", -1);
+  auto const tp = integer("parallelism.tensor_parallel_degree", 1);
+  auto const pp = integer("parallelism.pipeline_parallel_degree", 1);
+  auto const cp = integer("parallelism.context_parallel_degree", 1);
+  if (!replicate.ok || !shard.ok || !tp.ok || !pp.ok || !cp.ok) return;
+  auto positive = [&](read_int const& r) {
+    if (r.value >= 1) return true;
+    t.diags.error(value_at(r.at), fmt::format("torchtitan's '{}' must be at least 1, got {}", r.at->key, r.value));
+    return false;
+  };
+  if (!positive(replicate) || !positive(tp) || !positive(pp) || !positive(cp)) return;
+  if (shard.value == 0 || shard.value < -1) {
+    t.diags.error(value_at(shard.at), fmt::format("torchtitan's 'parallelism.data_parallel_shard_degree' must be -1 "
+                                                  "(the ranks left) or at least 1, got {}",
+                                                  shard.value));
+    return;
+  }
+  std::optional<std::int64_t> shard_degree;
+  if (shard.value >= 1) shard_degree = shard.value;
+  else if (auto w = world(ctx)) {
+    auto const others = replicate.value * tp.value * pp.value * cp.value;
+    if (*w % others != 0) {
+      auto const* at = replicate.at ? replicate.at : tp.at ? tp.at : pp.at ? pp.at : cp.at;
+      t.diags.error(value_at(at),
+                    fmt::format("torchtitan shards over the ranks left, but the cluster's {} GPUs are not a multiple "
+                                "of data_parallel_replicate_degree x tensor x pipeline x context degrees = {}",
+                                *w, others));
+      return;
+    }
+    shard_degree = *w / others;
+  }
+  auto const dp_at = shard.at ? shard.at : replicate.at;
+  if (shard_degree) set_strategy(t, "dp", integer_value(replicate.value * *shard_degree, value_at(dp_at)), key_at(dp_at));
+  set_strategy(t, "tp", integer_value(tp.value, value_at(tp.at)), key_at(tp.at));
+  set_strategy(t, "pp", integer_value(pp.value, value_at(pp.at)), key_at(pp.at));
+  set_strategy(t, "cp", integer_value(cp.value, value_at(cp.at)), key_at(cp.at));
+  set_strategy(t, "ep", integer_value(1, origin), origin);
+  set_strategy(t, "sequence_parallel", boolean_value(tp.value > 1, value_at(tp.at)), key_at(tp.at));
+  set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
+  // FSDP2 (ZeRO-3) over dp_shard x cp when either is above 1, HSDP with
+  // replicas; DDP when only replicated (parallelize.py:113-146).
+  bool const fsdp = (shard_degree ? *shard_degree > 1 : true) || cp.value > 1;
+  set_strategy(t, "zero", integer_value(fsdp ? 3 : 0, value_at(dp_at)), key_at(dp_at));
+  if (fsdp && replicate.value > 1 && shard_degree) {
+    strategy degrees;
+    degrees.dp = replicate.value * *shard_degree, degrees.tp = tp.value, degrees.pp = pp.value, degrees.cp = cp.value;
+    set_strategy(t, "shard", shard_value(*shard_degree, degrees, ctx, value_at(replicate.at)), key_at(replicate.at));
+  }
+  else
+    set_strategy(t, "shard", identifier_value("all", value_at(dp_at)), key_at(dp_at));
+  if (auto async = flag("parallelism.enable_async_tensor_parallel", false); async.second) {
+    if (!async.first) return;
+    set(t, "training", "tp_comm_overlap", boolean_value(*async.first, value_at(async.second)), key_at(async.second));
+  }
+  if (auto reshard = text("parallelism.fsdp_reshard_after_forward", "default"); reshard.second) {
+    if (!choice(reshard, {"default", "always", "never"})) return;
+    if (*reshard.first != "default")
+      t.diags.warning(reshard.second->key_where,
+                      fmt::format("torchtitan's 'parallelism.fsdp_reshard_after_forward' '{}' is not modelled: the plan "
+                                  "is costed with its default",
+                                  *reshard.first));
+  }
+
+  // The pipeline's schedule and the batch.
+  auto const local = integer("training.local_batch_size", 8);
+  auto const global = integer("training.global_batch_size", -1);
+  auto const pp_micro = integer("parallelism.pipeline_parallel_microbatch_size", 1);
+  if (!local.ok || !global.ok || !pp_micro.ok || !positive(local)) return;
+  auto const micro = pp.value > 1 ? pp_micro : local;
+  if (!positive(micro)) return;
+  set_strategy(t, "micro_batch", integer_value(micro.value, value_at(micro.at)), key_at(micro.at));
+  std::int64_t virtual_stages = 1;
+  auto const schedule = text("parallelism.pipeline_parallel_schedule", "1F1B");
+  auto const per_stage = integer("parallelism.pipeline_parallel_layers_per_stage", 0);
+  auto const first_less = integer("parallelism.pipeline_parallel_first_stage_less_layers", 1);
+  auto const last_less = integer("parallelism.pipeline_parallel_last_stage_less_layers", 1);
+  if (!schedule.first || !per_stage.ok || !first_less.ok || !last_less.ok) return;
+  if (pp.value > 1) {
+    auto const& sched = *schedule.first;
+    bool const multi = std::find(multi_stage.begin(), multi_stage.end(), sched) != multi_stage.end();
+    if (!multi && std::find(single_stage.begin(), single_stage.end(), sched) == single_stage.end()) {
+      t.diags.warning(key_at(schedule.second), fmt::format("torchtitan's pipeline schedule '{}' is not modelled: "
+                                                           "costed as 1F1B",
+                                                           dsl::escaped(sched)));
+    } else if (sched == "GPipe") {
+      t.diags.warning(key_at(schedule.second), "torchtitan's pipeline schedule 'GPipe' is costed as 1F1B (its "
+                                               "bubble, less memory than GPipe keeps)");
+    } else if (multi && sched != "Interleaved1F1B") {
+      t.diags.warning(key_at(schedule.second), fmt::format("torchtitan's pipeline schedule '{}' is costed as "
+                                                           "Interleaved1F1B",
+                                                           sched));
+    }
+    if (multi) {
+      virtual_stages = 2;  // torchtitan's default: two stages per rank
+      if (per_stage.at) {
+        if (ctx.prior) {
+          auto const stages = (ctx.prior->model.layers + first_less.value + last_less.value + per_stage.value - 1) /
+                              std::max<std::int64_t>(1, per_stage.value);
+          virtual_stages = std::max<std::int64_t>(1, stages / pp.value);
+        }
+      }
+    }
+    if (first_less.value != 0 || last_less.value != 0)
+      t.diags.warning(key_at(first_less.at ? first_less.at : last_less.at ? last_less.at : schedule.second),
+                      "torchtitan counts the embedding and the output as layers when it splits the pipeline "
+                      "(pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers); dtplan "
+                      "splits the transformer layers evenly");
+  }
+  set_strategy(t, "virtual_stages", integer_value(virtual_stages, value_at(schedule.second)), key_at(schedule.second));
+  // One schedule of local / micro micro-batches per accumulation step; a
+  // global batch of -1 is local x dp (training.global_batch_size).
+  if (global.value > 0) {
+    set(t, "training", "global_batch", integer_value(global.value, value_at(global.at)), key_at(global.at));
+    if (pp.value > 1 && shard_degree && global.value > local.value * replicate.value * *shard_degree)
+      t.diags.warning(key_at(global.at), "torchtitan runs one pipeline schedule per gradient accumulation step; "
+                                         "dtplan costs one schedule of every micro-batch of the step (one bubble)");
+  } else if (global.value == -1) {
+    auto const at = local.at ? local.at : global.at;
+    set(t, "training", "global_batch",
+        integer_value(shard_degree ? local.value * replicate.value * *shard_degree : 1, value_at(at)), key_at(at));
+  } else {
+    t.diags.error(value_at(global.at), fmt::format("torchtitan's 'training.global_batch_size' must be -1 (local batch "
+                                                   "x data-parallel ranks) or at least 1, got {}",
+                                                   global.value));
+    return;
+  }
+
+  // Recomputation (activation_checkpoint.mode defaults to 'selective', every
+  // second layer: config/job_config.py:588-591).
+  auto const mode = text("activation_checkpoint.mode", "selective");
+  auto const option = text("activation_checkpoint.selective_ac_option", "2");
+  if (!choice(mode, {"selective", "full", "memory_budget", "none"}) || !option.first) return;
+  std::string checkpoint = *mode.first;
+  auto const mode_at = mode.second ? mode.second : option.second;
+  if (*mode.first == "selective") {
+    if (*option.first == "op") {
+      checkpoint = "ops";
+    } else {
+      checkpoint = "full";
+      t.diags.warning(key_at(mode_at), fmt::format("torchtitan's selective checkpointing of every {} layer is costed "
+                                                   "as checkpoint = full",
+                                                   *option.first == "1" ? "" : fmt::format("{}th", *option.first)));
+    }
+  } else if (*mode.first == "memory_budget") {
+    checkpoint = "full";
+    t.diags.warning(key_at(mode_at), "torchtitan's 'memory_budget' checkpointing is costed as checkpoint = full");
+  }
+  set_strategy(t, "checkpoint", identifier_value(checkpoint, value_at(mode_at)), key_at(mode_at));
+
+  // Compile fuses the element-wise operators; float8's all-gather.
+  auto const compile = flag("compile.enable", false);
+  if (!compile.first) return;
+  set(t, "training", "fused_elementwise", boolean_value(*compile.first, value_at(compile.second)),
+      key_at(compile.second));
+  if (auto const* components = job.find("compile.components"); components && *compile.first) {
+    bool model = false;
+    if (components->val)
+      for (auto const& item : components->val->items) model = model || item.text == "model";
+    if (!model)
+      t.diags.warning(components->key_where, "torchtitan compiles no transformer block without 'model' in "
+                                             "'compile.components': costed as compiled");
+  }
+  job.not_costed("compile.backend");
+  if (fp8) {
+    auto const gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
+    if (!gather.first) return;
+    set(t, "training", "fp8_param_gather", boolean_value(*gather.first, value_at(gather.second)),
+        key_at(gather.second));
+    // The scales' precomputation and the output layer kept in bf16
+    // (filter_fqns = ["output"]) are how dtplan costs fp8 already.
+    job.find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
+    job.find("quantize.linear.float8.filter_fqns");
+  }
+  if (!fp8) job.not_costed("quantize.", "it applies only with the float8 converter in 'model.converters', which this job does not use");
+
+  // What does not change a step's time or memory.
+  for (auto prefix : {"job.", "profiling.", "metrics.", "optimizer.", "lr_scheduler.", "checkpoint.", "validation.",
+                      "comm.", "experimental.", "memory_estimation.", "training.dataset", "training.steps",
+                      "training.max_norm", "training.gc_", "training.seed", "training.deterministic"})
+    job.not_costed(prefix);
+}
+
+}  // namespace dtplan::planner::import_detail

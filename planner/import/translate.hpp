@@ -1,0 +1,137 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsl/ast.hpp"
+#include "dsl/config/config.hpp"
+#include "dsl/diagnostics.hpp"
+#include "planner/import/import.hpp"
+#include "planner/ir/ir.hpp"
+
+/// What the three importers share (internal to planner/import/): reading a
+/// job's entries with typed, located errors, and writing dtplan keys as
+/// syntax-tree assignments located where the job writes them.
+namespace dtplan::planner::import_detail {
+
+namespace ast = dsl::ast;
+using dsl::span;
+using dsl::config::entry;
+
+/// What the job becomes: settings of the model and training blocks, the
+/// body of the strategy block, and blocks the file lacks.
+struct translation {
+  std::vector<ast::setting> settings;
+  std::vector<ast::assignment> strategy;
+  std::vector<ast::block> blocks;
+  dsl::diagnostics diags;  ///< the job's errors, and its unread keys as warnings
+};
+
+/// A job's entries, each read once: what is not read by the end is
+/// reported.
+class job_reader {
+ public:
+  job_reader(dsl::config::document const& doc, std::string_view framework, translation& out);
+
+  /// The entry of `key` (for an argument written twice, the last: argparse
+  /// keeps it), marked read; nullptr when the job does not write it.
+  entry const* find(std::string_view key);
+  /// An argument written alone (`--bf16`), marked read; nullptr when it is
+  /// not written. One written with a value is an error (argparse rejects
+  /// `--bf16 yes`).
+  entry const* flag(std::string_view key);
+  /// Marks every entry whose key starts with `prefix` read, as not
+  /// changing a step's time or memory (a warning says so, by name), or for
+  /// the reason `why` ("it applies only with ...").
+  void not_costed(std::string_view prefix, std::string_view why = "it does not change a step's time or memory");
+
+  /// The value of `e` as a whole number, number, boolean or text, or a
+  /// located error ("expected a whole number for '--num-layers', got a
+  /// string"). An argument's words are read as numbers and booleans; a
+  /// word with a shell expansion is an error naming it.
+  std::optional<std::int64_t> integer(entry const& e);
+  std::optional<double> real(entry const& e);
+  std::optional<bool> boolean(entry const& e);
+  std::optional<std::string> text(entry const& e);
+
+  /// Reports every entry not read: a warning per key, naming it, at its
+  /// place in the job's file. Called once, at the end.
+  void report_unread();
+
+  [[nodiscard]] std::uint32_t file() const { return doc_.file; }
+  /// The file's start: where a value the job leaves at its framework's
+  /// default is said to come from.
+  [[nodiscard]] span origin() const { return {doc_.file, 0, 0}; }
+  [[nodiscard]] dsl::config::document const& document() const { return doc_; }
+  /// Where `e`'s key (its value) is written; the file's start when the job
+  /// does not write it (nullptr), or for the value of an argument alone.
+  [[nodiscard]] span key_at(entry const* e) const { return e ? e->key_where : origin(); }
+  [[nodiscard]] span value_at(entry const* e) const { return e && e->val ? e->val->where : key_at(e); }
+  translation& out() { return out_; }
+
+ private:
+  std::optional<std::string> word(entry const& e, std::string_view what);
+
+  dsl::config::document const& doc_;
+  std::string framework_;
+  translation& out_;
+  std::vector<bool> read_;
+  std::map<std::string, std::string, std::less<>> not_costed_;  // key -> why
+};
+
+/// Syntax-tree values located at `where`.
+ast::value integer_value(std::int64_t v, span where);
+ast::value identifier_value(std::string name, span where);
+ast::value boolean_value(bool v, span where);
+ast::value string_value(std::string text, span where);
+/// A number of bytes as `N B`.
+ast::value bytes_value(double v, span where);
+
+/// `BLOCK.key = value` as the job sets it (`target` is a block kind).
+void set(translation& t, std::string_view target, std::string_view key, ast::value v, span key_where);
+/// `key = value` in the job's strategy block.
+void set_strategy(translation& t, std::string_view key, ast::value v, span key_where);
+
+/// What an importer knows of the program before the job is lowered with it:
+/// nothing on the first pass; the first pass's program (the cluster's size,
+/// the model's layers) on the second.
+struct context {
+  program const* prior = nullptr;
+  bool file_has_model = false;
+  bool file_has_training = false;
+};
+
+/// The importers: each reads its job's entries into `out`.
+void import_torchtitan(job_reader& job, context const& ctx);
+void import_megatron(job_reader& job, context const& ctx);
+/// `args`: Megatron-DeepSpeed's arguments, when the job is given as those;
+/// `config`: the ds_config.json (given, or named by `--deepspeed_config`).
+void import_deepspeed(job_reader* args, job_reader* config, context const& ctx);
+
+/// The arguments Megatron-LM and Megatron-DeepSpeed share (the model's
+/// shape, the batch, tp/pp/sp, recomputation, precision); `deepspeed` for
+/// the latter's spellings. Returns what the rest of an importer needs.
+struct megatron_common {
+  std::optional<std::int64_t> tp, pp, cp, micro_batch, global_batch;
+  std::optional<std::int64_t> layers;  ///< --num-layers, else the prior model's
+  std::optional<precision> prec;       ///< from --bf16/--fp16/--fp8-format
+  span prec_where;
+  bool sequence_parallel = false;
+  std::int64_t virtual_stages = 1;
+};
+megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed);
+
+/// A shard group of `dp_block` data-parallel coordinates (each with every
+/// context-parallel one) as the strategy's `shard` key writes it: `node`
+/// when that is the members of a gradient-sync group on one node of the
+/// prior program's cluster, else the number.
+ast::value shard_value(std::int64_t dp_block, strategy const& degrees, context const& ctx, span where);
+
+/// The world's size on the second pass (nothing on the first).
+std::optional<std::int64_t> world(context const& ctx);
+
+}  // namespace dtplan::planner::import_detail

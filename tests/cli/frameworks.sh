@@ -1,0 +1,94 @@
+# Plans as the user's framework runs them: --emit DIR writes DIR/<framework>/
+# for the framework the training block names or --framework names, refuses a
+# plan the framework cannot run with its reason (writing nothing), and --from
+# reads a job back, reporting its unread keys at their place in its file.
+source "$(dirname "$0")/lib.sh"
+
+plan=plans/7b_2node.dtp
+
+# --framework needs --emit and one of three names; --from needs both words.
+expect_status 2 "$DTPLAN" "$plan" --framework megatron
+expect_contains "$TMP/err" "dtplan: error: --framework only applies to --emit DIR"
+expect_status 2 "$DTPLAN" "$plan" --emit "$TMP/x" --framework nemo
+expect_contains "$TMP/err" "dtplan: error: --framework needs 'torchtitan', 'megatron' or 'deepspeed'"
+expect_status 2 "$DTPLAN" "$plan" --from megatron
+expect_contains "$TMP/err" "dtplan: error: --from megatron needs the job's file"
+expect_status 2 "$DTPLAN" "$plan" --from fsdp job.toml
+expect_contains "$TMP/err" "dtplan: error: --from needs 'torchtitan', 'megatron' or 'deepspeed', then the job's file"
+expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/none.toml"
+expect_contains "$TMP/err" "dtplan: error: cannot read '$TMP/none.toml'"
+
+# The training block's framework is the default; --framework another.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed --emit "$TMP/ds" --quiet
+for f in deepspeed/ds_config.json deepspeed/args.txt deepspeed/launch.sh plan.json; do
+  checks=$((checks + 1))
+  [ -s "$TMP/ds/$f" ] || fail "missing $f"
+done
+checks=$((checks + 1))
+[ -x "$TMP/ds/deepspeed/launch.sh" ] && [ ! -x "$TMP/ds/deepspeed/args.txt" ] || fail "only launch.sh is executable"
+expect_contains "$TMP/ds/deepspeed/ds_config.json" '"train_batch_size": 256,'
+expect_contains "$TMP/ds/deepspeed/launch.sh" "exec deepspeed \"\${hostfile[@]}\" --num_nodes 2 --num_gpus 8"
+expect_status 0 "$DTPLAN" "$plan" --strategy current --emit "$TMP/mg" --framework megatron --quiet
+expect_contains "$TMP/mg/megatron/args.txt" "--use-distributed-optimizer"
+checks=$((checks + 1))
+[ ! -e "$TMP/mg/torchtitan" ] && [ ! -e "$TMP/mg/deepspeed" ] || fail "another framework's job was written"
+# A generic plan names no framework dtplan writes jobs for: no job.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --emit "$TMP/plain" --quiet
+checks=$((checks + 1))
+[ ! -e "$TMP/plain/megatron" ] || fail "a job without a framework"
+
+# torchtitan has no ZeRO-1: refused with the reason, nothing written.
+expect_status 2 "$DTPLAN" "$plan" --strategy current --emit "$TMP/tt" --framework torchtitan --quiet
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan job: torchtitan does not run ZeRO-1 (zero = 1): it runs zero = 0 or 3"
+checks=$((checks + 1))
+[ ! -e "$TMP/tt" ] || fail "a refused bundle was written"
+
+# Read back: the same strategy and step, no warning.
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
+expect_contains "$TMP/out" "megatron: valid, 7.38 s per step"
+checks=$((checks + 1))
+[ ! -s "$TMP/err" ] || fail "warnings reading back an exported job: $(cat "$TMP/err")"
+expect_status 0 "$DTPLAN" "$plan" --strategy current --quiet
+expect_contains "$TMP/out" "current: valid, 7.38 s per step"
+
+# A key dtplan does not read is a warning at its place in the job's file;
+# a bad value an error there; --set still has the last word.
+printf '%s\n' '[training]' 'local_batch_size = 1' 'seq_len = 4096' 'steps = 10' '[parallelism]' \
+  'data_parallel_shard_degree = 16' '[activation_checkpoint]' 'mode = "full"' >"$TMP/job.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml"
+expect_contains "$TMP/err" "$TMP/job.toml:4:1: warning: torchtitan's 'training.steps' is not read: it does not change a step's time or memory"
+expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
+expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 3, shard all, checkpoint full, micro_batch 1"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml" --set torchtitan.checkpoint=none --quiet
+expect_contains "$TMP/out" "torchtitan: valid"
+printf '%s\n' '[parallelism]' 'tensor_parallel_degree = 3' >"$TMP/bad.toml"
+expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/bad.toml" --quiet
+expect_contains "$TMP/err" "$TMP/bad.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = 3"
+
+# A hostile file name reaches the jobs only as escaped comment text: every
+# line of args.txt is a comment or an argument, the TOML reads back whole,
+# and bash parses the launch scripts without running anything of it.
+root=$PWD
+mkdir "$TMP/h" && cd "$TMP/h" || exit 1
+hostile="a
+\$(touch pwned)\`touch pwned\`'\"x.dtp"
+cp "$root/$plan" "$hostile"
+for fw in torchtitan megatron deepspeed; do
+  runs=(--set current.zero=1)  # torchtitan: FSDP with its op-level checkpointing
+  [ "$fw" = torchtitan ] && runs=(--set current.zero=3 --set current.checkpoint=ops)
+  expect_status 0 "$DTPLAN" "$hostile" --strategy current "${runs[@]}" --set training.framework=$fw \
+    --emit "h-$fw" --quiet
+  checks=$((checks + 1))
+  bash -n "h-$fw/$fw/launch.sh" || fail "h-$fw/$fw/launch.sh does not parse"
+done
+checks=$((checks + 1))
+bad=$(grep -v -e '^#' -e '^--' h-megatron/megatron/args.txt h-deepspeed/deepspeed/args.txt)
+[ -z "$bad" ] || fail "args.txt lines that are neither comment nor argument: $bad"
+expect_status 0 "$DTPLAN" "$root/$plan" --from torchtitan h-torchtitan/torchtitan/job.toml --quiet
+expect_contains "$TMP/out" "torchtitan: valid"
+expect_status 0 "$DTPLAN" "$root/$plan" --from megatron h-megatron/megatron/args.txt --quiet
+expect_contains "$TMP/out" "megatron: valid"
+checks=$((checks + 1))
+[ ! -e pwned ] || fail "the file name ran"
+cd "$root" || exit 1
+finish

@@ -1,0 +1,50 @@
+# The JSON as an interface: every plan's document (checked, searched with
+# --explain, emitted as plan.json, a framework job imported with --from)
+# validates against docs/spec/dtplan.schema.json, and names its schema and
+# dtplan's versions; a document with a key the schema does not describe, or
+# a figure of the wrong type, does not.
+source "$(dirname "$0")/lib.sh"
+
+schema="$PWD/docs/spec/dtplan.schema.json"
+validate="$PWD/tests/schema/validate.py"
+docs=()
+n=0
+for plan in plans/*.dtp; do
+  stem=$(basename "$plan" .dtp)
+  HANG_GUARD=120 expect_status 0 "$DTPLAN" "$plan" --format json
+  cp "$TMP/out" "$TMP/$stem.json" && docs+=("$TMP/$stem.json")
+  HANG_GUARD=120 expect_status 0 "$DTPLAN" "$plan" --optimize --explain --top 3 --format json
+  cp "$TMP/out" "$TMP/$stem.explain.json" && docs+=("$TMP/$stem.explain.json")
+  expect_contains "$TMP/$stem.explain.json" '"kind": "scaling_point"'
+  n=$((n + 2))
+done
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --emit "$TMP/bundle" --quiet
+docs+=("$TMP/bundle/plan.json")
+expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
+  --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
+cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
+expect_contains "$TMP/imported.json" '"schema_version": 1,'
+expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
+n=$((n + 2))
+
+checks=$((checks + 1))
+python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"
+expect_contains "$TMP/validated" "$n of $n documents valid"
+
+# The schema is strict: an undescribed key, a string for a number, a
+# missing version each make a document invalid.
+python3 - "$TMP/imported.json" "$TMP" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+bad = dict(doc, surprise=1)
+json.dump(bad, open(sys.argv[2] + "/bad_key.json", "w"))
+bad = json.loads(json.dumps(doc)); bad["plans"][0]["time"]["step_s"] = "2 s"
+json.dump(bad, open(sys.argv[2] + "/bad_type.json", "w"))
+bad = dict(doc); del bad["schema_version"]
+json.dump(bad, open(sys.argv[2] + "/bad_version.json", "w"))
+PY
+checks=$((checks + 1))
+python3 "$validate" "$schema" --expect-invalid "$TMP/bad_key.json" "$TMP/bad_type.json" "$TMP/bad_version.json" \
+  >"$TMP/invalid" 2>&1 || fail "$(cat "$TMP/invalid")"
+expect_contains "$TMP/invalid" "3 of 3 documents invalid"
+finish

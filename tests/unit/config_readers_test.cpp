@@ -1,0 +1,281 @@
+// The readers of frameworks' configuration files (dsl/config/): what each
+// entry holds and where, and every refusal in its exact words.
+#include <catch2/catch.hpp>
+
+#include "dsl/config/config.hpp"
+
+using namespace dtplan::dsl;
+using config::value;
+
+namespace {
+
+struct reading {
+  source_manager sm;
+  diagnostics diags;
+  std::optional<config::document> doc;
+
+  reading(std::string name, std::string text, std::optional<config::document> (*reader)(source_manager const&, std::uint32_t,
+                                                                                   diagnostics&)) {
+    auto id = sm.add(std::move(name), std::move(text));
+    doc = reader(sm, id, diags);
+  }
+  [[nodiscard]] std::string errors() const { return format(diags, sm); }
+  [[nodiscard]] std::string at(span s) const { return location(s, sm) + " " + std::string(sm.text(s)); }
+};
+
+}  // namespace
+
+TEST_CASE("a torchtitan TOML reads to dotted keys with the spans of keys and values") {
+  reading r("job.toml",
+         "# NOTE: a preset\n"
+         "[job]\n"
+         "description = \"Llama 3 8B training\"\n"
+         "\n"
+         "[training]\n"
+         "local_batch_size = 1\n"
+         "seq_len = 8_192   # tokens\n"
+         "max_norm = 1.0\n"
+         "[compile]\n"
+         "enable=false\n"
+         "components = [\"model\",\n"
+         "  \"loss\",  # trailing comma\n"
+         "]\n"
+         "[quantize.linear.float8]\n"
+         "filter_fqns = ['output']\n"
+         "lr = 3e-4\n",
+         config::read_toml);
+  REQUIRE(r.doc);
+  CHECK(r.errors().empty());
+  auto const& e = r.doc->entries;
+  REQUIRE(e.size() == 8);
+  CHECK(e[0].key == "job.description");
+  CHECK(e[0].val->text == "Llama 3 8B training");
+  CHECK(r.at(e[0].key_where) == "job.toml:3:1 description");
+  CHECK(r.at(e[0].val->where) == "job.toml:3:15 \"Llama 3 8B training\"");
+  CHECK(e[1].key == "training.local_batch_size");
+  CHECK(e[1].val->k == value::kind::integer);
+  CHECK(e[2].val->text == "8_192");
+  CHECK(e[3].val->k == value::kind::real);
+  CHECK(e[4].key == "compile.enable");
+  CHECK(e[4].val->k == value::kind::boolean);
+  CHECK(e[4].val->text == "false");
+  CHECK(r.at(e[4].val->where) == "job.toml:10:8 false");
+  CHECK(e[5].val->k == value::kind::array);
+  REQUIRE(e[5].val->items.size() == 2);
+  CHECK(e[5].val->items[1].text == "loss");
+  CHECK(e[6].key == "quantize.linear.float8.filter_fqns");
+  CHECK(e[6].val->items[0].text == "output");
+  CHECK(e[7].val->text == "3e-4");
+  CHECK(e[7].val->k == value::kind::real);
+}
+
+TEST_CASE("dotted and quoted keys join the table's path") {
+  reading r("a.toml", "[parallelism]\nfsdp.\"degree\" = 2\n", config::read_toml);
+  REQUIRE(r.doc);
+  CHECK(r.doc->entries[0].key == "parallelism.fsdp.degree");
+  CHECK(r.at(r.doc->entries[0].key_where) == "a.toml:2:1 fsdp.\"degree\"");
+}
+
+TEST_CASE("what TOML allows and torchtitan does not write is refused where it is written") {
+  auto refused = [](std::string text) {
+    reading r("bad.toml", std::move(text), config::read_toml);
+    CHECK_FALSE(r.doc);
+    return r.errors();
+  };
+  CHECK(refused("[job]\nx = {a = 1}\n") ==
+        "bad.toml:2:5: error: inline tables ('{...}') are not read: write the keys under a '[table]' header\n"
+        "    2 | x = {a = 1}\n"
+        "      |     ^\n");
+  CHECK(refused("[[layers]]\n") ==
+        "bad.toml:1:1: error: arrays of tables ('[[...]]') are not read: torchtitan's configurations do not use "
+        "them\n"
+        "    1 | [[layers]]\n"
+        "      | ^~\n");
+  CHECK(refused("[training]\nsteps = 10\nsteps = 20\n") ==
+        "bad.toml:3:1: error: the key 'training.steps' is written twice\n"
+        "    3 | steps = 20\n"
+        "      | ^~~~~\n"
+        "bad.toml:2:1: note: it is first written here\n"
+        "    2 | steps = 10\n"
+        "      | ^~~~~\n");
+  CHECK(refused("[a]\nb = 1\n[a]\n") ==
+        "bad.toml:3:2: error: the table 'a' is written twice\n"
+        "    3 | [a]\n"
+        "      |  ^\n"
+        "bad.toml:1:2: note: it is first written here\n"
+        "    1 | [a]\n"
+        "      |  ^\n");
+  CHECK(refused("x = \"open\n") ==
+        "bad.toml:1:5: error: this string is not closed on its line\n"
+        "    1 | x = \"open\n"
+        "      |     ^~~~~\n");
+  CHECK(refused("seq_len 8192\n") ==
+        "bad.toml:1:9: error: expected '=' after the key 'seq_len', got '8'\n"
+        "    1 | seq_len 8192\n"
+        "      |         ^\n");
+  CHECK(refused("x = 0123\n") ==
+        "bad.toml:1:5: error: a number cannot start with a leading zero\n"
+        "    1 | x = 0123\n"
+        "      |     ^~~~\n");
+  CHECK(refused("x = 1979-05-27\n") ==
+        "bad.toml:1:5: error: dates and times are not read\n"
+        "    1 | x = 1979-05-27\n"
+        "      |     ^~~~~\n");
+  CHECK(refused("x = 1 2\n") ==
+        "bad.toml:1:7: error: expected the end of the line after the value of 'x', got '2'\n"
+        "    1 | x = 1 2\n"
+        "      |       ^\n");
+  CHECK(refused("x = [1,\n2\n") ==
+        "bad.toml:3:1: error: expected ']' to close the array, got the end of the file\n"
+        "    3 | \n"
+        "      | ^\n"
+        "bad.toml:1:5: note: the array opens here\n"
+        "    1 | x = [1,\n"
+        "      |     ^\n");
+  CHECK(refused("x = 1\nx.y = 2\n") ==
+        "bad.toml:2:1: error: 'x' is a value, not a table\n"
+        "    2 | x.y = 2\n"
+        "      | ^~~\n"
+        "bad.toml:1:1: note: it is written here\n"
+        "    1 | x = 1\n"
+        "      | ^\n");
+}
+
+TEST_CASE("a ds_config.json reads to dotted keys; arrays keep their items") {
+  reading r("ds_config.json",
+         "{\n"
+         "  \"train_batch_size\": 32,\n"
+         "  \"zero_optimization\": {\"stage\": 0, \"reduce_bucket_size\": 5e8},\n"
+         "  \"bf16\": {\"enabled\": true},\n"
+         "  \"optimizer\": {\"params\": {\"betas\": [0.9, 0.95], \"name\": \"a\\u00e9\\ud83d\\ude00\"}},\n"
+         "  \"list\": [{\"a\": 1}, null],\n"
+         "  \"empty\": {}\n"
+         "}\n",
+         config::read_json);
+  REQUIRE(r.doc);
+  auto const& e = r.doc->entries;
+  REQUIRE(e.size() == 7);
+  CHECK(e[0].key == "train_batch_size");
+  CHECK(r.at(e[0].key_where) == "ds_config.json:2:3 \"train_batch_size\"");
+  CHECK(r.at(e[0].val->where) == "ds_config.json:2:23 32");
+  CHECK(e[1].key == "zero_optimization.stage");
+  CHECK(e[2].val->k == value::kind::real);
+  CHECK(e[2].val->text == "5e8");
+  CHECK(e[3].key == "bf16.enabled");
+  CHECK(e[4].key == "optimizer.params.betas");
+  CHECK(e[4].val->items.size() == 2);
+  CHECK(e[5].val->text == "a\xc3\xa9\xf0\x9f\x98\x80");
+  CHECK(e[6].val->items[0].k == value::kind::object);
+  CHECK(e[6].val->items[1].k == value::kind::null);
+}
+
+TEST_CASE("JSON is read strictly") {
+  auto refused = [](std::string text) {
+    reading r("ds.json", std::move(text), config::read_json);
+    CHECK_FALSE(r.doc);
+    return r.errors();
+  };
+  CHECK(refused("{\"a\": 1,}") ==
+        "ds.json:1:9: error: expected a key after ',' (JSON has no trailing commas), got '}'\n"
+        "    1 | {\"a\": 1,}\n"
+        "      |         ^\n");
+  CHECK(refused("{\"a\": 1, \"a\": 2}") ==
+        "ds.json:1:10: error: the key 'a' is written twice in this object\n"
+        "    1 | {\"a\": 1, \"a\": 2}\n"
+        "      |          ^~~\n"
+        "ds.json:1:2: note: it is first written here\n"
+        "    1 | {\"a\": 1, \"a\": 2}\n"
+        "      |  ^~~\n");
+  CHECK(refused("[1]") ==
+        "ds.json:1:1: error: expected a JSON object ('{'), got '['\n"
+        "    1 | [1]\n"
+        "      | ^\n");
+  CHECK(refused("{\"a\": 01}") ==
+        "ds.json:1:7: error: a JSON number cannot start with a leading zero\n"
+        "    1 | {\"a\": 01}\n"
+        "      |       ^~\n");
+  CHECK(refused("{\"a\": tru}") ==
+        "ds.json:1:7: error: expected a JSON value, got 't'\n"
+        "    1 | {\"a\": tru}\n"
+        "      |       ^\n");
+  CHECK(refused("{} x") ==
+        "ds.json:1:4: error: expected the end of the file after the object, got 'x'\n"
+        "    1 | {} x\n"
+        "      |    ^\n");
+  CHECK(refused(std::string(100, '[')).starts_with("ds.json:1:1: error: expected a JSON object"));
+  std::string deep = "{\"a\": ";
+  for (int i = 0; i < 70; ++i) deep += "[";
+  CHECK(refused(deep) ==
+        "ds.json:1:70: error: objects and arrays nested deeper than 64 are not read\n"
+        "    1 | {\"a\": " + std::string(70, '[') + "\n"
+        "      |                                                                      ^\n");
+  CHECK(config::looks_like_json("\n  {\"a\": 1}"));
+  CHECK_FALSE(config::looks_like_json("--bf16\n"));
+}
+
+TEST_CASE("an argument list: one per line, or a command line with its launcher") {
+  reading one("args.txt",
+           "# GPT model\n"
+           "--num-layers 96\n"
+           "--attention-backend auto # Can use (flash/fused/unfused/local)\n"
+           "--rampup-batch-size 16 16 5859375\n"
+           "--fp16\n"
+           "--data-path $DATA_PATH\n"
+           "--lr=6.0e-5\n"
+           "--foo -1\n",
+           config::read_arguments);
+  REQUIRE(one.doc);
+  auto const& e = one.doc->entries;
+  REQUIRE(e.size() == 7);
+  CHECK(e[0].key == "--num-layers");
+  CHECK(one.at(e[0].key_where) == "args.txt:2:1 --num-layers");
+  CHECK(one.at(e[0].val->where) == "args.txt:2:14 96");
+  CHECK(e[1].val->text == "auto");
+  CHECK(e[2].val->k == value::kind::array);
+  CHECK(e[2].val->items.size() == 3);
+  CHECK(one.at(e[2].val->where) == "args.txt:4:21 16 16 5859375");
+  CHECK_FALSE(e[3].val);
+  CHECK(e[4].val->unexpanded);
+  CHECK(e[5].key == "--lr");
+  CHECK(one.at(e[5].key_where) == "args.txt:7:1 --lr");
+  CHECK(one.at(e[5].val->where) == "args.txt:7:6 6.0e-5");
+  CHECK(e[6].val->text == "-1");
+  CHECK(one.doc->words.empty());
+
+  reading cmd("run.sh",
+           "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node 8 --nnodes 2 \\\n"
+           "    pretrain_gpt.py --micro-batch-size 1 \\\n"
+           "    --data-path 'a b' \"c\\\"d\" --x=\"1 2\" | tee log\n",
+           config::read_arguments);
+  REQUIRE(cmd.doc);
+  REQUIRE(cmd.doc->launcher.size() == 2);
+  CHECK(cmd.doc->launcher[0].key == "--nproc_per_node");
+  REQUIRE(cmd.doc->words.size() == 3);
+  CHECK(cmd.doc->words[0].text == "CUDA_DEVICE_MAX_CONNECTIONS=1");
+  CHECK(cmd.doc->words[2].text == "pretrain_gpt.py");
+  auto const& c = cmd.doc->entries;
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].key == "--micro-batch-size");
+  CHECK(c[1].val->items[0].text == "a b");
+  CHECK(c[1].val->items[1].text == "c\"d");
+  CHECK(c[2].key == "--x");
+  CHECK(c[2].val->text == "1 2");
+  CHECK(cmd.errors() ==
+        "run.sh:3:40: warning: the rest of the command after '|' is not read\n"
+        "    3 |     --data-path 'a b' \"c\\\"d\" --x=\"1 2\" | tee log\n"
+        "      |                                        ^\n"
+        "note: dtplan reads one command's arguments\n");
+
+  reading bad("bad.txt", "--data-path 'open\n", config::read_arguments);
+  CHECK_FALSE(bad.doc);
+  CHECK(bad.errors() ==
+        "bad.txt:1:13: error: this quote (') is not closed\n"
+        "    1 | --data-path 'open\n"
+        "      |             ^~~~~\n");
+}
+
+TEST_CASE("a configuration that is not text is refused as a .dtp file is") {
+  reading r("x.toml", std::string("a = 1\n\0", 7), config::read_toml);
+  CHECK_FALSE(r.doc);
+  CHECK(r.errors().starts_with("x.toml:2:1: error: file is not text: NUL byte at line 2, column 1"));
+}

@@ -1,0 +1,237 @@
+// Real configurations from the frameworks' own repositories
+// (tests/data/published/, with their provenance) read with --from and costed
+// on the cluster each was written for: what each key becomes, which keys
+// are reported unread and where, and that the job is valid and costed. The
+// step's figure is not asserted: the catalog's efficiencies are refitted
+// apart from this (the accuracy study).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "dsl/diagnostics.hpp"
+#include "planner/import/import.hpp"
+#include "planner/model/evaluate.hpp"
+
+using namespace dtplan;
+using namespace dtplan::planner;
+
+namespace {
+
+std::string const published = std::string(DTPLAN_SOURCE_DIR) + "/tests/data/published/";
+
+struct imported {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  std::optional<program> p;
+  std::optional<plan> costed;
+
+  imported(job_format f, std::string const& dtp, std::string const& job) {
+    auto const file = sources.add(dtp, *dsl::read_file(published + dtp));
+    job_source src{f, sources.add(job, *dsl::read_file(published + job)), {}};
+    auto const dir = std::filesystem::path(job).parent_path();
+    src.open = [this, dir](std::string const& path) -> std::variant<std::uint32_t, std::string> {
+      auto full = (dir / path).string();
+      auto text = dsl::read_file(published + full);
+      if (!text) return "cannot read " + full;
+      return sources.add(full, std::move(*text));
+    };
+    p = load_job(sources, file, src, {}, diags);
+    if (p && p->strategies.size() == 1) {
+      analytic_cost_model const model;
+      auto const& spec = p->strategies.front();
+      costed = evaluate(*p, spec, spec.fixed(), model, spec.name);
+    }
+  }
+
+  // Each warning as "line:col message", in order.
+  [[nodiscard]] std::vector<std::string> warnings() const {
+    std::vector<std::string> out;
+    for (auto const& d : diags.list()) {
+      auto const pos = sources.file(d.where.file).position_of(d.where.begin);
+      out.push_back(fmt::format("{}:{} {}", pos.line, pos.column, d.message));
+    }
+    return out;
+  }
+};
+
+// The job is valid and costed, its step a finite time.
+void check_costed(imported const& r) {
+  REQUIRE(r.costed);
+  CHECK(r.costed->valid);
+  REQUIRE(r.costed->time);
+  CHECK(std::isfinite(r.costed->time->step.value()));
+  CHECK(r.costed->time->step.value() > 0);
+}
+
+// The key each warning names (its first quoted word), in order.
+std::vector<std::string> keys_of(std::vector<std::string> const& warnings) {
+  std::vector<std::string> out;
+  for (auto const& w : warnings) {
+    auto const open = w.find("'", w.find("'s '") == std::string::npos ? 0 : w.find("'s '") + 2);
+    auto const close = w.find("'", open + 1);
+    out.push_back(w.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan's llama3_8b.toml (v0.2.0) costs on 64 A100s") {
+  imported r(job_format::torchtitan, "torchtitan_llama3_8b.dtp", "torchtitan_llama3_8b.toml");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.name == "llama3_8b");
+  CHECK(p.model.layers == 32);
+  CHECK(p.model.kv_heads == 8);
+  CHECK(p.model.seq_len == 8192);
+  CHECK(p.model.prec == precision::bf16);
+  CHECK(p.model.optimizer == optimizer_kind::adamw);
+  CHECK(p.training.framework == "torchtitan");
+  CHECK(p.training.global_batch == 64);  // local_batch_size 1 x 64 data-parallel ranks
+  CHECK(p.training.grad_precision == precision::fp32);
+  CHECK_FALSE(p.training.fused_elementwise);  // compile.enable = false
+  REQUIRE(p.strategies.size() == 1);
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.dp == 64);
+  CHECK(s.tp == 1);
+  CHECK(s.pp == 1);
+  CHECK(s.zero == 3);  // FSDP2 over data_parallel_shard_degree = -1: every rank
+  CHECK(s.shard == shard_group{});
+  CHECK(s.checkpoint == checkpoint_mode::ops);  // selective, selective_ac_option = "op"
+  CHECK(s.micro_batch == 1);
+  auto const w = r.warnings();
+  CHECK(keys_of(w) == std::vector<std::string>{
+      "job.dump_folder", "job.description", "profiling.enable_profiling", "profiling.save_traces_folder",
+      "profiling.profile_freq", "metrics.log_freq", "metrics.enable_tensorboard", "metrics.save_tb_folder",
+      "model.hf_assets_path", "optimizer.lr", "optimizer.eps", "lr_scheduler.warmup_steps",
+      "training.max_norm", "training.steps", "training.dataset", "checkpoint.enable", "checkpoint.folder",
+      "checkpoint.interval", "checkpoint.last_save_model_only", "checkpoint.export_dtype",
+      "checkpoint.async_mode", "quantize.linear.float8.enable_fsdp_float8_all_gather",
+      "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", "quantize.linear.float8.filter_fqns",
+      "validation.enable", "validation.dataset", "validation.freq", "validation.steps"});
+  CHECK(w.front() == "4:1 torchtitan's 'job.dump_folder' is not read: it does not change a step's time or memory");
+  CHECK(w[21] == "62:1 torchtitan's 'quantize.linear.float8.enable_fsdp_float8_all_gather' is not read: it applies only "
+                 "with the float8 converter in 'model.converters', which this job does not use");
+  check_costed(r);
+}
+
+TEST_CASE("Megatron-LM's GPT-3 175B example (core_v0.13.0) costs on 1,024 A100s") {
+  imported r(job_format::megatron, "megatron_gpt3_175b.dtp", "megatron_gpt3_175b.args");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.name == "gpt3");
+  CHECK(p.model.layers == 96);
+  CHECK(p.model.hidden == 12288);
+  CHECK(p.model.heads == 96);
+  CHECK(p.model.kv_heads == 96);
+  CHECK(p.model.ffn == 4 * 12288);  // Megatron's default: no --ffn-hidden-size
+  CHECK(p.model.mlp == mlp_kind::gelu);
+  CHECK(p.model.tied_embeddings);  // no --untie-embeddings-and-output-weights
+  CHECK(p.model.dropout);          // Megatron's default dropout 0.1
+  CHECK(p.model.vocab == 50257);   // the file's: the arguments name a vocabulary file
+  CHECK(p.model.seq_len == 2048);
+  CHECK(p.model.prec == precision::fp16);
+  CHECK(p.training.framework == "megatron");
+  CHECK(p.training.global_batch == 1536);
+  CHECK(p.training.grad_precision == precision::fp16);  // fp16 without --accumulate-allreduce-grads-in-fp32
+  CHECK_FALSE(p.training.overlap_grad_sync);            // no --overlap-grad-reduce
+  CHECK(p.training.attention_kernel == attention_backend::flash);  // auto on Ampere
+  REQUIRE(p.strategies.size() == 1);
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.dp == 8);
+  CHECK(s.tp == 8);
+  CHECK(s.pp == 16);
+  CHECK(s.zero == 0);
+  CHECK_FALSE(s.sequence_parallel);
+  CHECK(s.checkpoint == checkpoint_mode::none);
+  CHECK(s.micro_batch == 1);
+  auto const w = r.warnings();
+  CHECK(keys_of(w) == std::vector<std::string>{
+      "--rampup-batch-size", "--train-iters", "--weight-decay", "--adam-beta1", "--adam-beta2",
+      "--init-method-std", "--clip-grad", "--lr", "--lr-decay-style", "--min-lr", "--lr-warmup-fraction",
+      "--lr-decay-iters", "--data-path", "--vocab-file", "--merge-file", "--split", "--log-interval",
+      "--save-interval", "--eval-interval", "--save", "--load", "--eval-iters", "--tensorboard-dir"});
+  CHECK(w.front() == "15:5 Megatron-LM's '--rampup-batch-size' is not modelled: the plan is costed at the full global "
+                     "batch");
+  CHECK(w[12] == "30:5 Megatron-LM's '--data-path' is not read: it does not change a step's time or memory");
+  check_costed(r);
+  CHECK(r.costed->grad_accum == 192);
+}
+
+TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on one node") {
+  imported r(job_format::deepspeed, "megatron_deepspeed_llama2/cluster.dtp", "megatron_deepspeed_llama2/args.txt");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.name == "llama2_style");
+  CHECK(p.model.layers == 24);
+  CHECK(p.model.hidden == 2048);
+  CHECK(p.model.ffn == 5504);
+  CHECK(p.model.heads == 16);
+  CHECK(p.model.kv_heads == 4);  // --num-key-value-heads
+  CHECK(p.model.mlp == mlp_kind::swiglu);
+  CHECK_FALSE(p.model.tied_embeddings);
+  CHECK_FALSE(p.model.dropout);  // --attention-dropout 0 --hidden-dropout 0
+  CHECK(p.model.prec == precision::bf16);  // ds_config.json's bf16.enabled
+  CHECK(p.training.framework == "deepspeed");
+  CHECK(p.training.global_batch == 32);  // train_batch_size
+  CHECK(p.training.attention_kernel == attention_backend::unfused);
+  REQUIRE(p.strategies.size() == 1);
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.dp == 2);
+  CHECK(s.tp == 2);
+  CHECK(s.pp == 2);
+  CHECK(s.zero == 0);
+  CHECK(s.micro_batch == 4);  // train_micro_batch_size_per_gpu
+  CHECK(s.checkpoint == checkpoint_mode::none);
+  auto const w = r.warnings();
+  CHECK(keys_of(w) == std::vector<std::string>{
+      "--train-iters", "--save", "--load", "--data-path", "--data-impl", "--tokenizer-type",
+      "--tokenizer-model", "--split", "--distributed-backend", "--lr", "--lr-decay-style", "--min-lr",
+      "--weight-decay", "--clip-grad", "--lr-warmup-iters", "--adam-beta1", "--adam-beta2", "--log-interval",
+      "--save-interval", "--eval-interval", "--eval-iters", "--no-query-key-layer-scaling",
+      "--use-rotary-position-embeddings", "--normalization", "--disable-bias-linear", "steps_per_print",
+      "--node_rank", "--master_addr", "--master_port"});
+  CHECK(w[22] == "46:8 Megatron-DeepSpeed's '--use-rotary-position-embeddings' is not modelled: the plan is costed "
+                 "without it");
+  CHECK(w[25] == "4:3 DeepSpeed's 'steps_per_print' is not read: it does not change a step's time or memory");
+  CHECK(w[26] == "8:40 the launcher's '--node_rank' is not read: the cluster is the .dtp file's");
+  check_costed(r);
+  CHECK(r.costed->grad_accum == 4);
+}
+
+TEST_CASE("a job's bad value is reported where the job writes it") {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                         "model m : llama3_8b { }\n");
+  job_source job{job_format::torchtitan,
+                 sources.add("job.toml", "[parallelism]\ntensor_parallel_degree = \"2\"\n[training]\nlocal_batch_size = 0\n"),
+                 {}};
+  CHECK_FALSE(load_job(sources, file, job, {}, diags));
+  CHECK(dsl::format(diags, sources) ==
+        "job.toml:2:26: error: expected a whole number for 'parallelism.tensor_parallel_degree', got a string\n"
+        "    2 | tensor_parallel_degree = \"2\"\n"
+        "      |                          ^~~\n");
+
+  dsl::diagnostics more;
+  job_source zero{job_format::megatron,
+                  sources.add("args.txt", "--tensor-model-parallel-size 0\n--bf16\n--micro-batch-size 1\n"), {}};
+  CHECK_FALSE(load_job(sources, file, zero, {}, more));
+  CHECK(dsl::format(more, sources) ==
+        "args.txt:1:30: error: 'tp' must be at least 1, got 0\n"
+        "    1 | --tensor-model-parallel-size 0\n"
+        "      |                              ^\n");
+
+  dsl::diagnostics none;
+  job_source batchless{job_format::megatron, sources.add("b.txt", "--bf16\n"), {}};
+  CHECK_FALSE(load_job(sources, file, batchless, {}, none));
+  CHECK(dsl::format(none, sources) ==
+        "b.txt:1:1: error: the job does not write '--micro-batch-size', which Megatron-LM needs\n"
+        "    1 | --bf16\n"
+        "      | ^\n");
+}
+
