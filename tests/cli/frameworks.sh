@@ -32,10 +32,15 @@ expect_status 0 "$DTPLAN" "$plan" --strategy current --emit "$TMP/mg" --framewor
 expect_contains "$TMP/mg/megatron/args.txt" "--use-distributed-optimizer"
 checks=$((checks + 1))
 [ ! -e "$TMP/mg/torchtitan" ] && [ ! -e "$TMP/mg/deepspeed" ] || fail "another framework's job was written"
-# A generic plan names no framework dtplan writes jobs for: no job.
-expect_status 0 "$DTPLAN" "$plan" --strategy current --emit "$TMP/plain" --quiet
+# The plan's training block names megatron: its job, and no other.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --emit "$TMP/named" --quiet
+expect_contains "$TMP/named/megatron/args.txt" "--use-distributed-optimizer"
 checks=$((checks + 1))
-[ ! -e "$TMP/plain/megatron" ] || fail "a job without a framework"
+[ ! -e "$TMP/named/torchtitan" ] && [ ! -e "$TMP/named/deepspeed" ] || fail "a job for a framework the plan does not name"
+# A generic plan names no framework dtplan writes jobs for: no job.
+expect_status 0 "$DTPLAN" "$plan" --set training.framework=generic --strategy current --emit "$TMP/plain" --quiet
+checks=$((checks + 1))
+[ ! -e "$TMP/plain/megatron" ] && [ ! -e "$TMP/plain/torchtitan" ] && [ ! -e "$TMP/plain/deepspeed" ] || fail "a job without a framework"
 
 # torchtitan has no ZeRO-1: refused with the reason, nothing written.
 expect_status 2 "$DTPLAN" "$plan" --strategy current --emit "$TMP/tt" --framework torchtitan --quiet
@@ -45,11 +50,11 @@ checks=$((checks + 1))
 
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
-expect_contains "$TMP/out" "megatron: valid, 7.38 s per step"
+expect_contains "$TMP/out" "megatron: valid, 8.07 s per step"
 checks=$((checks + 1))
 [ ! -s "$TMP/err" ] || fail "warnings reading back an exported job: $(cat "$TMP/err")"
 expect_status 0 "$DTPLAN" "$plan" --strategy current --quiet
-expect_contains "$TMP/out" "current: valid, 7.38 s per step"
+expect_contains "$TMP/out" "current: valid, 8.07 s per step"
 
 # A key dtplan does not read is a warning at its place in the job's file;
 # a bad value an error there; --set still has the last word.
