@@ -1,5 +1,6 @@
 #include "planner/search/explain.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -71,7 +72,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   for (auto const& [tp, e] : cut_by_tp) {
     if (e.first != structures_of_tp.at(tp)) continue;
     out.push_back({"memory", fmt::format("tp = {}", tp),
-                   {{"bytes_per_gpu", e.second}, {"usable_bytes", usable.value()},
+                   {{"bytes_per_gpu", std::round(e.second)}, {"usable_bytes", std::round(usable.value())},
                     {"candidates", static_cast<double>(candidates_by_tp[tp])}},
                    fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
                                tp, bytes(e.second), usable, grouped(candidates_by_tp[tp]))});
@@ -90,7 +91,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     if (std::any_of(lines.begin(), lines.end(), [&](explanation const& e) { return e.text == text; })) continue;
     if (lines.size() < shown) {
       lines.push_back({"memory", structure_text(w),
-                       {{"bytes_per_gpu", needs}, {"usable_bytes", usable.value()},
+                       {{"bytes_per_gpu", std::round(needs)}, {"usable_bytes", std::round(usable.value())},
                         {"candidates", static_cast<double>(w.candidates)}},
                        std::move(text)});
     } else {
@@ -101,12 +102,12 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   out.insert(out.end(), lines.begin(), lines.end());
   if (hidden > 0)
     out.push_back({"memory", fmt::format("{} more structures", hidden),
-                   {{"usable_bytes", usable.value()}, {"candidates", static_cast<double>(hidden_candidates)}},
+                   {{"usable_bytes", std::round(usable.value())}, {"candidates", static_cast<double>(hidden_candidates)}},
                    fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
                                grouped(hidden_candidates))});
   if (all.memory_cut > 0)
     out.push_back({"memory_micro_batch", "the space",
-                   {{"usable_bytes", usable.value()}, {"candidates", static_cast<double>(all.memory_cut)}},
+                   {{"usable_bytes", std::round(usable.value())}, {"candidates", static_cast<double>(all.memory_cut)}},
                    fmt::format("{} candidates need more than {} per GPU (micro-batch too large for the rest)",
                                grouped(all.memory_cut), usable)});
   std::int64_t other = all.illegal;

@@ -55,4 +55,21 @@ expect_status 0 "$DTPLAN" "$TMP/micro.dtp" --emit "$TMP/micro" --quiet
 expect_contains "$TMP/micro/skeleton/train_step.cu" \
   "constexpr long long k_pipe_slots = 2000000000, k_pipe_makespan = 3000000003, k_pipe_idle = 3, k_pipe_bubble_pairs = 1;"
 
+# --explain's figures in JSON: a size is whole bytes, as every other size
+# of the document (fuzz_pipeline: 405B on one H100, usable_bytes was the
+# GPU's usable memory as a fraction of a byte).
+cat >"$TMP/explain.dtp" <<'DTP'
+model m : llama3_405b { }
+cluster c { nodes = 1; gpus_per_node = 1; gpu = H100_SXM }
+training { global_batch = 8 }
+DTP
+"$DTPLAN" "$TMP/explain.dtp" --optimize --explain --format json >"$TMP/explain.json" 2>/dev/null || true
+checks=$((checks + 1))
+python3 - "$TMP/explain.json" <<'PY' || fail "an --explain size in JSON is not whole bytes"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+sizes = [v for e in doc["explain"] for k, v in e["figures"].items() if k.endswith("bytes") or k.endswith("bytes_per_gpu")]
+assert sizes and all(float(v).is_integer() for v in sizes), sizes
+PY
+
 finish
