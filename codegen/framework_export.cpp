@@ -126,6 +126,10 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
 std::optional<std::string> deepspeed_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
+  // DeepSpeed's BF16_Optimizer (engine.py:1085-1100, FRAMEWORKS.md D8).
+  if (s.zero == 0 && p.model.prec == precision::bf16)
+    return "DeepSpeed runs bf16 without ZeRO through its BF16_Optimizer, which shards the optimizer state over the "
+           "data-parallel ranks as ZeRO-1 does; plan it with zero = 1";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));

@@ -125,7 +125,23 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
     t.diags.error(value_at(zero_at), fmt::format("DeepSpeed's ZeRO stage is 0, 1, 2 or 3, not {}", stage));
     return;
   }
-  set_strategy(t, "zero", integer_value(stage, value_at(zero_at)), key_at(zero_at));
+  // bf16 without ZeRO runs DeepSpeed's BF16_Optimizer (engine.py:1085-1100,
+  // 1376-1426; bf16_optimizer.py:47-60, FRAMEWORKS.md D8): gradients
+  // accumulate in fp32 and are all-reduced whole, then each data-parallel
+  // rank updates its slice of the fp32 master weights and moments and the
+  // weights are all-gathered: ZeRO-1's memory with an all-reduce
+  // (BigScience's tr11 script: "bf16 must use z0! it implements its own zero
+  // stage 1 equivalent"). Kept and reduced in fp32, as the calibration's
+  // BLOOM runs are; v0.17.5 casts the all-reduce to communication_data_type
+  // (bf16 unless written), which one grad_precision cannot say apart.
+  bool const bf16_optimizer = stage == 0 && prec == precision::bf16;
+  set_strategy(t, "zero", integer_value(bf16_optimizer ? 1 : stage, value_at(zero_at)), key_at(zero_at));
+  if (bf16_optimizer) {
+    set(t, "training", "grad_reduce", identifier_value("all_reduce", key_at(zero_at)), key_at(zero_at));
+    bool const comm_written = config && config->find("communication_data_type");
+    if (!comm_written)
+      set(t, "training", "grad_precision", identifier_value("fp32", key_at(zero_at)), key_at(zero_at));
+  }
 
   // dp: the batch's when ds_config.json gives all three figures, else the
   // ranks the tensor and pipeline degrees leave.

@@ -6,12 +6,14 @@
 // apart from this (the accuracy study).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "dsl/diagnostics.hpp"
 #include "planner/import/import.hpp"
 #include "planner/model/evaluate.hpp"
+#include "planner/model/expected_error.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -184,7 +186,9 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
   CHECK(s.dp == 2);
   CHECK(s.tp == 2);
   CHECK(s.pp == 2);
-  CHECK(s.zero == 0);
+  CHECK(s.zero == 1);  // stage 0 in bf16: DeepSpeed's BF16_Optimizer shards the optimizer state
+  CHECK(p.training.grad_reduce_scatter == false);
+  CHECK(p.training.grad_precision == precision::fp32);
   CHECK(s.micro_batch == 4);  // train_micro_batch_size_per_gpu
   CHECK(s.checkpoint == checkpoint_mode::none);
   auto const w = r.warnings();
@@ -201,6 +205,50 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
   CHECK(w[26] == "8:40 the launcher's '--node_rank' is not read: the cluster is the .dtp file's");
   check_costed(r);
   CHECK(r.costed->grad_accum == 4);
+}
+
+TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dtplan states for DeepSpeed on A100") {
+  imported r(job_format::deepspeed, "bigscience_bloom_176b/cluster.dtp", "bigscience_bloom_176b/args.txt");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.layers == 70);
+  CHECK(p.model.hidden == 14336);
+  CHECK(p.model.heads == 112);
+  CHECK(p.model.seq_len == 2048);
+  CHECK(p.model.prec == precision::bf16);
+  CHECK(p.training.framework == "deepspeed");
+  CHECK(p.training.global_batch == 2048);
+  // ZERO_STAGE=0 with bf16: the BF16_Optimizer, ZeRO-1's memory with an
+  // all-reduce of fp32 gradients.
+  CHECK_FALSE(p.training.grad_reduce_scatter);
+  CHECK(p.training.grad_precision == precision::fp32);
+  REQUIRE(p.strategies.size() == 1);
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.dp == 8);
+  CHECK(s.tp == 4);
+  CHECK(s.pp == 12);
+  CHECK(s.zero == 1);
+  CHECK(s.micro_batch == 2);
+  CHECK(s.checkpoint == checkpoint_mode::full);  // --checkpoint-activations
+  auto const w = r.warnings();
+  CHECK(w.size() == 43);
+  CHECK(w.front() == "24:5 Megatron-DeepSpeed's '--rampup-batch-size' is not modelled: the plan is costed at the full "
+                     "global batch");
+  CHECK(std::find(w.begin(), w.end(),
+                  "33:5 Megatron-DeepSpeed's '--position-embedding-type' is not modelled: the plan is costed "
+                  "without it") != w.end());
+  check_costed(r);
+  CHECK(r.costed->grad_accum == 128);
+  // The log line at iteration 85,376 of tr11's README: 104.70 s per
+  // iteration (calibration_runs.csv BLOOM-176B-gbs2048). The error dtplan
+  // states for DeepSpeed on A100 is the median of its held-out runs.
+  auto const stated = expected_error_for("A100_SXM_80GB", "deepspeed");
+  REQUIRE(stated);
+  double const measured = 104.70;
+  double const error = r.costed->time->step.value() / measured - 1;
+  INFO("predicted " << r.costed->time->step.value() << " s, error " << error);
+  CHECK(std::abs(error) <= stated->median);
 }
 
 TEST_CASE("a job's bad value is reported where the job writes it") {
