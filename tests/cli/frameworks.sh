@@ -48,6 +48,14 @@ expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan j
 checks=$((checks + 1))
 [ ! -e "$TMP/tt" ] || fail "a refused bundle was written"
 
+# bf16 without ZeRO is DeepSpeed's BF16_Optimizer, which shards the
+# optimizer state: a zero = 0 plan is refused for DeepSpeed, with the reason.
+expect_status 2 "$DTPLAN" "$plan" --strategy current --set strategy.zero=0 --set strategy.dp=2 --set strategy.tp=8 \
+  --emit "$TMP/z0" --framework deepspeed --quiet
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a deepspeed job: DeepSpeed runs bf16 without ZeRO through its BF16_Optimizer, which shards the optimizer state over the data-parallel ranks as ZeRO-1 does; plan it with zero = 1"
+checks=$((checks + 1))
+[ ! -e "$TMP/z0" ] || fail "a refused bundle was written"
+
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
 expect_contains "$TMP/out" "megatron: valid, 8.07 s per step"
