@@ -1,7 +1,6 @@
 #include "codegen/report.hpp"
 
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -289,7 +288,13 @@ std::string to_json(report const& r) {
       w.key("kind").value(e.kind);
       w.key("subject").value(e.subject);
       w.key("figures").begin_object();
-      for (auto const& [name, v] : e.figures) w.key(name).value(v);
+      // A count or a size is written as the whole number it is (sizes are
+      // whole bytes everywhere in the document); times and shares as reals.
+      for (auto const& [name, v] : e.figures) {
+        w.key(name);
+        if (std::abs(v) < 0x1p53 && v == std::trunc(v)) w.value(static_cast<std::int64_t>(v));
+        else w.value(v);
+      }
       w.end_object();
       w.key("text").value(e.text);
       w.end_object();
