@@ -51,6 +51,8 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (s.pp > 1 && s.zero > lim.pipeline_max_zero)
     return fmt::format("{} runs a pipeline with ZeRO-{} at most; the plan has zero = {} with pp = {}", fw,
                        lim.pipeline_max_zero, s.zero, s.pp);
+  if (p.model.prec == precision::bf16 && s.zero < lim.bf16_min_zero)
+    return fmt::format("{} runs bf16 with ZeRO-{} at least; the plan has zero = {}", fw, lim.bf16_min_zero, s.zero);
   if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())
     return fmt::format("{} has no checkpoint = {}", fw, planner::name(s.checkpoint));
   if (s.tp > 1 && !lim.tensor_parallel) return fmt::format("{} has no tensor parallelism (tp = {})", fw, s.tp);
@@ -61,7 +63,6 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
-  (void)p;
   return std::nullopt;
 }
 
@@ -126,10 +127,6 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
 std::optional<std::string> deepspeed_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
-  // DeepSpeed's BF16_Optimizer (engine.py:1085-1100, FRAMEWORKS.md D8).
-  if (s.zero == 0 && p.model.prec == precision::bf16)
-    return "DeepSpeed runs bf16 without ZeRO through its BF16_Optimizer, which shards the optimizer state over the "
-           "data-parallel ranks as ZeRO-1 does; plan it with zero = 1";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));

@@ -253,6 +253,7 @@ struct training {
 struct framework_limits {
   std::vector<int> zero_stages{0, 1, 2, 3};  ///< ZeRO stages it implements, ascending
   int pipeline_max_zero = 3;    ///< the highest stage it runs with pp > 1 (DeepSpeed: 1)
+  int bf16_min_zero = 0;        ///< the lowest stage it runs in bf16 (DeepSpeed: 1, its BF16_Optimizer)
   bool tensor_parallel = true;
   bool pipeline_parallel = true;
   bool interleaving = true;     ///< virtual_stages > 1

@@ -350,6 +350,7 @@ framework_builder& framework_builder::set(std::string_view key, key_value v, std
 framework_builder& framework_builder::description(std::string v) { return set("description", v, "\"" + v + "\""); }
 framework_builder& framework_builder::zero_stages(std::initializer_list<std::int64_t> v) { return with("zero_stages", v); }
 framework_builder& framework_builder::pipeline_max_zero(std::int64_t v) { return set("pipeline_max_zero", v, shown(v)); }
+framework_builder& framework_builder::bf16_min_zero(std::int64_t v) { return set("bf16_min_zero", v, shown(v)); }
 framework_builder& framework_builder::tensor_parallel(bool v) { return set("tensor_parallel", v, shown(v)); }
 framework_builder& framework_builder::pipeline_parallel(bool v) { return set("pipeline_parallel", v, shown(v)); }
 framework_builder& framework_builder::interleaving(bool v) { return set("interleaving", v, shown(v)); }

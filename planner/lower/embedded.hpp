@@ -277,6 +277,7 @@ class framework_builder {
   /// The ZeRO stages it runs: `zero_stages({0, 1})`.
   framework_builder& zero_stages(std::initializer_list<std::int64_t> v);
   framework_builder& pipeline_max_zero(std::int64_t v);
+  framework_builder& bf16_min_zero(std::int64_t v);
   framework_builder& tensor_parallel(bool v);
   framework_builder& pipeline_parallel(bool v);
   framework_builder& interleaving(bool v);

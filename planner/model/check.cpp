@@ -261,6 +261,11 @@ class rules {
         return fmt::format("framework '{}' runs ZeRO stage {} at most with a pipeline, not zero = {} with pp = {}",
                            fw.name, lim.pipeline_max_zero, s.zero, s.pp);
       });
+    if (p_.model.prec == precision::bf16 && s.zero < lim.bf16_min_zero)
+      error("zero", [&] {
+        return fmt::format("framework '{}' runs bf16 with ZeRO stage {} at least, not zero = {}", fw.name,
+                           lim.bf16_min_zero, s.zero);
+      });
     if (s.zero >= 1 && s.shard.k != shard_group::kind::all && !lim.hybrid_sharding)
       runs("shard", fmt::format("hybrid sharding (shard = {})", to_string(s.shard)));
     if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())

@@ -218,6 +218,9 @@ class space_view {
            return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();
          },
          "every ZeRO stage (only " + fmt::format("{}", fmt::join(lim.zero_stages, ", ")) + ")");
+    if (p_.model.prec == precision::bf16)
+      drop(zero_, [&](std::int64_t z) { return z >= lim.bf16_min_zero; },
+           fmt::format("ZeRO below stage {} in bf16", lim.bf16_min_zero));
     drop(checkpoint_,
          [&](checkpoint_mode c) {
            return std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), c) != lim.checkpoint_modes.end();

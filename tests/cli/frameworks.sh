@@ -52,9 +52,15 @@ checks=$((checks + 1))
 # optimizer state: a zero = 0 plan is refused for DeepSpeed, with the reason.
 expect_status 2 "$DTPLAN" "$plan" --strategy current --set strategy.zero=0 --set strategy.dp=2 --set strategy.tp=8 \
   --emit "$TMP/z0" --framework deepspeed --quiet
-expect_contains "$TMP/err" "error: cannot write plan 'current' as a deepspeed job: DeepSpeed runs bf16 without ZeRO through its BF16_Optimizer, which shards the optimizer state over the data-parallel ranks as ZeRO-1 does; plan it with zero = 1"
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a deepspeed job: deepspeed runs bf16 with ZeRO-1 at least; the plan has zero = 0"
 checks=$((checks + 1))
 [ ! -e "$TMP/z0" ] || fail "a refused bundle was written"
+
+# The framework's limit (bf16_min_zero) in the check and the search.
+expect_status 1 "$DTPLAN" "$plan" --set training.framework=deepspeed --set strategy.zero=0 --strategy current
+expect_contains "$TMP/err" "error: framework 'deepspeed' runs bf16 with ZeRO stage 1 at least, not zero = 0"
+expect_status 0 "$DTPLAN" "$plan" --set training.framework=deepspeed --optimize --explain --top 3
+expect_contains "$TMP/out" "framework 'deepspeed' does not run ZeRO below stage 1 in bf16: left out of the space"
 
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet

@@ -111,6 +111,7 @@ constexpr std::array keys{
     key{"framework", "nvls", kind::flag},
     key{"framework", "zero_stages", kind::choice, "{0}|{0, 1, 2, 3}|{3}|{}|{4}|{0, 0}"},
     key{"framework", "pipeline_max_zero", kind::count},
+    key{"framework", "bf16_min_zero", kind::count},
     key{"framework", "tensor_parallel", kind::flag},
     key{"framework", "pipeline_parallel", kind::flag},
     key{"framework", "interleaving", kind::flag},
