@@ -84,13 +84,17 @@ void check_terminal_safe(std::string_view out, std::string_view what) {
 
 // A number the user reads: no `inf`/`nan` (unless the input itself names
 // one, e.g. a model called 'inf'), no negative size, no run of digits no
-// figure of a physical plan needs.
+// figure of a physical plan needs. Digits inside a word are a name's (an
+// identifier of the input such as 'c77...7'), not a figure.
 void check_figures(std::string_view out, std::string_view what, bool input_names_non_finite) {
   if (!input_names_non_finite && names_non_finite(out)) violated(fmt::format("{} prints a non-finite number", what), out);
   static constexpr std::string_view byte_units[] = {"B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"};
   std::size_t digits = 0;
+  bool in_name = false;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    digits = std::isdigit(static_cast<unsigned char>(out[i])) ? digits + 1 : 0;
+    bool const digit = std::isdigit(static_cast<unsigned char>(out[i])) != 0;
+    if (!digit) in_name = word_char(out[i]);
+    digits = digit && !in_name ? digits + 1 : 0;
     if (digits > 24) violated(fmt::format("{} prints a {}-digit number", what, digits), out.substr(i > 200 ? i - 200 : 0, 400));
     if (out[i] != '-' || i + 1 >= out.size() || !std::isdigit(static_cast<unsigned char>(out[i + 1]))) continue;
     if (i > 0 && (word_char(out[i - 1]) || out[i - 1] == '.')) continue;
