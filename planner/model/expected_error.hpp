@@ -9,7 +9,7 @@
 /// to, by GPU kind and framework: the error bar a report quotes beside a
 /// step time. The figures come from bench_accuracy's leave-one-family-out
 /// cross-validation (bench/README.md) and are generated into
-/// expected_error.cpp; ctest expected_error_is_current keeps them current.
+/// expected_error.cpp; accuracy_test keeps them current.
 namespace dtplan::planner {
 
 struct expected_error {
