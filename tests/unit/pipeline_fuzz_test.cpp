@@ -142,7 +142,12 @@ TEST_CASE("odd values go through every stage without a throw, a NaN or a diagnos
   std::mt19937 rng(20261130);
   planner::analytic_cost_model const model;
   int loaded = 0, valid_plans = 0, searched = 0;
-  for (int round = 0; round < 800; ++round) {
+#ifdef DTPLAN_SANITIZED
+  constexpr int rounds = 300;  // 150 s under ASan and UBSan at 800
+#else
+  constexpr int rounds = 800;
+#endif
+  for (int round = 0; round < rounds; ++round) {
     dsl::source_manager sources;
     dsl::diagnostics diags;
     std::string const path = std::string(DTPLAN_SOURCE_DIR) + "/plans/" + plan_files[rng() % std::size(plan_files)];
@@ -209,7 +214,7 @@ TEST_CASE("odd values go through every stage without a throw, a NaN or a diagnos
   }
   // The values are odd but not hopeless: a fair share of the rounds get as
   // far as costing a plan, so the checks above are exercised.
-  CHECK(loaded >= 200);
-  CHECK(valid_plans >= 200);
-  CHECK(searched >= 50);
+  CHECK(loaded >= rounds / 4);
+  CHECK(valid_plans >= rounds / 4);
+  CHECK(searched >= rounds / 16);
 }
