@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dtplan needs, only those missing.
 set -euo pipefail
-packages=(cmake g++ make libboost-dev librange-v3-dev libfmt-dev catch2 nlohmann-json3-dev python3-jsonschema graphviz libopenmpi-dev openmpi-bin)
+packages=(cmake g++ make libboost-dev librange-v3-dev libfmt-dev catch2 nlohmann-json3-dev python3-jsonschema graphviz libopenmpi-dev openmpi-bin clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
