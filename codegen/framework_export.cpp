@@ -104,6 +104,16 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   return std::nullopt;
 }
 
+// Layers that do not split evenly over the pipeline's chunks but do with the
+// embedding and the loss counted as a layer each: Megatron-Core's
+// --account-for-embedding-in-pipeline-split and
+// --account-for-loss-in-pipeline-split (MLPerf's Llama 3.1 405B: 126 + 2
+// layers over 8 x 8 chunks). dtplan costs it as its uneven split.
+bool padded_split(planner::program const& p, planner::plan const& pl) {
+  auto const chunks = pl.s.pp * pl.s.virtual_stages;
+  return pl.s.pp > 1 && p.model.layers % chunks != 0 && (p.model.layers + 2) % chunks == 0;
+}
+
 std::optional<std::string> megatron_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   using planner::axis;
@@ -112,13 +122,16 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
     return fmt::format("Megatron-LM lays ranks out as tp-cp-dp-pp, or tp-cp-pp-dp with --use-tp-pp-dp-mapping; "
                        "the plan's order is {}",
                        planner::to_string(s.order));
-  if (s.virtual_stages > 1 && p.model.layers % (s.pp * s.virtual_stages) != 0)
-    return fmt::format("Megatron-LM gives every virtual stage --num-layers-per-virtual-pipeline-stage layers: {} "
-                       "layers over {} chunks is uneven",
-                       p.model.layers, s.pp * s.virtual_stages);
-  if (s.pp > 1 && p.model.layers % s.pp != 0)
-    return fmt::format("Megatron-LM needs --num-layers divisible by the pipeline's {} stages; it is {}", s.pp,
-                       p.model.layers);
+  auto const chunks = s.pp * s.virtual_stages;
+  if (s.pp > 1 && p.model.layers % chunks != 0 && !padded_split(p, pl)) {
+    if (s.virtual_stages > 1)
+      return fmt::format("Megatron-LM gives every virtual stage the same layers, the embedding and the loss "
+                         "counting as one each at most: {} layers over {} chunks is uneven",
+                         p.model.layers, chunks);
+    return fmt::format("Megatron-LM needs --num-layers divisible by the pipeline's {} stages, or --num-layers + 2 "
+                       "with the embedding and the loss as a layer each; it is {}",
+                       s.pp, p.model.layers);
+  }
   if (auto shard = hybrid_shard(pl); shard && pl.shape->sync.size % *shard != 0)
     return "Megatron-LM's distributed-optimizer instances must split the data-parallel ranks evenly";
   return std::nullopt;
@@ -336,7 +349,13 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   a.comment("The parallelism");
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
-  if (s.virtual_stages > 1) a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
+  bool const padded = !deepspeed && padded_split(p, pl);
+  if (s.virtual_stages > 1 && padded) a.add("--num-virtual-stages-per-pipeline-rank", s.virtual_stages);
+  else if (s.virtual_stages > 1) a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
+  if (padded) {
+    a.add("--account-for-embedding-in-pipeline-split");
+    a.add("--account-for-loss-in-pipeline-split");
+  }
   if (!deepspeed) a.add("--context-parallel-size", s.cp);
   if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
   switch (s.checkpoint) {

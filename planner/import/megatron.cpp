@@ -155,6 +155,17 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     auto const* at = ve ? ve : e;
     set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));
   }
+  // The embedding and the loss counted as a layer each in the pipeline's
+  // split (Megatron-Core): where the short chunks sit, which dtplan's uneven
+  // split costs by its most loaded stage.
+  if (!deepspeed) {
+    auto const* embedding = job.flag("--account-for-embedding-in-pipeline-split");
+    auto const* loss = job.flag("--account-for-loss-in-pipeline-split");
+    if ((embedding != nullptr) != (loss != nullptr))
+      t.diags.warning(key_at(embedding ? embedding : loss),
+                      "only one of '--account-for-embedding-in-pipeline-split' and "
+                      "'--account-for-loss-in-pipeline-split': costed as dtplan's uneven split of the layers");
+  }
 
   // Recomputation.
   auto const* granularity = job.find("--recompute-granularity");

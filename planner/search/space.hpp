@@ -63,6 +63,7 @@ class space_view {
     gpu_divisors_ = g;
     batch_divisors_ = divisors(p.training.global_batch);
     layer_divisors_ = divisors(p.model.layers);
+    padded_layer_divisors_ = divisors(p.model.layers + 2);
     tp_ = int_domain(spec.tp, 1, g, g);
     pp_ = int_domain(spec.pp, 1, g, g);
     cp_ = int_domain(spec.cp, 1, g, g);
@@ -174,11 +175,22 @@ class space_view {
     return {tp > 1};
   }
 
-  // Interleaving only exists with pipelining: chunks of layers / pp.
+  // Interleaving only exists with pipelining: chunks of layers / pp, or of
+  // (layers + 2) / pp, the embedding and the loss counted as a layer each
+  // (Megatron-Core's account_for_embedding_in_pipeline_split and
+  // account_for_loss_in_pipeline_split: MLPerf's Llama 3.1 405B runs 126 + 2
+  // layers over 8 x 8 chunks), which the check and the cost model take as
+  // an uneven split of the layers.
   [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
     std::vector<std::int64_t> valid{1};
-    if (pp > 1 && p_.model.layers % pp == 0 && p_.framework.limits.interleaving)
-      valid = dividing(layer_divisors_, p_.model.layers / pp);
+    auto const layers = p_.model.layers;
+    if (pp > 1 && p_.framework.limits.interleaving) {
+      if (layers % pp == 0) valid = dividing(layer_divisors_, layers / pp);
+      if ((layers + 2) % pp == 0)
+        for (auto v : dividing(padded_layer_divisors_, (layers + 2) / pp))
+          if (v <= layers / pp) valid.push_back(v);
+      valid = sorted_unique(valid);
+    }
     auto automatic = capped(valid, options_.max_virtual_stages);
     return int_domain(spec_.virtual_stages, 1, valid, automatic);
   }
@@ -242,7 +254,7 @@ class space_view {
   // dp divides the GPUs, a rank's batch the global batch, a stage's layers
   // the model's: their divisors are filtered from these, found once
   // (trial division per structure costs seconds on huge clusters).
-  std::vector<std::int64_t> gpu_divisors_, batch_divisors_, layer_divisors_;
+  std::vector<std::int64_t> gpu_divisors_, batch_divisors_, layer_divisors_, padded_layer_divisors_;
 };
 
 /// "tp = 2, pp = 4, cp = 1, dp = 8"

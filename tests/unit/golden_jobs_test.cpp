@@ -32,6 +32,7 @@ constexpr job_case cases[] = {
     {"70b_16node_h100_ib", "hsdp", planner::job_format::torchtitan},
     {"7b_2node", "current", planner::job_format::megatron},
     {"70b_16node_h100_ib", "megatron_3d", planner::job_format::megatron},
+    {"405b_1024_h100", "llama3_like", planner::job_format::megatron},  // 126 + 2 layers over 16 stages
     {"7b_2node", "current", planner::job_format::deepspeed},
     {"70b_16node_h100_ib", "hsdp", planner::job_format::deepspeed},
 };

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "planner/model/check.hpp"
@@ -165,12 +166,16 @@ inline std::vector<planner::search_entry> brute_force(planner::program const& p,
               for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full})
                 for (bool sp : {false, true}) {
                   if (sp && tp == 1) continue;
-                  std::vector<std::int64_t> vss{1};
-                  if (pp > 1 && p.model.layers % pp == 0) {
-                    vss.clear();
+                  // Chunks of layers / pp, or of (layers + 2) / pp (the
+                  // embedding and the loss as a layer each), each chunk
+                  // at least one layer.
+                  std::set<std::int64_t> vss{1};
+                  if (pp > 1 && p.model.layers % pp == 0)
                     for (auto v : divisors_of(p.model.layers / pp))
-                      if (v <= o.max_virtual_stages) vss.push_back(v);
-                  }
+                      if (v <= o.max_virtual_stages) vss.insert(v);
+                  if (pp > 1 && (p.model.layers + 2) % pp == 0)
+                    for (auto v : divisors_of((p.model.layers + 2) / pp))
+                      if (v <= o.max_virtual_stages && v <= p.model.layers / pp) vss.insert(v);
                   for (auto vs : vss) {
                     if (p.training.global_batch % dp != 0) continue;
                     for (auto mb : divisors_of(p.training.global_batch / dp)) {
