@@ -72,4 +72,14 @@ sizes = [v for e in doc["explain"] for k, v in e["figures"].items() if k.endswit
 assert sizes and all(isinstance(v, int) for v in sizes), sizes
 PY
 
+# Advice names a checkpointing mode that recomputes more only where it
+# frees memory: on 405B's interleaved search result op-level checkpointing
+# keeps 1.1 GiB more than selective, and the advice said "ops frees -1.1 GiB
+# of memory" (fuzz_pipeline, from the plans/ seed, after the search began
+# proposing the 126 + 2 layer interleaving).
+expect_status 0 "$DTPLAN" plans/405b_1024_h100.dtp --optimize
+checks=$((checks + 1))
+! grep -q "frees -" "$TMP/out" || fail "advice frees a negative size: $(grep -m1 'frees -' "$TMP/out")"
+expect_contains "$TMP/out" "full frees 36.0 GiB of memory for 25.3 s more per step"
+
 finish
