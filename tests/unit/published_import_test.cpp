@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
@@ -29,8 +30,13 @@ struct imported {
   std::optional<program> p;
   std::optional<plan> costed;
 
-  imported(job_format f, std::string const& dtp, std::string const& job) {
+  // `settings` as --set gives them ("strategy.micro_batch=2").
+  imported(job_format f, std::string const& dtp, std::string const& job,
+           std::initializer_list<char const*> settings = {}) {
     auto const file = sources.add(dtp, *dsl::read_file(published + dtp));
+    lower_options options;
+    for (auto const* text : settings)
+      options.settings.push_back(*dsl::parse_setting(sources, sources.add("<--set>", text), diags));
     job_source src{f, sources.add(job, *dsl::read_file(published + job)), {}};
     auto const dir = std::filesystem::path(job).parent_path();
     src.open = [this, dir](std::string const& path) -> std::variant<std::uint32_t, std::string> {
@@ -39,7 +45,7 @@ struct imported {
       if (!text) return "cannot read " + full;
       return sources.add(full, std::move(*text));
     };
-    p = load_job(sources, file, src, {}, diags);
+    p = load_job(sources, file, src, options, diags);
     if (p && p->strategies.size() == 1) {
       analytic_cost_model const model;
       auto const& spec = p->strategies.front();
@@ -258,26 +264,19 @@ TEST_CASE("llama3_8b.toml at torchtitan's own measurement: dtplan says uncalibra
   // recomputation on 128 H100s of 96 GB at 500 W, local batch 2, 2.92 s
   // per step, 67.0 GiB at the most loaded GPU. v0.2.0's TOML writes local
   // batch 1: the measurement's 2 is set over it.
-  dsl::source_manager sources;
-  dsl::diagnostics diags;
-  auto const file = sources.add("torchtitan_grand_teton.dtp", *dsl::read_file(published + "torchtitan_grand_teton.dtp"));
-  job_source src{job_format::torchtitan,
-                 sources.add("torchtitan_llama3_8b.toml", *dsl::read_file(published + "torchtitan_llama3_8b.toml")),
-                 {}};
-  lower_options options;
-  for (auto const* text : {"strategy.micro_batch=2", "training.global_batch=256"})
-    options.settings.push_back(*dsl::parse_setting(sources, sources.add("<--set>", text), diags));
-  auto const p = load_job(sources, file, src, options, diags);
-  INFO(dsl::format(diags, sources));
-  REQUIRE(p);
+  imported r(job_format::torchtitan, "torchtitan_grand_teton.dtp", "torchtitan_llama3_8b.toml",
+             {"strategy.micro_batch=2", "training.global_batch=256"});
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = r.p;
   REQUIRE(p->strategies.size() == 1);
   auto const s = p->strategies.front().fixed();
   CHECK(s.dp == 128);
   CHECK(s.zero == 3);
   CHECK(s.micro_batch == 2);
   CHECK(s.checkpoint == checkpoint_mode::ops);
-  analytic_cost_model const model;
-  auto const pl = evaluate(*p, p->strategies.front(), s, model, "torchtitan");
+  REQUIRE(r.costed);
+  auto const& pl = *r.costed;
   REQUIRE(pl.valid);
   // No torchtitan run on Hopper is in the fit: the report calls the figure
   // uncalibrated rather than borrow another framework's error.
