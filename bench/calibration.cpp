@@ -146,10 +146,10 @@ std::optional<gpu> catalog_gpu(std::string_view name) {
 std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> memory_gb) {
   std::string t = lower(text);
   if (t.find("h100") != std::string::npos) {
-    auto g = catalog_gpu("H100_SXM");
-    // The 96 GB HBM2e part (Grand Teton) is an H100 SXM with more memory.
-    if (g && memory_gb && *memory_gb > 90) g->memory = bytes(*memory_gb * 1073741824.0);
-    return g;
+    // Meta's Grand Teton H100: 96 GB of HBM2e, power-capped at 500 W.
+    if (t.find("hbm2e") != std::string::npos && t.find("500w") != std::string::npos)
+      return catalog_gpu("H100_SXM_96GB_500W");
+    return catalog_gpu("H100_SXM");
   }
   if (t.find("a100") != std::string::npos) {
     bool is80 = t.find("80gb") != std::string::npos || (memory_gb && *memory_gb >= 79);
@@ -271,14 +271,14 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     if (contains(arch, "parallel attn+MLP")) skip("parallel attention + MLP block (not modeled)");
 
     std::string_view prec = row["precision"];
-    if (contains(prec, "float8")) skip("float8 linears (not modeled)");
-    if (contains(prec, "fp8")) m.prec = precision::fp8;
+    // torchtitan's Float8 linears (torchao's tensorwise dynamic scaling):
+    // the linears' GEMMs in fp8 with their casts, attention and the LM head
+    // in bf16, as the time model costs fp8 training.
+    if (contains(prec, "fp8") || contains(prec, "Float8")) m.prec = precision::fp8;
     else if (contains(prec, "bf16")) m.prec = precision::bf16;
     else if (contains(prec, "fp16") || contains(prec, "16-bit")) m.prec = precision::fp16;
     else skip(fmt::format("precision '{}' not recognised", prec));
     std::string_view framework = row["framework"];
-    if (contains(prec, "compile") || contains(run.id, "compile")) skip("torch.compile (not modeled)");
-    if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) skip("async tensor parallelism (not modeled)");
     // The framework that ran it (its preset's behaviours, planner/catalog/
     // frameworks.dtp), then what the source says beyond the preset.
     auto& rt = run.runtime;
@@ -297,6 +297,14 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       rt.emplace_back("cross_entropy", "fused");
     } else if (contains(framework, "torchtitan")) {
       rt.emplace_back("framework", "torchtitan");
+      // The January 2025 measurements ran a torch nightly whose SDPA picked
+      // FlashAttention-2 on H100 (frameworks.dtp's header, frameworks.md
+      // section 1).
+      rt.emplace_back("attention_backend", "flash");
+      // torch.compile per transformer block fuses the element-wise work
+      // (torchtitan's compile.enable, T9); async TP needs it (T4).
+      if (contains(prec, "compile") || contains(run.id, "compile")) rt.emplace_back("fused_elementwise", "true");
+      if (contains(prec, "AsyncTP") || contains(run.id, "AsyncTP")) rt.emplace_back("tp_comm_overlap", "true");
     } else if (contains(framework, "DeepSpeed") || contains(framework, "NeoX")) {
       rt.emplace_back("framework", "deepspeed");
     } else if (contains(framework, "Megatron")) {
@@ -320,10 +328,6 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       c.nodes = 1;
     }
     if (c.nodes * c.gpus_per_node != num_gpus) skip("GPU count does not match nodes x GPUs per node");
-    // The power-capped 96 GB HBM2e H100 (Grand Teton) is not the catalog's
-    // H100_SXM: its speeds differ, so the time model skips it; the program
-    // still carries an H100_SXM with its 96 GiB for memory comparisons.
-    if (contains(row["gpu"], "@500W")) skip(fmt::format("GPU '{}' not in the catalog", row["gpu"]));
     if (!g) {
       skip(fmt::format("GPU '{}' not in the catalog", row["gpu"]));
     } else {
@@ -377,6 +381,17 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       if (s.pp > 1 && row["vpp"].empty()) run.unpublished.push_back("virtual_stages");
     }
     s.micro_batch = mb.value_or(1);
+    if (contains(framework, "torchtitan") && s.pp > 1 && mb) {
+      // torchtitan's table gives the local batch. Its pipeline splits it
+      // into one micro-batch per stage of the whole pipeline: one stage per
+      // rank for 1F1B, two for the interleaved schedules (torchtitan
+      // d4c86e375 parallelisms/pipelining_utils.py: generate_split_points
+      // and build_pipeline_schedule, n_microbatches = pp x stages per rank).
+      auto const stages = contains(row["notes"], "Interleaved") ? 2 : 1;
+      s.virtual_stages = stages;
+      if (*mb % (s.pp * stages) == 0) s.micro_batch = *mb / (s.pp * stages);
+      else skip("local batch not a multiple of torchtitan's pipeline micro-batches");
+    }
 
     run.prog.training.global_batch = integer(row["global_batch_seqs"]).value_or(0);
     if (run.prog.training.global_batch <= 0) skip("no global batch published");

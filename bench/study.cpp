@@ -169,7 +169,7 @@ std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, cost
     }
   std::vector<pick> out;
   for (auto const& r : runs) {
-    bool const expert = r.family.rfind("MLPerf", 0) == 0 || r.family == "Korthikanti2022";
+    bool const expert = r.family.rfind("MLPerf", 0) == 0 || r.family == "Korthikanti2022" || r.family == "torchtitan";
     if (!expert) continue;
     if (!r.same_job.empty() && r.step_time && r.step_time->value() > fastest[r.same_job]) continue;
     auto const published = model.step_time(r.prog, r.s).step;

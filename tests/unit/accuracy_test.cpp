@@ -51,7 +51,7 @@ std::string slurp(std::string const& path) {
 TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   auto const& runs = the_runs();
   auto const& cv = the_cross_validation();
-  CHECK(runs.size() == 1819);
+  CHECK(runs.size() == 1837);
 
   SECTION("every family within its bound") {
   std::map<std::string, double> median;
@@ -61,14 +61,19 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     medians.push_back(h.median);
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
-  REQUIRE(median.size() == 8);
+  REQUIRE(median.size() == 9);
   CHECK(median["Korthikanti2022"] <= 0.07);
-  CHECK(median["MLPerf-GPT3-175B"] <= 0.075);
-  CHECK(median["MLPerf-Llama31-405B"] <= 0.06);
+  CHECK(median["MLPerf-GPT3-175B"] <= 0.055);
+  CHECK(median["MLPerf-Llama31-405B"] <= 0.07);
   CHECK(median["MLPerf-Llama31-8B"] <= 0.10);
   CHECK(median["MosaicML"] <= 0.13);
   CHECK(median["vTrain-multi"] <= 0.09);
   CHECK(median["BLOOM"] <= 0.17);
+  // torchtitan's own measurements on power-capped H100s (the only family on
+  // that GPU): five long-context runs through PyTorch's ring attention (8B
+  // at 128-256 K tokens, 405B at 64-256 K) are 23-35 % fast, the rest
+  // within 15 %.
+  CHECK(median["torchtitan"] <= 0.09);
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
@@ -83,9 +88,10 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
       pairs += r.pairs;
       agree += r.agree;
-      if (r.family == "Korthikanti2022" || r.family == "MosaicML") CHECK(r.agreement() == 1.0);
+      if (r.family == "Korthikanti2022" || r.family == "MosaicML" || r.family == "torchtitan")
+        CHECK(r.agreement() == 1.0);
     }
-    CHECK(pairs == 11288);
+    CHECK(pairs == 11296);
     CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.76);
   }
 
@@ -99,7 +105,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
 TEST_CASE("in sample: the catalog's figures on every run") {
   auto runs = the_runs();
   auto const acc = bench::measure_accuracy(runs, analytic_cost_model{});
-  CHECK(acc.rows.size() == 1819);
+  CHECK(acc.rows.size() == 1837);
   CHECK(acc.median <= 0.095);
   CHECK(acc.worst <= 0.70);
 }
@@ -115,7 +121,7 @@ TEST_CASE("every representable published run fits in memory as it ran") {
   }
   INFO(rejected);
   CHECK(rejected.empty());
-  CHECK(checked == 1819);
+  CHECK(checked == 1837);
 }
 
 // Narayanan et al.'s Table 1 (GPT 1.7B to 1T on up to 3,072 A100s) leaves out

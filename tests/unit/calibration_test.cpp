@@ -58,9 +58,32 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(find("MPT-h100_80gb-amp_bf16-3b-s2048-g512-mb8").s.zero == 2);
   CHECK(find("TT-8B-8gpu-FSDP").s.zero == 3);
   CHECK(find("TT-8B-8gpu-FSDP").prog.model.kv_heads == 8);
-  CHECK(find("TT-8B-8gpu-FSDP+compile+Float8").skip_reason == "float8 linears (not modeled); torch.compile (not modeled); GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
-  CHECK(find("TT-8B-8gpu-FSDP").skip_reason == "GPU 'H100 SXM 96GB HBM2e @500W (Grand Teton)' not in the catalog");
-  CHECK(find("TT-8B-8gpu-FSDP").prog.cluster.device.memory.value() == 96.0 * 1073741824.0);
+  // torchtitan's measurements: Grand Teton's power-capped H100, Float8
+  // linears as fp8 GEMMs, torch.compile as fused element-wise kernels, async
+  // TP as overlapped tensor-parallel collectives.
+  auto const tt = find("TT-8B-8gpu-FSDP");
+  CHECK(tt.representable());
+  CHECK(tt.prog.cluster.device.name == "H100_SXM_96GB_500W");
+  CHECK(tt.prog.cluster.device.memory.value() == 94.0 * 1073741824.0);
+  CHECK(tt.prog.model.prec == precision::bf16);
+  CHECK(tt.runtime == std::vector<std::pair<std::string, std::string>>{{"framework", "torchtitan"},
+                                                                       {"attention_backend", "flash"}});
+  auto const fp8 = find("TT-8B-8gpu-FSDP+compile+Float8");
+  CHECK(fp8.representable());
+  CHECK(fp8.prog.model.prec == precision::fp8);
+  CHECK(fp8.runtime.back() == std::pair<std::string, std::string>{"fused_elementwise", "true"});
+  CHECK(find("TT-70B-256gpu-2D+AsyncTP").runtime.back() ==
+        std::pair<std::string, std::string>{"tp_comm_overlap", "true"});
+  // The table's batch is the local batch: torchtitan splits it into one
+  // micro-batch per pipeline stage, two stages a rank when interleaved.
+  auto const one_f_one_b = find("TT-405B-512gpu-1F1B");
+  CHECK(one_f_one_b.s.micro_batch == 4);
+  CHECK(one_f_one_b.s.virtual_stages == 1);
+  CHECK(one_f_one_b.grad_accum == 8);
+  auto const interleaved = find("TT-405B-512gpu-Interleaved1F1B");
+  CHECK(interleaved.s.micro_batch == 2);
+  CHECK(interleaved.s.virtual_stages == 2);
+  CHECK(interleaved.grad_accum == 16);
   CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);

@@ -421,8 +421,8 @@ TEST_CASE("every error of a file is reported, in reading order") {
         "test.dtp:2:49: error: unknown gpu 'H100'; did you mean 'H100_SXM'?\n"
         "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
         "      |                                                 ^~~~\n"
-        "note: the built-in gpus are V100_SXM_32GB, A100_SXM_40GB, A100_SXM_80GB, H100_SXM, H100_PCIE, "
-        "H200_SXM, B200, MI300X, L40S\n"
+        "note: the built-in gpus are V100_SXM_32GB, A100_SXM_40GB, A100_SXM_80GB, H100_SXM, H100_SXM_96GB_500W, "
+        "H100_PCIE, H200_SXM, B200, MI300X, L40S\n"
         "test.dtp:2:68: error: expected a bandwidth for 'inter_node', got 5 with no unit; did you mean '5 GB/s'?\n"
         "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
         "      |                                                                    ^\n"
@@ -434,7 +434,7 @@ TEST_CASE("every error of a file is reported, in reading order") {
 TEST_CASE("the catalog: every gpu with its datasheet figures") {
   auto names = catalog_gpu_names();
   CHECK(names == std::vector<std::string>{"V100_SXM_32GB", "A100_SXM_40GB", "A100_SXM_80GB", "H100_SXM",
-                                          "H100_PCIE", "H200_SXM", "B200", "MI300X", "L40S"});
+                                          "H100_SXM_96GB_500W", "H100_PCIE", "H200_SXM", "B200", "MI300X", "L40S"});
   for (auto const& n : names) {
     INFO(n);
     auto g = catalog_gpu(n);
@@ -484,6 +484,7 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
       {"V100_SXM_32GB", gpu_generation::volta},  {"A100_SXM_40GB", gpu_generation::ampere},
       {"A100_SXM_80GB", gpu_generation::ampere}, {"H100_SXM", gpu_generation::hopper},
       {"H100_PCIE", gpu_generation::hopper},     {"H200_SXM", gpu_generation::hopper},
+      {"H100_SXM_96GB_500W", gpu_generation::hopper},
       {"B200", gpu_generation::blackwell},       {"MI300X", gpu_generation::cdna3},
       {"L40S", gpu_generation::ampere}};
   for (auto const& [n, g] : generations) CHECK(catalog_gpu(n)->generation == g);

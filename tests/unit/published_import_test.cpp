@@ -258,14 +258,16 @@ TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dt
   CHECK(std::abs(error) <= stated->median);
 }
 
-TEST_CASE("llama3_8b.toml at torchtitan's own measurement: dtplan says uncalibrated, and is a quarter fast") {
+TEST_CASE("llama3_8b.toml at torchtitan's own measurement costs within the error dtplan states for it") {
   // torchtitan's docs/performance.md (git d4c86e375, 2025-01-30; calibration_runs.csv
   // TT-8B-128gpu-FSDP): the TOML's FSDP with op-level selective
   // recomputation on 128 H100s of 96 GB at 500 W, local batch 2, 2.92 s
   // per step, 67.0 GiB at the most loaded GPU. v0.2.0's TOML writes local
-  // batch 1: the measurement's 2 is set over it.
+  // batch 1: the measurement's 2 is set over it. The measurement's torch
+  // nightly picked FlashAttention-2 where v0.2.0's SDPA picks cuDNN
+  // (frameworks.dtp's header): that is set too.
   imported r(job_format::torchtitan, "torchtitan_grand_teton.dtp", "torchtitan_llama3_8b.toml",
-             {"strategy.micro_batch=2", "training.global_batch=256"});
+             {"strategy.micro_batch=2", "training.global_batch=256", "training.attention_backend=flash"});
   INFO(dsl::format(r.diags, r.sources));
   REQUIRE(r.p);
   auto const& p = r.p;
@@ -275,21 +277,19 @@ TEST_CASE("llama3_8b.toml at torchtitan's own measurement: dtplan says uncalibra
   CHECK(s.zero == 3);
   CHECK(s.micro_batch == 2);
   CHECK(s.checkpoint == checkpoint_mode::ops);
+  CHECK(p->training.attention_kernel == attention_backend::flash);
   REQUIRE(r.costed);
   auto const& pl = *r.costed;
   REQUIRE(pl.valid);
-  // No torchtitan run on Hopper is in the fit: the report calls the figure
-  // uncalibrated rather than borrow another framework's error.
-  CHECK_FALSE(expected_error_for(p->cluster.device.name, "torchtitan"));
-  // The finding the README's accuracy section names: eager PyTorch on
-  // Hopper (and the 500 W cap the catalog does not describe) runs slower
-  // than the H100's measured GEMM and link figures predict.
+  // torchtitan's eighteen measurements on this GPU are a family of the fit:
+  // the error stated is the median of their held-out predictions.
+  auto const stated = expected_error_for(p->cluster.device.name, "torchtitan");
+  REQUIRE(stated);
   double const error = pl.time->step.value() / 2.92 - 1;
   double const memory_error = pl.memory.total.value() / (67.0 * 1024 * 1024 * 1024) - 1;
   INFO("predicted " << pl.time->step.value() << " s (" << error << "), " << pl.memory.total.value() / (1 << 30)
-                    << " GiB (" << memory_error << ")");
-  CHECK(error < -0.15);
-  CHECK(error > -0.35);
+                    << " GiB (" << memory_error << "), stated " << stated->median);
+  CHECK(std::abs(error) <= stated->median);
   CHECK(std::abs(memory_error) < 0.15);
 }
 
