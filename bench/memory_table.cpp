@@ -1,10 +1,10 @@
 // Predicted memory per GPU of the published runs. First the static check's
 // verdict on every representable run (each really ran, so `check` must
 // judge it valid); then predicted vs published peak memory for every run
-// that publishes one. Memory does not depend on the GPU's speed, so runs
-// skipped by the time model only for their GPU are compared too; runs
-// using features the memory model does not know (torch.compile, float8
-// linears, async TP) are shown as bounds, outside the error statistics.
+// that publishes one, each with its framework and the behaviours its source
+// states (bench::apply_runtime, as the time model costs it). Runs skipped
+// by the time model only for their GPU are compared too; other skipped
+// runs are shown as bounds, outside the error statistics.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/calibration.hpp"
+#include "bench/study.hpp"
 #include "planner/model/check.hpp"
 
 using namespace dtplan;
@@ -30,6 +31,7 @@ bool only_gpu_missing(bench::calibration_run const& run) {
 
 int main() {
   auto runs = bench::load_calibration_runs();
+  for (auto& r : runs) bench::apply_runtime(r);
   int representable = 0, valid = 0;
   fmt::print("{:<48} {:>6} {:>11}  {}\n", "case", "valid", "predicted", "most loaded");
   for (auto const& run : runs) {
