@@ -19,6 +19,15 @@ char const* name(precision p) {
   return "?";
 }
 char const* name(mlp_kind m) { return m == mlp_kind::gelu ? "gelu" : "swiglu"; }
+char const* name(norm_kind n) { return n == norm_kind::layernorm ? "layernorm" : "rmsnorm"; }
+char const* name(position_kind p) {
+  switch (p) {
+    case position_kind::learned: return "learned";
+    case position_kind::rotary: return "rotary";
+    case position_kind::alibi: return "alibi";
+  }
+  return "";
+}
 char const* name(attention_kind a) { return a == attention_kind::flash ? "flash" : "standard"; }
 char const* name(optimizer_kind o) {
   switch (o) {

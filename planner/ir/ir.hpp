@@ -20,6 +20,14 @@ using dsl::span;
 
 enum class precision { bf16, fp16, fp32, fp8 };
 enum class mlp_kind { gelu, swiglu };
+/// A transformer layer's normalisation: LayerNorm (GPT, MPT, BLOOM) or
+/// RMSNorm (Llama). Fused, both are one kernel; in PyTorch eager RMSNorm is
+/// eight (compute_per_micro_batch counts them).
+enum class norm_kind { layernorm, rmsnorm };
+/// How positions enter: learned absolute embeddings added once (GPT),
+/// rotary embeddings applied to q and k in every layer (Llama, NeoX), or
+/// ALiBi's bias inside the attention kernel (MPT, BLOOM).
+enum class position_kind { learned, rotary, alibi };
 enum class attention_kind { flash, standard };
 enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
 /// Activation checkpointing of each transformer layer: none; selective
@@ -59,6 +67,8 @@ enum class bucket_rule { fixed, scaled };
 
 char const* name(precision);
 char const* name(mlp_kind);
+char const* name(norm_kind);
+char const* name(position_kind);
 char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
@@ -95,6 +105,11 @@ struct model {
   std::int64_t kv_heads = 0;  ///< = heads unless set
   std::int64_t ffn = 0;       ///< = 4 * hidden unless set
   mlp_kind mlp = mlp_kind::gelu;
+  /// Unwritten: what the MLP implies (swiglu: Llama's RMSNorm and rotary
+  /// embeddings; gelu: GPT's LayerNorm and learned positions), set by
+  /// lowering's completion.
+  norm_kind norm = norm_kind::layernorm;
+  position_kind position = position_kind::learned;
   std::int64_t vocab = 0;
   std::int64_t seq_len = 0;
   bool tied_embeddings = false;

@@ -212,6 +212,10 @@ model_builder& model_builder::seq_len(std::int64_t v) { return set("seq_len", v,
 model_builder& model_builder::experts(std::int64_t v) { return set("experts", v, shown(v)); }
 model_builder& model_builder::experts_per_token(std::int64_t v) { return set("experts_per_token", v, shown(v)); }
 model_builder& model_builder::mlp(mlp_kind v) { return set("mlp", value_of(v), shown(v)); }
+model_builder& model_builder::norm(norm_kind v) { return set("norm", value_of(v), shown(v)); }
+model_builder& model_builder::position_embedding(position_kind v) {
+  return set("position_embedding", value_of(v), shown(v));
+}
 model_builder& model_builder::tied_embeddings(bool v) { return set("tied_embeddings", v, shown(v)); }
 model_builder& model_builder::dropout(bool v) { return set("dropout", v, shown(v)); }
 model_builder& model_builder::attention(attention_kind v) { return set("attention", value_of(v), shown(v)); }

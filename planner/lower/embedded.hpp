@@ -54,6 +54,11 @@ constexpr range_t range(std::int64_t low, std::int64_t high) { return {low, high
 
 inline constexpr mlp_kind gelu = mlp_kind::gelu;
 inline constexpr mlp_kind swiglu = mlp_kind::swiglu;
+inline constexpr norm_kind layernorm = norm_kind::layernorm;
+inline constexpr norm_kind rmsnorm = norm_kind::rmsnorm;
+inline constexpr position_kind learned = position_kind::learned;
+inline constexpr position_kind rotary = position_kind::rotary;
+inline constexpr position_kind alibi = position_kind::alibi;
 inline constexpr attention_kind flash = attention_kind::flash;
 inline constexpr attention_kind standard = attention_kind::standard;
 inline constexpr precision bf16 = precision::bf16;
@@ -124,6 +129,8 @@ class model_builder {
   model_builder& kv_heads(std::int64_t v);
   model_builder& ffn(std::int64_t v);
   model_builder& mlp(mlp_kind v);
+  model_builder& norm(norm_kind v);
+  model_builder& position_embedding(position_kind v);
   model_builder& vocab(std::int64_t v);
   model_builder& seq_len(std::int64_t v);
   model_builder& tied_embeddings(bool v);

@@ -26,16 +26,27 @@ constexpr std::int64_t k_tile = 64;
 // about this many main-loop iterations: short reductions pay for it.
 constexpr double epilogue_iterations = 2.0;
 
-// PyTorch eager element-wise code against fused kernels, per Llama layer
-// (compute_per_micro_batch explains the count).
-constexpr double eager_bytes = 2.5;
+// PyTorch eager element-wise code against fused kernels, per operator of a
+// layer: bytes moved per element and kernels, eager over fused. Counted
+// from torchtitan's Llama (models/llama3/model.py) with 16-bit activations:
+// RMSNorm as float(), pow, mean, rsqrt, multiply, type_as and the weight's
+// multiply (36 bytes an element against a fused kernel's 4, eight kernels);
+// rotary as float(), the complex multiply and type_as on q and k (20 bytes
+// against 4, three kernels each); SwiGLU's silu and multiply apart (10
+// bytes against 6, two kernels). LayerNorm (F.layer_norm), GELU and the
+// residual adds are one kernel each either way.
+constexpr double eager_rmsnorm_bytes = 9.0;
+constexpr double eager_rmsnorm_kernels = 8.0;
+constexpr double eager_rotary_bytes = 5.0;
+constexpr double eager_rotary_kernels = 3.0;
+constexpr double eager_swiglu_bytes = 10.0 / 6.0;
+constexpr double eager_swiglu_kernels = 2.0;
 
 // A fused attention kernel (flash, cuDNN, Triton), not the unfused matmul
 // and softmax path that keeps the a.s^2 scores.
 bool uses_flash(program const& p) {
   return p.model.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
 }
-constexpr double eager_kernels = 3.0;
 
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
@@ -219,25 +230,29 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
 
   auto const [core_fwd, core_bwd] = attention_core(sh);
 
-  // Memory-bound operators of a layer (forward; the backward moves about twice as much).
+  // Memory-bound operators of a layer (forward; the backward moves about
+  // twice as much): two norms, two residual adds, the activation and, with
+  // rotary embeddings, q's and k's rotation (ALiBi's bias is inside the
+  // attention kernel, learned positions are added once at the embedding).
+  // PyTorch's eager code (no fusion, no compile) runs some of them as
+  // several kernels, each reading and writing its tensors.
+  bool const eager = !p.training.fused_elementwise;
   double const t = static_cast<double>(tokens);
-  double const act_out = static_cast<double>(m.mlp == mlp_kind::swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
+  bool const swiglu = m.mlp == mlp_kind::swiglu;
+  double const act_out = static_cast<double>(swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
   double const mlp_share = static_cast<double>(active);
-  double mem_fwd_bytes = e * (2 * 2 * sp_tokens * h                                   // two norms
-                              + 2 * 3 * sp_tokens * h                                 // two residual adds
-                              + t * act_out * mlp_share                               // gelu / swiglu
-                              + 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp));  // rotary
-  double fwd_kernels = 6;
-  // PyTorch's eager element-wise code (no fusion, no compile) runs each
-  // small op as its own kernel, each reading and writing its tensors:
-  // RMSNorm as pow, mean, rsqrt, two multiplies; rotary as slices,
-  // multiplies, adds and a concatenation; SwiGLU's silu and multiply apart.
-  // Counted for a Llama layer: ~3x the kernels and ~2.5x the bytes of the
-  // fused path.
-  if (!p.training.fused_elementwise) {
-    mem_fwd_bytes *= eager_bytes;
-    fwd_kernels *= eager_kernels;
-  }
+  bool const rms = m.norm == norm_kind::rmsnorm;
+  bool const rotary = m.position == position_kind::rotary;
+  double const norm_bytes = 2 * 2 * sp_tokens * h * (eager && rms ? eager_rmsnorm_bytes : 1.0);
+  double const residual_bytes = 2 * 3 * sp_tokens * h;
+  double const act_bytes = t * act_out * mlp_share * (eager && swiglu ? eager_swiglu_bytes : 1.0);
+  double const rotary_bytes =
+      rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) * (eager ? eager_rotary_bytes : 1.0)
+             : 0.0;
+  double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
+  double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
+                             (eager && swiglu ? eager_swiglu_kernels : 1.0) +
+                             (rotary ? 2 * (eager ? eager_rotary_kernels : 0.5) : 0.0);
   double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
   seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
                           g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));

@@ -62,23 +62,23 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
   REQUIRE(median.size() == 9);
-  CHECK(median["Korthikanti2022"] <= 0.07);
-  CHECK(median["MLPerf-GPT3-175B"] <= 0.055);
-  CHECK(median["MLPerf-Llama31-405B"] <= 0.07);
-  CHECK(median["MLPerf-Llama31-8B"] <= 0.10);
-  CHECK(median["MosaicML"] <= 0.13);
-  CHECK(median["vTrain-multi"] <= 0.09);
-  CHECK(median["BLOOM"] <= 0.17);
+  CHECK(median["Korthikanti2022"] <= 0.045);
+  CHECK(median["MLPerf-GPT3-175B"] <= 0.045);
+  CHECK(median["MLPerf-Llama31-405B"] <= 0.08);
+  CHECK(median["MLPerf-Llama31-8B"] <= 0.15);
+  CHECK(median["MosaicML"] <= 0.09);
+  CHECK(median["vTrain-multi"] <= 0.11);
+  CHECK(median["BLOOM"] <= 0.16);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 23-35 % fast, the rest
   // within 15 %.
-  CHECK(median["torchtitan"] <= 0.09);
+  CHECK(median["torchtitan"] <= 0.095);
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
-  CHECK(median["vTrain-single"] <= 0.20);
-  CHECK(bench::median_of(medians) <= 0.09);
+  CHECK(median["vTrain-single"] <= 0.21);
+  CHECK(bench::median_of(medians) <= 0.095);
   CHECK(bench::median_of(all) <= 0.18);
   }
 
@@ -92,7 +92,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.76);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.79);
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {

@@ -279,6 +279,7 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   p.model.ffn = 1024;
   p.model.seq_len = 128;
   p.model.attention = attention_kind::standard;
+  p.model.position = position_kind::rotary;  // Llama's: a rotary kernel in each layer
   p.training.global_batch = 8;
   p.framework.dispatch_latency = seconds(100e-6);
   p.cluster.device.overlap_slowdown = 0;
