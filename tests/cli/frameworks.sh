@@ -14,7 +14,7 @@ expect_contains "$TMP/err" "dtplan: error: --framework needs 'torchtitan', 'mega
 expect_status 2 "$DTPLAN" "$plan" --from megatron
 expect_contains "$TMP/err" "dtplan: error: --from megatron needs the job's file"
 expect_status 2 "$DTPLAN" "$plan" --from fsdp job.toml
-expect_contains "$TMP/err" "dtplan: error: --from needs 'torchtitan', 'megatron' or 'deepspeed', then the job's file"
+expect_contains "$TMP/err" "dtplan: error: --from needs 'torchtitan', 'megatron', 'deepspeed' or 'nemo', then the job's file"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/none.toml"
 expect_contains "$TMP/err" "dtplan: error: cannot read '$TMP/none.toml'"
 
