@@ -242,6 +242,10 @@ class shell {
       if (c == '\'' && !quoted) {
         flush(p);
         auto close = f.text.find('\'', p + 1);
+        if (close == std::string_view::npos || close >= end) {
+          x.ok = false;  // a quote the words around it read otherwise
+          break;
+        }
         literal(f, x, p + 1, close);
         p = run = close + 1;
       } else if (c == '"' && !quoted) {
@@ -249,6 +253,10 @@ class shell {
         script g = f;
         g.pos = p;
         skip_quoted_end(g);
+        if (g.pos > end) {
+          x.ok = false;
+          break;
+        }
         expand(f, p + 1, g.pos - 1, true, x);
         p = run = g.pos;
       } else if (c == '\\') {
@@ -316,6 +324,10 @@ class shell {
     g.pos = p;
     skip_dollar(g);
     auto const close = g.pos;  // after the '}'
+    if (close > end || f.text[close - 1] != '}') {
+      x.ok = false;
+      return end;
+    }
     auto q = p + 2;
     if (q >= close || !name_start(f.text[q])) {
       x.ok = false;
@@ -410,8 +422,8 @@ class shell {
       auto const text = f.text.substr(w.begin, w.end - w.begin);
       if (text == "unset") unset = true;
       if (auto n = assignment(text)) {
-        not_evaluated(f, std::string(text.substr(0, n)), {f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)}, w,
-                      replaces);
+        not_evaluated(f, std::string(text.substr(0, n)), {f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)},
+                      {static_cast<std::uint32_t>(w.begin + n + 1), w.end}, replaces);
       } else if (unset && name_start(text.empty() ? '\0' : text[0]) && text != "unset") {
         not_evaluated(f, std::string(text), {f.file, w.begin, w.end}, w, replaces);
       }

@@ -40,7 +40,7 @@ void import_nemo(job_reader& job, context const& ctx) {
   auto var = [&](std::string_view name) -> entry const* {
     for (auto const& u : doc.unevaluated)
       if (u.key == name && warned.emplace(name).second)
-        t.diags.warning(u.key_where, fmt::format("NeMo's '{}' is set where dtplan cannot evaluate it ('{}'): the job "
+        t.diags.warning(u.key_where, fmt::format("NeMo's '{}' is set to '{}' by a line dtplan does not run: the job "
                                                  "is costed without that line",
                                                  name, dsl::escaped(u.val->text)));
     return job.find(name);
@@ -126,6 +126,8 @@ void import_nemo(job_reader& job, context const& ctx) {
     if (!t.diags.has_errors()) t.diags.error(origin, "the job's variables could not be read");
     return;
   }
+  // A degree below one is reported by lowering, where the job writes it.
+  bool const degrees = *tp >= 1 && *pp >= 1 && *cp >= 1;
   {
     bool const sp = boolean("SEQ_PARALLEL", true) && *tp > 1;
     set_strategy(t, "sequence_parallel", boolean_value(sp, key_at(job.find("SEQ_PARALLEL"))),
@@ -150,7 +152,8 @@ void import_nemo(job_reader& job, context const& ctx) {
   {
     auto const* at = job.find("MINIBS");
     auto const gpus = *nodes * *per_node;
-    set(t, "training", "global_batch", integer_value(*minibs * (gpus / (*tp * *pp)), value_at(at)), key_at(at));
+    auto const ranks = degrees ? gpus / (*tp * *pp) : 1;
+    set(t, "training", "global_batch", integer_value(*minibs * ranks, value_at(at)), key_at(at));
     if (auto w = world(ctx); w && *w != gpus) {
       auto const* n = job.find("DGXNNODES");
       t.diags.error(value_at(n), fmt::format("the job runs on DGXNNODES x DGXNGPU = {} x {} = {} GPUs; cluster '{}' "
@@ -158,7 +161,7 @@ void import_nemo(job_reader& job, context const& ctx) {
                                              *nodes, *per_node, gpus, ctx.prior->cluster.name, *w));
       return;
     }
-    if (auto w = world(ctx); w && *w % (*tp * *pp * *cp) == 0)
+    if (auto w = world(ctx); w && degrees && *w % (*tp * *pp * *cp) == 0)
       set_strategy(t, "dp", integer_value(*w / (*tp * *pp * *cp), origin), origin);
   }
   set_strategy(t, "order", string_value(boolean("TP_PP_DP_MAPPING", false) ? "tp-cp-pp-dp" : "tp-cp-dp-pp",
