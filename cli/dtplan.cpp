@@ -38,7 +38,7 @@ constexpr int exit_error = 2;
 constexpr char const* usage = R"(usage: dtplan FILE [--optimize] [--top N] [--strategy NAME] [--set BLOCK.KEY=VALUE]...
               [--format text|json] [--emit DIR [--force] [--framework NAME]] [--dot FILE] [--quiet]
               [--explain] [--threads N] [--progress] [--max-candidates N] [--time-limit SECONDS]
-              [--from torchtitan|megatron|deepspeed CONFIG] [--dump ast|ir]
+              [--from torchtitan|megatron|deepspeed|nemo CONFIG] [--dump ast|ir]
        dtplan --help | --version
 )";
 
@@ -68,10 +68,11 @@ options:
                         script); by default the framework the training block names,
                         when it is one of those
   --from NAME CONFIG    cost the job of a torchtitan job TOML, Megatron-LM argument
-                        list or DeepSpeed ds_config.json (or Megatron-DeepSpeed
-                        arguments naming one) on FILE's cluster and model, in place
-                        of FILE's strategies; what dtplan does not model is a warning
-                        at its key in CONFIG
+                        list, DeepSpeed ds_config.json (or Megatron-DeepSpeed
+                        arguments naming one) or NeMo MLPerf config_*.sh script
+                        (nemo: the files it sources beside it) on FILE's cluster
+                        and model, in place of FILE's strategies; what dtplan does
+                        not model is a warning at its key in CONFIG
   --dot FILE            write only the sharding diagram (Graphviz); FILE's
                         directory must exist
   --explain             say where time goes as the plan scales and why the
@@ -249,8 +250,8 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     }
     if (is("--from")) {
       auto v = value("--from");
-      auto f = v ? planner::job_format_of(*v) : std::nullopt;
-      if (!f) return usage_error("--from needs 'torchtitan', 'megatron' or 'deepspeed', then the job's file");
+      auto f = v ? planner::read_job_format_of(*v) : std::nullopt;
+      if (!f) return usage_error("--from needs 'torchtitan', 'megatron', 'deepspeed' or 'nemo', then the job's file");
       if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1].starts_with("--"))
         return usage_error(fmt::format("--from {} needs the job's file", *v));
       o.from = f;

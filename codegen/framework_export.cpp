@@ -37,11 +37,11 @@ precision grad_precision(planner::program const& p) {
 
 // The framework's preset: what it can run.
 std::optional<std::string> preset_refusal(job_format f, planner::program const& p, planner::plan const& pl) {
-  auto preset = planner::catalog_framework(name(f));
-  if (!preset) return fmt::format("no built-in framework '{}'", name(f));
+  auto preset = planner::catalog_framework(planner::preset(f));
+  if (!preset) return fmt::format("no built-in framework '{}'", planner::preset(f));
   auto const& lim = preset->limits;
   auto const& s = pl.s;
-  auto const fw = std::string(name(f));
+  auto const fw = std::string(planner::preset(f));
   if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end()) {
     std::string stages;
     for (std::size_t i = 0; i < lim.zero_stages.size(); ++i)
@@ -534,6 +534,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
       return key == "grad_precision" || ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
              (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
              (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
+    case job_format::nemo: return false;  // read only: export_refusal refuses it
   }
   return false;
 }
@@ -559,7 +560,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
 // framework then does (its preset's): the job runs otherwise than planned
 // there.
 void uncarried_behaviours(job_format f, planner::program const& p, planner::plan const& pl, dsl::diagnostics& diags) {
-  auto preset = planner::catalog_framework(name(f));
+  auto preset = planner::catalog_framework(planner::preset(f));
   if (!preset) return;
   auto runs = preset->behaviours;
   if (runs.attention_kernel == planner::attention_backend::automatic)
@@ -587,6 +588,7 @@ std::optional<std::string> export_refusal(job_format f, planner::program const& 
     case job_format::torchtitan: return torchtitan_refusal(p, pl);
     case job_format::megatron: return megatron_refusal(p, pl);
     case job_format::deepspeed: return deepspeed_refusal(p, pl);
+    case job_format::nemo: return "dtplan reads NeMo's MLPerf scripts but does not write them";
   }
   return std::nullopt;
 }
@@ -598,6 +600,7 @@ std::vector<job_file> export_job(job_format f, planner::program const& p, planne
     case job_format::torchtitan: files = torchtitan_job(p, pl, diags); break;
     case job_format::megatron: files = megatron_job(p, pl); break;
     case job_format::deepspeed: files = deepspeed_job(p, pl); break;
+    case job_format::nemo: break;
   }
   uncarried_behaviours(f, p, pl, diags);
   return files;

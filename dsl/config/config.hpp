@@ -1,8 +1,10 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "dsl/diagnostics.hpp"
@@ -53,7 +55,7 @@ struct entry {
 
 /// A configuration file's entries in the order written.
 struct document {
-  enum class syntax { toml, json, arguments };
+  enum class syntax { toml, json, arguments, shell };
   syntax format = syntax::toml;  ///< the reader that made it
   std::uint32_t file = span::no_file;
   std::vector<entry> entries;
@@ -66,6 +68,11 @@ struct document {
   /// before it, the launcher's (`--nproc_per_node 8`); `entries` are then
   /// the script's.
   std::vector<entry> launcher;
+  /// A shell script's variables set by a line dtplan does not evaluate (a
+  /// command substitution, arithmetic, a branch of an `if` whose test it
+  /// cannot decide), each where that line sets it, its value `unexpanded`
+  /// and as written. A later assignment dtplan evaluates replaces one.
+  std::vector<entry> unevaluated;
 };
 
 /// Reads the TOML a torchtitan job configuration is written in: comments,
@@ -93,6 +100,29 @@ std::optional<document> read_json(source_manager const& sources, std::uint32_t f
 /// script's (`entries`). Shell expansions are kept as written and marked
 /// (`value::unexpanded`).
 std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, diagnostics& diags);
+
+/// Adds a file a shell script sources to the sources: its id, or why it
+/// cannot be read. `path` is as the script names it, relative to the
+/// directory of the script first read.
+using open_sourced = std::function<std::variant<std::uint32_t, std::string>(std::string const& path)>;
+
+/// Reads a shell script of variable assignments as bash would run it, for
+/// the subset NVIDIA's MLPerf configuration scripts use: `#` comments,
+/// `export NAME=WORD` and `NAME=WORD`, `: "${NAME:=WORD}"`, `unset NAME`,
+/// `source $(dirname ${BASH_SOURCE[0]})/FILE` (opened with `open`), and
+/// `if [[ A == B ]]; then ... elif ... else ... fi` (also `!=`, `-eq`,
+/// `-ne`) decided on the variables set so far. Words are expanded as the
+/// shell does: quotes, `$NAME`, `${NAME}`, `${NAME:-WORD}`, `${NAME:=WORD}`
+/// and their forms without ':'. No variable is set when the script starts.
+/// Entries are the variables the script leaves set, in the order of the
+/// assignment that set each last: the key at that assignment's name, the
+/// value (a string) where its text is written, through the variables it
+/// was copied from. What it cannot evaluate (command substitutions,
+/// arithmetic, `[ ... ]` tests, pipelines) is not run; the variables such
+/// a line sets are `unevaluated`. A source cycle, a file that cannot be
+/// opened and an unclosed quote are located errors.
+std::optional<document> read_shell(source_manager const& sources, std::uint32_t file, open_sourced const& open,
+                                   diagnostics& diags);
 
 /// Whether `text` reads as a JSON object (its first character other than
 /// white space is '{'): how `--from deepspeed` tells a ds_config.json from

@@ -70,7 +70,7 @@ std::optional<std::int64_t> job_reader::integer(entry const& e) {
                                                dsl::config::kind_phrase(e.val->k)));
     return std::nullopt;
   }
-  if (e.val && e.val->k == kind::string && doc_.format != dsl::config::document::syntax::arguments) {
+  if (e.val && e.val->k == kind::string && !words()) {
     // A TOML or JSON string is not a number, even when it reads as one.
     out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got a string", what, e.key));
     return std::nullopt;
@@ -119,7 +119,7 @@ std::optional<bool> job_reader::boolean(entry const& e) {
   using kind = dsl::config::value::kind;
   if (!e.val) return true;  // an argument alone: `--bf16`
   if (e.val->k == kind::boolean) return e.val->text == "true";
-  if (e.val->k == kind::string && doc_.format == dsl::config::document::syntax::arguments) {
+  if (e.val->k == kind::string && words()) {
     if (e.val->text == "true" || e.val->text == "True") return true;
     if (e.val->text == "false" || e.val->text == "False") return false;
   }
@@ -206,8 +206,9 @@ namespace {
 using namespace import_detail;
 
 std::optional<dsl::config::document> read_job(job_format f, dsl::source_manager const& sources, std::uint32_t file,
-                                              dsl::diagnostics& diags) {
+                                              open_related const& open, dsl::diagnostics& diags) {
   switch (f) {
+    case job_format::nemo: return dsl::config::read_shell(sources, file, open, diags);
     case job_format::torchtitan: return dsl::config::read_toml(sources, file, diags);
     case job_format::megatron: return dsl::config::read_arguments(sources, file, diags);
     case job_format::deepspeed:
@@ -253,7 +254,7 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
                                 lower_options const& options, dsl::diagnostics& diags) {
   auto tree = dsl::parse(sources, file, diags);
   if (!tree) return std::nullopt;
-  auto doc = read_job(job.format, sources, job.file, diags);
+  auto doc = read_job(job.format, sources, job.file, job.open, diags);
   if (!doc) return std::nullopt;
 
   // Megatron-DeepSpeed's arguments name the ds_config.json DeepSpeed reads.
@@ -285,6 +286,7 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
   // How warnings name the job's framework.
   auto const called = job.format == job_format::torchtitan ? "torchtitan"
                       : job.format == job_format::megatron ? "Megatron-LM"
+                      : job.format == job_format::nemo     ? "NeMo"
                       : arguments                          ? "Megatron-DeepSpeed"
                                                            : "DeepSpeed";
 
@@ -297,6 +299,7 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
     switch (job.format) {
       case job_format::torchtitan: import_torchtitan(main, ctx); break;
       case job_format::megatron: import_megatron(main, ctx); break;
+      case job_format::nemo: import_nemo(main, ctx); break;
       case job_format::deepspeed:
         if (!arguments)
           import_deepspeed(nullptr, &main, ctx);

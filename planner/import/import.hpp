@@ -5,6 +5,7 @@
 #include <string>
 #include <variant>
 
+#include "dsl/config/config.hpp"
 #include "dsl/diagnostics.hpp"
 #include "dsl/source.hpp"
 #include "planner/import/job_format.hpp"
@@ -13,7 +14,8 @@
 
 /// A framework's own job configuration as a dtplan program: a torchtitan
 /// job TOML, a Megatron-LM argument list, a DeepSpeed ds_config.json or the
-/// Megatron-DeepSpeed arguments that name one (`--from`). The job's
+/// Megatron-DeepSpeed arguments that name one, or the shell script of NeMo
+/// variables an MLPerf submission runs Megatron-Core with (`--from`). The job's
 /// settings become the keys of the training block and of one fixed
 /// strategy, named after the framework, which replaces the file's
 /// strategies; the model's shape where the job states it (Megatron's shape
@@ -24,10 +26,11 @@
 /// Nothing is dropped silently.
 namespace dtplan::planner {
 
-/// Adds a file the job names (Megatron-DeepSpeed's `--deepspeed_config`,
-/// as written there) to the sources: its id, or why it cannot be read. The
-/// caller resolves the path (relative to the job's own file).
-using open_related = std::function<std::variant<std::uint32_t, std::string>(std::string const& path)>;
+/// Adds a file the job names (Megatron-DeepSpeed's `--deepspeed_config`, a
+/// file a NeMo script sources, as written there) to the sources: its id,
+/// or why it cannot be read. The caller resolves the path (relative to the
+/// job's own file).
+using open_related = dsl::config::open_sourced;
 
 /// The job to read: its format and its file, already in the sources.
 struct job_source {

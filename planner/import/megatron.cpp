@@ -25,6 +25,40 @@ constexpr std::string_view not_costed_arguments[] = {
 
 }  // namespace
 
+void set_megatron_behaviour(job_reader& job, entry const* e, std::string_view key, bool applies, bool value) {
+  auto& t = job.out();
+  if (!applies) {
+    if (e) t.diags.warning(e->key_where, fmt::format("'{}' does not apply to this job: not read", e->key));
+    return;
+  }
+  set(t, "training", key, boolean_value(value, job.key_at(e)), job.key_at(e));
+}
+
+bool set_megatron_recomputation(job_reader& job, std::string_view mode, entry const* mode_at, bool granularity,
+                                entry const* method, entry const* layers, std::string_view full) {
+  auto& t = job.out();
+  if (mode == "full" && granularity) {
+    auto m = method ? job.text(*method) : std::optional<std::string>("uniform");
+    auto n = layers ? job.integer(*layers) : std::optional<std::int64_t>(1);
+    if (!m || !n) return false;
+    if (*m != "uniform" || *n != 1)
+      t.diags.warning(job.key_at(method ? method : layers),
+                      fmt::format("recomputing {} layers at a time ('{}') is costed as checkpoint = full, every layer",
+                                  *n, *m));
+  } else {
+    if (method) t.diags.warning(method->key_where, fmt::format("'{}' is read only with '{}'", method->key, full));
+    if (layers) t.diags.warning(layers->key_where, fmt::format("'{}' is read only with '{}'", layers->key, full));
+  }
+  set_strategy(t, "checkpoint", identifier_value(std::string(mode), job.key_at(mode_at)), job.key_at(mode_at));
+  return true;
+}
+
+void set_megatron_bucket(job_reader& job, double bytes, entry const* at) {
+  auto& t = job.out();
+  set(t, "training", "grad_bucket", identifier_value("fixed", job.key_at(at)), job.key_at(at));
+  set(t, "training", "ddp_bucket_size", bytes_value(bytes, job.value_at(at)), job.key_at(at));
+}
+
 megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed) {
   auto& t = job.out();
   auto const origin = job.origin();
@@ -189,19 +223,9 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   } else if (checkpoint_activations) {
     mode = "full", mode_at = checkpoint_activations;
   }
-  if (mode == "full" && granularity) {
-    auto m = method ? job.text(*method) : std::optional<std::string>("uniform");
-    auto n = layers ? job.integer(*layers) : std::optional<std::int64_t>(1);
-    if (!m || !n) failed = true;
-    else if (*m != "uniform" || *n != 1)
-      t.diags.warning(key_at(method ? method : layers),
-                      fmt::format("recomputing {} layers at a time ('{}') is costed as checkpoint = full, every layer",
-                                  *n, *m));
-  } else {
-    if (method) t.diags.warning(method->key_where, "'--recompute-method' is read only with '--recompute-granularity full'");
-    if (layers) t.diags.warning(layers->key_where, "'--recompute-num-layers' is read only with '--recompute-granularity full'");
-  }
-  set_strategy(t, "checkpoint", identifier_value(mode, key_at(mode_at)), key_at(mode_at));
+  if (!set_megatron_recomputation(job, mode, mode_at, granularity != nullptr, method, layers,
+                                  "--recompute-granularity full"))
+    failed = true;
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
 
   if (auto const* opt = job.find("--optimizer")) {
@@ -298,12 +322,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   // What overlaps what: each off unless written (arguments.py:2284-2319).
   auto behaviour = [&](std::string_view flag, std::string_view key, bool applies, bool when_written = true) {
     auto const* e = job.flag(flag);
-    if (!applies) {
-      if (e) t.diags.warning(e->key_where, fmt::format("'{}' does not apply to this job: not read", flag));
-      return;
-    }
-    bool const v = e ? when_written : !when_written;
-    set(t, "training", key, boolean_value(v, key_at(e)), key_at(e));
+    set_megatron_behaviour(job, e, key, applies, e ? when_written : !when_written);
   };
   behaviour("--overlap-grad-reduce", "overlap_grad_sync", true);
   behaviour("--overlap-param-gather", "overlap_param_gather", zero == 1);
@@ -324,10 +343,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   if (auto const* bucket = job.find("--ddp-bucket-size")) {
     auto n = job.integer(*bucket);
     if (!n) return;
-    set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);
-    set(t, "training", "ddp_bucket_size", bytes_value(static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2),
-                                                      value_at(bucket)),
-        bucket->key_where);
+    set_megatron_bucket(job, static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2), bucket);
   } else {
     set(t, "training", "grad_bucket", identifier_value("scaled", origin), origin);
   }

@@ -13,7 +13,7 @@
 #include "planner/import/import.hpp"
 #include "planner/ir/ir.hpp"
 
-/// What the three importers share (internal to planner/import/): reading a
+/// What the importers share (internal to planner/import/): reading a
 /// job's entries with typed, located errors, and writing dtplan keys as
 /// syntax-tree assignments located where the job writes them.
 namespace dtplan::planner::import_detail {
@@ -63,6 +63,12 @@ class job_reader {
   void report_unread();
 
   [[nodiscard]] std::uint32_t file() const { return doc_.file; }
+  /// Whether values are words, which read as numbers and booleans (an
+  /// argument list, a shell script), not typed TOML or JSON values.
+  [[nodiscard]] bool words() const {
+    return doc_.format == dsl::config::document::syntax::arguments ||
+           doc_.format == dsl::config::document::syntax::shell;
+  }
   /// The file's start: where a value the job leaves at its framework's
   /// default is said to come from.
   [[nodiscard]] span origin() const { return {doc_.file, 0, 0}; }
@@ -111,6 +117,9 @@ void import_megatron(job_reader& job, context const& ctx);
 /// `args`: Megatron-DeepSpeed's arguments, when the job is given as those;
 /// `config`: the ds_config.json (given, or named by `--deepspeed_config`).
 void import_deepspeed(job_reader* args, job_reader* config, context const& ctx);
+/// NeMo's variables as NVIDIA's MLPerf scripts set them: Megatron-Core
+/// through NeMo, with conf/custom.yaml's defaults for what they leave out.
+void import_nemo(job_reader& job, context const& ctx);
 
 /// The arguments Megatron-LM and Megatron-DeepSpeed share (the model's
 /// shape, the batch, tp/pp/sp, recomputation, precision); `deepspeed` for
@@ -124,6 +133,24 @@ struct megatron_common {
   std::int64_t virtual_stages = 1;
 };
 megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed);
+
+/// What Megatron-LM's arguments and NeMo's variables both set, written the
+/// same way whichever job says it.
+///
+/// A run-time behaviour (`training.KEY`) as the job sets it at `e` (nullptr:
+/// the framework's default, `value`); where it does not `applies` to the
+/// job, a warning at `e` instead ("'--tp-comm-overlap' does not apply to
+/// this job: not read").
+void set_megatron_behaviour(job_reader& job, entry const* e, std::string_view key, bool applies, bool value);
+/// The strategy's `checkpoint` for Megatron-Core's recomputation `mode`
+/// ("none", "selective", "full") written at `mode_at`; `granularity` when
+/// the job states it as a granularity, whose `method` and `layers` are read
+/// with full recomputation only (`full` names that setting in warnings:
+/// "--recompute-granularity full"). False on an error in them.
+bool set_megatron_recomputation(job_reader& job, std::string_view mode, entry const* mode_at, bool granularity,
+                                entry const* method, entry const* layers, std::string_view full);
+/// A fixed gradient bucket of `bytes`, as the job writes it at `at`.
+void set_megatron_bucket(job_reader& job, double bytes, entry const* at);
 
 /// A shard group of `dp_block` data-parallel coordinates (each with every
 /// context-parallel one) as the strategy's `shard` key writes it: `node`

@@ -14,7 +14,7 @@ expect_contains "$TMP/err" "dtplan: error: --framework needs 'torchtitan', 'mega
 expect_status 2 "$DTPLAN" "$plan" --from megatron
 expect_contains "$TMP/err" "dtplan: error: --from megatron needs the job's file"
 expect_status 2 "$DTPLAN" "$plan" --from fsdp job.toml
-expect_contains "$TMP/err" "dtplan: error: --from needs 'torchtitan', 'megatron' or 'deepspeed', then the job's file"
+expect_contains "$TMP/err" "dtplan: error: --from needs 'torchtitan', 'megatron', 'deepspeed' or 'nemo', then the job's file"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/none.toml"
 expect_contains "$TMP/err" "dtplan: error: cannot read '$TMP/none.toml'"
 
@@ -83,6 +83,18 @@ expect_contains "$TMP/out" "torchtitan: valid"
 printf '%s\n' '[parallelism]' 'tensor_parallel_degree = 3' >"$TMP/bad.toml"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/bad.toml" --quiet
 expect_contains "$TMP/err" "$TMP/bad.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = 3"
+
+# NeMo's MLPerf script: the files it sources are read beside it, what it
+# sets and dtplan does not model a warning there; a file it sources that is
+# missing is an error at its 'source' line. nemo is read only.
+pub=tests/data/published/mlperf_nemo_gpt3
+expect_status 0 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$pub/config_DGXH100_64x8x128x4x8_mbs2.sh" \
+  --set training.global_batch=2304
+expect_contains "$TMP/out" "dp 16, tp 4, pp 8, cp 1, zero 1, shard all, checkpoint none, micro_batch 2, virtual_stages 4, sequence_parallel true"
+expect_contains "$TMP/err" "$pub/config_common.sh:14:8: warning: NeMo's 'NCCL_MIN_NCHANNELS' is not read"
+mkdir "$TMP/nemo" && cp "$pub/config_DGXH100_64x8x128x4x8_mbs2.sh" "$TMP/nemo/"
+expect_status 2 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh" --quiet
+expect_contains "$TMP/err" "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh:19:12: error: cannot read '$TMP/nemo/config_common.sh'"
 
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,

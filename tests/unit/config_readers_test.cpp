@@ -279,3 +279,66 @@ TEST_CASE("a configuration that is not text is refused as a .dtp file is") {
   CHECK_FALSE(r.doc);
   CHECK(r.errors().starts_with("x.toml:2:1: error: file is not text: NUL byte at line 2, column 1"));
 }
+
+namespace {
+
+std::optional<config::document> shell_alone(source_manager const& sm, std::uint32_t id, diagnostics& diags) {
+  return config::read_shell(sm, id, {}, diags);
+}
+
+}  // namespace
+
+TEST_CASE("a shell script reads to the variables it leaves set, each where its value is written") {
+  reading r("config.sh",
+            "# DL params\n"
+            "export MINIBS=\"${MINIBS:=128}\"   # the default, set\n"
+            "export TP=4 PP='8'\n"
+            ": \"${EMPTY:=\"\"}\"\n"
+            "export PATHLIKE=\"/load/\"$EMPTY\n"
+            "COPY=${TP}\n"
+            "export GONE=1\n"
+            "unset GONE\n"
+            "export LATE=${UNSET:-x}y\n"
+            "export TP=2\n"
+            "if [[ \"${VERSION:-}\" == \"v31\" ]]; then\n"
+            "  export PP=1\n"
+            "elif [[ $MINIBS -eq 128 ]]; then export CHOSEN=elif\n"
+            "else\n"
+            "  export CHOSEN=else\n"
+            "fi\n"
+            "export WHEN=$(date) NEXT=$(( 1 + 2 ))\n"
+            "if [ $MINIBS -eq 128 ]; then\n"
+            "  export BOOST=1\n"
+            "fi\n"
+            "A=1 echo hi | tee log\n",
+            shell_alone);
+  REQUIRE(r.doc);
+  CHECK(r.errors().empty());
+  std::vector<std::string> got;
+  for (auto const& e : r.doc->entries)
+    got.push_back(e.key + "=" + e.val->text + " @" + r.at(e.val->where));
+  CHECK(got == std::vector<std::string>{
+      "MINIBS=128 @config.sh:2:26 128", "PP=8 @config.sh:3:17 8", "EMPTY= @config.sh:4:13 \"\"",
+      "PATHLIKE=/load/ @config.sh:5:18 /load/", "COPY=4 @config.sh:3:11 4", "LATE=xy @config.sh:9:13 ${UNSET:-x}y",
+      "TP=2 @config.sh:10:11 2", "CHOSEN=elif @config.sh:13:48 elif"});
+  std::vector<std::string> not_run;
+  for (auto const& e : r.doc->unevaluated) not_run.push_back(e.key + " @" + r.at(e.key_where) + " " + e.val->text);
+  CHECK(not_run == std::vector<std::string>{"WHEN @config.sh:17:8 WHEN $(date)", "NEXT @config.sh:17:21 NEXT $(( 1 + 2 ))",
+                                            "BOOST @config.sh:19:10 BOOST 1",
+                                            // a pipeline is not run: what it might set is recorded
+                                            "A @config.sh:21:1 A 1"});
+}
+
+TEST_CASE("a shell script's unclosed quote is an error; a 'source' without a way to open files too") {
+  reading quote("config.sh", "export A=\"open\n", shell_alone);
+  CHECK_FALSE(quote.doc);
+  CHECK(quote.errors() == "config.sh:1:10: error: this quote (\") is not closed\n"
+                          "    1 | export A=\"open\n"
+                          "      |          ^~~~~\n");
+  reading source("config.sh", "source $(dirname ${BASH_SOURCE[0]})/other.sh\n", shell_alone);
+  CHECK_FALSE(source.doc);
+  CHECK(source.errors() == "config.sh:1:8: error: cannot read 'other.sh': no file this script sources can be opened "
+                           "here\n"
+                           "    1 | source $(dirname ${BASH_SOURCE[0]})/other.sh\n"
+                           "      |        ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
+}

@@ -325,3 +325,177 @@ TEST_CASE("a job's bad value is reported where the job writes it") {
         "      | ^\n");
 }
 
+
+TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) costs as the calibration prices its run: 11 % "
+          "slow, beyond the median error dtplan states for Megatron-Core on H100") {
+  // The row's run ran with MINIBS=144 (its log: global batch 2304,
+  // gradient accumulation 72; mlperf_runs.csv MLPv40-NV-gpt3-H100-512g),
+  // set here over the script's ${MINIBS:=128}.
+  imported r(job_format::nemo, "mlperf_nemo_gpt3/cluster.dtp", "mlperf_nemo_gpt3/config_DGXH100_64x8x128x4x8_mbs2.sh",
+             {"training.global_batch=2304"});
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.layers == 96);  // custom.yaml's defaults: the script sets no shape
+  CHECK(p.model.hidden == 12288);
+  CHECK(p.model.heads == 96);
+  CHECK(p.model.ffn == 4 * 12288);
+  CHECK(p.model.seq_len == 2048);
+  CHECK_FALSE(p.model.dropout);
+  CHECK(p.model.prec == precision::fp8);  // FP8=True, FP8_HYBRID=True
+  CHECK(p.training.framework == "megatron");
+  CHECK(p.training.global_batch == 2304);
+  // The behaviours the calibration gives the row (bench/calibration.cpp,
+  // load_mlperf).
+  CHECK(p.training.grad_precision == precision::bf16);  // distributed_fused_adam's grad_sync_dtype
+  CHECK(p.training.grad_bucket == bucket_rule::fixed);
+  CHECK(p.training.ddp_bucket_size.value() == 200e6);  // BUCKET_CAP_MB=200
+  CHECK(p.training.overlap_grad_sync);
+  CHECK(p.training.overlap_param_gather);
+  CHECK(p.training.tp_comm_overlap);
+  CHECK(p.training.overlap_p2p_comm);
+  CHECK(p.training.fp8_param_gather);
+  CHECK_FALSE(p.training.cuda_graphs);
+  CHECK_FALSE(p.training.nvls);  // NCCL_NVLS_ENABLE=0
+  REQUIRE(p.strategies.size() == 1);
+  CHECK(p.strategies.front().name == "nemo");
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.tp == 4);
+  CHECK(s.pp == 8);
+  CHECK(s.virtual_stages == 4);
+  CHECK(s.dp == 16);
+  CHECK(s.cp == 1);
+  CHECK(s.sequence_parallel);  // SEQ_PARALLEL's default True
+  CHECK(s.micro_batch == 2);
+  CHECK(s.zero == 1);  // USE_DIST_OPTIMIZER=True
+  CHECK(s.checkpoint == checkpoint_mode::none);
+  CHECK(s.order == default_order);
+  auto const w = r.warnings();
+  CHECK(w.size() == 29);
+  CHECK(w.front() == "12:8 NeMo's 'WALLTIME_MINUTES' is not read: it does not change a step's time or memory");
+  CHECK(std::find(w.begin(), w.end(),
+                  "14:8 NeMo's 'NCCL_MIN_NCHANNELS' is not read: NCCL's tuning is not modelled: collectives are "
+                  "costed at the catalog's measured figures") != w.end());
+  CHECK(w.back() == "6:8 NeMo's 'FP8_REDUCE_AMAX' is not modelled: the plan is costed without it");
+  check_costed(r);
+  CHECK(r.costed->grad_accum == 72);
+  // The median of every result file's steady-state throughput: 10.9819 s
+  // per step. dtplan costs it as the calibration costs the same row (12.19
+  // s with the catalog of this commit): +11 %, beyond the median error it
+  // states for Megatron-Core on H100 (6.6 %) and within its 90th
+  // percentile (14 %). v3.0's run of the same model and cluster (GBS 2048,
+  // 12 interleaved chunks) costs within 0.2 %; what NeMo and Transformer
+  // Engine gained from v3.0 to v4.0 (the NVTE_* userbuffers and amax
+  // settings this import reports unread) is not in the model.
+  auto const stated = expected_error_for("H100_SXM", "megatron");
+  REQUIRE(stated);
+  double const measured = 10.9819;
+  double const error = r.costed->time->step.value() / measured - 1;
+  INFO("predicted " << r.costed->time->step.value() << " s, error " << error << ", stated median "
+                    << stated->median << ", 90th percentile " << stated->p90);
+  CHECK(std::abs(error) <= stated->p90);
+  // The miss this row has in the accuracy study: a change of the model that
+  // closes it changes this test.
+  CHECK(error > stated->median);
+}
+
+TEST_CASE("the MLPerf script without the run's override trains MINIBS 128 x 16 data-parallel ranks") {
+  imported r(job_format::nemo, "mlperf_nemo_gpt3/cluster.dtp", "mlperf_nemo_gpt3/config_DGXH100_64x8x128x4x8_mbs2.sh");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  CHECK(r.p->training.global_batch == 128 * 16);
+  check_costed(r);
+  CHECK(r.costed->grad_accum == 64);
+}
+
+namespace {
+
+// A NeMo script and the files it sources, all in memory; the diagnostics.
+std::string nemo_diagnostics(std::vector<std::pair<std::string, std::string>> const& files, int nodes = 2) {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  auto const file = sources.add(
+      "c.dtp", fmt::format("cluster c {{ nodes = {}; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }}\n"
+                           "model m : gpt3_175b {{ }}\n",
+                           nodes));
+  job_source job{job_format::nemo, sources.add(files.front().first, files.front().second), {}};
+  job.open = [&](std::string const& path) -> std::variant<std::uint32_t, std::string> {
+    for (auto const& [name, text] : files)
+      if (name == path) return sources.add(name, text);
+    return fmt::format("cannot read '{}': No such file or directory", path);
+  };
+  CHECK_FALSE(load_job(sources, file, job, {}, diags));
+  return dsl::format(diags, sources);
+}
+
+}  // namespace
+
+TEST_CASE("a NeMo script's bad value, missing file, source cycle and GPU count are reported where it writes them") {
+  std::string const beside = "source $(dirname ${BASH_SOURCE[0]})/";
+  std::string const job = "export MINIBS=\"${MINIBS:=128}\"\nexport MICRO_BATCH_SIZE=1\nexport DGXNNODES=2\n";
+  CHECK(nemo_diagnostics({{"config.sh", job + "export TENSOR_MODEL_PARALLEL=four\nexport PIPELINE_MODEL_PARALLEL=2\n"}}) ==
+        "config.sh:4:30: error: expected a whole number for 'TENSOR_MODEL_PARALLEL', got 'four'\n"
+        "    4 | export TENSOR_MODEL_PARALLEL=four\n"
+        "      |                              ^~~~\n");
+  // A value copied from another variable is reported where that one is
+  // written.
+  CHECK(nemo_diagnostics({{"config.sh", "export TP=0\n" + job +
+                                            "export TENSOR_MODEL_PARALLEL=\"${TP}\"\nexport PIPELINE_MODEL_PARALLEL=2\n"}}) ==
+        "config.sh:1:8: warning: NeMo's 'TP' is not modelled: the plan is costed without it\n"
+        "    1 | export TP=0\n"
+        "      |        ^~\n"
+        "config.sh:1:11: error: 'tp' must be at least 1, got 0\n"
+        "    1 | export TP=0\n"
+        "      |           ^\n");
+  CHECK(nemo_diagnostics({{"config.sh", beside + "config_common.sh\n"}}) ==
+        "config.sh:1:8: error: cannot read 'config_common.sh': No such file or directory\n"
+        "    1 | source $(dirname ${BASH_SOURCE[0]})/config_common.sh\n"
+        "      |        ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
+  CHECK(nemo_diagnostics({{"config.sh", beside + "a.sh\n"}, {"a.sh", "export A=1\n" + beside + "config.sh\n"}}) ==
+        "a.sh:2:8: error: sourcing 'config.sh' again is a cycle: config.sh -> a.sh -> config.sh\n"
+        "    2 | source $(dirname ${BASH_SOURCE[0]})/config.sh\n"
+        "      |        ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
+  CHECK(nemo_diagnostics({{"config.sh", job + "export TENSOR_MODEL_PARALLEL=4\nexport PIPELINE_MODEL_PARALLEL=2\n"}},
+                         4) ==
+        "config.sh:3:18: error: the job runs on DGXNNODES x DGXNGPU = 2 x 8 = 16 GPUs; cluster 'c' has 32\n"
+        "    3 | export DGXNNODES=2\n"
+        "      |                  ^\n");
+}
+
+TEST_CASE("a NeMo script's lines dtplan cannot evaluate are reported only where they set what it reads") {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; "
+                                         "inter_node = 8 x 400 Gbit/s }\nmodel m : gpt3_175b { }\n");
+  job_source job{job_format::nemo,
+                 sources.add("config.sh", "export DGXSYSTEM=$(basename $(readlink -f ${BASH_SOURCE[0]}))\n"
+                                          "export MINIBS=64 TENSOR_MODEL_PARALLEL=4 PIPELINE_MODEL_PARALLEL=2\n"
+                                          "export DGXNNODES=2 MICRO_BATCH_SIZE=1\n"
+                                          "if [[ \"${MLPERF_VERSION:-}\" == \"v31\" ]]; then\n"
+                                          "  export MICRO_BATCH_SIZE=8\n"
+                                          "else\n"
+                                          "  unset SEQ_PARALLEL\n"
+                                          "fi\n"
+                                          "if [ $MINIBS -eq 128 ]; then\n"
+                                          "  export VBOOST_VALUE=1\n"
+                                          "  export INTERLEAVED_PIPELINE=2\n"
+                                          "fi\n"
+                                          "if [[ $(($MINIBS % PIPELINE_MODEL_PARALLEL)) != 0 ]]; then\n"
+                                          "  echo \"MINIBS should be divisble by PP\"\n"
+                                          "  exit 1\n"
+                                          "fi\n"),
+                 {}};
+  auto p = load_job(sources, file, job, {}, diags);
+  INFO(dsl::format(diags, sources));
+  REQUIRE(p);
+  auto const s = p->strategies.front().fixed();
+  CHECK(s.micro_batch == 1);       // the v31 branch is not taken
+  CHECK(s.virtual_stages == 12);   // custom.yaml's default: the VBOOST block is not run
+  CHECK(p->training.global_batch == 64 * 2);
+  REQUIRE(diags.list().size() == 1);
+  CHECK(dsl::format(diags.list().front(), sources) ==
+        "config.sh:11:10: warning: NeMo's 'INTERLEAVED_PIPELINE' is set to '2' by a line dtplan does not run: the job "
+        "is costed without that line\n"
+        "   11 |   export INTERLEAVED_PIPELINE=2\n"
+        "      |          ^~~~~~~~~~~~~~~~~~~~\n");
+}

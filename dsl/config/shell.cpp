@@ -1,0 +1,706 @@
+// A shell script of variable assignments, run as bash would run the subset
+// NVIDIA's MLPerf configuration scripts use: the variables it leaves set,
+// each with where its value is written.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "dsl/config/config.hpp"
+#include "dsl/parse.hpp"
+
+namespace dtplan::dsl::config {
+
+namespace {
+
+// Sourced files nest at most this deep (MLPerf's nest two).
+constexpr std::size_t max_depth = 32;
+
+bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// A string and where its text is written: a value copied from a variable
+// keeps the span of that variable's value, so an error about it points at
+// the text that gave it.
+struct located {
+  std::string text;
+  span where;
+};
+
+// A word as written: [begin, end) of its file.
+struct raw_word {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+// One command's words; `complex` when an operator (a pipe, `&&`, a
+// redirection, parentheses) makes it more than a simple command.
+struct command {
+  std::vector<raw_word> words;
+  bool complex = false;
+};
+
+// Whether commands run here: yes, no (a branch not taken), or unknown (a
+// branch of a test dtplan cannot decide, a loop's body).
+enum class mode { run, skip, unknown };
+
+// An open `if` (or loop): what ran around it and which branch runs now.
+struct frame {
+  mode outer = mode::run;
+  mode now = mode::run;
+  bool taken = false;  ///< a branch ran
+  bool undecided = false;  ///< a test could not be decided: no branch is known to run
+  std::string_view closer;  ///< "fi", "done", "esac"
+  span at;
+};
+
+// One file being read.
+struct script {
+  std::string_view text;
+  std::uint32_t file = span::no_file;
+  std::string dir;  ///< the directory it was opened from, relative to the first script's, with its '/'
+  std::size_t pos = 0;
+  bool returned = false;
+};
+
+class shell {
+ public:
+  shell(source_manager const& sources, open_sourced const& open, diagnostics& diags)
+      : sources_(sources), open_(open), diags_(diags) {}
+
+  bool read(std::uint32_t file, std::string const& path) {
+    if (!check_text(sources_, file, diags_)) return false;
+    script f{sources_.file(file).text(), file, {}, 0, false};
+    if (auto slash = path.rfind('/'); slash != std::string::npos) f.dir = path.substr(0, slash + 1);
+    chain_.push_back(path);
+    run(f);
+    chain_.pop_back();
+    return ok_;
+  }
+
+  document doc;
+
+ private:
+  // ---- words and commands ----
+
+  bool fail(span where, std::string message) {
+    diags_.error(where, std::move(message));
+    ok_ = false;
+    return false;
+  }
+
+  static bool ends_word(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' || c == '|' || c == '<' ||
+           c == '>' || c == '(' || c == ')';
+  }
+
+  // Skips a quoted or expanded part from f.pos; false (an error) when it is
+  // not closed.
+  bool skip_single(script& f) {
+    auto const open = f.pos;
+    auto const close = f.text.find('\'', open + 1);
+    if (close == std::string_view::npos)
+      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+                  "this quote (') is not closed");
+    f.pos = close + 1;
+    return true;
+  }
+
+  bool skip_double(script& f) {
+    auto const open = f.pos;
+    ++f.pos;
+    while (f.pos < f.text.size() && f.text[f.pos] != '"') {
+      char const c = f.text[f.pos];
+      if (c == '\\') f.pos += 2;
+      else if (c == '$' && !skip_dollar(f)) return false;
+      else if (c == '`' && !skip_back(f)) return false;
+      else if (c != '$' && c != '`') ++f.pos;
+    }
+    if (f.pos >= f.text.size())
+      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+                  "this quote (\") is not closed");
+    ++f.pos;
+    return true;
+  }
+
+  bool skip_back(script& f) {
+    auto const open = f.pos;
+    auto close = f.text.find('`', open + 1);
+    if (close == std::string_view::npos)
+      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+                  "this backquote (`) is not closed");
+    f.pos = close + 1;
+    return true;
+  }
+
+  // `$NAME`, `${...}`, `$(...)`, `$((...))` from the '$'.
+  bool skip_dollar(script& f) {
+    auto const open = f.pos;
+    ++f.pos;
+    if (f.pos >= f.text.size() || (f.text[f.pos] != '{' && f.text[f.pos] != '(')) return true;
+    char const opener = f.text[f.pos];
+    char const closer = opener == '{' ? '}' : ')';
+    int depth = 1;
+    ++f.pos;
+    while (f.pos < f.text.size()) {
+      char const c = f.text[f.pos];
+      if (c == '\\') f.pos += 2;
+      else if (c == '\'') {
+        if (!skip_single(f)) return false;
+      } else if (c == '"') {
+        if (!skip_double(f)) return false;
+      } else if (c == '$') {
+        if (!skip_dollar(f)) return false;
+      } else if (c == '`') {
+        if (!skip_back(f)) return false;
+      } else {
+        ++f.pos;
+        if (c == opener) ++depth;
+        if (c == closer && --depth == 0) return true;
+      }
+    }
+    return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+                fmt::format("this '${}' is not closed", opener));
+  }
+
+  bool skip_word(script& f) {
+    while (f.pos < f.text.size() && !ends_word(f.text[f.pos])) {
+      char const c = f.text[f.pos];
+      bool ok = true;
+      if (c == '\\') f.pos = std::min(f.pos + 2, f.text.size());
+      else if (c == '\'') ok = skip_single(f);
+      else if (c == '"') ok = skip_double(f);
+      else if (c == '$') ok = skip_dollar(f);
+      else if (c == '`') ok = skip_back(f);
+      else ++f.pos;
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // The next command's words; false at the end of the file or on an error.
+  bool next(script& f, command& c) {
+    c = {};
+    while (f.pos < f.text.size()) {
+      char const ch = f.text[f.pos];
+      if (ch == ' ' || ch == '\t' || ch == '\r') {
+        ++f.pos;
+      } else if (ch == '\\' && f.pos + 1 < f.text.size() && f.text[f.pos + 1] == '\n') {
+        f.pos += 2;  // a line continuation
+      } else if (ch == '#') {
+        while (f.pos < f.text.size() && f.text[f.pos] != '\n') ++f.pos;
+      } else if (ch == '\n' || ch == ';') {
+        ++f.pos;
+        if (!c.words.empty()) return true;
+      } else if (ch == '&' || ch == '|' || ch == '<' || ch == '>' || ch == '(' || ch == ')') {
+        c.complex = true;
+        ++f.pos;
+      } else {
+        raw_word w{static_cast<std::uint32_t>(f.pos), 0};
+        if (!skip_word(f)) return false;
+        w.end = static_cast<std::uint32_t>(f.pos);
+        c.words.push_back(w);
+      }
+    }
+    return !c.words.empty();
+  }
+
+  // ---- expansion ----
+
+  struct expansion {
+    std::string text;
+    std::vector<span> pieces;  ///< where each non-empty part's text is written
+    bool ok = true;
+  };
+
+  [[nodiscard]] std::optional<std::pair<std::string, span>> value_of(std::string_view name) const {
+    for (auto const& e : doc.entries)
+      if (e.key == name) return std::pair{e.val->text, e.val->where};
+    return std::nullopt;
+  }
+  [[nodiscard]] bool unevaluated(std::string_view name) const {
+    return std::any_of(doc.unevaluated.begin(), doc.unevaluated.end(),
+                       [&](entry const& e) { return e.key == name; });
+  }
+
+  void literal(script const& f, expansion& x, std::size_t begin, std::size_t end) {
+    if (end <= begin) return;
+    x.text += f.text.substr(begin, end - begin);
+    x.pieces.push_back({f.file, static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)});
+  }
+
+  // Expands [begin, end) of `f` into `x`; `quoted` inside double quotes.
+  void expand(script const& f, std::size_t begin, std::size_t end, bool quoted, expansion& x) {
+    std::size_t p = begin;
+    std::size_t run = p;  // the start of the literal text being gathered
+    auto flush = [&](std::size_t to) {
+      literal(f, x, run, to);
+    };
+    while (p < end && x.ok) {
+      char const c = f.text[p];
+      if (c == '\'' && !quoted) {
+        flush(p);
+        auto close = f.text.find('\'', p + 1);
+        if (close == std::string_view::npos || close >= end) {
+          x.ok = false;  // a quote the words around it read otherwise
+          break;
+        }
+        literal(f, x, p + 1, close);
+        p = run = close + 1;
+      } else if (c == '"' && !quoted) {
+        flush(p);
+        script g = f;
+        g.pos = p;
+        skip_quoted_end(g);
+        if (g.pos > end) {
+          x.ok = false;
+          break;
+        }
+        expand(f, p + 1, g.pos - 1, true, x);
+        p = run = g.pos;
+      } else if (c == '\\') {
+        char const n = p + 1 < end ? f.text[p + 1] : '\0';
+        if (quoted && n != '$' && n != '`' && n != '"' && n != '\\' && n != '\n') {
+          p += 2;  // kept as written, backslash and all
+          continue;
+        }
+        flush(p);
+        if (n != '\n') literal(f, x, p + 1, std::min(p + 2, end));
+        p = run = p + 2;
+      } else if (c == '`') {
+        x.ok = false;
+      } else if (c == '$') {
+        flush(p);
+        p = run = dollar(f, p, end, x);
+      } else {
+        ++p;
+      }
+    }
+    if (x.ok) flush(std::min(p, end));
+  }
+
+  // The end of the double-quoted string at g.pos, in g.pos.
+  void skip_quoted_end(script& g) {
+    ++g.pos;
+    while (g.pos < g.text.size() && g.text[g.pos] != '"') {
+      char const c = g.text[g.pos];
+      if (c == '\\') g.pos += 2;
+      else if (c == '$') skip_dollar(g);
+      else if (c == '`') skip_back(g);
+      else ++g.pos;
+    }
+    ++g.pos;
+  }
+
+  // One expansion from the '$' at `p`; where it ends.
+  std::size_t dollar(script const& f, std::size_t p, std::size_t end, expansion& x) {
+    auto add = [&](std::string_view name) {
+      if (unevaluated(name)) {
+        x.ok = false;
+        return;
+      }
+      if (auto v = value_of(name); v && !v->first.empty()) {
+        x.text += v->first;
+        x.pieces.push_back(v->second);
+      }
+    };
+    char const n = p + 1 < end ? f.text[p + 1] : '\0';
+    if (name_start(n)) {
+      auto q = p + 1;
+      while (q < end && name_char(f.text[q])) ++q;
+      add(f.text.substr(p + 1, q - p - 1));
+      return q;
+    }
+    if (n != '{') {
+      if (n == '(' || n == '@' || n == '*' || n == '#' || n == '?' || n == '$' || n == '!' || n == '-' ||
+          std::isdigit(static_cast<unsigned char>(n)))
+        x.ok = false;
+      else
+        literal(f, x, p, p + 1);  // a '$' alone is itself
+      return p + 1;
+    }
+    script g = f;
+    g.pos = p;
+    skip_dollar(g);
+    auto const close = g.pos;  // after the '}'
+    if (close > end || f.text[close - 1] != '}') {
+      x.ok = false;
+      return end;
+    }
+    auto q = p + 2;
+    if (q >= close || !name_start(f.text[q])) {
+      x.ok = false;
+      return close;
+    }
+    auto const name_begin = q;
+    while (q < close && name_char(f.text[q])) ++q;
+    auto const name = std::string(f.text.substr(name_begin, q - name_begin));
+    if (f.text[q] == '}') {
+      add(name);
+      return close;
+    }
+    bool const colon = f.text[q] == ':';
+    if (colon) ++q;
+    char const op = f.text[q];
+    if (op != '-' && op != '=') {
+      x.ok = false;  // ${X:+...}, ${X%...}, ${X[0]}, ...
+      return close;
+    }
+    if (unevaluated(name)) {
+      x.ok = false;
+      return close;
+    }
+    auto const current = value_of(name);
+    bool const use_default = !current || (colon && current->first.empty());
+    if (!use_default) {
+      add(name);
+      return close;
+    }
+    expansion d;
+    expand(f, q + 1, close - 1, false, d);
+    if (!d.ok) {
+      x.ok = false;
+      return close;
+    }
+    auto const word_at = span{f.file, static_cast<std::uint32_t>(q + 1), static_cast<std::uint32_t>(close - 1)};
+    located v{d.text, d.pieces.size() == 1 ? d.pieces.front() : word_at};
+    if (op == '=' && running_)
+      assign(name, {f.file, static_cast<std::uint32_t>(name_begin), static_cast<std::uint32_t>(q - (colon ? 1 : 0))},
+             v);
+    if (!v.text.empty()) {
+      x.text += v.text;
+      x.pieces.push_back(v.where);
+    }
+    return close;
+  }
+
+  std::optional<located> evaluate(script const& f, std::size_t begin, std::size_t end) {
+    expansion x;
+    expand(f, begin, end, false, x);
+    if (!x.ok) return std::nullopt;
+    span const word{f.file, static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
+    return located{x.text, x.pieces.size() == 1 ? x.pieces.front() : word};
+  }
+
+  // ---- variables ----
+
+  void assign(std::string const& name, span key_where, located const& v) {
+    std::erase_if(doc.entries, [&](entry const& e) { return e.key == name; });
+    std::erase_if(doc.unevaluated, [&](entry const& e) { return e.key == name; });
+    value val;
+    val.text = v.text;
+    val.where = v.where;
+    doc.entries.push_back({name, key_where, std::move(val)});
+  }
+
+  // A variable a line sets that is not run. `replaces`: the line runs, so
+  // the variable no longer holds what it held.
+  void not_evaluated(script const& f, std::string const& name, span key_where, raw_word w, bool replaces) {
+    if (replaces) std::erase_if(doc.entries, [&](entry const& e) { return e.key == name; });
+    std::erase_if(doc.unevaluated, [&](entry const& e) { return e.key == name; });
+    value val;
+    val.text = std::string(f.text.substr(w.begin, w.end - w.begin));
+    val.where = {f.file, w.begin, w.end};
+    val.unexpanded = true;
+    doc.unevaluated.push_back({name, key_where, std::move(val)});
+  }
+
+  // The length of `NAME` in `NAME=...` at the word's start, or 0.
+  static std::size_t assignment(std::string_view word) {
+    if (word.empty() || !name_start(word[0])) return 0;
+    std::size_t i = 1;
+    while (i < word.size() && name_char(word[i])) ++i;
+    return i < word.size() && word[i] == '=' ? i : 0;
+  }
+
+  // Every variable the command would set (`NAME=`, `${NAME:=`, `${NAME=`,
+  // and the names after `unset`), recorded as not evaluated.
+  void not_run(script const& f, command const& c, bool replaces) {
+    bool unset = false;
+    for (auto const& w : c.words) {
+      auto const text = f.text.substr(w.begin, w.end - w.begin);
+      if (text == "unset") unset = true;
+      if (auto n = assignment(text)) {
+        not_evaluated(f, std::string(text.substr(0, n)), {f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)},
+                      {static_cast<std::uint32_t>(w.begin + n + 1), w.end}, replaces);
+      } else if (unset && name_start(text.empty() ? '\0' : text[0]) && text != "unset") {
+        not_evaluated(f, std::string(text), {f.file, w.begin, w.end}, w, replaces);
+      }
+      for (auto at = text.find("${"); at != std::string_view::npos; at = text.find("${", at + 2)) {
+        auto q = at + 2;
+        while (q < text.size() && name_char(text[q])) ++q;
+        auto const op = text.substr(q, text.substr(q, 1) == ":" ? 2 : 1);
+        if (q > at + 2 && (op == ":=" || op == "="))
+          not_evaluated(f, std::string(text.substr(at + 2, q - at - 2)),
+                        {f.file, static_cast<std::uint32_t>(w.begin + at + 2), static_cast<std::uint32_t>(w.begin + q)},
+                        w, false);
+      }
+    }
+  }
+
+  // ---- commands ----
+
+  [[nodiscard]] static std::string_view word_text(script const& f, raw_word w) {
+    return f.text.substr(w.begin, w.end - w.begin);
+  }
+
+  [[nodiscard]] mode current() const { return frames_.empty() ? mode::run : frames_.back().now; }
+
+  // `[[ A OP B ]]`: true, false, or nothing when it cannot be decided.
+  std::optional<bool> test(script const& f, command const& c, std::size_t from) {
+    if (c.complex || c.words.size() != from + 5 || word_text(f, c.words[from]) != "[[" ||
+        word_text(f, c.words[from + 4]) != "]]")
+      return std::nullopt;
+    auto a = evaluate(f, c.words[from + 1].begin, c.words[from + 1].end);
+    auto b = evaluate(f, c.words[from + 3].begin, c.words[from + 3].end);
+    if (!a || !b) return std::nullopt;
+    auto const op = word_text(f, c.words[from + 2]);
+    if (op == "==" || op == "=") return a->text == b->text;
+    if (op == "!=") return a->text != b->text;
+    // Arithmetic: an empty string is 0, as bash reads it.
+    auto number = [](std::string const& s) -> std::optional<long long> {
+      if (s.empty()) return 0;
+      long long v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+      return v;
+    };
+    auto x = number(a->text);
+    auto y = number(b->text);
+    if (!x || !y) return std::nullopt;
+    if (op == "-eq") return *x == *y;
+    if (op == "-ne") return *x != *y;
+    if (op == "-lt") return *x < *y;
+    if (op == "-le") return *x <= *y;
+    if (op == "-gt") return *x > *y;
+    if (op == "-ge") return *x >= *y;
+    return std::nullopt;
+  }
+
+  void branch(script const& f, command const& c, std::size_t from, frame& fr) {
+    if (fr.outer != mode::run || fr.undecided) {
+      fr.now = fr.outer == mode::skip ? mode::skip : mode::unknown;
+      return;
+    }
+    if (fr.taken) {
+      fr.now = mode::skip;
+      return;
+    }
+    auto t = test(f, c, from);
+    if (!t) {
+      fr.undecided = true;
+      fr.now = mode::unknown;
+    } else {
+      fr.now = *t ? mode::run : mode::skip;
+      fr.taken = *t;
+    }
+  }
+
+  // The file `source` names: `$(dirname ${BASH_SOURCE[0]})/REST`.
+  void source(script& f, command const& c) {
+    auto const cmd_at = span{f.file, c.words[0].begin, c.words[0].end};
+    if (c.words.size() != 2) {
+      diags_.warning(cmd_at, "'source' is read only as 'source $(dirname ${BASH_SOURCE[0]})/FILE': not run");
+      return;
+    }
+    auto const w = c.words[1];
+    auto const text = word_text(f, w);
+    std::optional<located> rest;
+    for (std::string_view prefix : {"$(dirname ${BASH_SOURCE[0]})/", "$(dirname \"${BASH_SOURCE[0]}\")/",
+                                    "\"$(dirname \"${BASH_SOURCE[0]}\")\"/", "\"$(dirname ${BASH_SOURCE[0]})\"/"})
+      if (text.starts_with(prefix)) rest = evaluate(f, w.begin + prefix.size(), w.end);
+    span const at{f.file, w.begin, w.end};
+    if (!rest || rest->text.empty()) {
+      diags_.warning(at, "'source' is read only as 'source $(dirname ${BASH_SOURCE[0]})/FILE': not run");
+      return;
+    }
+    auto const path = f.dir + rest->text;
+    if (std::find(chain_.begin(), chain_.end(), path) != chain_.end()) {
+      std::string cycle;
+      for (auto it = std::find(chain_.begin(), chain_.end(), path); it != chain_.end(); ++it) cycle += *it + " -> ";
+      fail(at, fmt::format("sourcing '{}' again is a cycle: {}{}", escaped(path), escaped(cycle), escaped(path)));
+      return;
+    }
+    if (chain_.size() >= max_depth) {
+      fail(at, fmt::format("sourced files nest more than {} deep", max_depth));
+      return;
+    }
+    if (!open_) {
+      fail(at, fmt::format("cannot read '{}': no file this script sources can be opened here", escaped(path)));
+      return;
+    }
+    auto opened = open_(path);
+    if (auto const* why = std::get_if<std::string>(&opened)) {
+      fail(at, *why);
+      return;
+    }
+    auto const id = std::get<std::uint32_t>(opened);
+    if (!check_text(sources_, id, diags_)) {
+      ok_ = false;
+      return;
+    }
+    script g{sources_.file(id).text(), id, {}, 0, false};
+    if (auto slash = path.rfind('/'); slash != std::string::npos) g.dir = path.substr(0, slash + 1);
+    chain_.push_back(path);
+    run(g);
+    chain_.pop_back();
+  }
+
+  // Runs the commands of `f` until its end, an error or `exit`.
+  void run(script& f) {
+    std::vector<frame> outer;
+    std::swap(outer, frames_);  // an if does not span files
+    command c;
+    while (ok_ && !exited_ && !f.returned && next(f, c)) one(f, c);
+    if (ok_)
+      for (auto const& fr : frames_)
+        diags_.warning(fr.at, fmt::format("this block has no '{}': the rest of the file is read as inside it",
+                                          fr.closer));
+    std::swap(outer, frames_);
+  }
+
+  void one(script& f, command const& c) {
+    std::size_t from = 0;
+    auto word = [&](std::size_t i) { return word_text(f, c.words[i]); };
+    auto const first = word(0);
+    span const at{f.file, c.words[0].begin, c.words[0].end};
+    // The keywords that open, switch and close blocks.
+    if (first == "if" || first == "elif") {
+      if (first == "if") {
+        frame fr;
+        fr.outer = current();
+        fr.closer = "fi";
+        fr.at = at;
+        frames_.push_back(fr);
+      } else if (frames_.empty() || frames_.back().closer != "fi") {
+        diags_.warning(at, "'elif' without 'if': not read");
+        return;
+      }
+      branch(f, c, 1, frames_.back());
+      return;
+    }
+    if (first == "for" || first == "while" || first == "until" || first == "case") {
+      frame fr;
+      fr.outer = current();
+      fr.now = fr.outer == mode::skip ? mode::skip : mode::unknown;
+      fr.closer = first == "case" ? "esac" : "done";
+      fr.at = at;
+      frames_.push_back(fr);
+      return;
+    }
+    if (first == "else") {
+      if (frames_.empty() || frames_.back().closer != "fi") {
+        diags_.warning(at, "'else' without 'if': not read");
+        return;
+      }
+      auto& fr = frames_.back();
+      fr.now = fr.outer == mode::skip ? mode::skip
+               : fr.outer == mode::unknown || fr.undecided ? mode::unknown
+               : fr.taken ? mode::skip
+                          : mode::run;
+      from = 1;
+    } else if (first == "fi" || first == "done" || first == "esac") {
+      if (frames_.empty() || frames_.back().closer != first) {
+        diags_.warning(at, fmt::format("'{}' closes no block: not read", first));
+        return;
+      }
+      frames_.pop_back();
+      return;
+    } else if (first == "then" || first == "do") {
+      from = 1;
+    }
+    if (from >= c.words.size()) return;
+    command rest{{c.words.begin() + static_cast<std::ptrdiff_t>(from), c.words.end()}, c.complex};
+    switch (current()) {
+      case mode::skip: return;
+      case mode::unknown: not_run(f, rest, false); return;
+      case mode::run: simple(f, rest); return;
+    }
+  }
+
+  void simple(script& f, command const& c) {
+    auto word = [&](std::size_t i) { return word_text(f, c.words[i]); };
+    if (c.complex) {
+      not_run(f, c, false);
+      return;
+    }
+    auto const first = word(0);
+    if (first == "exit") {
+      exited_ = true;
+      return;
+    }
+    if (first == "return") {
+      f.returned = true;
+      return;
+    }
+    if (first == "source" || first == ".") {
+      source(f, c);
+      return;
+    }
+    if (first == "unset") {
+      for (std::size_t i = 1; i < c.words.size(); ++i) {
+        auto const name = std::string(word(i));
+        if (name.starts_with("-")) continue;
+        std::erase_if(doc.entries, [&](entry const& e) { return e.key == name; });
+        std::erase_if(doc.unevaluated, [&](entry const& e) { return e.key == name; });
+      }
+      return;
+    }
+    if (first == ":" || first == "true") {
+      running_ = true;
+      for (std::size_t i = 1; i < c.words.size(); ++i) {
+        command one_word{{c.words[i]}, false};
+        if (!evaluate(f, c.words[i].begin, c.words[i].end)) not_run(f, one_word, false);
+      }
+      running_ = false;
+      return;
+    }
+    bool const declares = first == "export" || first == "readonly" || first == "declare" || first == "typeset" ||
+                          first == "local";
+    std::size_t i = declares ? 1 : 0;
+    // `A=1 cmd` sets A for cmd only: nothing stays set.
+    if (!declares) {
+      for (auto const& w : c.words)
+        if (!assignment(word_text(f, w))) return;
+    }
+    for (; i < c.words.size(); ++i) {
+      auto const w = c.words[i];
+      auto const text = word(i);
+      if (text.starts_with("-")) continue;
+      auto const n = assignment(text);
+      if (!n) continue;  // `export NAME`: nothing to evaluate
+      auto const name = std::string(text.substr(0, n));
+      span const key{f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)};
+      running_ = true;
+      auto v = evaluate(f, w.begin + n + 1, w.end);
+      running_ = false;
+      if (v) assign(name, key, *v);
+      else not_evaluated(f, name, key, {static_cast<std::uint32_t>(w.begin + n + 1), w.end}, true);
+    }
+  }
+
+  source_manager const& sources_;
+  open_sourced const& open_;
+  diagnostics& diags_;
+  std::vector<std::string> chain_;  // the files being read, outermost first
+  std::vector<frame> frames_;
+  bool ok_ = true;
+  bool exited_ = false;
+  bool running_ = false;  // `${X:=...}` assigns only while a command runs
+};
+
+}  // namespace
+
+std::optional<document> read_shell(source_manager const& sources, std::uint32_t file, open_sourced const& open,
+                                   diagnostics& diags) {
+  shell sh(sources, open, diags);
+  sh.doc.file = file;
+  sh.doc.format = document::syntax::shell;
+  auto const& name = sources.file(file).name();
+  auto const slash = name.rfind('/');
+  if (!sh.read(file, slash == std::string::npos ? name : name.substr(slash + 1))) return std::nullopt;
+  return std::move(sh.doc);
+}
+
+}  // namespace dtplan::dsl::config
