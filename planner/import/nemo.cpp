@@ -60,10 +60,14 @@ void import_nemo(job_reader& job, context const& ctx) {
     if (!v) failed = true;
     return v;
   };
-  // True or False as oc.decode reads them; "null" is the default.
+  // True or False as oc.decode reads them; "null" is the default. oc.decode
+  // reads 1 and 0 as integers, which NeMo's `if cfg.<flag>:` takes as true
+  // and false (the v4.0 scale-out scripts write LAYER_CUDA_GRAPH=1).
   auto boolean = [&](std::string_view name, bool fallback) -> bool {
     auto const* e = var(name);
     if (!e || e->val->text == "null") return fallback;
+    if (e->val->text == "1") return true;
+    if (e->val->text == "0") return false;
     auto v = job.boolean(*e);
     if (!v) failed = true;
     return v.value_or(fallback);

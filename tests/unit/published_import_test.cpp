@@ -326,8 +326,8 @@ TEST_CASE("a job's bad value is reported where the job writes it") {
 }
 
 
-TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) costs as the calibration prices its run: 11 % "
-          "slow, beyond the median error dtplan states for Megatron-Core on H100") {
+TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) on 512 GPUs costs as the calibration prices its "
+          "run: 10 % slow, beyond the median error dtplan states for Megatron-Core on H100") {
   // The row's run ran with MINIBS=144 (its log: global batch 2304,
   // gradient accumulation 72; mlperf_runs.csv MLPv40-NV-gpt3-H100-512g),
   // set here over the script's ${MINIBS:=128}.
@@ -380,10 +380,10 @@ TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) costs as the 
   check_costed(r);
   CHECK(r.costed->grad_accum == 72);
   // The median of every result file's steady-state throughput: 10.9819 s
-  // per step. dtplan costs it as the calibration costs the same row (12.19
-  // s with the catalog of this commit): +11 %, beyond the median error it
-  // states for Megatron-Core on H100 (6.6 %) and within its 90th
-  // percentile (14 %). v3.0's run of the same model and cluster (GBS 2048,
+  // per step. dtplan costs it as the calibration costs the same row (12.05
+  // s with the catalog of this commit): +9.7 %, beyond the median error it
+  // states for Megatron-Core on H100 (5.7 %) and within its 90th
+  // percentile (12 %). v3.0's run of the same model and cluster (GBS 2048,
   // 12 interleaved chunks) costs within 0.2 %; what NeMo and Transformer
   // Engine gained from v3.0 to v4.0 (the NVTE_* userbuffers and amax
   // settings this import reports unread) is not in the model.
@@ -397,6 +397,52 @@ TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) costs as the 
   // The miss this row has in the accuracy study: a change of the model that
   // closes it changes this test.
   CHECK(error > stated->median);
+}
+
+TEST_CASE("NVIDIA's three v4.0 GPT-3 scripts cost, at their median, within the error dtplan states for Megatron-Core "
+          "on H100") {
+  // Every GPT-3 script of the submission's directory (mlcommons/
+  // training_results_v4.0 NVIDIA/benchmarks/gpt3/implementations/nemo), each
+  // with the run that used it (mlperf_runs.csv): 512 GPUs at MINIBS=144
+  // (MLPv40-NV-gpt3-H100-512g, 10.9819 s), 10,752 and 11,616 GPUs at the
+  // scripts' own MINIBS 6 with per-layer CUDA graphs (-10752g, 0.9207 s;
+  // -11616g, 0.9214 s).
+  struct run {
+    char const* cluster;
+    char const* script;
+    char const* setting;  ///< a --set, or none
+    std::int64_t dp, global_batch;
+    double measured;
+  };
+  std::vector<run> const runs{
+      {"mlperf_nemo_gpt3/cluster.dtp", "mlperf_nemo_gpt3/config_DGXH100_64x8x128x4x8_mbs2.sh",
+       "training.global_batch=2304", 16, 2304, 10.9819},
+      {"mlperf_nemo_gpt3/eos_dfw_1344.dtp", "mlperf_nemo_gpt3/config_DGXH100_1344x8x6x4x6_mbs1_cg.sh", nullptr, 448, 2688,
+       0.9207},
+      {"mlperf_nemo_gpt3/eos_dfw_1452.dtp", "mlperf_nemo_gpt3/config_DGXH100_1452x8x6x4x6_mbs1_cg.sh", nullptr, 484, 2904,
+       0.9214},
+  };
+  auto const stated = expected_error_for("H100_SXM", "megatron");
+  REQUIRE(stated);
+  std::vector<double> errors;
+  for (auto const& x : runs) {
+    imported r = x.setting ? imported(job_format::nemo, x.cluster, x.script, {x.setting})
+                           : imported(job_format::nemo, x.cluster, x.script);
+    INFO(x.script << "\n" << dsl::format(r.diags, r.sources));
+    REQUIRE(r.p);
+    auto const s = r.p->strategies.front().fixed();
+    CHECK(s.dp == x.dp);
+    CHECK(r.p->training.global_batch == x.global_batch);
+    check_costed(r);
+    double const error = r.costed->time->step.value() / x.measured - 1;
+    INFO("predicted " << r.costed->time->step.value() << " s, error " << error << ", stated median "
+                      << stated->median << ", 90th percentile " << stated->p90);
+    CHECK(std::abs(error) <= stated->p90);
+    errors.push_back(std::abs(error));
+  }
+  std::sort(errors.begin(), errors.end());
+  INFO("median |error| " << errors[1]);
+  CHECK(errors[1] <= stated->median);
 }
 
 TEST_CASE("the MLPerf script without the run's override trains MINIBS 128 x 16 data-parallel ranks") {
