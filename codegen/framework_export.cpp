@@ -116,6 +116,8 @@ bool padded_split(planner::program const& p, planner::plan const& pl) {
 
 std::optional<std::string> megatron_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
+  if (p.model.position == planner::position_kind::alibi)
+    return "Megatron-LM has no ALiBi (--position-embedding-type is learned_absolute, rope, mrope, relative or none)";
   using planner::axis;
   planner::rank_order const tp_pp_dp{axis::tp, axis::cp, axis::pp, axis::dp};
   if (s.order != planner::default_order && s.order != tp_pp_dp)
@@ -139,6 +141,9 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
 
 std::optional<std::string> deepspeed_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
+  if (p.model.position == planner::position_kind::alibi)
+    return "Megatron-DeepSpeed 4efb479 has no ALiBi (learned positions, --use-rotary-position-embeddings or "
+           "--no-position-embedding); BigScience's fork has";
   if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
@@ -166,7 +171,9 @@ constexpr flavor llama3_flavors[] = {
 };
 
 flavor const* llama3_flavor(planner::model const& m) {
-  if (m.vocab != 128256 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings) return nullptr;
+  if (m.vocab != 128256 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings ||
+      m.norm != planner::norm_kind::rmsnorm || m.position != planner::position_kind::rotary)
+    return nullptr;
   for (auto const& f : llama3_flavors)
     if (f.layers == m.layers && f.hidden == m.hidden && f.heads == m.heads && f.kv_heads == m.kv_heads &&
         f.ffn == m.ffn)
@@ -338,6 +345,11 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   a.add("--max-position-embeddings", m.seq_len);
   a.add("--vocab-size", m.vocab);
   if (m.mlp == planner::mlp_kind::swiglu) a.add("--swiglu");
+  if (m.norm == planner::norm_kind::rmsnorm) a.add("--normalization", deepspeed ? "rmsnorm" : "RMSNorm");
+  if (m.position == planner::position_kind::rotary) {
+    if (deepspeed) a.add("--use-rotary-position-embeddings");
+    else a.add("--position-embedding-type", "rope");
+  }
   if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
   if (!m.dropout) {
     a.add("--attention-dropout", "0.0");

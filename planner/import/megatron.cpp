@@ -111,6 +111,50 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       set(t, "model", "ffn", integer_value(f, value_at(job.find("--hidden-size"))), key_at(job.find("--hidden-size")));
     }
   }
+  // The normalisation and the positions, at Megatron's defaults when the
+  // arguments leave them out (LayerNorm, learned absolute positions):
+  // Megatron-LM's --normalization LayerNorm|RMSNorm and
+  // --position-embedding-type learned_absolute|rope (core_v0.13.0
+  // megatron/training/arguments.py); Megatron-DeepSpeed's --normalization
+  // layernorm|rmsnorm and --use-rotary-position-embeddings (4efb479), and
+  // BigScience's fork's --position-embedding-type alibi (BLOOM).
+  if (describes) {
+    auto const* norm = job.find("--normalization");
+    std::string norm_name = "layernorm";
+    if (norm) {
+      auto v = job.text(*norm);
+      if (!v) {
+        failed = true;
+      } else if (*v == "RMSNorm" || (deepspeed && *v == "rmsnorm")) {
+        norm_name = "rmsnorm";
+      } else if (!(*v == "LayerNorm" || (deepspeed && *v == "layernorm"))) {
+        t.diags.error(value_at(norm), fmt::format("expected {} for '--normalization', got '{}'",
+                                                  deepspeed ? "'layernorm' or 'rmsnorm'" : "'LayerNorm' or 'RMSNorm'",
+                                                  dsl::escaped(*v)));
+        failed = true;
+      }
+    }
+    set(t, "model", "norm", identifier_value(norm_name, norm ? value_at(norm) : origin), key_at(norm));
+    auto const* type = job.find("--position-embedding-type");
+    auto const* rotary_flag = deepspeed ? job.flag("--use-rotary-position-embeddings") : nullptr;
+    std::string position = rotary_flag ? "rotary" : "learned";
+    if (type) {
+      auto v = job.text(*type);
+      if (!v) {
+        failed = true;
+      } else if (*v == "rope") {
+        position = "rotary";
+      } else if (*v == "alibi") {
+        position = "alibi";
+      } else if (*v != "learned_absolute") {
+        t.diags.warning(type->key_where, fmt::format("position embedding '{}' is not modelled: costed as learned "
+                                                     "absolute positions",
+                                                     dsl::escaped(*v)));
+      }
+    }
+    auto const* at = type ? type : rotary_flag;
+    set(t, "model", "position_embedding", identifier_value(position, type ? value_at(type) : key_at(at)), key_at(at));
+  }
   if (deepspeed) {
     auto [kv, e] = integer("--num-key-value-heads");
     if (e && !kv) failed = true;

@@ -204,12 +204,13 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
       "--tokenizer-model", "--split", "--distributed-backend", "--lr", "--lr-decay-style", "--min-lr",
       "--weight-decay", "--clip-grad", "--lr-warmup-iters", "--adam-beta1", "--adam-beta2", "--log-interval",
       "--save-interval", "--eval-interval", "--eval-iters", "--no-query-key-layer-scaling",
-      "--use-rotary-position-embeddings", "--normalization", "--disable-bias-linear", "steps_per_print",
-      "--node_rank", "--master_addr", "--master_port"});
-  CHECK(w[22] == "46:8 Megatron-DeepSpeed's '--use-rotary-position-embeddings' is not modelled: the plan is costed "
-                 "without it");
-  CHECK(w[25] == "4:3 DeepSpeed's 'steps_per_print' is not read: it does not change a step's time or memory");
-  CHECK(w[26] == "8:40 the launcher's '--node_rank' is not read: the cluster is the .dtp file's");
+      "--disable-bias-linear", "steps_per_print", "--node_rank", "--master_addr", "--master_port"});
+  CHECK(w[22] == "50:8 Megatron-DeepSpeed's '--disable-bias-linear' is not modelled: the plan is costed without it");
+  CHECK(w[23] == "4:3 DeepSpeed's 'steps_per_print' is not read: it does not change a step's time or memory");
+  CHECK(w[24] == "8:40 the launcher's '--node_rank' is not read: the cluster is the .dtp file's");
+  // Llama 2's RMSNorm and rotary embeddings, as the arguments say them.
+  CHECK(p.model.norm == norm_kind::rmsnorm);  // --normalization rmsnorm
+  CHECK(p.model.position == position_kind::rotary);  // --use-rotary-position-embeddings
   check_costed(r);
   CHECK(r.costed->grad_accum == 4);
 }
@@ -239,12 +240,13 @@ TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dt
   CHECK(s.micro_batch == 2);
   CHECK(s.checkpoint == checkpoint_mode::full);  // --checkpoint-activations
   auto const w = r.warnings();
-  CHECK(w.size() == 43);
+  CHECK(w.size() == 42);
   CHECK(w.front() == "24:5 Megatron-DeepSpeed's '--rampup-batch-size' is not modelled: the plan is costed at the full "
                      "global batch");
-  CHECK(std::find(w.begin(), w.end(),
-                  "33:5 Megatron-DeepSpeed's '--position-embedding-type' is not modelled: the plan is costed "
-                  "without it") != w.end());
+  // BLOOM's ALiBi (BigScience's --position-embedding-type alibi) and
+  // Megatron's default LayerNorm.
+  CHECK(p.model.position == position_kind::alibi);
+  CHECK(p.model.norm == norm_kind::layernorm);
   check_costed(r);
   CHECK(r.costed->grad_accum == 128);
   // The log line at iteration 85,376 of tr11's README: 104.70 s per
