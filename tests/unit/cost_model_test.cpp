@@ -527,3 +527,43 @@ TEST_CASE("an interleaved pipeline syncs each chunk's gradients under the cooldo
   CHECK(plain.value() > 0);
   CHECK(interleaved < plain);
 }
+
+TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RMSNorm, rotary and SwiGLU split, "
+          "LayerNorm and GELU not") {
+  program p = two_nodes(1, 8);
+  p.model.norm = norm_kind::rmsnorm;
+  p.model.position = position_kind::rotary;
+  strategy const s = data_parallel(8, 0);
+  p.training.fused_elementwise = true;
+  auto const fused = compute_per_micro_batch(p, s);
+  p.training.fused_elementwise = false;
+  auto const eager = compute_per_micro_batch(p, s);
+  // One micro-batch of 4,096 tokens through a Llama 7B layer (h 4,096, ffn
+  // 11,008, q + kv 8,192 wide), 2-byte elements. Eager over fused: two
+  // RMSNorms move 9x (36 bytes an element against 4), SwiGLU 10/6 x, q's
+  // and k's rotation 5x; 26 kernels against 6.
+  double const t = 4096, h = 4096, ffn = 11008;
+  double const extra_bytes = 2 * (2 * 2 * t * h * (9 - 1) + t * 3 * ffn * (10.0 / 6 - 1) + 2 * t * 8192 * (5 - 1));
+  auto const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  CHECK(eager.layer_kernels - fused.layer_kernels == 20);
+  CHECK((eager.layer_forward - fused.layer_forward).value() ==
+        Approx(extra_bytes / hbm + 20 * g.kernel_latency.value()).epsilon(1e-9));
+  // The backward moves twice the forward's bytes.
+  CHECK((eager.layer_backward - fused.layer_backward).value() ==
+        Approx(2 * extra_bytes / hbm + 40 * g.kernel_latency.value()).epsilon(1e-9));
+
+  // GPT's or MPT's layer: F.layer_norm and F.gelu are one kernel each, eager
+  // or fused, and ALiBi adds nothing outside the attention kernel.
+  p.model.mlp = mlp_kind::gelu;
+  p.model.norm = norm_kind::layernorm;
+  p.model.position = position_kind::alibi;
+  p.model.ffn = 4 * 4096;
+  p.training.fused_elementwise = true;
+  auto const gpt_fused = compute_per_micro_batch(p, s);
+  p.training.fused_elementwise = false;
+  auto const gpt_eager = compute_per_micro_batch(p, s);
+  CHECK(gpt_eager.layer_forward == gpt_fused.layer_forward);
+  CHECK(gpt_eager.layer_kernels == gpt_fused.layer_kernels);
+  CHECK(gpt_fused.layer_kernels == fused.layer_kernels - 1);  // no rotary kernel
+}

@@ -126,6 +126,31 @@ TEST_CASE("integers: underscores, the 64-bit limit and overflow") {
   CHECK(mega.p->training.global_batch == 1000000);
 }
 
+TEST_CASE("norm and position_embedding follow the MLP unless written") {
+  auto gpt = lower_text("model tiny { layers = 2; hidden = 256; heads = 4; vocab = 1000; seq_len = 128 }\n" +
+                        plain_cluster);
+  REQUIRE(gpt.p);
+  CHECK(gpt.p->model.norm == norm_kind::layernorm);
+  CHECK(gpt.p->model.position == position_kind::learned);
+  auto llama = lower_text(plain_model + plain_cluster);  // llama2_7b: swiglu
+  REQUIRE(llama.p);
+  CHECK(llama.p->model.norm == norm_kind::rmsnorm);
+  CHECK(llama.p->model.position == position_kind::rotary);
+  auto mpt = lower_text("model m : mpt_7b { }\n" + plain_cluster);
+  REQUIRE(mpt.p);
+  CHECK(mpt.p->model.norm == norm_kind::layernorm);
+  CHECK(mpt.p->model.position == position_kind::alibi);  // the preset says it
+  auto neox = lower_text("model m : llama2_7b { norm = layernorm; position_embedding = rotary }\n" + plain_cluster);
+  REQUIRE(neox.p);
+  CHECK(neox.p->model.norm == norm_kind::layernorm);
+  CHECK(neox.p->model.position == position_kind::rotary);
+  auto bad = lower_text("model m : llama2_7b { norm = batchnorm }\n" + plain_cluster);
+  CHECK(bad.errors ==
+        "test.dtp:1:30: error: expected 'layernorm' or 'rmsnorm' for 'norm', got 'batchnorm'\n"
+        "    1 | model m : llama2_7b { norm = batchnorm }\n"
+        "      |                              ^~~~~~~~~\n");
+}
+
 TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16, adam") {
   auto r = lower_text("model tiny { layers = 2; hidden = 256; heads = 4; vocab = 1000; seq_len = 128 }\n" +
                       plain_cluster);
