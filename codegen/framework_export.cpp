@@ -261,6 +261,7 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.number("pipeline_parallel_degree", s.pp);
   o.number("context_parallel_degree", s.cp);
   o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
+  if (s.pp > 1 && s.zero == 3 && t.fsdp_reshard_with_pp) o.string("fsdp_reshard_after_forward", "always");
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
     o.number("pipeline_parallel_microbatch_size", s.micro_batch);
@@ -525,7 +526,8 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
     case job_format::torchtitan:
       return key == "fused_elementwise" || key == "tp_comm_overlap" ||
              (key == "grad_precision" && grad_precision(p) == precision::fp32) ||
-             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3);
+             (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3) ||
+             (key == "fsdp_reshard_with_pp" && s.pp > 1 && s.zero == 3);
     case job_format::megatron:
       if (key == "attention_backend")
         return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::fused ||
@@ -562,6 +564,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "overlap_param_gather") return s.zero >= 1;
   if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
   if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;
+  if (key == "fsdp_reshard_with_pp") return s.pp > 1 && s.zero == 3;
   if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
   if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket") return pl.shape->sync.size > 1;
   return true;

@@ -216,11 +216,19 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   }
   if (auto reshard = text("parallelism.fsdp_reshard_after_forward", "default"); reshard.second) {
     if (!choice(reshard, {"default", "always", "never"})) return;
-    if (*reshard.first != "default")
-      t.diags.warning(reshard.second->key_where,
-                      fmt::format("torchtitan's 'parallelism.fsdp_reshard_after_forward' '{}' is not modelled: the plan "
-                                  "is costed with its default",
-                                  *reshard.first));
+    // "default" is not pp_enabled: the preset's fsdp_reshard_with_pp = false.
+    // "never" keeps the stage gathered with or without pipelining (dtplan
+    // describes it with pipelining only); "always" regathers every
+    // micro-batch.
+    if (*reshard.first != "default") {
+      bool const reshard_with_pp = *reshard.first == "always";
+      set(t, "training", "fsdp_reshard_with_pp", boolean_value(reshard_with_pp, value_at(reshard.second)),
+          key_at(reshard.second));
+      if (!reshard_with_pp && pp.value == 1)
+        t.diags.warning(reshard.second->key_where,
+                        "torchtitan's 'parallelism.fsdp_reshard_after_forward' 'never' without pipelining is not "
+                        "modelled: each layer is costed as resharded after its forward");
+    }
   }
 
   // The pipeline's schedule and the batch.

@@ -255,6 +255,12 @@ struct training {
   /// fp8 weights gathered in fp8 (Megatron's --fp8-param-gather, FSDP
   /// float8 all-gather): half the bytes of the 16-bit gather.
   bool fp8_param_gather = false;
+  /// With pipeline parallelism, FSDP (ZeRO-3) regathers each layer for
+  /// every micro-batch (true), or keeps the stage's weights gathered and its
+  /// gradients unsharded through the step, gathering once and
+  /// reduce-scattering after the last backward (false: torchtitan's
+  /// fsdp_reshard_after_forward "default" with PyTorch's pipelining).
+  bool fsdp_reshard_with_pp = true;
   /// Adam's moments kept in fp32 (default) or bf16 (precision-aware
   /// optimizers, Apex/NeMo DistributedFusedAdam dtype = bf16).
   precision optimizer_state_precision = precision::fp32;

@@ -438,6 +438,11 @@ std::vector<key_info> behaviour_keys() {
      .default_value = false, .default_text = "false",
      .aliases = {"fp8_params", "enable_fsdp_float8_all_gather"}, .dump_default = false,
      .meaning = "fp8 weights gathered in fp8 (Megatron's --fp8-param-gather)"},
+    {.block = k, .name = "fsdp_reshard_with_pp", .dom = d::boolean,
+     .field = member<&training::fsdp_reshard_with_pp, B>(), .default_value = true, .default_text = "true",
+     .dump_default = false,
+     .meaning = "with pipeline parallelism, ZeRO-3 regathers each layer every micro-batch; false: the stage's "
+                "weights stay gathered and its gradients unsharded through the step (torchtitan)"},
     {.block = k, .name = "optimizer_state_precision", .dom = d::choice,
      .field = member<&training::optimizer_state_precision, B>(), .choices = {"bf16", "fp16", "fp32"},
      .default_value = std::int64_t{2}, .default_text = "fp32", .aliases = {"exp_avg_dtype"}, .dump_default = false,

@@ -290,7 +290,12 @@ class stage_memory {
   }
 
   [[nodiscard]] bool zero3() const { return s_.zero == 3 && sh_.shard_ranks() > 1; }
-  [[nodiscard]] double gathered_layer() const { return zero3() ? sh_.layer_params * bpp_.weights : 0.0; }
+  /// FSDP with pipelining that keeps the stage gathered through the step
+  /// (training.fsdp_reshard_with_pp = false: torchtitan).
+  [[nodiscard]] bool stage_gathered() const { return zero3() && s_.pp > 1 && !p_.training.fsdp_reshard_with_pp; }
+  [[nodiscard]] double gathered_layer() const {
+    return zero3() && !stage_gathered() ? sh_.layer_params * bpp_.weights : 0.0;
+  }
 
   // Buffers alive through the step.
   void buffers() {
@@ -302,6 +307,18 @@ class stage_memory {
     double const root_params = placed_.params - double(placed_.layers) * sh_.layer_params;
     if (zero3() && root_params > 0)
       add(b_.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)", bytes(root_params * bpp_.weights));
+    if (stage_gathered() && placed_.layers > 0) {
+      // torchtitan does not reshard after the forward when it pipelines
+      // (reshard_after_forward = not pp_enabled), and PyTorch's pipelining
+      // keeps FSDP from resharding or reducing until the last backward: the
+      // stage's layers stay gathered, and their gradients accumulate
+      // unsharded, in the reduction's precision.
+      double const layer_params = double(placed_.layers) * sh_.layer_params;
+      add(b_.buffers, "FSDP with pipelining: the stage's layers gathered through the step",
+          bytes(layer_params * bpp_.weights));
+      add(b_.buffers, "FSDP with pipelining: the stage's unsharded gradients, accumulated over the micro-batches",
+          bytes(layer_params * bpp_.gradients));
+    }
     if (s_.tp > 1) add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
     if (s_.pp > 1) add(b_.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e_ * tokens_ * h_ / rep_));
   }

@@ -567,3 +567,29 @@ TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RM
   CHECK(gpt_eager.layer_kernels == gpt_fused.layer_kernels);
   CHECK(gpt_fused.layer_kernels == fused.layer_kernels - 1);  // no rotary kernel
 }
+
+TEST_CASE("FSDP that keeps a pipeline stage gathered gathers each layer once a step and reduces once") {
+  program p = two_nodes(2, 8);
+  p.model.norm = norm_kind::rmsnorm;
+  p.model.position = position_kind::rotary;
+  p.training.global_batch = 32;
+  strategy s = data_parallel(8, 3);
+  s.pp = 2;
+  s.micro_batch = 1;  // 32 / 8 = 4 micro-batches a step
+  analytic_cost_model const model;
+  auto calls = [&](collective op) {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(p, s).comm)
+      if (e.op == op && e.group != comm_group::tp) n += e.count;
+    return n;
+  };
+  // Regathered every micro-batch: 16 layers a stage, forward and backward,
+  // and the stage's other unit once each way, 4 times.
+  p.training.fsdp_reshard_with_pp = true;
+  CHECK(calls(collective::all_gather) == (2 * 16 + 2) * 4);
+  CHECK(calls(collective::reduce_scatter) == (16 + 1) * 4);
+  // torchtitan with PyTorch's pipelining: once.
+  p.training.fsdp_reshard_with_pp = false;
+  CHECK(calls(collective::all_gather) == 16 + 1);
+  CHECK(calls(collective::reduce_scatter) == 16 + 1);
+}
