@@ -197,7 +197,9 @@ std::string location(span where, source_manager const& sources) {
   if (!where.valid() || where.file >= sources.size()) return "<unknown>";
   auto const& file = sources.file(where.file);
   auto pos = file.position_of(where.begin);
-  return fmt::format("{}:{}:{}", file.name(), pos.line, pos.column);
+  // A file's name may come from the input too (the ds_config.json a job
+  // names, a script a NeMo script sources): escaped like a message.
+  return fmt::format("{}:{}:{}", escaped(file.name()), pos.line, pos.column);
 }
 
 std::string format(diagnostic const& d, source_manager const& sources) {

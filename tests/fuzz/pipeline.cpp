@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "codegen/graphviz.hpp"
@@ -23,6 +25,7 @@
 #include "dsl/diagnostics.hpp"
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
+#include "planner/import/import.hpp"
 #include "planner/lower/lower.hpp"
 #include "planner/model/evaluate.hpp"
 #include "planner/session.hpp"
@@ -229,6 +232,8 @@ std::vector<std::string> settings_of(std::string_view text) {
   return out;
 }
 
+void run_program(planner::program const& lowered, dsl::source_manager const& sources, bool odd_names, bool optimize);
+
 void run(std::string_view text) {
   bool const odd_names = names_non_finite(text);
   dsl::source_manager sources;
@@ -258,11 +263,18 @@ void run(std::string_view text) {
   require(program.has_value() == !diags.has_errors(), "lowering returned a program with errors, or none without",
           dsl::format(diags, sources));
   if (!program) return;
+  run_program(*program, sources, odd_names, true);
+}
+
+// The session, the reports and the bundle of a lowered program: searched
+// (`optimize`) as --optimize runs it, or its fixed strategies costed.
+void run_program(planner::program const& lowered, dsl::source_manager const& sources, bool odd_names, bool optimize) {
+  auto const* program = &lowered;
+  dsl::diagnostics diags;
   check_terminal_safe(planner::dump(*program), "--dump ir");
-  diags.clear();
 
   planner::session_options so;
-  so.optimize = true;
+  so.optimize = optimize;
   so.search.top = 3;
   so.search.threads = 1;
   so.search.explain = true;
@@ -311,7 +323,49 @@ void run(std::string_view text) {
   }
 }
 
+// A framework's job (the first byte picks the format) against a fixed
+// cluster and model, read, lowered, costed and reported; the bytes after
+// the first NUL are the file the job names (Megatron-DeepSpeed's
+// ds_config.json, a script a NeMo script sources), whatever path it gives.
+void run_job_bytes(std::string_view bytes) {
+  if (bytes.empty()) return;
+  constexpr std::array formats{planner::job_format::torchtitan, planner::job_format::megatron,
+                               planner::job_format::deepspeed, planner::job_format::nemo};
+  auto const format = formats[static_cast<unsigned char>(bytes.front()) % formats.size()];
+  bytes.remove_prefix(1);
+  auto const cut = bytes.find('\0');
+  auto const job_text = bytes.substr(0, cut);
+  auto const related = cut == std::string_view::npos ? std::string_view{} : bytes.substr(cut + 1);
+  dsl::source_manager sources;
+  auto const file = sources.add("fuzz.dtp",
+                                "model m : llama3_8b { seq_len = 2048 }\n"
+                                "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }\n"
+                                "training { global_batch = 64 }\n");
+  planner::job_source job{format, sources.add("job", std::string(job_text)), {}};
+  job.open = [&](std::string const& path) -> std::variant<std::uint32_t, std::string> {
+    if (related.empty()) return std::string("no such file");
+    return sources.add(path, std::string(related));
+  };
+  dsl::diagnostics diags;
+  auto program = planner::load_job(sources, file, job, {}, diags);
+  check_diagnostics(diags, sources, "the job's import");
+  require(program.has_value() == !diags.has_errors(), "the import returned a program with errors, or none without",
+          dsl::format(diags, sources));
+  if (!program) return;
+  run_program(*program, sources, names_non_finite(job_text), false);
+}
+
 }  // namespace
+
+void run_job(std::string_view bytes) {
+  try {
+    run_job_bytes(bytes);
+  } catch (std::exception const& e) {
+    violated("an exception escaped the job's import", e.what());
+  } catch (...) {
+    violated("an exception escaped the job's import", "(not a std::exception)");
+  }
+}
 
 void run_pipeline(std::string_view text) {
   try {

@@ -23,4 +23,11 @@ namespace dtplan::fuzz {
 /// sanitizers'.
 void run_pipeline(std::string_view text);
 
+/// A framework's job through `--from`: the first byte picks the format
+/// (torchtitan, Megatron-LM, DeepSpeed, NeMo), the bytes up to the first NUL
+/// are the job's file and the rest the file it names, read against a fixed
+/// cluster and model, then costed and reported as run_pipeline does, with
+/// the same promises.
+void run_job(std::string_view bytes);
+
 }  // namespace dtplan::fuzz

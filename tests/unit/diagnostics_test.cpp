@@ -124,3 +124,15 @@ TEST_CASE("past its limit, a diagnostics list counts errors instead of keeping t
   CHECK(ds.empty());
   CHECK(ds.dropped() == 0);
 }
+
+TEST_CASE("a file's name from the input is printed escaped, like a message") {
+  // fuzz_jobs' first finding: a Megatron-DeepSpeed job naming a
+  // "ds_config.j\x0e..." whose text was not text printed the control byte
+  // raw in the location.
+  source_manager sm;
+  auto id = sm.add("ds_config.j\x0e\x1b[2J", "{\n");
+  diagnostics ds;
+  ds.error({id, 0, 1}, "expected a key");
+  CHECK(location({id, 0, 1}, sm) == "ds_config.j\\x0e\\x1b[2J:1:1");
+  CHECK(format(ds, sm).rfind("ds_config.j\\x0e\\x1b[2J:1:1: error: expected a key\n", 0) == 0);
+}
