@@ -128,6 +128,8 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
   for (auto const& r : runs)
     if (!r.same_job.empty() && predicted.count(r.id)) groups[r.same_job].push_back(&r);
   std::map<std::string, ranking> by_family;
+  // The pairs a planner's choice hinges on: measured more than 10 % apart.
+  ranking apart{"every pair 10 % apart", 0, 0};
   for (auto const& [group, members] : groups)
     for (std::size_t i = 0; i < members.size(); ++i)
       for (std::size_t j = i + 1; j < members.size(); ++j) {
@@ -139,7 +141,12 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
         auto& r = by_family[a.family];
         r.family = a.family;
         ++r.pairs;
-        r.agree += (predicted[a.id] - predicted[b.id]) * measured > 0;
+        bool const agrees = (predicted[a.id] - predicted[b.id]) * measured > 0;
+        r.agree += agrees;
+        if (std::fabs(measured) > 0.10 * std::min(a.step_time->value(), b.step_time->value())) {
+          ++apart.pairs;
+          apart.agree += agrees;
+        }
       }
   std::vector<ranking> out;
   ranking all{"every pair", 0, 0}, production{"all but vTrain", 0, 0};
@@ -154,6 +161,7 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
   }
   out.push_back(production);
   out.push_back(all);
+  out.push_back(apart);
   return out;
 }
 

@@ -39,6 +39,9 @@ struct ranking {
   std::size_t agree = 0;
   [[nodiscard]] double agreement() const { return pairs ? static_cast<double>(agree) / static_cast<double>(pairs) : 0; }
 };
+/// Per family, then "all but vTrain", "every pair" and "every pair 10 %
+/// apart" (the pairs measured more than 10 % apart); pairs within 1 % are
+/// ties and left out.
 std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
 
 /// What --optimize claims on a run whose strategy experts tuned: the

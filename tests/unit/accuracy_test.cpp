@@ -85,6 +85,10 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
+      if (r.family == "every pair 10 % apart") {
+        CHECK(r.agreement() >= 0.82);
+        continue;
+      }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
       pairs += r.pairs;
       agree += r.agree;
