@@ -263,10 +263,10 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // Llama: RMSNorm and rotary embeddings; GPT-NeoX: LayerNorm and rotary;
     // MPT and BLOOM: LayerNorm and ALiBi; Megatron's GPT: LayerNorm and
     // learned positions.
-    m.norm = contains(model_name, "llama") ? norm_kind::rmsnorm : norm_kind::layernorm;
-    if (contains(model_name, "llama") || contains(model_name, "NeoX")) m.position = position_kind::rotary;
-    else if (contains(model_name, "MPT") || contains(model_name, "BLOOM")) m.position = position_kind::alibi;
-    else m.position = position_kind::learned;
+    m.norm = implied_norm(m.mlp);
+    m.position = contains(model_name, "NeoX")                                   ? position_kind::rotary
+                 : contains(model_name, "MPT") || contains(model_name, "BLOOM") ? position_kind::alibi
+                                                                                : implied_position(m.mlp);
     // MPT, BLOOM and Megatron's GPT (shared input and output embeddings
     // unless --untie-embeddings-and-output-weights) tie their embeddings;
     // Llama 3.1 and GPT-NeoX do not.
@@ -495,8 +495,8 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     bool const llama = contains(name, "Llama");
     m.mlp = llama ? mlp_kind::swiglu : mlp_kind::gelu;
     // Llama 3.1: RMSNorm and rotary; MLPerf's GPT-3: LayerNorm and learned positions.
-    m.norm = llama ? norm_kind::rmsnorm : norm_kind::layernorm;
-    m.position = llama ? position_kind::rotary : position_kind::learned;
+    m.norm = implied_norm(m.mlp);
+    m.position = implied_position(m.mlp);
     // NeMo's GPT shares the input and output embeddings; Llama does not.
     m.tied_embeddings = !llama;
     m.attention = attention_kind::flash;

@@ -136,14 +136,15 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
         auto const& a = *members[i];
         auto const& b = *members[j];
         double const measured = a.step_time->value() - b.step_time->value();
+        double const faster = std::min(a.step_time->value(), b.step_time->value());
         // Runs within 1 % of each other are a tie no model can order.
-        if (std::fabs(measured) < 0.01 * std::min(a.step_time->value(), b.step_time->value())) continue;
+        if (std::fabs(measured) < 0.01 * faster) continue;
         auto& r = by_family[a.family];
         r.family = a.family;
         ++r.pairs;
         bool const agrees = (predicted[a.id] - predicted[b.id]) * measured > 0;
         r.agree += agrees;
-        if (std::fabs(measured) > 0.10 * std::min(a.step_time->value(), b.step_time->value())) {
+        if (std::fabs(measured) > 0.10 * faster) {
           ++apart.pairs;
           apart.agree += agrees;
         }

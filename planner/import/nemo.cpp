@@ -132,11 +132,9 @@ void import_nemo(job_reader& job, context const& ctx) {
   }
   // A degree below one is reported by lowering, where the job writes it.
   bool const degrees = *tp >= 1 && *pp >= 1 && *cp >= 1;
-  {
-    bool const sp = boolean("SEQ_PARALLEL", true) && *tp > 1;
-    set_strategy(t, "sequence_parallel", boolean_value(sp, key_at(job.find("SEQ_PARALLEL"))),
-                 key_at(job.find("SEQ_PARALLEL")));
-  }
+  bool const sp = boolean("SEQ_PARALLEL", true) && *tp > 1;
+  set_strategy(t, "sequence_parallel", boolean_value(sp, key_at(job.find("SEQ_PARALLEL"))),
+               key_at(job.find("SEQ_PARALLEL")));
   // Interleaving: 12 chunks unless set; 0 (run_and_time.sh makes it null)
   // is none, as is a pipeline of one stage.
   std::int64_t virtual_stages = 1;
@@ -202,7 +200,7 @@ void import_nemo(job_reader& job, context const& ctx) {
   // reduces bf16 gradients (grad_sync_dtype) in buckets of BUCKET_CAP_MB,
   // overlapped with the backward and the next forward.
   auto const* dist_at = var("USE_DIST_OPTIMIZER");
-  bool const dist = !dist_at || dist_at->val->text == "True";
+  bool const dist = boolean("USE_DIST_OPTIMIZER", true);
   int const zero = dist ? 1 : 0;
   set_strategy(t, "zero", integer_value(zero, key_at(dist_at)), key_at(dist_at));
   set_strategy(t, "shard", identifier_value("all", key_at(dist_at)), key_at(dist_at));
@@ -228,7 +226,6 @@ void import_nemo(job_reader& job, context const& ctx) {
   }
 
   // What else overlaps (custom.yaml:78-82, 116).
-  bool const sp = *tp > 1 && boolean("SEQ_PARALLEL", true);
   flag("TP_COMM_OVERLAP", "tp_comm_overlap", *tp > 1 && sp, false);
   flag("OVERLAP_P2P_COMM", "overlap_p2p_comm", virtual_stages > 1, true);
   flag("LAYER_CUDA_GRAPH", "cuda_graphs", true, false);

@@ -69,6 +69,13 @@ char const* name(precision);
 char const* name(mlp_kind);
 char const* name(norm_kind);
 char const* name(position_kind);
+/// What a model that does not say its normalisation or positions has, by
+/// its MLP: Llama's RMSNorm and rotary embeddings with SwiGLU, GPT's
+/// LayerNorm and learned positions with GELU.
+constexpr norm_kind implied_norm(mlp_kind m) { return m == mlp_kind::swiglu ? norm_kind::rmsnorm : norm_kind::layernorm; }
+constexpr position_kind implied_position(mlp_kind m) {
+  return m == mlp_kind::swiglu ? position_kind::rotary : position_kind::learned;
+}
 char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);

@@ -23,9 +23,8 @@ std::vector<block_problem> missing_keys(block_kind k, key_spans const& present, 
 std::vector<block_problem> complete(model& m, std::string const& called) {
   if (auto absent = missing_keys(block_kind::model, m.keys, called); !absent.empty()) return absent;
   if (!m.keys.count("kv_heads")) m.kv_heads = m.heads;
-  bool const llama_like = m.mlp == mlp_kind::swiglu;
-  if (!m.keys.count("norm")) m.norm = llama_like ? norm_kind::rmsnorm : norm_kind::layernorm;
-  if (!m.keys.count("position_embedding")) m.position = llama_like ? position_kind::rotary : position_kind::learned;
+  if (!m.keys.count("norm")) m.norm = implied_norm(m.mlp);
+  if (!m.keys.count("position_embedding")) m.position = implied_position(m.mlp);
   if (!m.keys.count("ffn")) {
     if (m.hidden > INT64_MAX / 4)
       return {{fmt::format("'hidden' = {} is too large to derive 'ffn' = 4 x hidden", m.hidden), "hidden", "hidden"}};

@@ -250,9 +250,11 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
       rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) * (eager ? eager_rotary_bytes : 1.0)
              : 0.0;
   double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
+  // Fused, one kernel each: the two norms, the two residual adds, the
+  // activation, and q's and k's rotation together.
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) +
-                             (rotary ? 2 * (eager ? eager_rotary_kernels : 0.5) : 0.0);
+                             (rotary ? (eager ? 2 * eager_rotary_kernels : 1.0) : 0.0);
   double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
   seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
                           g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));

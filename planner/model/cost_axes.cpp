@@ -311,37 +311,27 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
   seconds const bwd_exposed =
       x.overlap ? ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1)
                 : ag_head + rs_head + rs * layers + ag + max(seconds(0), ag - bwd_compute) * (layers - 1);
-  std::int64_t gathers = 2 * st.layers * x.micro;
-  std::int64_t scatters = st.layers * x.micro;
-  seconds ag_total = ag * static_cast<double>(gathers) + ag_head * (2 * md);
-  seconds rs_total = rs * static_cast<double>(scatters) + rs_head * md;
-  seconds exposed_total = (fwd_exposed + bwd_exposed) * md;
-  if (x.sh.s.pp > 1 && !x.sh.prog->training.fsdp_reshard_with_pp) {
-    // The stage stays gathered through the step (torchtitan with PyTorch's
-    // pipelining): each layer is gathered once, under the first
-    // micro-batch's forward, and its accumulated gradients reduce-scattered
-    // once, under the last backward.
-    gathers = st.layers;
-    scatters = st.layers;
-    ag_total = ag * layers + ag_head;
-    rs_total = rs * layers + rs_head;
-    seconds const last_backward =
-        rs_head + rs + max(seconds(0), rs - bwd_compute) * (layers - 1);
-    exposed_total = fwd_exposed + (x.overlap ? last_backward : rs_head + rs * layers);
-    if (ag_total.value() + rs_total.value() <= 0) return;
-    double const ag_share = ag_total / (ag_total + rs_total);
-    out.add(collective::all_gather, group, over, layer_size, gathers + 1, ag_total, exposed_total * ag_share,
-            comm_phase::layer);
-    out.add(collective::reduce_scatter, group, over, layer_grads, scatters + 1, rs_total,
-            exposed_total * (1 - ag_share), comm_phase::layer_backward);
-    return;
-  }
+  // Each layer and the stage's other unit are gathered in every
+  // micro-batch's forward and backward and reduce-scattered in every
+  // backward; a stage kept gathered (torchtitan with PyTorch's pipelining)
+  // gathers once, under the first forward, and reduce-scatters its
+  // accumulated gradients once, under the last backward.
+  bool const once = x.sh.stage_kept_gathered();
+  double const gather_passes = once ? 1.0 : 2 * md;
+  double const scatter_passes = once ? 1.0 : md;
+  seconds const exposed_total =
+      once ? fwd_exposed + (x.overlap ? rs_head + rs + max(seconds(0), rs - bwd_compute) * (layers - 1)
+                                      : rs_head + rs * layers)
+           : (fwd_exposed + bwd_exposed) * md;
+  seconds const ag_total = (ag * layers + ag_head) * gather_passes;
+  seconds const rs_total = (rs * layers + rs_head) * scatter_passes;
   // The exposed time splits over the two entries in proportion to their traffic.
   if (ag_total.value() + rs_total.value() <= 0) return;
   double const ag_share = ag_total / (ag_total + rs_total);
-  out.add(collective::all_gather, group, over, layer_size, gathers + 2 * x.micro, ag_total, exposed_total * ag_share,
+  auto const calls = [&](double passes) { return (st.layers + 1) * static_cast<std::int64_t>(passes); };
+  out.add(collective::all_gather, group, over, layer_size, calls(gather_passes), ag_total, exposed_total * ag_share,
           comm_phase::layer);
-  out.add(collective::reduce_scatter, group, over, layer_grads, scatters + x.micro, rs_total,
+  out.add(collective::reduce_scatter, group, over, layer_grads, calls(scatter_passes), rs_total,
           exposed_total * (1 - ag_share), comm_phase::layer_backward);
 }
 

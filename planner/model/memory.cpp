@@ -290,11 +290,8 @@ class stage_memory {
   }
 
   [[nodiscard]] bool zero3() const { return s_.zero == 3 && sh_.shard_ranks() > 1; }
-  /// FSDP with pipelining that keeps the stage gathered through the step
-  /// (training.fsdp_reshard_with_pp = false: torchtitan).
-  [[nodiscard]] bool stage_gathered() const { return zero3() && s_.pp > 1 && !p_.training.fsdp_reshard_with_pp; }
   [[nodiscard]] double gathered_layer() const {
-    return zero3() && !stage_gathered() ? sh_.layer_params * bpp_.weights : 0.0;
+    return zero3() && !sh_.stage_kept_gathered() ? sh_.layer_params * bpp_.weights : 0.0;
   }
 
   // Buffers alive through the step.
@@ -307,7 +304,7 @@ class stage_memory {
     double const root_params = placed_.params - double(placed_.layers) * sh_.layer_params;
     if (zero3() && root_params > 0)
       add(b_.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)", bytes(root_params * bpp_.weights));
-    if (stage_gathered() && placed_.layers > 0) {
+    if (sh_.stage_kept_gathered() && placed_.layers > 0) {
       // torchtitan does not reshard after the forward when it pipelines
       // (reshard_after_forward = not pp_enabled), and PyTorch's pipelining
       // keeps FSDP from resharding or reducing until the last backward: the

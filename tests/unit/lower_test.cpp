@@ -494,6 +494,20 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
   CHECK(h.hbm_bandwidth.value() == 3.35e12);
   CHECK(h.intra_node.value() == 450e9);
   CHECK(h.reserved.value() == 4.0 * 1024 * 1024 * 1024);
+  // Grand Teton's H100: the HBM2e part's 94 GiB and 2.41 TB/s, the peaks at
+  // the clock a 500 W cap sustains ((500 / 700)^(1/3) = 0.894 of H100's),
+  // the rest H100_SXM's.
+  auto gt = *catalog_gpu("H100_SXM_96GB_500W");
+  CHECK(gt.memory.value() == 94.0 * 1024 * 1024 * 1024);
+  CHECK(gt.hbm_bandwidth.value() == 2.41e12);
+  CHECK(gt.peak_flops.value() == 884e12);
+  CHECK(gt.peak_flops_fp8.value() == 1769e12);
+  CHECK(gt.peak_flops_fp32.value() == 442e12);
+  CHECK(gt.peak_flops.value() / h.peak_flops.value() == Approx(0.894).margin(0.001));
+  CHECK(gt.matmul_efficiency == h.matmul_efficiency);
+  CHECK(gt.matmul_efficiency_fp8 == h.matmul_efficiency_fp8);
+  CHECK(gt.intra_node == h.intra_node);
+  CHECK(gt.generation == gpu_generation::hopper);
   auto a = *catalog_gpu("A100_SXM_80GB");
   CHECK(a.peak_flops.value() == 312e12);
   CHECK(a.peak_flops_fp32.value() == 156e12);
