@@ -145,6 +145,13 @@ struct gpu {
   /// Share of the fp8 peak a large fp8 matmul reaches (measured; lower than
   /// bf16's on Hopper); 0: matmul_efficiency.
   double matmul_efficiency_fp8 = 0;
+  /// A matmul tile's fixed cost (filling its pipeline, writing C), as the
+  /// elements of the reduction (K) its main loop would cover meanwhile:
+  /// a GEMM with reduction k reaches k / (k + this) of its long-k rate.
+  /// The faster the tensor cores, the more K one tile's fixed cost is worth.
+  std::int64_t matmul_tile_overhead = 128;
+  /// The same for fp8 matmuls; 0: matmul_tile_overhead.
+  std::int64_t matmul_tile_overhead_fp8 = 0;
   gpu_generation generation = gpu_generation::ampere;
   /// Bus bandwidth of an NVLink SHARP (NVLS) all-reduce inside a node, per
   /// GPU; 0 where the GPU has none.

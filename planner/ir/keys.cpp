@@ -200,6 +200,7 @@ constexpr bounds any_fraction{0, 1, false, "", "100 %"};
 constexpr bounds learning_rate{0, 100, true, "", "100"};
 
 constexpr std::int64_t max_sm_count = 1'000'000;
+constexpr std::int64_t max_tile_overhead = 1'000'000;
 
 std::vector<key_info> model_keys() {
   using k = block_kind;
@@ -299,6 +300,14 @@ std::vector<key_info> gpu_keys() {
      .field = member<&gpu::matmul_efficiency_fp8>(), .range = any_fraction, .default_value = 0.0,
      .default_text = "0: = matmul_efficiency", .dump_default = false,
      .meaning = "share of the fp8 peak a large fp8 matmul reaches (measured)"},
+    {.block = k::gpu, .name = "matmul_tile_overhead", .dom = d::count,
+     .field = member<&gpu::matmul_tile_overhead>(), .max = max_tile_overhead, .what = "of reduction elements",
+     .default_value = std::int64_t{128}, .default_text = "128",
+     .meaning = "a matmul tile's fixed cost as reduction (K) elements: a GEMM reaches k / (k + this) of its long-k rate"},
+    {.block = k::gpu, .name = "matmul_tile_overhead_fp8", .dom = d::count,
+     .field = member<&gpu::matmul_tile_overhead_fp8>(), .min = 0, .max = max_tile_overhead,
+     .what = "of reduction elements", .default_value = std::int64_t{0}, .default_text = "0: = matmul_tile_overhead",
+     .dump_default = false, .meaning = "the same for fp8 matmuls"},
     {.block = k::gpu, .name = "reserved", .dom = d::quantity, .field = member<&gpu::reserved>(), .dim = dim::bytes,
      .range = reserved_range, .default_value = two_gib, .default_text = "2 GiB",
      .meaning = "memory never available to the job (driver, CUDA context)"},

@@ -254,6 +254,10 @@ gpu_builder& gpu_builder::matmul_efficiency(double v) { return set("matmul_effic
 gpu_builder& gpu_builder::comm_efficiency(double v) { return set("comm_efficiency", v, shown(v)); }
 gpu_builder& gpu_builder::hbm_efficiency(double v) { return set("hbm_efficiency", v, shown(v)); }
 gpu_builder& gpu_builder::sm_count(std::int64_t v) { return set("sm_count", v, shown(v)); }
+gpu_builder& gpu_builder::matmul_tile_overhead(std::int64_t v) { return set("matmul_tile_overhead", v, shown(v)); }
+gpu_builder& gpu_builder::matmul_tile_overhead_fp8(std::int64_t v) {
+  return set("matmul_tile_overhead_fp8", v, shown(v));
+}
 gpu_builder& gpu_builder::attention_efficiency(double v) { return set("attention_efficiency", v, shown(v)); }
 gpu_builder& gpu_builder::kernel_latency(seconds v) { return set("kernel_latency", v.value(), shown(v)); }
 gpu_builder& gpu_builder::overlap_slowdown(double v) { return set("overlap_slowdown", v, shown(v)); }

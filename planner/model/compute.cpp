@@ -22,9 +22,6 @@ struct tile {
 };
 constexpr std::array<tile, 4> tiles{{{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.82}, {64, 64, 0.65}}};
 constexpr std::int64_t k_tile = 64;
-// The prologue/epilogue of a tile (load the first operands, write C) costs
-// about this many main-loop iterations: short reductions pay for it.
-constexpr double epilogue_iterations = 2.0;
 
 // PyTorch eager element-wise code against fused kernels, per operator of a
 // layer: bytes moved per element and kernels, eager over fused. Counted
@@ -71,14 +68,19 @@ flops gemm_flops(gemm_shape const& s) {
                static_cast<double>(s.batch));
 }
 
-double shape_efficiency(gpu const& g, gemm_shape const& s) {
+double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
   auto const m = s.m;
   auto const n = s.n;
   auto const k = s.k;
   auto const batch = s.batch;
   auto const sms = g.sm_count;
   double const k_iters = static_cast<double>(ceil_div(k, k_tile));
-  double const k_eff = static_cast<double>(k) / (k_iters * k_tile) * (k_iters / (k_iters + epilogue_iterations));
+  // The prologue and epilogue of a tile (fill the operand pipeline, write
+  // C) cost the GPU's matmul_tile_overhead of K: short reductions pay it.
+  double const padded = k_iters * static_cast<double>(k_tile);
+  auto const overhead = p == precision::fp8 && g.matmul_tile_overhead_fp8 > 0 ? g.matmul_tile_overhead_fp8
+                                                                                : g.matmul_tile_overhead;
+  double const k_eff = static_cast<double>(k) / (padded + static_cast<double>(overhead));
   double best = 0;
   for (auto const& t : tiles) {
     auto const tm = ceil_div(m, t.m);
@@ -96,7 +98,7 @@ seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
   double const efficiency =
       p == precision::fp8 && g.matmul_efficiency_fp8 > 0 ? g.matmul_efficiency_fp8 : g.matmul_efficiency;
-  double const rate = peak_at(g, p).value() * efficiency * shape_efficiency(g, s);
+  double const rate = peak_at(g, p).value() * efficiency * shape_efficiency(g, s, p);
   double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *
                        (static_cast<double>(s.m) * static_cast<double>(s.k) +
@@ -152,7 +154,7 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
     double const rate = peak_at(g, core_prec).value() * attention_efficiency(g, sh.prog->training.attention_kernel) *
-                        shape_efficiency(g, shape);
+                        shape_efficiency(g, shape, core_prec);
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
   } else {

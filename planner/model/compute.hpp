@@ -16,7 +16,7 @@ namespace dtplan::planner {
 /// in waves over the GPU's SMs (the last wave partly idle). The best of a
 /// few tile sizes is taken, the smaller tiles paying for their lower data
 /// reuse, as a GEMM library's heuristic would.
-double shape_efficiency(gpu const& g, gemm_shape const& s);
+double shape_efficiency(gpu const& g, gemm_shape const& s, precision p = precision::bf16);
 
 /// Dense matmul peak at a precision: fp8 at peak_flops_fp8, fp32 at
 /// peak_flops_fp32, 16-bit at peak_flops.

@@ -64,11 +64,11 @@ expect_contains "$TMP/out" "framework 'deepspeed' does not run ZeRO below stage 
 
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
-expect_contains "$TMP/out" "megatron: valid, 8.08 s per step"
+expect_contains "$TMP/out" "megatron: valid, 7.94 s per step"
 checks=$((checks + 1))
 [ ! -s "$TMP/err" ] || fail "warnings reading back an exported job: $(cat "$TMP/err")"
 expect_status 0 "$DTPLAN" "$plan" --strategy current --quiet
-expect_contains "$TMP/out" "current: valid, 8.08 s per step"
+expect_contains "$TMP/out" "current: valid, 7.94 s per step"
 
 # A key dtplan does not read is a warning at its place in the job's file;
 # a bad value an error there; --set still has the last word.

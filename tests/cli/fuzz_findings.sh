@@ -80,6 +80,6 @@ PY
 expect_status 0 "$DTPLAN" plans/405b_1024_h100.dtp --optimize
 checks=$((checks + 1))
 ! grep -q "frees -" "$TMP/out" || fail "advice frees a negative size: $(grep -m1 'frees -' "$TMP/out")"
-expect_contains "$TMP/out" "full frees 36.0 GiB of memory for 25.3 s more per step"
+expect_contains "$TMP/out" "full frees 36.0 GiB of memory for 25.2 s more per step"
 
 finish

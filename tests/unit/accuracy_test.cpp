@@ -64,9 +64,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   }
   REQUIRE(median.size() == 9);
   CHECK(median["Korthikanti2022"] <= 0.045);
-  CHECK(median["MLPerf-GPT3-175B"] <= 0.06);
-  CHECK(median["MLPerf-Llama31-405B"] <= 0.08);
-  CHECK(median["MLPerf-Llama31-8B"] <= 0.15);
+  CHECK(median["MLPerf-GPT3-175B"] <= 0.08);
+  CHECK(median["MLPerf-Llama31-405B"] <= 0.05);
+  CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
   CHECK(median["vTrain-multi"] <= 0.11);
   CHECK(median["BLOOM"] <= 0.16);
@@ -74,12 +74,12 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 23-35 % fast, the rest
   // within 15 %.
-  CHECK(median["torchtitan"] <= 0.10);
+  CHECK(median["torchtitan"] <= 0.115);
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
   CHECK(median["vTrain-single"] <= 0.21);
-  CHECK(bench::median_of(medians) <= 0.10);
+  CHECK(bench::median_of(medians) <= 0.09);
   CHECK(bench::median_of(all) <= 0.18);
   }
 
@@ -113,7 +113,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     REQUIRE(megatron);
     REQUIRE(torchtitan);
     REQUIRE(deepspeed);
-    // NVIDIA's three v4.0 GPT-3 scripts: +8.5 %, -4.4 %, -4.3 % held out.
+    // NVIDIA's three v4.0 GPT-3 scripts: +9.4 %, -7.7 %, -7.7 % held out.
     std::vector<double> nvidia;
     for (char const* id : {"MLPv40-NV-gpt3-H100-512g", "MLPv40-NV-gpt3-H100-10752g", "MLPv40-NV-gpt3-H100-11616g"}) {
       INFO(id << ": " << held.at(id));
@@ -121,10 +121,10 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
       nvidia.push_back(std::fabs(held.at(id)));
     }
     CHECK(bench::median_of(nvidia) <= megatron->median);
-    CHECK(held.at("MLPv40-NV-gpt3-H100-512g") == Approx(0.085).margin(0.001));
-    // torchtitan's llama3_8b.toml at its measurement: +5.5 %.
+    CHECK(held.at("MLPv40-NV-gpt3-H100-512g") == Approx(0.094).margin(0.001));
+    // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
-    CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(0.055).margin(0.001));
+    CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
     // BLOOM-176B: -8.3 %.
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
     CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.083).margin(0.001));

@@ -182,6 +182,26 @@ TEST_CASE("model FLOPs follow the spec's convention") {
   CHECK(model_flops_per_step(p).value() == Approx(tokens * (6 * matmul + 12.0 * 32 * 4096 * 4096)).epsilon(1e-12));
 }
 
+// DeepGEMM's fp8 GEMMs on H800 (Hopper's SMs, docs/research/hardware.md
+// s.1): M = 4096, N = 7168 reaches 1,404 TFLOP/s at K = 16,384 and 1,031 at
+// K = 2,048; N = 32,768 at K = 512, 591. The catalog's fp8 tile overhead
+// (800 reduction elements) puts the ratios within 3 % of those.
+TEST_CASE("short fp8 reductions on Hopper pay a tile's fixed cost as measured") {
+  gpu const g = *catalog_gpu("H100_SXM");
+  CHECK(g.matmul_tile_overhead == 128);
+  CHECK(g.matmul_tile_overhead_fp8 == 800);
+  double const long_k = shape_efficiency(g, {4096, 7168, 16384, 1}, precision::fp8);
+  CHECK(shape_efficiency(g, {4096, 7168, 2048, 1}, precision::fp8) / long_k == Approx(1031.0 / 1404.0).epsilon(0.03));
+  CHECK(shape_efficiency(g, {4096, 32768, 512, 1}, precision::fp8) / long_k == Approx(591.0 / 1404.0).epsilon(0.03));
+  // 16-bit GEMMs keep Hopper's 128: the same K = 2,048 loses 6 %, not 28 %.
+  CHECK(shape_efficiency(g, {4096, 7168, 2048, 1}) / shape_efficiency(g, {4096, 7168, 16384, 1}) ==
+        Approx((2048.0 / (2048 + 128)) / (16384.0 / (16384 + 128))).epsilon(1e-9));
+  // Blackwell's figures are Hopper's scaled by its tensor rate per SM.
+  gpu const b = *catalog_gpu("B200");
+  CHECK(b.matmul_tile_overhead == 256);
+  CHECK(b.matmul_tile_overhead_fp8 == 1600);
+}
+
 TEST_CASE("small per-GPU shapes are slower per FLOP than large ones") {
   gpu const g = *catalog_gpu("H100_SXM");
   CHECK(shape_efficiency(g, {8192, 8192, 8192, 1}) > 0.9);
