@@ -49,6 +49,13 @@ bool uses_flash(program const& p) {
 constexpr double flash_backward_ratio = 2.5;
 constexpr std::int64_t flash_block = 128;
 
+// A GPU's matmul figure for precision p: its fp8 figure where it has one
+// (0: none), else the 16-bit one.
+template <class T>
+T matmul_figure(T sixteen_bit, T fp8, precision p) {
+  return p == precision::fp8 && fp8 > T{} ? fp8 : sixteen_bit;
+}
+
 }  // namespace
 
 flop_rate peak_at(gpu const& g, precision p) {
@@ -78,8 +85,7 @@ double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
   // The prologue and epilogue of a tile (fill the operand pipeline, write
   // C) cost the GPU's matmul_tile_overhead of K: short reductions pay it.
   double const padded = k_iters * static_cast<double>(k_tile);
-  auto const overhead = p == precision::fp8 && g.matmul_tile_overhead_fp8 > 0 ? g.matmul_tile_overhead_fp8
-                                                                                : g.matmul_tile_overhead;
+  auto const overhead = matmul_figure(g.matmul_tile_overhead, g.matmul_tile_overhead_fp8, p);
   double const k_eff = static_cast<double>(k) / (padded + static_cast<double>(overhead));
   double best = 0;
   for (auto const& t : tiles) {
@@ -96,8 +102,7 @@ double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
 
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
-  double const efficiency =
-      p == precision::fp8 && g.matmul_efficiency_fp8 > 0 ? g.matmul_efficiency_fp8 : g.matmul_efficiency;
+  double const efficiency = matmul_figure(g.matmul_efficiency, g.matmul_efficiency_fp8, p);
   double const rate = peak_at(g, p).value() * efficiency * shape_efficiency(g, s, p);
   double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *

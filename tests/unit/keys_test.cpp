@@ -16,6 +16,7 @@
 #include "planner/lower/embedded.hpp"
 #include "planner/lower/lower.hpp"
 #include "planner/search/search.hpp"
+#include "tests/fuzz/extreme_keys.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -328,6 +329,17 @@ TEST_CASE("out of its physical range, a value is an error at the value, in the s
       CHECK(std::string(x.what()).rfind(c.api_expected, 0) == 0);
     }
   }
+}
+
+// fuzz_extreme writes the keys of its list with extreme values: a key the
+// table gains and the list lacks would never be fuzzed.
+TEST_CASE("fuzz_extreme writes every key of the table") {
+  std::set<std::pair<std::string, std::string>> listed;
+  for (auto const& k : dtplan::fuzz::keys) listed.emplace(k.block, k.name);
+  std::string missing;
+  for (auto const& k : all_keys())
+    if (!listed.count({name(k.block), std::string(k.name)})) missing += name(k.block) + "." + std::string(k.name) + " ";
+  CHECK(missing == "");
 }
 
 TEST_CASE("docs/keys.md is the table's reference") {
