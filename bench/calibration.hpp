@@ -90,9 +90,18 @@ std::map<std::string, family_row, std::less<>> const& families();
 
 /// vtrain's ground_truth_single.csv / ground_truth_multi.csv as runs: A100
 /// 80 GB, 8 GPUs per node, full checkpointing, 1F1B, inter-node 800 Gbit/s
-/// per node, intra-node 150 GB/s, vocabulary 51200, 16-bit (the published
-/// validation setup). Ids are "vtrain-single-N" / "vtrain-multi-N".
+/// per node, vocabulary 51200, 16-bit (the published validation setup);
+/// inside a node the A100's NVLink at what vTrain's all-reduce tables
+/// measured on that machine (vtrain_comm_efficiency, vtrain_intra_latency).
+/// Ids are "vtrain-single-N" / "vtrain-multi-N".
 std::vector<calibration_run> load_vtrain(std::string const& path);
+
+/// vTrain's machine inside a node, fitted to its own nccl-tests all-reduce
+/// tables (VIA-Research/vTrain f8dda84 trace/a100/AR_GPU{2,4,8}_*_LUT) as a
+/// ring: the bus bandwidth's share of the A100's 300 GB/s link and the
+/// latency of one ring step.
+inline constexpr double vtrain_comm_efficiency = 0.63;
+inline constexpr planner::seconds vtrain_intra_latency{6.5e-6};
 
 }  // namespace dtplan::bench
 

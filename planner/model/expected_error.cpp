@@ -6,10 +6,10 @@ namespace dtplan::planner {
 
 std::vector<expected_error> const& expected_errors() {
   static std::vector<expected_error> const table{
-      {"A100_SXM_40GB", "fsdp", 78, 1, 0.0932, 0.1661},
-      {"A100_SXM_80GB", "deepspeed", 1551, 3, 0.1987, 0.4068},
-      {"A100_SXM_80GB", "fsdp", 61, 1, 0.0665, 0.1720},
-      {"A100_SXM_80GB", "megatron_2021", 9, 1, 0.0404, 0.0921},
+      {"A100_SXM_40GB", "fsdp", 78, 1, 0.0886, 0.1655},
+      {"A100_SXM_80GB", "deepspeed", 1551, 3, 0.1949, 0.4928},
+      {"A100_SXM_80GB", "fsdp", 61, 1, 0.0675, 0.1736},
+      {"A100_SXM_80GB", "megatron_2021", 9, 1, 0.0353, 0.0863},
       {"B200", "megatron", 13, 3, 0.0515, 0.1098},
       {"H100_SXM", "fsdp", 77, 1, 0.0961, 0.1945},
       {"H100_SXM", "megatron", 28, 3, 0.0803, 0.1344},

@@ -63,13 +63,13 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
   REQUIRE(median.size() == 9);
-  CHECK(median["Korthikanti2022"] <= 0.045);
+  CHECK(median["Korthikanti2022"] <= 0.04);
   CHECK(median["MLPerf-GPT3-175B"] <= 0.08);
   CHECK(median["MLPerf-Llama31-405B"] <= 0.05);
   CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
-  CHECK(median["vTrain-multi"] <= 0.11);
-  CHECK(median["BLOOM"] <= 0.16);
+  CHECK(median["vTrain-multi"] <= 0.05);
+  CHECK(median["BLOOM"] <= 0.14);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 23-35 % fast, the rest
@@ -78,16 +78,19 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
-  CHECK(median["vTrain-single"] <= 0.21);
-  CHECK(bench::median_of(medians) <= 0.09);
-  CHECK(bench::median_of(all) <= 0.18);
+  // Their pairs are 85 % of the ranking's: held out, the host figure and
+  // Ampere's kernel latency come from the other families (20 us and 5 us),
+  // and small micro-batches come out fast against large ones.
+  CHECK(median["vTrain-single"] <= 0.215);
+  CHECK(bench::median_of(medians) <= 0.08);
+  CHECK(bench::median_of(all) <= 0.17);
   }
 
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
       if (r.family == "every pair 10 % apart") {
-        CHECK(r.agreement() >= 0.82);
+        CHECK(r.agreement() >= 0.745);
         continue;
       }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
@@ -97,7 +100,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.79);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.73);
   }
 
   SECTION("the published jobs published_import_test imports, predicted without their family") {
@@ -125,9 +128,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
-    // BLOOM-176B: -8.3 %.
+    // BLOOM-176B: -6.8 %.
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
-    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.083).margin(0.001));
+    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.068).margin(0.001));
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {

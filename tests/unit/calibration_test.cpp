@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "bench/calibration.hpp"
+#include "planner/model/comm.hpp"
+#include "planner/model/nccl.hpp"
 
 using namespace dtplan::bench;
 using namespace dtplan::planner;
@@ -97,4 +101,39 @@ TEST_CASE("vtrain ground truth loads as A100 runs with full checkpointing") {
   CHECK(runs[0].prog.cluster.nodes == 8);
   CHECK(runs[0].step_time->value() == Approx(3.5665));
   CHECK(runs[0].s.checkpoint == checkpoint_mode::full);
+}
+
+TEST_CASE("vtrain's machine inside a node is its own measured all-reduce table") {
+  // nccl-tests all_reduce_perf on 2, 4 and 8 of vTrain's A100s, microseconds
+  // (VIA-Research/vTrain f8dda84 trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT, the
+  // first time column) at 1 MiB to 256 MiB.
+  struct point {
+    std::int64_t ranks, mib;
+    double us;
+  };
+  static constexpr point table[] = {
+      {2, 1, 44.21},   {2, 2, 53.43},   {2, 4, 61.18},   {2, 8, 86.9},     {2, 16, 131.9},   {2, 32, 230.0},
+      {2, 64, 404.7},  {2, 128, 763.6}, {2, 256, 1455.8}, {4, 1, 51.4},    {4, 2, 55.74},    {4, 4, 77.32},
+      {4, 8, 116.8},   {4, 16, 179.6},  {4, 32, 284.2},  {4, 64, 543.8},   {4, 128, 998.6},  {4, 256, 1929.0},
+      {8, 1, 92.79},   {8, 2, 93.25},   {8, 4, 95.8},    {8, 8, 134.3},    {8, 16, 232.4},   {8, 32, 358.1},
+      {8, 64, 579.9},  {8, 128, 1162.0}, {8, 256, 2162.3}};
+  auto runs = load_vtrain(std::string(DTPLAN_BENCH_DATA_DIR) + "/vtrain/ground_truth_single.csv");
+  REQUIRE(!runs.empty());
+  auto const& c = runs[0].prog.cluster;
+  CHECK(c.intra_node.value() == Approx(300e9));  // the A100's NVLink, not the simulator's 150 GB/s
+  double sum = 0, worst = 0;
+  for (auto const& p : table) {
+    group_placement const g{.size = p.ranks, .nodes = 1, .max_per_node = p.ranks};
+    auto const link = link_for(c, g);
+    auto const n = nccl_group(c, runs[0].prog.training, g, link);
+    REQUIRE(n.hop_latency);
+    auto const t = nccl::best(collective::all_reduce, bytes(static_cast<double>(p.mib) * 1048576.0), n).time;
+    double const e = std::fabs(std::log(t.value() * 1e6 / p.us));
+    sum += e;
+    worst = std::max(worst, e);
+  }
+  // A ring of 6.5 us a step at 188 GB/s: 20 % on average, at worst the
+  // 2-GPU 1 MiB call (44 us measured, 19 us costed).
+  CHECK(sum / std::size(table) == Approx(0.198).margin(0.005));
+  CHECK(worst == Approx(std::log(44.21 / 18.6)).margin(0.02));
 }
