@@ -60,7 +60,7 @@ T matmul_figure(T sixteen_bit, T fp8, precision p) {
 
 flop_rate peak_at(gpu const& g, precision p) {
   switch (p) {
-    case precision::fp8: return g.peak_flops_fp8.value() > 0 ? g.peak_flops_fp8 : g.peak_flops;
+    case precision::fp8: return matmul_figure(g.peak_flops, g.peak_flops_fp8, p);
     case precision::fp32: return g.peak_flops_fp32.value() > 0 ? g.peak_flops_fp32 : g.peak_flops;
     case precision::bf16:
     case precision::fp16: break;

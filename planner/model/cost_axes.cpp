@@ -308,30 +308,30 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
   // gradients reduced last: never hidden. Without overlap every
   // reduce-scatter waits for the backward.
   seconds const fwd_exposed = ag_head + ag + max(seconds(0), ag - fwd_compute) * (layers - 1);
-  seconds const bwd_exposed =
-      x.overlap ? ag_head + rs_head + rs + max(seconds(0), ag + rs - bwd_compute) * (layers - 1)
-                : ag_head + rs_head + rs * layers + ag + max(seconds(0), ag - bwd_compute) * (layers - 1);
+  // A backward's exposed time when it gathers `g` per layer (`g_head` for
+  // the other unit) and reduce-scatters every layer's gradients.
+  auto const bwd_exposed = [&](seconds g, seconds g_head) {
+    return x.overlap ? g_head + rs_head + rs + max(seconds(0), g + rs - bwd_compute) * (layers - 1)
+                     : g_head + rs_head + rs * layers + g + max(seconds(0), g - bwd_compute) * (layers - 1);
+  };
   // Each layer and the stage's other unit are gathered in every
   // micro-batch's forward and backward and reduce-scattered in every
   // backward; a stage kept gathered (torchtitan with PyTorch's pipelining)
   // gathers once, under the first forward, and reduce-scatters its
   // accumulated gradients once, under the last backward.
   bool const once = x.sh.stage_kept_gathered();
-  double const gather_passes = once ? 1.0 : 2 * md;
-  double const scatter_passes = once ? 1.0 : md;
-  seconds const exposed_total =
-      once ? fwd_exposed + (x.overlap ? rs_head + rs + max(seconds(0), rs - bwd_compute) * (layers - 1)
-                                      : rs_head + rs * layers)
-           : (fwd_exposed + bwd_exposed) * md;
-  seconds const ag_total = (ag * layers + ag_head) * gather_passes;
-  seconds const rs_total = (rs * layers + rs_head) * scatter_passes;
+  std::int64_t const gather_passes = once ? 1 : 2 * x.micro;
+  std::int64_t const scatter_passes = once ? 1 : x.micro;
+  seconds const exposed_total = once ? fwd_exposed + bwd_exposed(seconds(0), seconds(0))
+                                     : (fwd_exposed + bwd_exposed(ag, ag_head)) * md;
+  seconds const ag_total = (ag * layers + ag_head) * static_cast<double>(gather_passes);
+  seconds const rs_total = (rs * layers + rs_head) * static_cast<double>(scatter_passes);
   // The exposed time splits over the two entries in proportion to their traffic.
   if (ag_total.value() + rs_total.value() <= 0) return;
   double const ag_share = ag_total / (ag_total + rs_total);
-  auto const calls = [&](double passes) { return (st.layers + 1) * static_cast<std::int64_t>(passes); };
-  out.add(collective::all_gather, group, over, layer_size, calls(gather_passes), ag_total, exposed_total * ag_share,
-          comm_phase::layer);
-  out.add(collective::reduce_scatter, group, over, layer_grads, calls(scatter_passes), rs_total,
+  out.add(collective::all_gather, group, over, layer_size, (st.layers + 1) * gather_passes, ag_total,
+          exposed_total * ag_share, comm_phase::layer);
+  out.add(collective::reduce_scatter, group, over, layer_grads, (st.layers + 1) * scatter_passes, rs_total,
           exposed_total * (1 - ag_share), comm_phase::layer_backward);
 }
 

@@ -130,7 +130,7 @@ struct strategy_shape : shape_groups {
   /// gradients unsharded through the step (training.fsdp_reshard_with_pp =
   /// false: torchtitan), gathering and reduce-scattering each layer once.
   [[nodiscard]] bool stage_kept_gathered() const {
-    return s.zero == 3 && shard_ranks() > 1 && s.pp > 1 && prog && !prog->training.fsdp_reshard_with_pp;
+    return s.zero == 3 && shard_ranks() > 1 && s.pp > 1 && !prog->training.fsdp_reshard_with_pp;
   }
 
   program const* prog = nullptr;  ///< what it was derived from (outlives the shape)

@@ -603,13 +603,24 @@ TEST_CASE("FSDP that keeps a pipeline stage gathered gathers each layer once a s
       if (e.op == op && e.group != comm_group::tp) n += e.count;
     return n;
   };
+  auto time = [&](collective op) {
+    seconds t;
+    for (auto const& e : model.step_time(p, s).comm)
+      if (e.op == op && e.group != comm_group::tp) t += e.time;
+    return t.value();
+  };
   // Regathered every micro-batch: 16 layers a stage, forward and backward,
   // and the stage's other unit once each way, 4 times.
   p.training.fsdp_reshard_with_pp = true;
   CHECK(calls(collective::all_gather) == (2 * 16 + 2) * 4);
   CHECK(calls(collective::reduce_scatter) == (16 + 1) * 4);
-  // torchtitan with PyTorch's pipelining: once.
+  double const gathers = time(collective::all_gather);
+  double const scatters = time(collective::reduce_scatter);
+  // torchtitan with PyTorch's pipelining: once, the same calls 8 and 4
+  // times fewer.
   p.training.fsdp_reshard_with_pp = false;
   CHECK(calls(collective::all_gather) == 16 + 1);
   CHECK(calls(collective::reduce_scatter) == 16 + 1);
+  CHECK(time(collective::all_gather) == Approx(gathers / 8));
+  CHECK(time(collective::reduce_scatter) == Approx(scatters / 4));
 }

@@ -822,6 +822,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK_FALSE(t.p2p_scatter_gather);
     CHECK(t.fused_elementwise);
     CHECK(t.cross_entropy == cross_entropy_kind::fused);
+    CHECK(t.fsdp_reshard_with_pp);
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 1}));
     CHECK(l.pipeline_max_zero == 1);
@@ -854,6 +855,8 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.cross_entropy == cross_entropy_kind::unfused);
     CHECK_FALSE(t.fused_elementwise);
     CHECK(t.ddp_bucket_size.value() == 100.0 * 1024 * 1024);
+    // reshard_after_forward = not pp_enabled (frameworks.md T12)
+    CHECK_FALSE(t.fsdp_reshard_with_pp);
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 3}));
     CHECK(l.hybrid_sharding);
