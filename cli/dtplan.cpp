@@ -250,7 +250,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
     }
     if (is("--from")) {
       auto v = value("--from");
-      auto f = v ? planner::read_job_format_of(*v) : std::nullopt;
+      auto f = v ? planner::job_format_of(*v, planner::read_job_formats) : std::nullopt;
       if (!f) return usage_error("--from needs 'torchtitan', 'megatron', 'deepspeed' or 'nemo', then the job's file");
       if (i + 1 >= args.size() || args[i + 1].empty() || args[i + 1].starts_with("--"))
         return usage_error(fmt::format("--from {} needs the job's file", *v));

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "dsl/config/config.hpp"
+#include "dsl/config/scanner.hpp"
 #include "dsl/parse.hpp"
 
 namespace dtplan::dsl::config {
@@ -62,6 +63,9 @@ struct script {
   std::string dir;  ///< the directory it was opened from, relative to the first script's, with its '/'
   std::size_t pos = 0;
   bool returned = false;
+  [[nodiscard]] span span_of(std::size_t begin, std::size_t end) const {
+    return {file, static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
+  }
 };
 
 class shell {
@@ -70,12 +74,7 @@ class shell {
       : sources_(sources), open_(open), diags_(diags) {}
 
   bool read(std::uint32_t file, std::string const& path) {
-    if (!check_text(sources_, file, diags_)) return false;
-    script f{sources_.file(file).text(), file, {}, 0, false};
-    if (auto slash = path.rfind('/'); slash != std::string::npos) f.dir = path.substr(0, slash + 1);
-    chain_.push_back(path);
-    run(f);
-    chain_.pop_back();
+    enter(file, path);
     return ok_;
   }
 
@@ -101,7 +100,7 @@ class shell {
     auto const open = f.pos;
     auto const close = f.text.find('\'', open + 1);
     if (close == std::string_view::npos)
-      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+      return fail(f.span_of(open, f.text.size()),
                   "this quote (') is not closed");
     f.pos = close + 1;
     return true;
@@ -118,7 +117,7 @@ class shell {
       else if (c != '$' && c != '`') ++f.pos;
     }
     if (f.pos >= f.text.size())
-      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+      return fail(f.span_of(open, f.text.size()),
                   "this quote (\") is not closed");
     ++f.pos;
     return true;
@@ -128,7 +127,7 @@ class shell {
     auto const open = f.pos;
     auto close = f.text.find('`', open + 1);
     if (close == std::string_view::npos)
-      return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+      return fail(f.span_of(open, f.text.size()),
                   "this backquote (`) is not closed");
     f.pos = close + 1;
     return true;
@@ -160,7 +159,7 @@ class shell {
         if (c == closer && --depth == 0) return true;
       }
     }
-    return fail({f.file, static_cast<std::uint32_t>(open), static_cast<std::uint32_t>(f.text.size())},
+    return fail(f.span_of(open, f.text.size()),
                 fmt::format("this '${}' is not closed", opener));
   }
 
@@ -227,7 +226,7 @@ class shell {
   void literal(script const& f, expansion& x, std::size_t begin, std::size_t end) {
     if (end <= begin) return;
     x.text += f.text.substr(begin, end - begin);
-    x.pieces.push_back({f.file, static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)});
+    x.pieces.push_back(f.span_of(begin, end));
   }
 
   // Expands [begin, end) of `f` into `x`; `quoted` inside double quotes.
@@ -252,8 +251,8 @@ class shell {
         flush(p);
         script g = f;
         g.pos = p;
-        skip_quoted_end(g);
-        if (g.pos > end) {
+        // next() has skipped this word: its quote is closed.
+        if (!skip_double(g) || g.pos > end) {
           x.ok = false;
           break;
         }
@@ -278,19 +277,6 @@ class shell {
       }
     }
     if (x.ok) flush(std::min(p, end));
-  }
-
-  // The end of the double-quoted string at g.pos, in g.pos.
-  void skip_quoted_end(script& g) {
-    ++g.pos;
-    while (g.pos < g.text.size() && g.text[g.pos] != '"') {
-      char const c = g.text[g.pos];
-      if (c == '\\') g.pos += 2;
-      else if (c == '$') skip_dollar(g);
-      else if (c == '`') skip_back(g);
-      else ++g.pos;
-    }
-    ++g.pos;
   }
 
   // One expansion from the '$' at `p`; where it ends.
@@ -363,10 +349,10 @@ class shell {
       x.ok = false;
       return close;
     }
-    auto const word_at = span{f.file, static_cast<std::uint32_t>(q + 1), static_cast<std::uint32_t>(close - 1)};
+    auto const word_at = f.span_of(q + 1, close - 1);
     located v{d.text, d.pieces.size() == 1 ? d.pieces.front() : word_at};
     if (op == '=' && running_)
-      assign(name, {f.file, static_cast<std::uint32_t>(name_begin), static_cast<std::uint32_t>(q - (colon ? 1 : 0))},
+      assign(name, f.span_of(name_begin, q - (colon ? 1 : 0)),
              v);
     if (!v.text.empty()) {
       x.text += v.text;
@@ -379,15 +365,20 @@ class shell {
     expansion x;
     expand(f, begin, end, false, x);
     if (!x.ok) return std::nullopt;
-    span const word{f.file, static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
+    span const word = f.span_of(begin, end);
     return located{x.text, x.pieces.size() == 1 ? x.pieces.front() : word};
   }
 
   // ---- variables ----
 
-  void assign(std::string const& name, span key_where, located const& v) {
+  // The variable holds nothing any more, evaluated or not.
+  void forget(std::string const& name) {
     std::erase_if(doc.entries, [&](entry const& e) { return e.key == name; });
     std::erase_if(doc.unevaluated, [&](entry const& e) { return e.key == name; });
+  }
+
+  void assign(std::string const& name, span key_where, located const& v) {
+    forget(name);
     value val;
     val.text = v.text;
     val.where = v.where;
@@ -422,7 +413,7 @@ class shell {
       auto const text = f.text.substr(w.begin, w.end - w.begin);
       if (text == "unset") unset = true;
       if (auto n = assignment(text)) {
-        not_evaluated(f, std::string(text.substr(0, n)), {f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)},
+        not_evaluated(f, std::string(text.substr(0, n)), f.span_of(w.begin, w.begin + n),
                       {static_cast<std::uint32_t>(w.begin + n + 1), w.end}, replaces);
       } else if (unset && name_start(text.empty() ? '\0' : text[0]) && text != "unset") {
         not_evaluated(f, std::string(text), {f.file, w.begin, w.end}, w, replaces);
@@ -433,7 +424,7 @@ class shell {
         auto const op = text.substr(q, text.substr(q, 1) == ":" ? 2 : 1);
         if (q > at + 2 && (op == ":=" || op == "="))
           not_evaluated(f, std::string(text.substr(at + 2, q - at - 2)),
-                        {f.file, static_cast<std::uint32_t>(w.begin + at + 2), static_cast<std::uint32_t>(w.begin + q)},
+                        f.span_of(w.begin + at + 2, w.begin + q),
                         w, false);
       }
     }
@@ -535,15 +526,20 @@ class shell {
       fail(at, *why);
       return;
     }
-    auto const id = std::get<std::uint32_t>(opened);
-    if (!check_text(sources_, id, diags_)) {
+    enter(std::get<std::uint32_t>(opened), path);
+  }
+
+  // Runs the script `file` read from `path` (relative to the first
+  // script's directory), from after its byte-order mark as every reader.
+  void enter(std::uint32_t file, std::string const& path) {
+    if (!check_text(sources_, file, diags_)) {
       ok_ = false;
       return;
     }
-    script g{sources_.file(id).text(), id, {}, 0, false};
-    if (auto slash = path.rfind('/'); slash != std::string::npos) g.dir = path.substr(0, slash + 1);
+    script f{sources_.file(file).text(), file, {}, detail::scanner(sources_, file, diags_).pos(), false};
+    if (auto slash = path.rfind('/'); slash != std::string::npos) f.dir = path.substr(0, slash + 1);
     chain_.push_back(path);
-    run(g);
+    run(f);
     chain_.pop_back();
   }
 
@@ -642,8 +638,7 @@ class shell {
       for (std::size_t i = 1; i < c.words.size(); ++i) {
         auto const name = std::string(word(i));
         if (name.starts_with("-")) continue;
-        std::erase_if(doc.entries, [&](entry const& e) { return e.key == name; });
-        std::erase_if(doc.unevaluated, [&](entry const& e) { return e.key == name; });
+        forget(name);
       }
       return;
     }
@@ -671,7 +666,7 @@ class shell {
       auto const n = assignment(text);
       if (!n) continue;  // `export NAME`: nothing to evaluate
       auto const name = std::string(text.substr(0, n));
-      span const key{f.file, w.begin, static_cast<std::uint32_t>(w.begin + n)};
+      span const key = f.span_of(w.begin, w.begin + n);
       running_ = true;
       auto v = evaluate(f, w.begin + n + 1, w.end);
       running_ = false;

@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <optional>
+#include <span>
 #include <string_view>
 
 /// The frameworks' own job configurations dtplan reads (`--from`,
@@ -44,16 +45,11 @@ constexpr std::string_view preset(job_format f) {
   return f == job_format::nemo ? std::string_view("megatron") : name(f);
 }
 
-/// The format dtplan writes named `word`, if it is one.
-constexpr std::optional<job_format> job_format_of(std::string_view word) {
-  for (auto f : job_formats)
-    if (name(f) == word) return f;
-  return std::nullopt;
-}
-
-/// The format `--from` reads named `word`, if it is one.
-constexpr std::optional<job_format> read_job_format_of(std::string_view word) {
-  for (auto f : read_job_formats)
+/// The format named `word` among `among` (the formats dtplan writes, or
+/// read_job_formats: those `--from` reads), if it is one.
+constexpr std::optional<job_format> job_format_of(std::string_view word,
+                                                  std::span<job_format const> among = job_formats) {
+  for (auto f : among)
     if (name(f) == word) return f;
   return std::nullopt;
 }

@@ -184,8 +184,6 @@ void import_nemo(job_reader& job, context const& ctx) {
                                   dsl::escaped(*g)));
         return;
       }
-    } else if (granularity && !job.text(*granularity)) {
-      return;
     }
     auto const* method = text("ACT_CKPT_METHOD") ? job.find("ACT_CKPT_METHOD") : nullptr;
     auto const* layers = text("ACT_CKPT_NUM_LAYERS") ? job.find("ACT_CKPT_NUM_LAYERS") : nullptr;

@@ -329,6 +329,17 @@ TEST_CASE("a shell script reads to the variables it leaves set, each where its v
                                             "A @config.sh:21:1 A 1"});
 }
 
+TEST_CASE("a shell script saved with a byte-order mark reads from after it, as every reader") {
+  reading r("config.sh", "\xef\xbb\xbf"
+                         "export TP=4\n", shell_alone);
+  INFO(r.errors());
+  REQUIRE(r.doc);
+  CHECK(r.errors().empty());
+  REQUIRE(r.doc->entries.size() == 1);
+  CHECK(r.doc->entries.front().key == "TP");
+  CHECK(r.at(r.doc->entries.front().val->where) == "config.sh:1:11 4");
+}
+
 TEST_CASE("a shell script's unclosed quote is an error; a 'source' without a way to open files too") {
   reading quote("config.sh", "export A=\"open\n", shell_alone);
   CHECK_FALSE(quote.doc);
