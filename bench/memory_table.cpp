@@ -2,9 +2,8 @@
 // verdict on every representable run (each really ran, so `check` must
 // judge it valid); then predicted vs published peak memory for every run
 // that publishes one, each with its framework and the behaviours its source
-// states (bench::apply_runtime, as the time model costs it). Runs skipped
-// by the time model only for their GPU are compared too; other skipped
-// runs are shown as bounds, outside the error statistics.
+// states (bench::apply_runtime, as the time model costs it). Skipped runs
+// are shown as bounds, outside the error statistics.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "bench/calibration.hpp"
+#include "bench/fit.hpp"
 #include "bench/study.hpp"
 #include "planner/model/check.hpp"
 
@@ -22,16 +22,10 @@ namespace {
 
 constexpr double gib = 1073741824.0;
 
-bool only_gpu_missing(bench::calibration_run const& run) {
-  return run.skip_reason.find("not in the catalog") != std::string::npos &&
-         run.skip_reason.find(';') == std::string::npos;
-}
-
 }  // namespace
 
 int main() {
-  auto runs = bench::load_calibration_runs();
-  for (auto& r : runs) bench::apply_runtime(r);
+  auto const runs = bench::load_calibration_runs_applied();
   int representable = 0, valid = 0;
   fmt::print("{:<48} {:>6} {:>11}  {}\n", "case", "valid", "predicted", "most loaded");
   for (auto const& run : runs) {
@@ -58,17 +52,13 @@ int main() {
     if (!is_legal(run.prog, s)) continue;
     auto const mem = estimate_memory(run.prog, s);
     double const e = (mem.total - *run.peak_memory) / *run.peak_memory;
-    bool const counted = run.representable() || only_gpu_missing(run);
+    bool const counted = run.representable();
     if (counted) errors.push_back(std::fabs(e));
     fmt::print("{:<34} {:>7.1f} GiB {:>7.1f} GiB {:>+7.1f}%  {}\n", run.id, mem.total.value() / gib,
                run.peak_memory->value() / gib, 100 * e, counted ? "" : "bound only: " + run.skip_reason);
   }
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    double const median = errors.size() % 2 ? errors[errors.size() / 2]
-                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+  if (!errors.empty())
     fmt::print("\npeak memory, {} comparable runs: median |error| {:.1f} %, worst {:.1f} %\n", errors.size(),
-               100 * median, 100 * errors.back());
-  }
+               100 * bench::median_of(errors), 100 * *std::max_element(errors.begin(), errors.end()));
   return 0;
 }

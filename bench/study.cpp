@@ -74,6 +74,12 @@ void apply_runtime(calibration_run& run) {
   if (!run.prog.cluster.device.name.empty()) resolve_auto(t, run.prog.cluster.device);
 }
 
+std::vector<calibration_run> load_calibration_runs_applied() {
+  auto runs = load_calibration_runs();
+  for (auto& r : runs) apply_runtime(r);
+  return runs;
+}
+
 std::vector<calibration_run> load_everything() {
   auto all = load_calibration_runs();
   for (char const* file : {"ground_truth_single.csv", "ground_truth_multi.csv"}) {

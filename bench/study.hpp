@@ -12,6 +12,11 @@
 /// the report quotes.
 namespace dtplan::bench {
 
+/// calibration_runs.csv's runs, each with its framework preset and the
+/// runtime settings its source states applied (the runs that publish their
+/// peak memory are all here).
+std::vector<calibration_run> load_calibration_runs_applied();
+
 /// Every run of bench/data (calibration_runs.csv, vTrain's two files, the
 /// MLPerf runs), each with its framework preset and the runtime settings
 /// its source states applied; unrepresentable runs keep their reason.

@@ -232,7 +232,7 @@ std::vector<std::string> settings_of(std::string_view text) {
   return out;
 }
 
-void run_program(planner::program const& lowered, dsl::source_manager const& sources, bool odd_names, bool optimize);
+void run_program(planner::program const& program, dsl::source_manager const& sources, bool odd_names, bool optimize);
 
 void run(std::string_view text) {
   bool const odd_names = names_non_finite(text);
@@ -268,10 +268,9 @@ void run(std::string_view text) {
 
 // The session, the reports and the bundle of a lowered program: searched
 // (`optimize`) as --optimize runs it, or its fixed strategies costed.
-void run_program(planner::program const& lowered, dsl::source_manager const& sources, bool odd_names, bool optimize) {
-  auto const* program = &lowered;
+void run_program(planner::program const& program, dsl::source_manager const& sources, bool odd_names, bool optimize) {
   dsl::diagnostics diags;
-  check_terminal_safe(planner::dump(*program), "--dump ir");
+  check_terminal_safe(planner::dump(program), "--dump ir");
 
   planner::session_options so;
   so.optimize = optimize;
@@ -286,13 +285,13 @@ void run_program(planner::program const& lowered, dsl::source_manager const& sou
   so.search.max_virtual_stages = 4;
   so.search.max_candidates = 4'000;
   so.search.time_limit = 0.2;
-  auto selected = planner::select_strategies(*program, so, diags);
+  auto selected = planner::select_strategies(program, so, diags);
   require(selected.has_value(), "--optimize refused a program", dsl::format(diags, sources));
-  auto outcome = planner::run(*program, *selected, so, diags);
+  auto outcome = planner::run(program, *selected, so, diags);
   require(outcome.has_value(), "the session failed", dsl::format(diags, sources));
   check_diagnostics(diags, sources, "the session");
 
-  codegen::report rep{&*program, &outcome->plans, outcome->stats, outcome->explanations, &sources};
+  codegen::report rep{&program, &outcome->plans, outcome->stats, outcome->explanations, &sources};
   auto const report_text = codegen::to_text(rep, true);
   check_terminal_safe(report_text, "the text report");
   check_figures(report_text, "the text report", odd_names);
@@ -313,13 +312,13 @@ void run_program(planner::program const& lowered, dsl::source_manager const& sou
     if (!pl.valid) continue;
     std::vector<planner::plan> one{pl};
     check_json(codegen::to_json({rep.program, &one, rep.stats, {}, &sources}), "plan.json");
-    auto const dot = codegen::sharding_dot(*program, pl);
+    auto const dot = codegen::sharding_dot(program, pl);
     check_terminal_safe(dot, "sharding.dot");
     check_figures(dot, "sharding.dot", odd_names);
-    check_generated(codegen::skeleton_cmake(*program, pl), "skeleton/CMakeLists.txt", odd_names);
-    check_generated(codegen::train_step_cu(*program, pl), "skeleton/train_step.cu", odd_names);
-    check_generated(codegen::slurm_script(*program, pl), "launch/slurm.sbatch", odd_names);
-    check_generated(codegen::mpirun_script(*program, pl), "launch/mpirun.sh", odd_names);
+    check_generated(codegen::skeleton_cmake(program, pl), "skeleton/CMakeLists.txt", odd_names);
+    check_generated(codegen::train_step_cu(program, pl), "skeleton/train_step.cu", odd_names);
+    check_generated(codegen::slurm_script(program, pl), "launch/slurm.sbatch", odd_names);
+    check_generated(codegen::mpirun_script(program, pl), "launch/mpirun.sh", odd_names);
   }
 }
 
@@ -357,24 +356,28 @@ void run_job_bytes(std::string_view bytes) {
 
 }  // namespace
 
-void run_job(std::string_view bytes) {
+namespace {
+
+// Runs `stage` on the input; an exception escaping it breaks the contract.
+template <class Stage>
+void guarded(char const* what, Stage&& stage) {
   try {
-    run_job_bytes(bytes);
+    stage();
   } catch (std::exception const& e) {
-    violated("an exception escaped the job's import", e.what());
+    violated(what, e.what());
   } catch (...) {
-    violated("an exception escaped the job's import", "(not a std::exception)");
+    violated(what, "(not a std::exception)");
   }
 }
 
+}  // namespace
+
+void run_job(std::string_view bytes) {
+  guarded("an exception escaped the job's import", [&] { run_job_bytes(bytes); });
+}
+
 void run_pipeline(std::string_view text) {
-  try {
-    run(text);
-  } catch (std::exception const& e) {
-    violated("an exception escaped the pipeline", e.what());
-  } catch (...) {
-    violated("an exception escaped the pipeline", "(not a std::exception)");
-  }
+  guarded("an exception escaped the pipeline", [&] { run(text); });
 }
 
 }  // namespace dtplan::fuzz

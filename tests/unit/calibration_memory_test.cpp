@@ -10,17 +10,9 @@
 using namespace dtplan;
 using namespace dtplan::planner;
 
-namespace {
-// calibration_runs.csv with each run's framework and stated runtime settings.
-std::vector<bench::calibration_run> published_runs() {
-  auto runs = bench::load_calibration_runs();
-  for (auto& r : runs) bench::apply_runtime(r);
-  return runs;
-}
-}  // namespace
 
 TEST_CASE("every representable published run is judged valid", "[calibration][memory]") {
-  auto runs = published_runs();
+  auto runs = bench::load_calibration_runs_applied();
   std::set<std::string> invalid;
   int representable = 0;
   for (auto const& run : runs) {
@@ -39,7 +31,7 @@ TEST_CASE("every representable published run is judged valid", "[calibration][me
 }
 
 TEST_CASE("predicted peak memory against the published peaks", "[calibration][memory]") {
-  auto runs = published_runs();
+  auto runs = bench::load_calibration_runs_applied();
   auto error_of = [&](std::string_view id) {
     auto run = *std::find_if(runs.begin(), runs.end(), [&](auto const& r) { return r.id == id; });
     REQUIRE(run.peak_memory);
