@@ -50,7 +50,10 @@ step_context::step_context(strategy_shape const& shape)
   backward_one = sc.layer_backward * layers + sc.head_backward + sc.recompute();
   forward_one = sc.layer_forward * layers + sc.head_forward;
   activation = bytes(static_cast<double>(shape.tokens) * static_cast<double>(m.hidden) * e);
-  sync_per_micro = t.grad_sync == grad_sync_mode::per_micro_batch;
+  // A stage kept gathered defers every gradient sync to the last
+  // micro-batch's backward, its replicas' all-reduce with it (PyTorch's
+  // pipelining turns requires_gradient_sync off until then: FRAMEWORKS T10).
+  sync_per_micro = t.grad_sync == grad_sync_mode::per_micro_batch && !shape.stage_kept_gathered();
   if (t.grad_bucket == bucket_rule::scaled) {
     double const params = std::max(40e6, 1e6 * static_cast<double>(shape.sync.size));
     grad_bucket = overlap ? bytes(params * grad_e) : bytes(std::numeric_limits<double>::infinity());
@@ -337,7 +340,8 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
 
 // Hybrid sharding: each shard's gradient slice is all-reduced across the
 // replicas, once a step under the last backward, or after every
-// micro-batch's (torchtitan's HSDP, T3).
+// micro-batch's (torchtitan's HSDP, T3) unless the stage is kept gathered
+// through a pipelined step (T10).
 void replicas(step_context const& x, comm_builder& out, bytes grads) {
   auto const& sh = x.sh;
   bucketed(x, out, collective::all_reduce, comm_group::replicate, sh.replicate,

@@ -624,3 +624,29 @@ TEST_CASE("FSDP that keeps a pipeline stage gathered gathers each layer once a s
   CHECK(time(collective::all_gather) == Approx(gathers / 8));
   CHECK(time(collective::reduce_scatter) == Approx(scatters / 4));
 }
+
+TEST_CASE("hybrid sharding with a stage kept gathered all-reduces across replicas once a step") {
+  program p = two_nodes(2, 8);
+  p.training.global_batch = 32;
+  p.training.grad_sync = grad_sync_mode::per_micro_batch;  // torchtitan's
+  strategy s = data_parallel(8, 3);
+  s.pp = 2;
+  s.micro_batch = 1;  // 4 micro-batches a step
+  s.shard = shard_group{shard_group::kind::size, 4};  // 2 replicas of 4 shards
+  analytic_cost_model const model;
+  auto replica_calls = [&] {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(p, s).comm)
+      if (e.group == comm_group::replicate && e.op == collective::all_reduce) n += e.count;
+    return n;
+  };
+  // Regathered every micro-batch: the replicas reduce after each backward.
+  p.training.fsdp_reshard_with_pp = true;
+  std::int64_t const every = replica_calls();
+  REQUIRE(every > 0);
+  CHECK(every % 4 == 0);
+  // Kept gathered (PyTorch's pipelining defers the sync to the last
+  // backward): once a step, a quarter of the calls.
+  p.training.fsdp_reshard_with_pp = false;
+  CHECK(replica_calls() == every / 4);
+}
