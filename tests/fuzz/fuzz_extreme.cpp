@@ -33,8 +33,13 @@ namespace {
 constexpr std::size_t max_text = std::size_t{6} << 20;
 
 using dtplan::fuzz::key;
-using dtplan::fuzz::keys;
 using dtplan::fuzz::kind;
+
+// The key table's keys, derived once.
+std::vector<key> const& keys() {
+  static auto const all = dtplan::fuzz::extreme_keys();
+  return all;
+}
 
 constexpr std::array gpus{"H100_SXM", "A100_SXM_40GB", "A100_SXM_80GB", "H100_PCIE", "H200_SXM",
                           "B200",     "MI300X",        "L40S",          "V100_SXM_32GB"};
@@ -81,16 +86,6 @@ constexpr std::array odd_text{
 template <class A>
 auto pick(FuzzedDataProvider& in, A const& a) {
   return a[in.ConsumeIntegralInRange<std::size_t>(0, a.size() - 1)];
-}
-
-std::string choice_of(FuzzedDataProvider& in, std::string_view choices) {
-  std::vector<std::string_view> all;
-  for (std::size_t bar = choices.find('|');; bar = choices.find('|')) {
-    all.push_back(choices.substr(0, bar));
-    if (bar == std::string_view::npos) break;
-    choices.remove_prefix(bar + 1);
-  }
-  return std::string(pick(in, all));
 }
 
 std::string odd_string(FuzzedDataProvider& in) {
@@ -154,7 +149,7 @@ std::string value_of(FuzzedDataProvider& in, key const& k) {
     case kind::real: return number(in);
     case kind::flag: return in.ConsumeBool() ? "true" : "false";
     case kind::text: return odd_string(in);
-    case kind::choice: return choice_of(in, k.choices);
+    case kind::choice: return pick(in, k.choices);
   }
   return "0";
 }
@@ -198,7 +193,7 @@ void chain(FuzzedDataProvider& in, program& p) {
   if (k == "strategy") n = std::min(n, 2000);
   int const end = in.ConsumeIntegralInRange(0, 3);  // 0 catalog, 1 cycle, 2 unknown, 3 none
   bool const forward = in.ConsumeBool();            // bases defined later in the file
-  std::string const body = in.ConsumeBool() ? "" : " " + std::string(pick(in, keys).name) + " = " + pick(in, counts) + " ";
+  std::string const body = in.ConsumeBool() ? "" : " " + pick(in, keys()).name + " = " + pick(in, counts) + " ";
   std::string const prefix = "c" + k.substr(0, 2);
   auto name = [&](int i) { return prefix + std::to_string(i); };
   std::string text;
@@ -266,7 +261,7 @@ void many_strategies(FuzzedDataProvider& in, program& p) {
 }
 
 void extreme_value(FuzzedDataProvider& in, program& p) {
-  auto const& k = pick(in, keys);
+  auto const& k = pick(in, keys());
   auto const v = value_of(in, k);
   std::string_view const b = k.block;
   if (b == "model") p.model[k.name] = v;
@@ -290,8 +285,8 @@ void odd_names(FuzzedDataProvider& in, program& p) {
 }
 
 void setting(FuzzedDataProvider& in, program& p) {
-  auto const& k = pick(in, keys);
-  std::string target = in.ConsumeBool() ? k.block : (std::string_view(k.block) == "strategy" ? "head" : "m");
+  auto const& k = pick(in, keys());
+  std::string target = in.ConsumeBool() ? k.block : (k.block == "strategy" ? "head" : "m");
   std::string v = value_of(in, k);
   for (auto& c : v)
     if (c == '\n' || c == '\r') c = ' ';

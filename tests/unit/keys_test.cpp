@@ -3,6 +3,7 @@
 // `DTPLAN_REBASE=1 build/tests/keys_test` rewrites docs/keys.md.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -331,15 +332,61 @@ TEST_CASE("out of its physical range, a value is an error at the value, in the s
   }
 }
 
-// fuzz_extreme writes the keys of its list with extreme values: a key the
-// table gains and the list lacks would never be fuzzed.
-TEST_CASE("fuzz_extreme writes every key of the table") {
-  std::set<std::pair<std::string, std::string>> listed;
-  for (auto const& k : dtplan::fuzz::keys) listed.emplace(k.block, k.name);
-  std::string missing;
-  for (auto const& k : all_keys())
-    if (!listed.count({name(k.block), std::string(k.name)})) missing += name(k.block) + "." + std::string(k.name) + " ";
-  CHECK(missing == "");
+// fuzz_extreme writes the keys extreme_keys() derives from the table: a key
+// of the wrong kind would only ever get values lowering rejects, and a
+// choice with nothing but the invalid would never reach the planner.
+TEST_CASE("fuzz_extreme writes every key of the table, with values of its kind") {
+  using dtplan::fuzz::kind;
+  auto const keys = dtplan::fuzz::extreme_keys();
+  CHECK(keys.size() == all_keys().size());
+  std::map<std::string, dtplan::fuzz::key> by_name;
+  for (auto const& k : keys) CHECK(by_name.emplace(k.block + "." + k.name, k).second);
+  for (auto const& k : all_keys()) CHECK(by_name.count(name(k.block) + "." + std::string(k.name)));
+  auto of = [&](std::string const& key) {
+    INFO(key);
+    REQUIRE(by_name.count(key));
+    return by_name.at(key);
+  };
+  auto has = [](dtplan::fuzz::key const& k, std::string const& value) {
+    return std::find(k.choices.begin(), k.choices.end(), value) != k.choices.end();
+  };
+  CHECK(of("model.layers").k == kind::count);
+  CHECK(of("gpu.memory").k == kind::bytes);
+  CHECK(of("cluster.inter_node").k == kind::bandwidth);
+  CHECK(of("gpu.peak_flops").k == kind::rate);
+  CHECK(of("gpu.intra_latency").k == kind::time);
+  CHECK(of("gpu.matmul_efficiency").k == kind::fraction);
+  CHECK(of("training.base_lr").k == kind::real);
+  CHECK(of("framework.nvls").k == kind::flag);
+  CHECK(of("strategy.description").k == kind::text);
+  CHECK(of("model.mlp").k == kind::choice);
+  CHECK(of("model.mlp").choices == std::vector<std::string>{"gelu", "swiglu", "nonesuch"});
+  // A strategy frees its keys with auto; other blocks' choices take it only as a choice.
+  CHECK(has(of("strategy.checkpoint"), "auto"));
+  CHECK(has(of("strategy.order"), "auto"));
+  CHECK_FALSE(has(of("training.grad_sync"), "auto"));
+  // The keys that take a set get sets, in and out of their domain.
+  CHECK(of("framework.zero_stages").k == kind::choice);
+  for (auto set : {"{0}", "{0, 1, 2, 3}", "{3, 2, 1, 0}", "{}", "{0, 0}", "{4}"})
+    CHECK(has(of("framework.zero_stages"), set));
+  CHECK(has(of("framework.checkpoint_modes"), "{none, selective, full, ops}"));
+  CHECK(has(of("framework.checkpoint_modes"), "{nonesuch}"));
+  CHECK(has(of("cluster.gpu"), "cgp0"));
+  CHECK(has(of("training.framework"), "f"));
+  // A key whose values the table does not list (a name, a shard group) needs
+  // them in extra_values(), and each of those is a key of the table.
+  for (auto const& k : keys) {
+    if (k.k != kind::choice) continue;
+    INFO(k.block << "." << k.name);
+    CHECK(std::count_if(k.choices.begin(), k.choices.end(),
+                        [](auto const& c) { return c != "nonesuch" && c != "auto"; }) > 0);
+  }
+  for (auto const& [key, values] : dtplan::fuzz::extra_values()) {
+    INFO(key.first << "." << key.second);
+    auto block = block_kind_of(key.first);
+    REQUIRE(block);
+    CHECK(find_key(*block, key.second));
+  }
 }
 
 TEST_CASE("docs/keys.md is the table's reference") {
