@@ -18,8 +18,10 @@ seconds analytic_cost_model::step_lower_bound(strategy_shape const& sh) const {
   stage_compute const sc = compute_per_micro_batch(sh);
   seconds const per_micro = sc.forward_backward() + sc.recompute();
   seconds bound = per_micro * static_cast<double>(sh.grad_accum) + step_overhead(*sh.prog);
+  // The bubble's slots hold a stage's layers, not the head.
   if (s.pp > 1)
-    bound += per_micro * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
+    bound += (per_micro - sc.head_forward - sc.head_backward) *
+             (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   // The step sums its terms in another order: leave room for rounding.
   return max(bound, lower_bound(*sh.prog)) * (1 - 1e-9);
 }

@@ -89,11 +89,20 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   seconds const stall = max(seconds(0), host - stream);
   t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
-  // Fill and drain run pp - 1 stage slots, each a whole micro-batch of the
-  // stage: its compute, its tensor-parallel collectives, its host stalls.
+  // Fill and drain run pp - 1 stage slots, each a micro-batch of a stage
+  // ahead of the one that bounds the step: the last stage takes its m slots
+  // with the logits and loss, the first pp - 1 fill it with their layers
+  // alone. Its compute, its tensor-parallel collectives, its host stalls.
+  // (A head as heavy as a few layers, as small models with a large vocabulary
+  // have, would otherwise count pp - 1 more times.)
   auto const& s = sh.s;
-  if (s.pp > 1)
-    t.bubble = (stream + stall) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
+  if (s.pp > 1) {
+    seconds const head = sc.head_forward + sc.head_backward;
+    seconds const body = stream - head;
+    seconds const body_host = dispatch_latency(p) * static_cast<double>(sc.kernels() - sc.head_kernels + tp.calls);
+    seconds const body_stall = max(seconds(0), body_host - body);
+    t.bubble = (body + body_stall) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
+  }
   t.optimizer = cost::optimizer_step(x);
   // Gradient accumulation costs no pass of its own: the weight-gradient GEMM
   // accumulates into the gradient buffer in its epilogue (beta = 1), as

@@ -63,34 +63,37 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
   REQUIRE(median.size() == 9);
-  CHECK(median["Korthikanti2022"] <= 0.04);
+  CHECK(median["Korthikanti2022"] <= 0.035);
   CHECK(median["MLPerf-GPT3-175B"] <= 0.08);
   CHECK(median["MLPerf-Llama31-405B"] <= 0.05);
   CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
   CHECK(median["vTrain-multi"] <= 0.05);
-  CHECK(median["BLOOM"] <= 0.14);
+  // BLOOM's second run is the ramp-up's one micro-batch per pipeline
+  // (gbs 16): 27 % fast. The bubble used to count the 250 K-vocabulary head
+  // in each of its 11 fill and drain slots, which hid this (14 % before).
+  CHECK(median["BLOOM"] <= 0.175);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 25-35 % fast and the 405B's
-  // interleaved 1F1B 24 %, the rest within 17 %.
-  CHECK(median["torchtitan"] <= 0.115);
+  // interleaved 1F1B 25 %, the rest within 17 %.
+  CHECK(median["torchtitan"] <= 0.13);
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
-  // Their pairs are 85 % of the ranking's: held out, the host figure and
-  // Ampere's kernel latency come from the other families (20 us and 5 us),
-  // and small micro-batches come out fast against large ones.
-  CHECK(median["vTrain-single"] <= 0.215);
+  // Their pairs are 85 % of the ranking's: held out, the host figure comes
+  // from the other families (20 us), and small micro-batches come out fast
+  // against large ones (mb 1 24 % fast, mb 8 24 % slow).
+  CHECK(median["vTrain-single"] <= 0.20);
   CHECK(bench::median_of(medians) <= 0.08);
-  CHECK(bench::median_of(all) <= 0.17);
+  CHECK(bench::median_of(all) <= 0.165);
   }
 
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
       if (r.family == "every pair 10 % apart") {
-        CHECK(r.agreement() >= 0.745);
+        CHECK(r.agreement() >= 0.84);
         continue;
       }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
@@ -100,7 +103,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.73);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.81);
   }
 
   SECTION("the published jobs published_import_test imports, predicted without their family") {
@@ -128,9 +131,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
-    // BLOOM-176B: -6.8 %.
+    // BLOOM-176B: -7.2 %.
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
-    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.068).margin(0.001));
+    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.072).margin(0.001));
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {

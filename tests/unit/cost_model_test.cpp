@@ -242,15 +242,22 @@ TEST_CASE("no step beats its FLOPs at peak; MFU stays at most 100 %") {
   }
 }
 
-TEST_CASE("pipeline bubble is (pp-1)/m of the compute, divided by the virtual stages") {
+TEST_CASE("pipeline bubble is pp - 1 slots of a stage's layers, divided by the virtual stages") {
   program p = two_nodes();
   analytic_cost_model const model;
   strategy s = data_parallel(4, 1);
   s.pp = 4;
   auto const t = model.step_time(p, s);
+  auto const sc = compute_per_micro_batch(p, s);
+  REQUIRE((sc.head_forward + sc.head_backward).value() > 0);
+  // 1F1B: the last stage runs its m micro-batches with the logits and the
+  // loss; the three stages ahead of it fill and drain it with their layers
+  // alone (forward, backward, recomputation), the head in none of the slots.
+  seconds const layers = sc.forward_backward() + sc.recompute() - sc.head_forward - sc.head_backward;
+  CHECK(t.bubble.value() == Approx(3 * layers.value()).epsilon(1e-9));
+  // Against the m = 256 / 4 micro-batches' compute: under (pp-1)/m of it.
   auto const m = 256 / 4;
-  // The bubble holds forward, backward and recomputation; compute also carries the overlap slow-down.
-  CHECK(t.bubble.value() == Approx((t.compute + t.recompute).value() * 3.0 / m).epsilon(0.03));
+  CHECK(t.bubble.value() < (t.compute + t.recompute).value() * 3.0 / m);
   s.virtual_stages = 2;
   auto const ti = model.step_time(p, s);
   CHECK(ti.bubble.value() == Approx(t.bubble.value() / 2).epsilon(1e-9));
