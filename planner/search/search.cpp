@@ -138,9 +138,9 @@ struct thread_state {
 
 class searcher {
  public:
-  searcher(program const& p, strategy_spec const& spec, cost_model const& model, search_options const& o,
-           space_view const& space, std::size_t waiting_cap)
-      : p_(p), spec_(spec), model_(model), options_(o), space_(space),
+  searcher(program const& p, cost_model const& model, search_options const& o, space_view const& space,
+           std::size_t waiting_cap)
+      : p_(p), model_(model), options_(o), space_(space),
         k_(static_cast<std::size_t>(std::max(0, o.top))), waiting_cap_(std::max<std::size_t>(1, waiting_cap)) {}
 
   void run(std::vector<work_item> const& items, thread_state& st, std::atomic<std::size_t>& next,
@@ -384,7 +384,6 @@ class searcher {
 
  private:
   program const& p_;
-  strategy_spec const& spec_;
   cost_model const& model_;
   search_options const& options_;
   space_view const& space_;
@@ -519,7 +518,7 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
 
   auto threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, items.size())));
-  searcher worker(p, spec, model, options, space, options.max_waiting / threads);
+  searcher worker(p, model, options, space, options.max_waiting / threads);
   if (options.time_limit > 0)
     worker.deadline_ = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(options.time_limit));
   std::vector<thread_state> states(threads);
