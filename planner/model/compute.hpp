@@ -57,9 +57,11 @@ struct stage_compute {
   }
   /// forward + backward of the stage for one micro-batch, without recomputation
   [[nodiscard]] seconds forward_backward() const {
-    return (layer_forward + layer_backward) * static_cast<double>(layers) + head_forward + head_backward;
+    return (layer_forward + layer_backward) * static_cast<double>(layers) + head();
   }
   [[nodiscard]] seconds recompute() const { return layer_recompute * static_cast<double>(layers); }
+  /// forward + backward of the head (embedding, logits, loss) for one micro-batch
+  [[nodiscard]] seconds head() const { return head_forward + head_backward; }
 };
 
 /// The compute of one micro-batch on the most loaded stage (the layers of a

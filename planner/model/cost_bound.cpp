@@ -20,7 +20,7 @@ seconds analytic_cost_model::step_lower_bound(strategy_shape const& sh) const {
   seconds bound = per_micro * static_cast<double>(sh.grad_accum) + step_overhead(*sh.prog);
   // The bubble's slots hold a stage's layers, not the head.
   if (s.pp > 1)
-    bound += (per_micro - sc.head_forward - sc.head_backward) *
+    bound += (per_micro - sc.head()) *
              (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   // The step sums its terms in another order: leave room for rounding.
   return max(bound, lower_bound(*sh.prog)) * (1 - 1e-9);

@@ -97,10 +97,8 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // have, would otherwise count pp - 1 more times.)
   auto const& s = sh.s;
   if (s.pp > 1) {
-    seconds const head = sc.head_forward + sc.head_backward;
-    seconds const body = stream - head;
-    seconds const body_host = dispatch_latency(p) * static_cast<double>(sc.kernels() - sc.head_kernels + tp.calls);
-    seconds const body_stall = max(seconds(0), body_host - body);
+    seconds const body = stream - sc.head();
+    seconds const body_stall = max(seconds(0), host - dispatch_latency(p) * static_cast<double>(sc.head_kernels) - body);
     t.bubble = (body + body_stall) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   }
   t.optimizer = cost::optimizer_step(x);

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "planner/ir/keys.hpp"
+#include "planner/lower/lower.hpp"
 
 namespace dtplan::fuzz {
 
@@ -23,14 +25,17 @@ struct key {
 };
 
 // Values the table has no choices for: the names of gpu and framework
-// blocks (the catalog's; the fuzzer's own `f` and the heads of its chains,
-// `cgp0` and `cfr0`), shard groups and rank orders (one naming an axis
-// twice), and a near-miss a user writes (ada, which is ampere).
+// blocks (the catalog's, and the fuzzer's own `f` and the heads of its
+// chains, `cgp0` and `cfr0`), shard groups and rank orders (one naming an
+// axis twice), and a near-miss a user writes (ada, which is ampere).
 inline std::map<std::pair<std::string, std::string>, std::vector<std::string>> const& extra_values() {
+  auto plus = [](std::vector<std::string> names, std::initializer_list<char const*> more) {
+    names.insert(names.end(), more.begin(), more.end());
+    return names;
+  };
   static std::map<std::pair<std::string, std::string>, std::vector<std::string>> const extras{
-      {{"cluster", "gpu"}, {"H100_SXM", "B200", "MI300X", "cgp0"}},
-      {{"training", "framework"},
-       {"generic", "megatron", "megatron_2021", "torchtitan", "deepspeed", "fsdp", "ddp", "f", "cfr0"}},
+      {{"cluster", "gpu"}, plus(planner::catalog_gpu_names(), {"cgp0"})},
+      {{"training", "framework"}, plus(planner::catalog_framework_names(), {"f", "cfr0"})},
       {{"strategy", "shard"}, {"all", "node", "1", "2", "8"}},
       {{"strategy", "order"}, {"\"tp-cp-dp-pp\"", "\"pp-dp-cp-tp\"", "\"dp-tp\"", "\"tp-tp-dp-pp\""}},
       {{"gpu", "generation"}, {"ada"}},

@@ -10,7 +10,6 @@
 using namespace dtplan;
 using namespace dtplan::planner;
 
-
 TEST_CASE("every representable published run is judged valid", "[calibration][memory]") {
   auto runs = bench::load_calibration_runs_applied();
   std::set<std::string> invalid;
