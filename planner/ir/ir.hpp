@@ -253,6 +253,11 @@ struct training {
   bool fused_elementwise = true;
   /// The step replayed as CUDA graphs: no host time per operator.
   bool cuda_graphs = false;
+  /// Megatron's --timing-log-level: at 2 the timers around every
+  /// micro-batch's forward and backward synchronise the host with the GPU
+  /// when they start and stop (as every timer did before Megatron-LM's
+  /// "Timing levels", 2022-08).
+  std::int64_t timing_log_level = 0;
   grad_sync_mode grad_sync = grad_sync_mode::per_step;
   bucket_rule grad_bucket = bucket_rule::fixed;
   bytes ddp_bucket_size{25.0 * 1048576.0};  ///< for `grad_bucket = fixed` (PyTorch DDP: 25 MiB)

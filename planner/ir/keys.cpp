@@ -459,6 +459,10 @@ std::vector<key_info> behaviour_keys() {
     {.block = k, .name = "cuda_graphs", .dom = d::boolean, .field = member<&training::cuda_graphs, B>(),
      .default_value = false, .default_text = "false", .aliases = {"enable_cuda_graph"}, .dump_default = false,
      .meaning = "the step replayed as CUDA graphs: no host time per operator"},
+    {.block = k, .name = "timing_log_level", .dom = d::count, .field = member<&training::timing_log_level, B>(),
+     .min = 0, .max = 2, .default_value = std::int64_t{0}, .default_text = "0", .dump_default = false,
+     .meaning = "Megatron's --timing-log-level: at 2 the host waits for the GPU as every micro-batch's forward and "
+                "backward starts and ends (the timers around them synchronise)"},
     {.block = k, .name = "nvls", .dom = d::boolean, .field = member<&training::nvls, B>(),
      .default_value = false, .default_text = "false", .aliases = {"nvls_enable"}, .dump_default = false,
      .meaning = "NCCL may run NVLink SHARP (NVLS) all-reduces inside a node"},

@@ -315,6 +315,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   out.head_forward = logits.forward + norm + loss + (pp == 1 ? embed : seconds());
   out.head_backward = logits.backward + norm * 2.0 + loss + (pp == 1 ? embed : seconds());
   out.head_kernels = 3 + 4 + (pp == 1 ? 2 : 0);
+  out.head_kernels_forward = 3 + (pp == 1 ? 1 : 0);
   return out;
 }
 

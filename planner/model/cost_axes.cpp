@@ -95,6 +95,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   bool const ops = s.checkpoint == checkpoint_mode::ops;
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
+  stream.forward_share = 1.0 / static_cast<double>(passes);
   if (s.sequence_parallel) {
     std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;

@@ -59,6 +59,9 @@ struct comm_builder {
 struct in_stream {
   seconds time;
   std::int64_t calls = 0;
+  /// The share of time and calls that falls in the forward pass (the rest
+  /// is in the backward, with the recomputation).
+  double forward_share = 0.0;
 };
 
 /// Tensor parallelism: the all-gathers and reduce-scatters (sequence

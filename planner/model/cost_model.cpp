@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "planner/model/comm.hpp"
 #include "planner/model/cost_axes.hpp"
@@ -60,6 +61,64 @@ seconds step_overhead(program const& p) {
   return g.keys.count("step_overhead") ? g.step_overhead : p.framework.step_overhead;
 }
 
+namespace {
+
+// The host issues a micro-batch's operators in order and no kernel starts
+// before it is issued, so the GPU ends a run of operators at the latest,
+// over every operator k, of the host's time to issue the operators before k
+// and the GPU's time for k and all after it (max(host, stream) only when
+// the ratio of the two is the same throughout). A micro-batch's operators
+// come in four runs of like operators, the layers' forward, the head's
+// forward, the head's backward, the layers' backward with their
+// recomputation; within a run the bound is largest at one of its ends.
+// Each micro-batch starts with host and GPU level. A heavy head (a few long
+// kernels: the logits over a large vocabulary) after host-bound layers is
+// hidden only as far as the operators after it leave the GPU idle; where
+// the host waits for the GPU as the forward and the backward end (Megatron's
+// timers at --timing-log-level 2, megatron/timers.py Timer.start/stop; every
+// timer before Megatron-LM's "Timing levels", 2022-08, e.g.
+// microsoft/Megatron-DeepSpeed f01c9e6 megatron/global_vars.py:192-204
+// around megatron/schedules.py:53-74, 93-112), nothing after the head's
+// forward can hide it.
+struct host_run {
+  seconds host, gpu;
+};
+
+seconds end_of_runs(std::span<host_run const> runs) {
+  seconds host_total, left;
+  for (auto const& r : runs) {
+    host_total += r.host;
+    left += r.gpu;
+  }
+  seconds end = host_total, issued;
+  for (auto const& r : runs) {
+    end = max(end, issued + left);
+    issued += r.host;
+    left -= r.gpu;
+  }
+  return end;
+}
+
+seconds host_stall(stage_compute const& sc, cost::in_stream const& tp, seconds dl, bool synced_passes) {
+  double const layers = static_cast<double>(sc.layers);
+  double const fs = tp.forward_share;
+  double const calls = static_cast<double>(tp.calls);
+  std::array<host_run, 4> const runs{{
+      {dl * (static_cast<double>(sc.layer_kernels) * layers + calls * fs), sc.layer_forward * layers + tp.time * fs},
+      {dl * static_cast<double>(sc.head_kernels_forward), sc.head_forward},
+      {dl * static_cast<double>(sc.head_kernels - sc.head_kernels_forward), sc.head_backward},
+      {dl * (static_cast<double>(sc.layer_kernels_backward + sc.layer_kernels_recompute) * layers + calls * (1.0 - fs)),
+       (sc.layer_backward + sc.layer_recompute) * layers + tp.time * (1.0 - fs)},
+  }};
+  seconds gpu_total;
+  for (auto const& r : runs) gpu_total += r.gpu;
+  std::span<host_run const> const all(runs);
+  seconds const end = synced_passes ? end_of_runs(all.first(2)) + end_of_runs(all.last(2)) : end_of_runs(all);
+  return max(seconds(0), end - gpu_total);
+}
+
+}  // namespace
+
 time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   cost::step_context const x(sh);
   program const& p = *sh.prog;
@@ -85,8 +144,9 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // shorter than issuing them (small layers, small micro-batches) the GPU
   // waits on the host, and the stage takes the host's time.
   seconds const stream = per_micro + per_micro_recompute + tp.time;
-  seconds const host = dispatch_latency(p) * static_cast<double>(sc.kernels() + tp.calls);
-  seconds const stall = max(seconds(0), host - stream);
+  seconds const dl = dispatch_latency(p);
+  seconds const host = dl * static_cast<double>(sc.kernels() + tp.calls);
+  seconds const stall = host_stall(sc, tp, dl, p.training.timing_log_level >= 2);
   t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
   // Fill and drain run pp - 1 stage slots, each a micro-batch of a stage

@@ -273,6 +273,46 @@ TEST_CASE("pipeline bubble is pp - 1 slots of a stage's layers, divided by the v
   CHECK(host.bubble.value() == Approx(3 * 1e-3 * static_cast<double>(sc.kernels() - sc.head_kernels)).epsilon(1e-9));
 }
 
+TEST_CASE("a host-bound stage hides its head's forward unless the passes are timed") {
+  // One GPU, no communication: a host slower than the GPU on every layer,
+  // while the head's forward (the logits over 32 K words) outlasts its own
+  // four operators' issue.
+  program p = two_nodes(1, 1);
+  analytic_cost_model const model;
+  strategy const s = data_parallel(1, 0);
+  auto const sc = compute_per_micro_batch(p, s);
+  double const kf = static_cast<double>(sc.layer_kernels);
+  double const kb = static_cast<double>(sc.layer_kernels_backward + sc.layer_kernels_recompute);
+  double const dl = 1.5 * std::max(sc.layer_forward.value() / kf, (sc.layer_backward + sc.layer_recompute).value() / kb);
+  p.cluster.device.dispatch_latency = seconds(dl);
+  p.cluster.device.keys["dispatch_latency"] = {};
+  double const layers = static_cast<double>(sc.layers);
+  double const head_fwd_host = dl * static_cast<double>(sc.head_kernels_forward);
+  double const head_bwd_host = dl * static_cast<double>(sc.head_kernels - sc.head_kernels_forward);
+  double const host = dl * static_cast<double>(sc.kernels());
+  double const head_excess = sc.head_forward.value() - head_fwd_host;
+  REQUIRE(head_excess > 0);
+  // The backward leaves the GPU idle for longer than the head's forward
+  // keeps it busy past the host.
+  double const backward_slack =
+      kb * layers * dl + head_bwd_host - ((sc.layer_backward + sc.layer_recompute) * layers + sc.head_backward).value();
+  REQUIRE(backward_slack > head_excess);
+  double const micro = 256;
+  auto const untimed = model.step_time(p, s);
+  CHECK(untimed.exposed_comm.value() == 0);
+  CHECK((untimed.compute + untimed.recompute).value() == Approx(micro * host).epsilon(1e-9));
+  // Megatron's timers wait for the GPU as the forward ends: the head's
+  // forward runs past the host with nothing left to issue behind it.
+  p.training.timing_log_level = 2;
+  auto const timed = model.step_time(p, s);
+  CHECK((timed.compute + timed.recompute).value() == Approx(micro * (host + head_excess)).epsilon(1e-9));
+  // A GPU faster than any host: the timers change nothing.
+  p.cluster.device.dispatch_latency = seconds(0);
+  auto const fast = model.step_time(p, s);
+  p.training.timing_log_level = 0;
+  CHECK(model.step_time(p, s).compute.value() == Approx(fast.compute.value()).epsilon(1e-12));
+}
+
 TEST_CASE("tensor-parallel collectives sit on the critical path") {
   program p = two_nodes();
   analytic_cost_model const model;
