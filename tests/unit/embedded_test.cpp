@@ -382,6 +382,7 @@ TEST_CASE("a framework misused is reported in lowering's words") {
   CHECK_THROWS_WITH(framework("f").with("tensor_paralel", false),
                     "unknown key 'tensor_paralel' in this 'framework' block; did you mean 'tensor_parallel'?");
   CHECK_THROWS_WITH(training().with("cuda_graphs", 1), "expected 'true' or 'false' for 'cuda_graphs', got 1");
+  CHECK_THROWS_WITH(training().with("timing_log_level", 3), "'timing_log_level' must be between 0 and 2, got 3");
   CHECK_THROWS_WITH(gpu("g").with("generation", "kepler"),
                     "expected 'volta', 'ampere', 'hopper', 'blackwell' or 'cdna3' for 'generation', got 'kepler'");
 }
