@@ -433,6 +433,7 @@ std::vector<job_file> megatron_job(planner::program const& p, planner::plan cons
     default: break;  // no such backend: a warning says what the job runs
   }
   if (t.cuda_graphs) a.add("--enable-cuda-graph");
+  if (t.timing_log_level > 0) a.add("--timing-log-level", t.timing_log_level);
 
   std::string env;
   if (s.tp > 1 || s.cp > 1)
@@ -535,7 +536,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
       if (key == "grad_precision")
         return grad_precision(p) == precision::fp32 || (grad_precision(p) == precision::bf16 && prec != precision::fp16) ||
                (grad_precision(p) == precision::fp16 && prec == precision::fp16);
-      return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" ||
+      return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" || key == "timing_log_level" ||
              key == "optimizer_state_precision" ||
              (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
              (key == "overlap_param_gather" && s.zero == 1) ||

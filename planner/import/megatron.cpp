@@ -374,6 +374,13 @@ void import_megatron(job_reader& job, context const& ctx) {
   behaviour("--no-overlap-p2p-communication", "overlap_p2p_comm", c.virtual_stages > 1, false);
   behaviour("--enable-cuda-graph", "cuda_graphs", true);
   behaviour("--fp8-param-gather", "fp8_param_gather", c.prec == precision::fp8 && zero == 1);
+  // The timers around each micro-batch's forward and backward synchronise
+  // the host at level 2 (training/arguments.py --timing-log-level, 0 to 2).
+  if (auto const* timing = job.find("--timing-log-level")) {
+    auto n = job.integer(*timing);
+    if (!n) return;
+    set(t, "training", "timing_log_level", integer_value(*n, value_at(timing)), key_at(timing));
+  }
 
   // Gradients: fp32 for bf16 unless --grad-reduce-in-bf16; fp16 for fp16
   // unless --accumulate-allreduce-grads-in-fp32 (arguments.py:2200-2230).

@@ -70,6 +70,15 @@ checks=$((checks + 1))
 expect_status 0 "$DTPLAN" "$plan" --strategy current --quiet
 expect_contains "$TMP/out" "current: valid, 7.94 s per step"
 
+# Megatron's timers (timing_log_level) travel both ways as --timing-log-level.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.timing_log_level=2 --emit "$TMP/tl" \
+  --framework megatron --quiet
+expect_contains "$TMP/tl/megatron/args.txt" "--timing-log-level 2"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/tl/megatron/args.txt" --dump ir
+expect_contains "$TMP/out" "  timing_log_level  2"
+expect_status 0 "$DTPLAN" "$plan" --dump ir
+expect_contains "$TMP/out" "  timing_log_level  0"
+
 # A key dtplan does not read is a warning at its place in the job's file;
 # a bad value an error there; --set still has the last word.
 printf '%s\n' '[training]' 'local_batch_size = 1' 'seq_len = 4096' 'steps = 10' '[parallelism]' \
