@@ -95,7 +95,6 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   bool const ops = s.checkpoint == checkpoint_mode::ops;
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
-  stream.forward_share = 1.0 / static_cast<double>(passes);
   if (s.sequence_parallel) {
     std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;
@@ -127,6 +126,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     double const md = static_cast<double>(x.micro);
     stream.time = (ag_exposed + rs_exposed) / md;
     stream.calls = (ag_per_layer + per_layer) * layers;
+    stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(layers);  // two of each
+    stream.forward_calls = 4 * layers;
   } else {
     std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
     std::int64_t const ar_count = ar_per_layer * layers * x.micro;
@@ -135,6 +136,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
     stream.time = ar * static_cast<double>(ar_per_layer * layers);
     stream.calls = ar_per_layer * layers;
+    stream.forward_time = ar * static_cast<double>(2 * layers);
+    stream.forward_calls = 2 * layers;
   }
   return stream;
 }

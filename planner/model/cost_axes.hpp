@@ -59,9 +59,10 @@ struct comm_builder {
 struct in_stream {
   seconds time;
   std::int64_t calls = 0;
-  /// The share of time and calls that falls in the forward pass (the rest
-  /// is in the backward, with the recomputation).
-  double forward_share = 0.0;
+  /// Of which in the forward pass (the rest is in the backward, with the
+  /// recomputation).
+  seconds forward_time;
+  std::int64_t forward_calls = 0;
 };
 
 /// Tensor parallelism: the all-gathers and reduce-scatters (sequence

@@ -1,6 +1,7 @@
 #include "planner/model/cost_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <span>
 
@@ -99,22 +100,26 @@ seconds end_of_runs(std::span<host_run const> runs) {
   return end;
 }
 
-seconds host_stall(stage_compute const& sc, cost::in_stream const& tp, seconds dl, bool synced_passes) {
+/// When a micro-batch's operators end on the stage, from host and GPU level:
+/// the layers' forward, the head's forward and backward (left out for a
+/// pipeline's fill and drain slots, which hold layers only), the layers'
+/// backward; with the passes timed, the forward and the backward apart.
+seconds micro_batch_end(stage_compute const& sc, cost::in_stream const& tp, seconds dl, bool with_head,
+                        bool timed_passes) {
   double const layers = static_cast<double>(sc.layers);
-  double const fs = tp.forward_share;
-  double const calls = static_cast<double>(tp.calls);
+  auto const head_forward = static_cast<double>(with_head ? sc.head_kernels_forward : 0);
+  auto const head_backward = static_cast<double>(with_head ? sc.head_kernels - sc.head_kernels_forward : 0);
   std::array<host_run, 4> const runs{{
-      {dl * (static_cast<double>(sc.layer_kernels) * layers + calls * fs), sc.layer_forward * layers + tp.time * fs},
-      {dl * static_cast<double>(sc.head_kernels_forward), sc.head_forward},
-      {dl * static_cast<double>(sc.head_kernels - sc.head_kernels_forward), sc.head_backward},
-      {dl * (static_cast<double>(sc.layer_kernels_backward + sc.layer_kernels_recompute) * layers + calls * (1.0 - fs)),
-       (sc.layer_backward + sc.layer_recompute) * layers + tp.time * (1.0 - fs)},
+      {dl * (static_cast<double>(sc.layer_kernels) * layers + static_cast<double>(tp.forward_calls)),
+       sc.layer_forward * layers + tp.forward_time},
+      {dl * head_forward, with_head ? sc.head_forward : seconds()},
+      {dl * head_backward, with_head ? sc.head_backward : seconds()},
+      {dl * (static_cast<double>(sc.layer_kernels_backward + sc.layer_kernels_recompute) * layers +
+             static_cast<double>(tp.calls - tp.forward_calls)),
+       (sc.layer_backward + sc.layer_recompute) * layers + (tp.time - tp.forward_time)},
   }};
-  seconds gpu_total;
-  for (auto const& r : runs) gpu_total += r.gpu;
   std::span<host_run const> const all(runs);
-  seconds const end = synced_passes ? end_of_runs(all.first(2)) + end_of_runs(all.last(2)) : end_of_runs(all);
-  return max(seconds(0), end - gpu_total);
+  return timed_passes ? end_of_runs(all.first(2)) + end_of_runs(all.last(2)) : end_of_runs(all);
 }
 
 }  // namespace
@@ -145,8 +150,9 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // waits on the host, and the stage takes the host's time.
   seconds const stream = per_micro + per_micro_recompute + tp.time;
   seconds const dl = dispatch_latency(p);
-  seconds const host = dl * static_cast<double>(sc.kernels() + tp.calls);
-  seconds const stall = host_stall(sc, tp, dl, p.training.timing_log_level >= 2);
+  bool const timed = p.training.timing_log_level >= 2;
+  // micro_batch_end is never under the GPU's own time: the rest is the stall.
+  seconds const stall = micro_batch_end(sc, tp, dl, true, timed) - stream;
   t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
   // Fill and drain run pp - 1 stage slots, each a micro-batch of a stage
@@ -157,9 +163,8 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // have, would otherwise count pp - 1 more times.)
   auto const& s = sh.s;
   if (s.pp > 1) {
-    seconds const body = stream - sc.head();
-    seconds const body_stall = max(seconds(0), host - dispatch_latency(p) * static_cast<double>(sc.head_kernels) - body);
-    t.bubble = (body + body_stall) * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
+    seconds const body = micro_batch_end(sc, tp, dl, false, timed);
+    t.bubble = body * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   }
   t.optimizer = cost::optimizer_step(x);
   // Gradient accumulation costs no pass of its own: the weight-gradient GEMM
