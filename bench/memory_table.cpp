@@ -3,11 +3,15 @@
 // judge it valid); then predicted vs published peak memory for every run
 // that publishes one, each with its framework and the behaviours its source
 // states (bench::apply_runtime, as the time model costs it). Skipped runs
-// are shown as bounds, outside the error statistics.
+// are shown as bounds, outside the error statistics. torchtitan, the one
+// source of peak memory, logs torch.cuda.max_memory_reserved (the caching
+// allocator's reservation), which is never under the tensors alive this
+// predicts. `bench_memory_table ID` also prints run ID's terms.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "bench/calibration.hpp"
@@ -24,7 +28,8 @@ constexpr double gib = 1073741824.0;
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string const only = argc > 1 ? argv[1] : "";
   auto const runs = bench::load_calibration_runs_applied();
   int representable = 0, valid = 0;
   fmt::print("{:<48} {:>6} {:>11}  {}\n", "case", "valid", "predicted", "most loaded");
@@ -56,6 +61,8 @@ int main() {
     if (counted) errors.push_back(std::fabs(e));
     fmt::print("{:<34} {:>7.1f} GiB {:>7.1f} GiB {:>+7.1f}%  {}\n", run.id, mem.total.value() / gib,
                run.peak_memory->value() / gib, 100 * e, counted ? "" : "bound only: " + run.skip_reason);
+    if (run.id == only)
+      for (auto const& t : mem.detail) fmt::print("    {:>9.2f} GiB  {}\n", t.size.value() / gib, t.name);
   }
   if (!errors.empty())
     fmt::print("\npeak memory, {} comparable runs: median |error| {:.1f} %, worst {:.1f} %\n", errors.size(),
