@@ -260,7 +260,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
        static_cast<long long>(bytes_in(g, mem_bwd, bwd_kernels)), bwd_kernels, real(mem_fwd), real(mem_bwd));
   // The head's memory-bound work: final norm, loss (and the embedding on
   // one stage), forward and backward together.
-  auto const head_kernels = sc.head_kernels - 3;
+  auto const head_kernels = sc.head_kernels() - 3;
   double const head_mem = sc.head_forward.value() + sc.head_backward.value() - logits.forward - logits.backward;
   line("constexpr memory_spec k_head_memory = {{{}, {}, 0, 0, {}, 0}};  // norm, loss, embedding",
        static_cast<long long>(bytes_in(g, head_mem, head_kernels)), head_kernels, real(std::max(0.0, head_mem)));

@@ -314,8 +314,11 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   seconds const loss = memory_time(g, bytes(logit_elems * (2 * e + 4)));
   out.head_forward = logits.forward + norm + loss + (pp == 1 ? embed : seconds());
   out.head_backward = logits.backward + norm * 2.0 + loss + (pp == 1 ? embed : seconds());
-  out.head_kernels = 3 + 4 + (pp == 1 ? 2 : 0);
-  out.head_kernels_forward = 3 + (pp == 1 ? 1 : 0);
+  // Final norm, logits, loss; backward the loss, the logits' dgrad and
+  // wgrad, the norm; the embedding one each way on the first stage.
+  std::int64_t const embedding_kernels = pp == 1 ? 1 : 0;
+  out.head_kernels_forward = 3 + embedding_kernels;
+  out.head_kernels_backward = 4 + embedding_kernels;
   return out;
 }
 

@@ -50,12 +50,13 @@ struct stage_compute {
   std::int64_t layer_kernels = 0;           ///< operators one layer's forward issues
   std::int64_t layer_kernels_backward = 0;  ///< operators one layer's backward issues
   std::int64_t layer_kernels_recompute = 0; ///< operators the recomputation issues per layer
-  std::int64_t head_kernels = 0;            ///< operators of the head, forward + backward
-  std::int64_t head_kernels_forward = 0;    ///< of which in the forward
+  std::int64_t head_kernels_forward = 0;    ///< operators of the head's forward
+  std::int64_t head_kernels_backward = 0;   ///< operators of the head's backward
   /// Operators the stage issues for one micro-batch (forward, backward, recomputation).
   [[nodiscard]] std::int64_t kernels() const {
-    return (layer_kernels + layer_kernels_backward + layer_kernels_recompute) * layers + head_kernels;
+    return (layer_kernels + layer_kernels_backward + layer_kernels_recompute) * layers + head_kernels();
   }
+  [[nodiscard]] std::int64_t head_kernels() const { return head_kernels_forward + head_kernels_backward; }
   /// forward + backward of the stage for one micro-batch, without recomputation
   [[nodiscard]] seconds forward_backward() const {
     return (layer_forward + layer_backward) * static_cast<double>(layers) + head();

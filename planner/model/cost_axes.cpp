@@ -90,8 +90,9 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   // collectives feeding recomputed matmuls: the two all-gathers of the norm
   // outputs with sequence parallelism, the all-reduce after the o
   // projection without.
+  std::int64_t const per_pass = 2;  // of each collective, per layer
   std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
-  std::int64_t const per_layer = 2 * passes;
+  std::int64_t const per_layer = per_pass * passes;
   bool const ops = s.checkpoint == checkpoint_mode::ops;
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
@@ -108,7 +109,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     // GEMM, the reduce-scatters under the o projection and the MLP's last
     // (and in the backward under their dgrad and wgrad GEMMs, about as
     // long), exposing the first chunk and what the GEMM cannot cover.
-    seconds ag_layer = ag * 2.0, rs_layer = rs * 2.0;  // one pass of a layer
+    seconds ag_layer = ag * static_cast<double>(per_pass), rs_layer = rs * static_cast<double>(per_pass);  // one pass
     if (x.sh.prog->training.tp_comm_overlap) {
       auto const& gf = x.sc.gemm_forward;
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
@@ -126,8 +127,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     double const md = static_cast<double>(x.micro);
     stream.time = (ag_exposed + rs_exposed) / md;
     stream.calls = (ag_per_layer + per_layer) * layers;
-    stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(layers);  // two of each
-    stream.forward_calls = 4 * layers;
+    stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(layers);
+    stream.forward_calls = 2 * per_pass * layers;  // the all-gathers and the reduce-scatters
   } else {
     std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
     std::int64_t const ar_count = ar_per_layer * layers * x.micro;
@@ -136,8 +137,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
     stream.time = ar * static_cast<double>(ar_per_layer * layers);
     stream.calls = ar_per_layer * layers;
-    stream.forward_time = ar * static_cast<double>(2 * layers);
-    stream.forward_calls = 2 * layers;
+    stream.forward_time = ar * static_cast<double>(per_pass * layers);
+    stream.forward_calls = per_pass * layers;
   }
   return stream;
 }

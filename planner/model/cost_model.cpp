@@ -108,7 +108,7 @@ seconds micro_batch_end(stage_compute const& sc, cost::in_stream const& tp, seco
                         bool timed_passes) {
   double const layers = static_cast<double>(sc.layers);
   auto const head_forward = static_cast<double>(with_head ? sc.head_kernels_forward : 0);
-  auto const head_backward = static_cast<double>(with_head ? sc.head_kernels - sc.head_kernels_forward : 0);
+  auto const head_backward = static_cast<double>(with_head ? sc.head_kernels_backward : 0);
   std::array<host_run, 4> const runs{{
       {dl * (static_cast<double>(sc.layer_kernels) * layers + static_cast<double>(tp.forward_calls)),
        sc.layer_forward * layers + tp.forward_time},
