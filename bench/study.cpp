@@ -126,16 +126,19 @@ bool check_catalog_fit(std::vector<calibration_run> const& runs, cost_model cons
   return same;
 }
 
-std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+namespace {
+
+// Every pair of runs of one job (same_job_group) the held-out predictions
+// cost, measured more than 1 % apart (closer runs are a tie no model can
+// order): f(a, b, measured more than 10 % apart, the model agrees).
+template <class F>
+void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs, F f) {
   std::map<std::string, double> predicted;
   for (auto const& h : cv)
     for (auto const& p : h.rows) predicted[p.id] = p.predicted.value();
   std::map<std::string, std::vector<calibration_run const*>> groups;
   for (auto const& r : runs)
     if (!r.same_job.empty() && predicted.count(r.id)) groups[r.same_job].push_back(&r);
-  std::map<std::string, ranking> by_family;
-  // The pairs a planner's choice hinges on: measured more than 10 % apart.
-  ranking apart{"every pair 10 % apart", 0, 0};
   for (auto const& [group, members] : groups)
     for (std::size_t i = 0; i < members.size(); ++i)
       for (std::size_t j = i + 1; j < members.size(); ++j) {
@@ -143,18 +146,28 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
         auto const& b = *members[j];
         double const measured = a.step_time->value() - b.step_time->value();
         double const faster = std::min(a.step_time->value(), b.step_time->value());
-        // Runs within 1 % of each other are a tie no model can order.
         if (std::fabs(measured) < 0.01 * faster) continue;
-        auto& r = by_family[a.family];
-        r.family = a.family;
-        ++r.pairs;
-        bool const agrees = (predicted[a.id] - predicted[b.id]) * measured > 0;
-        r.agree += agrees;
-        if (std::fabs(measured) > 0.10 * faster) {
-          ++apart.pairs;
-          apart.agree += agrees;
-        }
+        f(a, b, std::fabs(measured) > 0.10 * faster, (predicted[a.id] - predicted[b.id]) * measured > 0);
       }
+}
+
+void count(ranking& r, bool agrees) {
+  ++r.pairs;
+  r.agree += agrees;
+}
+
+}  // namespace
+
+std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::map<std::string, ranking> by_family;
+  // The pairs a planner's choice hinges on: measured more than 10 % apart.
+  ranking apart{"every pair 10 % apart", 0, 0};
+  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const&, bool far, bool agrees) {
+    auto& r = by_family[a.family];
+    r.family = a.family;
+    count(r, agrees);
+    if (far) count(apart, agrees);
+  });
   std::vector<ranking> out;
   ranking all{"every pair", 0, 0}, production{"all but vTrain", 0, 0};
   for (auto const& [family, r] : by_family) {
@@ -169,6 +182,55 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
   out.push_back(production);
   out.push_back(all);
   out.push_back(apart);
+  return out;
+}
+
+std::string what_differs(calibration_run const& a, calibration_run const& b) {
+  std::vector<std::string> keys;
+  auto const& x = a.s;
+  auto const& y = b.s;
+  auto note = [&](bool differs, char const* key) {
+    if (differs) keys.emplace_back(key);
+  };
+  note(x.tp != y.tp, "tp");
+  note(x.pp != y.pp, "pp");
+  note(x.dp != y.dp, "dp");
+  note(x.cp != y.cp, "cp");
+  note(x.ep != y.ep, "ep");
+  note(x.zero != y.zero || x.shard != y.shard, "zero");
+  note(x.virtual_stages != y.virtual_stages, "virtual_stages");
+  note(x.sequence_parallel != y.sequence_parallel, "sequence_parallel");
+  note(x.checkpoint != y.checkpoint, "checkpoint");
+  note(x.micro_batch != y.micro_batch, "micro_batch");
+  note(a.prog.model.prec != b.prog.model.prec, "precision");
+  // The framework's behaviours the sources set beyond the strategy
+  // (torch.compile, async TP, overlaps): each key either run sets apart.
+  std::map<std::string, std::string> ra(a.runtime.begin(), a.runtime.end()), rb(b.runtime.begin(), b.runtime.end());
+  std::set<std::string> behaviours;
+  for (auto const& [k, v] : ra)
+    if (auto it = rb.find(k); it == rb.end() || it->second != v) behaviours.insert(k);
+  for (auto const& [k, v] : rb)
+    if (!ra.count(k)) behaviours.insert(k);
+  keys.insert(keys.end(), behaviours.begin(), behaviours.end());
+  if (keys.empty()) return "nothing the model reads";
+  std::string out;
+  for (auto const& k : keys) out += (out.empty() ? "" : " + ") + k;
+  return out;
+}
+
+std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::map<std::string, ranking> by;
+  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const& b, bool, bool agrees) {
+    auto const what = what_differs(a, b);
+    auto& r = by[what];
+    r.family = what;
+    count(r, agrees);
+  });
+  std::vector<ranking> out;
+  for (auto const& [what, r] : by) out.push_back(r);
+  // Most pairs first; the name orders equal counts, so the table is the
+  // same from run to run.
+  std::stable_sort(out.begin(), out.end(), [](ranking const& l, ranking const& r) { return l.pairs > r.pairs; });
   return out;
 }
 

@@ -49,6 +49,16 @@ struct ranking {
 /// ties and left out.
 std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
 
+/// The strategy keys, the precision and the framework behaviours two runs
+/// of one job differ in, joined by " + " in a fixed order ("tp + pp",
+/// "micro_batch", "fused_elementwise"): what a pair's order tests.
+std::string what_differs(calibration_run const& a, calibration_run const& b);
+
+/// The same pairs as rank_agreement, every family together, grouped by
+/// what_differs (`family` holds it): which choices the model orders as
+/// measured and which it does not. Most pairs first.
+std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
+
 /// What --optimize claims on a run whose strategy experts tuned: the
 /// published strategy's predicted step over the best plan's, searching the
 /// whole space the run's framework can run with its model, cluster and batch.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bench/calibration.hpp"
+#include "bench/study.hpp"
 #include "planner/model/comm.hpp"
 #include "planner/model/nccl.hpp"
 
@@ -136,4 +137,27 @@ TEST_CASE("vtrain's machine inside a node is its own measured all-reduce table")
   // 2-GPU 1 MiB call (44 us measured, 19 us costed).
   CHECK(sum / std::size(table) == Approx(0.198).margin(0.005));
   CHECK(worst == Approx(std::log(44.21 / 18.6)).margin(0.02));
+}
+
+TEST_CASE("a pair of runs is named by what its strategies and behaviours differ in") {
+  calibration_run a, b;
+  a.s.tp = 2;
+  a.s.micro_batch = 4;
+  a.runtime = {{"framework", "torchtitan"}, {"attention_backend", "flash"}};
+  b = a;
+  CHECK(what_differs(a, b) == "nothing the model reads");
+  b.s.tp = 1;
+  b.s.pp = 2;
+  CHECK(what_differs(a, b) == "tp + pp");
+  b.s.checkpoint = checkpoint_mode::full;
+  b.prog.model.prec = precision::fp8;
+  b.runtime.emplace_back("fused_elementwise", "true");
+  b.runtime.emplace_back("tp_comm_overlap", "true");
+  CHECK(what_differs(a, b) == "tp + pp + checkpoint + precision + fused_elementwise + tp_comm_overlap");
+  // A behaviour either run sets apart, whichever holds it.
+  CHECK(what_differs(b, a) == "tp + pp + checkpoint + precision + fused_elementwise + tp_comm_overlap");
+  // A behaviour both set, to different values.
+  b = a;
+  b.runtime[1].second = "sdpa";
+  CHECK(what_differs(a, b) == "attention_backend");
 }
