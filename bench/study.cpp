@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -187,35 +188,22 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
 
 std::string what_differs(calibration_run const& a, calibration_run const& b) {
   std::vector<std::string> keys;
-  auto const& x = a.s;
-  auto const& y = b.s;
-  auto note = [&](bool differs, char const* key) {
-    if (differs) keys.emplace_back(key);
-  };
-  note(x.tp != y.tp, "tp");
-  note(x.pp != y.pp, "pp");
-  note(x.dp != y.dp, "dp");
-  note(x.cp != y.cp, "cp");
-  note(x.ep != y.ep, "ep");
-  note(x.zero != y.zero || x.shard != y.shard, "zero");
-  note(x.virtual_stages != y.virtual_stages, "virtual_stages");
-  note(x.sequence_parallel != y.sequence_parallel, "sequence_parallel");
-  note(x.checkpoint != y.checkpoint, "checkpoint");
-  note(x.micro_batch != y.micro_batch, "micro_batch");
-  note(a.prog.model.prec != b.prog.model.prec, "precision");
+  // Every strategy key of the key table, in its order.
+  for (auto const& k : keys_of(block_kind::strategy))
+    if (auto const* access = std::get_if<strategy_access>(&k.field); access && access->get)
+      if (access->get(a.s) != access->get(b.s)) keys.emplace_back(k.name);
+  if (a.prog.model.prec != b.prog.model.prec) keys.emplace_back("precision");
   // The framework's behaviours the sources set beyond the strategy
   // (torch.compile, async TP, overlaps): each key either run sets apart.
-  std::map<std::string, std::string> ra(a.runtime.begin(), a.runtime.end()), rb(b.runtime.begin(), b.runtime.end());
+  std::set<std::pair<std::string, std::string>> const ra(a.runtime.begin(), a.runtime.end()),
+      rb(b.runtime.begin(), b.runtime.end());
+  std::vector<std::pair<std::string, std::string>> apart;
+  std::set_symmetric_difference(ra.begin(), ra.end(), rb.begin(), rb.end(), std::back_inserter(apart));
   std::set<std::string> behaviours;
-  for (auto const& [k, v] : ra)
-    if (auto it = rb.find(k); it == rb.end() || it->second != v) behaviours.insert(k);
-  for (auto const& [k, v] : rb)
-    if (!ra.count(k)) behaviours.insert(k);
+  for (auto const& [key, value] : apart) behaviours.insert(key);
   keys.insert(keys.end(), behaviours.begin(), behaviours.end());
   if (keys.empty()) return "nothing the model reads";
-  std::string out;
-  for (auto const& k : keys) out += (out.empty() ? "" : " + ") + k;
-  return out;
+  return fmt::format("{}", fmt::join(keys, " + "));
 }
 
 std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {

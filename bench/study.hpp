@@ -49,9 +49,10 @@ struct ranking {
 /// ties and left out.
 std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
 
-/// The strategy keys, the precision and the framework behaviours two runs
-/// of one job differ in, joined by " + " in a fixed order ("tp + pp",
-/// "micro_batch", "fused_elementwise"): what a pair's order tests.
+/// The strategy keys (in the key table's order), the precision and the
+/// framework behaviours two runs of one job differ in, joined by " + "
+/// ("tp + pp", "micro_batch", "fused_elementwise"): what a pair's order
+/// tests.
 std::string what_differs(calibration_run const& a, calibration_run const& b);
 
 /// The same pairs as rank_agreement, every family together, grouped by

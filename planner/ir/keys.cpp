@@ -152,6 +152,7 @@ key_field choice() {
     return out;
   };
   a.fix = [](strategy& s, key_value const& v) { s.*C = from_value<U>(v); };
+  a.get = [](strategy const& s) { return to_value(s.*C); };
   return a;
 }
 

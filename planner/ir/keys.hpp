@@ -100,6 +100,7 @@ struct strategy_access {
   void (*store)(strategy_spec&, key_choice<key_value> const&) = nullptr;
   key_choice<key_value> (*load)(strategy_spec const&) = nullptr;
   void (*fix)(strategy&, key_value const&) = nullptr;
+  key_value (*get)(strategy const&) = nullptr;  ///< the member of a concrete strategy
 };
 
 using key_field = std::variant<std::monostate, member_access<model>, member_access<gpu>, member_access<cluster>,

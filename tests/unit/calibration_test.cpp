@@ -156,6 +156,10 @@ TEST_CASE("a pair of runs is named by what its strategies and behaviours differ 
   CHECK(what_differs(a, b) == "tp + pp + checkpoint + precision + fused_elementwise + tp_comm_overlap");
   // A behaviour either run sets apart, whichever holds it.
   CHECK(what_differs(b, a) == "tp + pp + checkpoint + precision + fused_elementwise + tp_comm_overlap");
+  // Every strategy key of the key table counts, the shard group too.
+  b = a;
+  b.s.shard = shard_group{shard_group::kind::node};
+  CHECK(what_differs(a, b) == "shard");
   // A behaviour both set, to different values.
   b = a;
   b.runtime[1].second = "sdpa";
