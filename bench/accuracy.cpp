@@ -157,12 +157,16 @@ void print_skipped(std::vector<calibration_run> const& runs) {
 }
 
 void dump(std::vector<calibration_run> const& runs, cost_model const& model) {
-  fmt::print("id,family,gpu,framework,gpus,measured_s,predicted_s,compute_s,recompute_s,exposed_comm_s,bubble_s,"
-             "optimizer_s,overhead_s,error\n");
+  // The strategy beside the terms: a residual is read against what the run
+  // chose (tp, pp, micro-batch, ...), not joined back to its source table.
+  fmt::print("id,family,gpu,framework,gpus,tp,pp,vpp,dp,cp,micro_batch,grad_accum,checkpoint,measured_s,predicted_s,"
+             "compute_s,recompute_s,exposed_comm_s,bubble_s,optimizer_s,overhead_s,error\n");
   for (auto const& r : runs) {
     auto const t = model.step_time(r.prog, r.s);
-    fmt::print("{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.4f}\n", r.id, r.family,
-               r.prog.cluster.device.name, r.prog.training.framework, r.prog.cluster.gpus(), r.step_time->value(),
+    auto const& s = r.s;
+    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.4f}\n",
+               r.id, r.family, r.prog.cluster.device.name, r.prog.training.framework, r.prog.cluster.gpus(), s.tp, s.pp,
+               s.virtual_stages, s.dp, s.cp, s.micro_batch, r.grad_accum, name(s.checkpoint), r.step_time->value(),
                t.step.value(), t.compute.value(), t.recompute.value(), t.exposed_comm.value(), t.bubble.value(),
                t.optimizer.value(), t.overhead.value(), (t.step - *r.step_time) / *r.step_time);
   }
