@@ -562,6 +562,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "overlap_p2p_comm") return s.pp > 1 && s.virtual_stages > 1;
   if (key == "p2p_scatter_gather") return s.pp > 1 && s.tp > 1;
   if (key == "tp_comm_overlap") return s.tp > 1;
+  if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
   if (key == "overlap_param_gather") return s.zero >= 1;
   if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
   if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;

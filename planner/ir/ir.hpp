@@ -251,6 +251,10 @@ struct training {
   /// Element-wise operators fused into few kernels (Megatron/TE, compiled
   /// code) rather than one PyTorch eager kernel each.
   bool fused_elementwise = true;
+  /// Rotary embeddings in one fused kernel each way; false: as PyTorch's
+  /// eager kernels even in compiled code (torchtitan's complex-number
+  /// rotary, which Inductor does not lower).
+  bool fused_rotary = true;
   /// The step replayed as CUDA graphs: no host time per operator.
   bool cuda_graphs = false;
   /// Megatron's --timing-log-level: at 2 the timers around every

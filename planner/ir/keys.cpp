@@ -403,6 +403,10 @@ std::vector<key_info> behaviour_keys() {
     {.block = k, .name = "fused_elementwise", .dom = d::boolean, .field = member<&training::fused_elementwise, B>(),
      .default_value = true, .default_text = "true", .dump_default = false,
      .meaning = "element-wise operators fused into few kernels, not one PyTorch eager kernel each"},
+    {.block = k, .name = "fused_rotary", .dom = d::boolean, .field = member<&training::fused_rotary, B>(),
+     .default_value = true, .default_text = "true", .dump_default = false,
+     .meaning = "rotary embeddings in one fused kernel each way; false: PyTorch's eager kernels even when the rest "
+                "is fused (torchtitan's complex-number rotary, which torch.compile leaves uncompiled)"},
     {.block = k, .name = "cross_entropy", .dom = d::choice, .field = member<&training::cross_entropy, B>(),
      .choices = {"fused", "unfused"}, .default_value = std::int64_t{0}, .default_text = "fused",
      .dump_default = false, .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it"},

@@ -253,15 +253,21 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const norm_bytes = 2 * 2 * sp_tokens * h * (eager && rms ? eager_rmsnorm_bytes : 1.0);
   double const residual_bytes = 2 * 3 * sp_tokens * h;
   double const act_bytes = t * act_out * mlp_share * (eager && swiglu ? eager_swiglu_bytes : 1.0);
-  double const rotary_bytes =
-      rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) * (eager ? eager_rotary_bytes : 1.0)
-             : 0.0;
+  // Rotary in complex numbers stays eager under torch.compile: Inductor
+  // does not lower complex tensors and runs their operators as fallback
+  // kernels (torch/_inductor/lowering.py unsupported_input_tensor), so the
+  // cast to fp32, the complex multiply and the cast back remain three
+  // kernels of 20 bytes an element.
+  bool const eager_rotary = eager || !p.training.fused_rotary;
+  double const rotary_bytes = rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
+                                           (eager_rotary ? eager_rotary_bytes : 1.0)
+                                     : 0.0;
   double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
   // Fused, one kernel each: the two norms, the two residual adds, the
   // activation, and q's and k's rotation together.
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) +
-                             (rotary ? (eager ? 2 * eager_rotary_kernels : 1.0) : 0.0);
+                             (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
   double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
   seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
                           g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));

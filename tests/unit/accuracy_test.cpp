@@ -64,8 +64,10 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   }
   REQUIRE(median.size() == 9);
   CHECK(median["Korthikanti2022"] <= 0.035);
-  CHECK(median["MLPerf-GPT3-175B"] <= 0.08);
-  CHECK(median["MLPerf-Llama31-405B"] <= 0.05);
+  CHECK(median["MLPerf-GPT3-175B"] <= 0.075);
+  // 3.9 % before torchtitan's compiled rotary was costed as it runs (eager):
+  // Hopper's figures in this fold moved with torchtitan's runs.
+  CHECK(median["MLPerf-Llama31-405B"] <= 0.055);
   CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
   CHECK(median["vTrain-multi"] <= 0.05);
@@ -75,9 +77,10 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   CHECK(median["BLOOM"] <= 0.175);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
-  // at 128-256 K tokens, 405B at 64-256 K) are 25-35 % fast and the 405B's
-  // interleaved 1F1B 25 %, the rest within 17 %.
-  CHECK(median["torchtitan"] <= 0.13);
+  // at 128-256 K tokens, 405B at 64-256 K) are 24-35 % fast and the 405B's
+  // interleaved 1F1B 23 %, the rest within 12 %. Its compiled runs keep
+  // the complex-number rotary eager (12.5 % before that was costed).
+  CHECK(median["torchtitan"] <= 0.09);
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
@@ -85,7 +88,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // from the other families (20 us), and small micro-batches come out fast
   // against large ones (mb 1 24 % fast, mb 8 24 % slow).
   CHECK(median["vTrain-single"] <= 0.20);
-  CHECK(bench::median_of(medians) <= 0.08);
+  CHECK(bench::median_of(medians) <= 0.075);
   CHECK(bench::median_of(all) <= 0.165);
   }
 

@@ -645,6 +645,39 @@ TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RM
   CHECK(gpt_fused.layer_kernels == fused.layer_kernels - 1);  // no rotary kernel
 }
 
+TEST_CASE("torchtitan's complex-number rotary stays eager when the rest is compiled") {
+  program p = two_nodes(1, 8);
+  p.model.norm = norm_kind::rmsnorm;
+  p.model.position = position_kind::rotary;
+  strategy const s = data_parallel(8, 0);
+  p.training.fused_elementwise = true;
+  auto const fused = compute_per_micro_batch(p, s);
+  p.training.fused_rotary = false;
+  auto const complex_rotary = compute_per_micro_batch(p, s);
+  // q's and k's rotation (8,192 wide at 4,096 tokens, 2-byte elements) as
+  // the cast to fp32, the complex multiply and the cast back: 20 bytes an
+  // element against a fused kernel's 4, six kernels against one.
+  double const extra_bytes = 2 * 2 * 4096.0 * 8192 * (5 - 1);
+  auto const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  CHECK(complex_rotary.layer_kernels - fused.layer_kernels == 5);
+  CHECK((complex_rotary.layer_forward - fused.layer_forward).value() ==
+        Approx(extra_bytes / hbm + 5 * g.kernel_latency.value()).epsilon(1e-9));
+  CHECK((complex_rotary.layer_backward - fused.layer_backward).value() ==
+        Approx(2 * extra_bytes / hbm + 10 * g.kernel_latency.value()).epsilon(1e-9));
+  // Eager code runs the same three kernels whatever fused_rotary says.
+  p.training.fused_elementwise = false;
+  auto const eager = compute_per_micro_batch(p, s);
+  p.training.fused_rotary = true;
+  CHECK(compute_per_micro_batch(p, s).layer_forward == eager.layer_forward);
+  // And a model without rotary embeddings does not notice it.
+  p.model.position = position_kind::alibi;
+  p.training.fused_elementwise = true;
+  auto const alibi = compute_per_micro_batch(p, s);
+  p.training.fused_rotary = false;
+  CHECK(compute_per_micro_batch(p, s).layer_forward == alibi.layer_forward);
+}
+
 TEST_CASE("FSDP that keeps a pipeline stage gathered gathers each layer once a step and reduces once") {
   program p = two_nodes(2, 8);
   p.model.norm = norm_kind::rmsnorm;

@@ -856,6 +856,10 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.grad_precision == precision::fp32);
     CHECK(t.cross_entropy == cross_entropy_kind::unfused);
     CHECK_FALSE(t.fused_elementwise);
+    // Complex-number rotary: eager even when compile fuses the rest.
+    CHECK_FALSE(t.fused_rotary);
+    CHECK(with_training("framework = torchtitan; fused_rotary = true").training.fused_rotary);
+    CHECK(with_training("framework = megatron").training.fused_rotary);
     CHECK(t.ddp_bucket_size.value() == 100.0 * 1024 * 1024);
     // reshard_after_forward = not pp_enabled (frameworks.md T12)
     CHECK_FALSE(t.fsdp_reshard_with_pp);
