@@ -605,11 +605,25 @@ TEST_CASE("an interleaved pipeline syncs each chunk's gradients under the cooldo
   CHECK(interleaved < plain);
 }
 
-TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RMSNorm, rotary and SwiGLU split, "
-          "LayerNorm and GELU not") {
+namespace {
+
+// One node of eight under a Llama layer (RMSNorm, rotary embeddings), each
+// GPU its own data-parallel replica.
+program llama_node() {
   program p = two_nodes(1, 8);
   p.model.norm = norm_kind::rmsnorm;
   p.model.position = position_kind::rotary;
+  return p;
+}
+
+// The rate p's GPU moves bytes at in memory-bound operators.
+double hbm_rate(program const& p) { return p.cluster.device.hbm_bandwidth.value() * p.cluster.device.hbm_efficiency; }
+
+}  // namespace
+
+TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RMSNorm, rotary and SwiGLU split, "
+          "LayerNorm and GELU not") {
+  program p = llama_node();
   strategy const s = data_parallel(8, 0);
   p.training.fused_elementwise = true;
   auto const fused = compute_per_micro_batch(p, s);
@@ -622,7 +636,7 @@ TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RM
   double const t = 4096, h = 4096, ffn = 11008;
   double const extra_bytes = 2 * (2 * 2 * t * h * (9 - 1) + t * 3 * ffn * (10.0 / 6 - 1) + 2 * t * 8192 * (5 - 1));
   auto const& g = p.cluster.device;
-  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const hbm = hbm_rate(p);
   CHECK(eager.layer_kernels - fused.layer_kernels == 20);
   CHECK((eager.layer_forward - fused.layer_forward).value() ==
         Approx(extra_bytes / hbm + 20 * g.kernel_latency.value()).epsilon(1e-9));
@@ -646,9 +660,7 @@ TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RM
 }
 
 TEST_CASE("torchtitan's complex-number rotary stays eager when the rest is compiled") {
-  program p = two_nodes(1, 8);
-  p.model.norm = norm_kind::rmsnorm;
-  p.model.position = position_kind::rotary;
+  program p = llama_node();
   strategy const s = data_parallel(8, 0);
   p.training.fused_elementwise = true;
   auto const fused = compute_per_micro_batch(p, s);
@@ -659,7 +671,7 @@ TEST_CASE("torchtitan's complex-number rotary stays eager when the rest is compi
   // element against a fused kernel's 4, six kernels against one.
   double const extra_bytes = 2 * 2 * 4096.0 * 8192 * (5 - 1);
   auto const& g = p.cluster.device;
-  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const hbm = hbm_rate(p);
   CHECK(complex_rotary.layer_kernels - fused.layer_kernels == 5);
   CHECK((complex_rotary.layer_forward - fused.layer_forward).value() ==
         Approx(extra_bytes / hbm + 5 * g.kernel_latency.value()).epsilon(1e-9));
