@@ -255,7 +255,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const act_bytes = t * act_out * mlp_share * (eager && swiglu ? eager_swiglu_bytes : 1.0);
   // Rotary in complex numbers stays eager under torch.compile: Inductor
   // does not lower complex tensors and runs their operators as fallback
-  // kernels (torch/_inductor/lowering.py unsupported_input_tensor), so the
+  // kernels (torch/_inductor unsupported_input_tensor), so the
   // cast to fp32, the complex multiply and the cast back remain three
   // kernels of 20 bytes an element.
   bool const eager_rotary = eager || !p.training.fused_rotary;

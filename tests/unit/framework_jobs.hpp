@@ -93,6 +93,9 @@ inline std::vector<framework_case> framework_cases() {
             false);
   add_cases(out, plans + "7b_2node.dtp", {"current.shard=node"}, "hybrid", false);
   add_cases(out, plans + "7b_2node.dtp", {"current.zero=3", "current.checkpoint=ops"}, "ops", false);
+  // Rotary as torchtitan's complex numbers run it: no other framework's job
+  // can say it.
+  add_cases(out, plans + "7b_2node.dtp", {"training.fused_rotary=false"}, "complex_rotary", false);
   // bf16 gradients and optimizer state, SGD, a fixed bucket, no overlap.
   add_cases(out, plans + "1b_1node.dtp",
             {"training.grad_precision=bf16", "training.optimizer_state_precision=bf16", "model.optimizer=sgd",

@@ -137,7 +137,7 @@ TEST_CASE("every key of every exported job is in the framework's source at the r
         }
     }
   }
-  CHECK(jobs == 47);
+  CHECK(jobs == 49);
   // The keys the jobs use, so a change that stops writing one shows here.
   CHECK(written["torchtitan/job.toml"].size() == 27);  // with fsdp_reshard_after_forward
   CHECK(written["megatron/args.txt"].size() == 45);  // with the padded split's two flags, RMSNorm and rope

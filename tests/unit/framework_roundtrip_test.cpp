@@ -176,6 +176,8 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "data-parallel rank; a smaller shard group (MiCS, zero_optimization.mics_shard_size) is ZeRO-3's",
       "7b_2node.dtp[ops] current megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
       "7b_2node.dtp[ops] current deepspeed: framework 'deepspeed' does not run checkpoint = ops",
+      "7b_2node.dtp[complex_rotary] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not "
+      "zero = 1",
       "1b_1node.dtp[bf16_state] data_parallel torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, "
       "not zero = 1",
   };
@@ -183,6 +185,10 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
   // What a job cannot say, where the plan differs from what the framework
   // then runs: a warning at export, and no round trip to compare.
   std::vector<std::string> const approximated{
+      "7b_2node.dtp[complex_rotary] current megatron: the plan was costed with fused_rotary = false; a megatron "
+      "job cannot say it and runs true",
+      "7b_2node.dtp[complex_rotary] current deepspeed: the plan was costed with fused_rotary = false; a "
+      "deepspeed job cannot say it and runs true",
       "1b_1node.dtp[bf16_state] data_parallel deepspeed: the plan was costed with "
       "optimizer_state_precision = bf16; a deepspeed job cannot say it and runs fp32",
   };
