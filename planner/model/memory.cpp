@@ -329,6 +329,13 @@ class stage_memory {
   // holds one gathered layer, the last, whose backward comes next.
   void peak_moment() {
     bool const unfused = p_.training.cross_entropy == cross_entropy_kind::unfused;
+    // PyTorch's cross entropy on vocab-sharded logits is DTensor's
+    // loss_parallel (torchtitan's default with tensor parallelism), whose
+    // backward computes (one_hot + exp(log_softmax)) x grad in three
+    // operators: one more logit-sized fp32 buffer than log_softmax's own
+    // backward kernel.
+    bool const loss_parallel = unfused && s_.tp > 1;
+    double const unfused_buffers = loss_parallel ? 4.0 : 3.0;
     auto const layers = placed_.layers;
     strategy no_recompute = s_;
     no_recompute.checkpoint = checkpoint_mode::none;
@@ -338,7 +345,7 @@ class stage_memory {
     double const vocab_elems = tokens_ * double(sh_.local_vocab);
     double const gathered = gathered_layer();
     double const at_loss = !placed_.final_norm ? 0.0
-                                               : e_ * tokens_ * h_ / rep_ + (unfused ? 12.0 : e_ + 4.0) * vocab_elems +
+                                               : e_ * tokens_ * h_ / rep_ + (unfused ? 4 * unfused_buffers : e_ + 4.0) * vocab_elems +
                                                      8 * tokens_ + (layers > 0 ? gathered : 0.0);
     double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered : 0.0;
     if (!(placed_.final_norm && at_loss >= in_layer)) {
@@ -353,7 +360,21 @@ class stage_memory {
     b_.peak_moment = "the loss (end of the forward, start of the backward)";
     add(b_.activations, "final norm input", bytes(e_ * tokens_ * h_ / rep_));
     auto const vocab = sh_.padded_vocab;
-    if (unfused) {
+    if (loss_parallel) {
+      // torch/distributed/tensor/parallel/loss.py,
+      // _nll_loss_and_log_softmax_backward: grad_input = zeros_like(x) with
+      // the targets' -1 scattered in, then (grad_input + exp(x)) *
+      // grad_output: beside the kept log_softmax output x, the one-hot
+      // buffer, exp(x) or the sum, and the sum or the product are alive at
+      // once. Its forward peaks lower (the 16-bit logits, their fp32 copy,
+      // the shifted logits and exp or the result: 3.5 buffers).
+      add(b_.activations, [&] {
+        return fmt::format(
+            "loss-parallel cross entropy backward: log_softmax output, the one-hot gradient and two "
+            "temporaries of (one_hot + exp) x grad (4 x fp32 x s.b.vocab/t, vocab padded to {})",
+            vocab);
+      }, bytes(16.0 * vocab_elems));
+    } else if (unfused) {
       // cross_entropy(logits.float(), labels) as torchtitan runs it: the
       // 16-bit logits are freed before the backward; log_softmax's output
       // (kept for its backward), its incoming gradient from nll_loss and the

@@ -297,6 +297,16 @@ TEST_CASE("op-level checkpointing keeps 31,744 values per token of a Llama 3 8B 
   CHECK(activations_per_layer(g, s).value() == 2048 * (2 * (1024 + 1024 + 1024 + 1024 + 4096) + 4 * 16));
 }
 
+namespace {
+// The size of the breakdown's first term whose label starts with `prefix`,
+// -1 when there is none.
+double term(memory_breakdown const& b, std::string_view prefix) {
+  for (auto const& t : b.detail)
+    if (t.name.rfind(prefix, 0) == 0) return t.size.value();
+  return -1.0;
+}
+}  // namespace
+
 TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the loss", "[memory][loss]") {
   auto p = test::program_of(test::llama3_8b(), test::nodes_of("one_node", 1, test::h100_sxm()), 16);
   strategy s;
@@ -308,11 +318,6 @@ TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the
   auto fused = estimate_memory(p, s);
   p.training.cross_entropy = cross_entropy_kind::unfused;
   auto unfused = estimate_memory(p, s);
-  auto term = [](memory_breakdown const& b, std::string_view prefix) {
-    for (auto const& t : b.detail)
-      if (t.name.rfind(prefix, 0) == 0) return t.size.value();
-    return -1.0;
-  };
   CHECK(term(unfused, "unfused cross entropy backward") == 12 * logits);
   CHECK(term(unfused, "logits") == -1.0);  // the 16-bit logits are freed before the backward
   CHECK(term(fused, "logits (s.b.vocab/t") == 2 * logits);
@@ -327,6 +332,34 @@ TEST_CASE("the unfused cross entropy keeps three fp32 logit-sized buffers at the
   bytes sum;
   for (auto const& t : unfused.detail) sum += t.size;
   CHECK(sum == unfused.total);
+}
+
+TEST_CASE("PyTorch's loss-parallel cross entropy keeps four fp32 logit-sized buffers at the loss", "[memory][loss]") {
+  // torchtitan with tensor parallelism computes the loss on vocab-sharded
+  // logits through DTensor's loss_parallel, whose backward is
+  // (one_hot + exp(log_softmax)) x grad: the kept log_softmax output, the
+  // one-hot buffer and two temporaries.
+  auto p = test::program_of(test::llama3_8b(), test::nodes_of("one_node", 1, test::h100_sxm()), 16);
+  p.training.cross_entropy = cross_entropy_kind::unfused;
+  strategy s;
+  s.dp = 4;
+  s.tp = 2;
+  s.sequence_parallel = true;
+  s.zero = 3;
+  s.micro_batch = 2;
+  s.checkpoint = checkpoint_mode::full;
+  double const local_logits = 2 * 8192.0 * (128256 / 2);  // 128,256 is a multiple of 128 x 2: no padding
+  auto const sharded = estimate_memory(p, s);
+  CHECK(std::string(sharded.peak_moment) == "the loss (end of the forward, start of the backward)");
+  CHECK(term(sharded, "loss-parallel cross entropy backward") == 16 * local_logits);
+  CHECK(term(sharded, "unfused cross entropy backward") == -1.0);
+  // Without tensor parallelism log_softmax's own backward kernel: three.
+  s.dp = 8;
+  s.tp = 1;
+  s.sequence_parallel = false;
+  auto const whole = estimate_memory(p, s);
+  CHECK(term(whole, "unfused cross entropy backward") == 12 * (2 * 8192.0 * 128256));
+  CHECK(term(whole, "loss-parallel cross entropy backward") == -1.0);
 }
 
 TEST_CASE("fp32 gradients of a 16-bit model: 18 bytes per parameter, as Megatron's distributed optimizer notes") {
