@@ -409,7 +409,9 @@ std::vector<key_info> behaviour_keys() {
                 "is fused (torchtitan's complex-number rotary, which torch.compile leaves uncompiled)"},
     {.block = k, .name = "cross_entropy", .dom = d::choice, .field = member<&training::cross_entropy, B>(),
      .choices = {"fused", "unfused"}, .default_value = std::int64_t{0}, .default_text = "fused",
-     .dump_default = false, .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it"},
+     .dump_default = false,
+     .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it (with tp > 1, DTensor's "
+                "loss_parallel)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},
