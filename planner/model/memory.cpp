@@ -360,31 +360,25 @@ class stage_memory {
     b_.peak_moment = "the loss (end of the forward, start of the backward)";
     add(b_.activations, "final norm input", bytes(e_ * tokens_ * h_ / rep_));
     auto const vocab = sh_.padded_vocab;
-    if (loss_parallel) {
-      // torch/distributed/tensor/parallel/loss.py,
-      // _nll_loss_and_log_softmax_backward: grad_input = zeros_like(x) with
-      // the targets' -1 scattered in, then (grad_input + exp(x)) *
-      // grad_output: beside the kept log_softmax output x, the one-hot
-      // buffer, exp(x) or the sum, and the sum or the product are alive at
-      // once. Its forward peaks lower (the 16-bit logits, their fp32 copy,
-      // the shifted logits and exp or the result: 3.5 buffers).
-      add(b_.activations, [&] {
-        return fmt::format(
-            "loss-parallel cross entropy backward: log_softmax output, the one-hot gradient and two "
-            "temporaries of (one_hot + exp) x grad (4 x fp32 x s.b.vocab/t, vocab padded to {})",
-            vocab);
-      }, bytes(16.0 * vocab_elems));
-    } else if (unfused) {
+    if (unfused) {
       // cross_entropy(logits.float(), labels) as torchtitan runs it: the
-      // 16-bit logits are freed before the backward; log_softmax's output
-      // (kept for its backward), its incoming gradient from nll_loss and the
-      // gradient it produces are alive at once.
+      // 16-bit logits are freed before the backward. log_softmax's own
+      // backward keeps its output, its incoming gradient from nll_loss and
+      // the gradient it produces alive at once. loss_parallel's
+      // (torch/distributed/tensor/parallel/loss.py,
+      // _nll_loss_and_log_softmax_backward) builds the one-hot gradient,
+      // then (one_hot + exp(x)) * grad: beside the kept output x, the
+      // one-hot buffer, exp(x) or the sum, and the sum or the product. Its
+      // forward peaks lower (the 16-bit logits, their fp32 copy, the shifted
+      // logits and exp or the result: 3.5 buffers).
       add(b_.activations, [&] {
-        return fmt::format(
-            "unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient "
-            "(3 x fp32 x s.b.vocab/t, vocab padded to {})",
-            vocab);
-      }, bytes(12.0 * vocab_elems));
+        return fmt::format("{} ({} x fp32 x s.b.vocab/t, vocab padded to {})",
+                           loss_parallel ? "loss-parallel cross entropy backward: log_softmax output, the one-hot "
+                                           "gradient and two temporaries of (one_hot + exp) x grad"
+                                         : "unfused cross entropy backward: log_softmax output, its gradient and "
+                                           "the logits' gradient",
+                           unfused_buffers, vocab);
+      }, bytes(4 * unfused_buffers * vocab_elems));
     } else {
       add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
           bytes(e_ * vocab_elems));
