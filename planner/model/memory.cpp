@@ -330,12 +330,12 @@ class stage_memory {
   void peak_moment() {
     bool const unfused = p_.training.cross_entropy == cross_entropy_kind::unfused;
     // PyTorch's cross entropy on vocab-sharded logits is DTensor's
-    // loss_parallel (torchtitan's default with tensor parallelism), whose
-    // backward computes (one_hot + exp(log_softmax)) x grad in three
-    // operators: one more logit-sized fp32 buffer than log_softmax's own
-    // backward kernel.
+    // loss_parallel (torchtitan's default with tensor parallelism).
     bool const loss_parallel = unfused && s_.tp > 1;
     double const unfused_buffers = loss_parallel ? 4.0 : 3.0;
+    // Bytes per logit element alive at the loss: the fp32 buffers of the
+    // unfused loss, or the 16-bit logits and their fp32 copy.
+    double const loss_bytes = unfused ? 4 * unfused_buffers : e_ + 4.0;
     auto const layers = placed_.layers;
     strategy no_recompute = s_;
     no_recompute.checkpoint = checkpoint_mode::none;
@@ -345,7 +345,7 @@ class stage_memory {
     double const vocab_elems = tokens_ * double(sh_.local_vocab);
     double const gathered = gathered_layer();
     double const at_loss = !placed_.final_norm ? 0.0
-                                               : e_ * tokens_ * h_ / rep_ + (unfused ? 4 * unfused_buffers : e_ + 4.0) * vocab_elems +
+                                               : e_ * tokens_ * h_ / rep_ + loss_bytes * vocab_elems +
                                                      8 * tokens_ + (layers > 0 ? gathered : 0.0);
     double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered : 0.0;
     if (!(placed_.final_norm && at_loss >= in_layer)) {
@@ -378,7 +378,7 @@ class stage_memory {
                                          : "unfused cross entropy backward: log_softmax output, its gradient and "
                                            "the logits' gradient",
                            unfused_buffers, vocab);
-      }, bytes(4 * unfused_buffers * vocab_elems));
+      }, bytes(loss_bytes * vocab_elems));
     } else {
       add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
           bytes(e_ * vocab_elems));

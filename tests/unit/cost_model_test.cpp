@@ -616,8 +616,20 @@ program llama_node() {
   return p;
 }
 
-// The rate p's GPU moves bytes at in memory-bound operators.
-double hbm_rate(program const& p) { return p.cluster.device.hbm_bandwidth.value() * p.cluster.device.hbm_efficiency; }
+// `more` runs `kernels` more element-wise kernels than `less` moving
+// `extra_bytes` more in a layer's forward; its backward moves twice the
+// bytes and issues twice the kernels.
+void check_extra_elementwise(program const& p, stage_compute const& more, stage_compute const& less,
+                             double extra_bytes, int kernels) {
+  auto const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;  // memory-bound operators' rate
+  double const latency = g.kernel_latency.value();
+  CHECK(more.layer_kernels - less.layer_kernels == kernels);
+  CHECK((more.layer_forward - less.layer_forward).value() ==
+        Approx(extra_bytes / hbm + kernels * latency).epsilon(1e-9));
+  CHECK((more.layer_backward - less.layer_backward).value() ==
+        Approx(2 * extra_bytes / hbm + 2 * kernels * latency).epsilon(1e-9));
+}
 
 }  // namespace
 
@@ -635,14 +647,7 @@ TEST_CASE("PyTorch eager costs each element-wise operator as it runs: Llama's RM
   // and k's rotation 5x; 26 kernels against 6.
   double const t = 4096, h = 4096, ffn = 11008;
   double const extra_bytes = 2 * (2 * 2 * t * h * (9 - 1) + t * 3 * ffn * (10.0 / 6 - 1) + 2 * t * 8192 * (5 - 1));
-  auto const& g = p.cluster.device;
-  double const hbm = hbm_rate(p);
-  CHECK(eager.layer_kernels - fused.layer_kernels == 20);
-  CHECK((eager.layer_forward - fused.layer_forward).value() ==
-        Approx(extra_bytes / hbm + 20 * g.kernel_latency.value()).epsilon(1e-9));
-  // The backward moves twice the forward's bytes.
-  CHECK((eager.layer_backward - fused.layer_backward).value() ==
-        Approx(2 * extra_bytes / hbm + 40 * g.kernel_latency.value()).epsilon(1e-9));
+  check_extra_elementwise(p, eager, fused, extra_bytes, 20);
 
   // GPT's or MPT's layer: F.layer_norm and F.gelu are one kernel each, eager
   // or fused, and ALiBi adds nothing outside the attention kernel.
@@ -669,14 +674,7 @@ TEST_CASE("torchtitan's complex-number rotary stays eager when the rest is compi
   // q's and k's rotation (8,192 wide at 4,096 tokens, 2-byte elements) as
   // the cast to fp32, the complex multiply and the cast back: 20 bytes an
   // element against a fused kernel's 4, six kernels against one.
-  double const extra_bytes = 2 * 2 * 4096.0 * 8192 * (5 - 1);
-  auto const& g = p.cluster.device;
-  double const hbm = hbm_rate(p);
-  CHECK(complex_rotary.layer_kernels - fused.layer_kernels == 5);
-  CHECK((complex_rotary.layer_forward - fused.layer_forward).value() ==
-        Approx(extra_bytes / hbm + 5 * g.kernel_latency.value()).epsilon(1e-9));
-  CHECK((complex_rotary.layer_backward - fused.layer_backward).value() ==
-        Approx(2 * extra_bytes / hbm + 10 * g.kernel_latency.value()).epsilon(1e-9));
+  check_extra_elementwise(p, complex_rotary, fused, 2 * 2 * 4096.0 * 8192 * (5 - 1), 5);
   // Eager code runs the same three kernels whatever fused_rotary says.
   p.training.fused_elementwise = false;
   auto const eager = compute_per_micro_batch(p, s);
