@@ -13,6 +13,17 @@ namespace dtplan::planner::import_detail {
 
 namespace {
 
+// "every layer", "every 2nd layer", "every 12th layer": torchtitan's
+// selective_ac_option as a phrase; a value that is no number as written.
+std::string every_nth_layer(std::string const& n) {
+  if (n == "1") return "every layer";
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+    return fmt::format("every '{}' layer", dsl::escaped(n));
+  char const tens = n.size() >= 2 ? n[n.size() - 2] : '0', last = n.back();
+  char const* suffix = tens == '1' ? "th" : last == '1' ? "st" : last == '2' ? "nd" : last == '3' ? "rd" : "th";
+  return fmt::format("every {}{} layer", n, suffix);
+}
+
 // torchtitan's llama3 flavors that are dtplan presets
 // (torchtitan/models/llama3/__init__.py; planner/catalog/models.dtp).
 std::optional<std::string> preset_of(std::string const& model, std::string const& flavor) {
@@ -307,9 +318,9 @@ void import_torchtitan(job_reader& job, context const& ctx) {
       checkpoint = "ops";
     } else {
       checkpoint = "full";
-      t.diags.warning(key_at(mode_at), fmt::format("torchtitan's selective checkpointing of every {} layer is costed "
-                                                   "as checkpoint = full",
-                                                   *option.first == "1" ? "" : fmt::format("{}th", *option.first)));
+      t.diags.warning(key_at(mode_at), fmt::format("torchtitan's selective checkpointing of {} is costed as "
+                                                   "checkpoint = full",
+                                                   every_nth_layer(*option.first)));
     }
   } else if (*mode.first == "memory_budget") {
     checkpoint = "full";

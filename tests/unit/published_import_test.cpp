@@ -331,6 +331,26 @@ TEST_CASE("a job's bad value is reported where the job writes it") {
         "      | ^\n");
 }
 
+TEST_CASE("torchtitan's selective checkpointing of every n-th layer is named in English") {
+  dsl::source_manager sources;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                         "model m : llama3_8b { }\n");
+  auto warning = [&](std::string const& option) {
+    dsl::diagnostics diags;
+    job_source job{job_format::torchtitan,
+                   sources.add("job.toml", "[activation_checkpoint]\nselective_ac_option = \"" + option + "\"\n"),
+                   {}};
+    REQUIRE(load_job(sources, file, job, {}, diags));
+    REQUIRE(diags.list().size() == 1);
+    return diags.list().front().message;
+  };
+  CHECK(warning("1") == "torchtitan's selective checkpointing of every layer is costed as checkpoint = full");
+  CHECK(warning("2") == "torchtitan's selective checkpointing of every 2nd layer is costed as checkpoint = full");
+  CHECK(warning("3") == "torchtitan's selective checkpointing of every 3rd layer is costed as checkpoint = full");
+  CHECK(warning("11") == "torchtitan's selective checkpointing of every 11th layer is costed as checkpoint = full");
+  CHECK(warning("21") == "torchtitan's selective checkpointing of every 21st layer is costed as checkpoint = full");
+  CHECK(warning("x") == "torchtitan's selective checkpointing of every 'x' layer is costed as checkpoint = full");
+}
 
 TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) on 512 GPUs costs as the calibration prices its "
           "run: 10 % slow, beyond the median error dtplan states for Megatron-Core on H100") {
