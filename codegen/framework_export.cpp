@@ -261,6 +261,9 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.number("pipeline_parallel_degree", s.pp);
   o.number("context_parallel_degree", s.cp);
   o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
+  // Said where it matters or differs from torchtitan's default (allgather).
+  if (t.cp_comm_type != planner::cp_comm_kind::p2p && (s.cp > 1 || t.cp_comm_type != planner::cp_comm_kind::allgather))
+    o.string("context_parallel_rotate_method", planner::name(t.cp_comm_type));
   if (s.pp > 1 && s.zero == 3 && t.fsdp_reshard_with_pp) o.string("fsdp_reshard_after_forward", "always");
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
@@ -432,6 +435,7 @@ std::vector<job_file> megatron_job(planner::program const& p, planner::plan cons
     case planner::attention_backend::unfused: a.add("--attention-backend", "unfused"); break;
     default: break;  // no such backend: a warning says what the job runs
   }
+  if (s.cp > 1 && t.cp_comm_type == planner::cp_comm_kind::p2p) a.add("--cp-comm-type", "p2p");
   if (t.cuda_graphs) a.add("--enable-cuda-graph");
   if (t.timing_log_level > 0) a.add("--timing-log-level", t.timing_log_level);
 
@@ -526,6 +530,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
   switch (f) {
     case job_format::torchtitan:
       return key == "fused_elementwise" || key == "tp_comm_overlap" ||
+             (key == "cp_comm_type" && t.cp_comm_type != planner::cp_comm_kind::p2p) ||
              (key == "grad_precision" && grad_precision(p) == precision::fp32) ||
              (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3) ||
              (key == "fsdp_reshard_with_pp" && s.pp > 1 && s.zero == 3);
@@ -538,6 +543,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
                (grad_precision(p) == precision::fp16 && prec == precision::fp16);
       return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" || key == "timing_log_level" ||
              key == "optimizer_state_precision" ||
+             (key == "cp_comm_type" && t.cp_comm_type == planner::cp_comm_kind::p2p) ||
              (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
              (key == "overlap_param_gather" && s.zero == 1) ||
              (key == "tp_comm_overlap" && s.tp > 1 && s.sequence_parallel) ||
@@ -562,6 +568,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "overlap_p2p_comm") return s.pp > 1 && s.virtual_stages > 1;
   if (key == "p2p_scatter_gather") return s.pp > 1 && s.tp > 1;
   if (key == "tp_comm_overlap") return s.tp > 1;
+  if (key == "cp_comm_type") return s.cp > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
   if (key == "overlap_param_gather") return s.zero >= 1;
   if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;

@@ -408,6 +408,26 @@ void import_megatron(job_reader& job, context const& ctx) {
                                                       "as 'auto'",
                                                       dsl::escaped(*b)));
   }
+  if (auto const* comm = job.find("--cp-comm-type")) {
+    // One type for every layer, or one per layer (nargs '+'). a2a
+    // (Ulysses), allgather and a2a+p2p move other tensors than Transformer
+    // Engine's ring.
+    std::vector<std::string> types;
+    if (comm->val && comm->val->k == dsl::config::value::kind::array) {
+      for (auto const& item : comm->val->items) types.push_back(item.text);
+    } else {
+      auto v = job.text(*comm);
+      if (!v) return;
+      types.push_back(*v);
+    }
+    auto const other = std::find_if(types.begin(), types.end(), [](std::string const& v) { return v != "p2p"; });
+    if (other == types.end())
+      set(t, "training", "cp_comm_type", identifier_value("p2p", value_at(comm)), comm->key_where);
+    else
+      t.diags.warning(comm->key_where, fmt::format("Megatron-LM's context-parallel communication '{}' is not "
+                                                   "modelled: costed as 'p2p'",
+                                                   dsl::escaped(*other)));
+  }
   {
     auto const* aware = job.flag("--use-precision-aware-optimizer");
     auto const* avg = job.find("--exp-avg-dtype");

@@ -221,6 +221,10 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   }
   else
     set_strategy(t, "shard", identifier_value("all", value_at(dp_at)), key_at(dp_at));
+  if (auto rotate = text("parallelism.context_parallel_rotate_method", "allgather"); rotate.second) {
+    if (!choice(rotate, {"allgather", "alltoall"})) return;
+    set(t, "training", "cp_comm_type", identifier_value(*rotate.first, value_at(rotate.second)), key_at(rotate.second));
+  }
   if (auto async = flag("parallelism.enable_async_tensor_parallel", false); async.second) {
     if (!async.first) return;
     set(t, "training", "tp_comm_overlap", boolean_value(*async.first, value_at(async.second)), key_at(async.second));

@@ -54,6 +54,14 @@ char const* name(cross_entropy_kind c) {
   }
   return "?";
 }
+char const* name(cp_comm_kind c) {
+  switch (c) {
+    case cp_comm_kind::p2p: return "p2p";
+    case cp_comm_kind::allgather: return "allgather";
+    case cp_comm_kind::alltoall: return "alltoall";
+  }
+  return "?";
+}
 int recompute_rank(checkpoint_mode c) {
   auto const at = std::find(checkpoint_modes.begin(), checkpoint_modes.end(), c);
   return static_cast<int>(at - checkpoint_modes.begin());

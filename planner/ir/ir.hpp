@@ -42,6 +42,16 @@ enum class checkpoint_mode { none, selective, full, ops };
 /// cross_entropy(logits.float(), labels): log_softmax then nll_loss, three
 /// fp32 logit-sized buffers at the start of the backward).
 enum class cross_entropy_kind { fused, unfused };
+/// How context parallelism's attention exchanges keys and values: `p2p`,
+/// Transformer Engine's ring (Megatron's --cp-comm-type p2p): each step
+/// sends the keys and values on to the next rank, at their own heads;
+/// `allgather`, PyTorch's ring attention with its all-gather rotater
+/// (torchtitan's context_parallel_rotate_method = "allgather"): every
+/// rank's keys and values gathered once per pass; `alltoall`, PyTorch's
+/// ring passing them on (torchtitan's "alltoall"). PyTorch's runs on
+/// SDPA's inputs, the keys and values expanded to the query's heads, and
+/// accumulates the gradients in fp32.
+enum class cp_comm_kind { p2p, allgather, alltoall };
 /// A parallel dimension of the rank layout.
 enum class axis { tp, cp, dp, pp };
 /// GPU generations, for the figures that differ by generation (NCCL's
@@ -80,6 +90,7 @@ char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
 char const* name(cross_entropy_kind);
+char const* name(cp_comm_kind);
 /// Every checkpoint mode, by how much it recomputes (and, for dense
 /// transformers, how little it keeps): the order the search, the advice and
 /// the check's fixes try them in.
@@ -289,6 +300,9 @@ struct training {
   precision optimizer_state_precision = precision::fp32;
   /// NCCL may run NVLink SHARP all-reduces (NCCL_NVLS_ENABLE; MLPerf turns it off).
   bool nvls = false;
+  /// Context parallelism's key and value exchange (what a layer's attention
+  /// holds beside its own keys and values).
+  cp_comm_kind cp_comm_type = cp_comm_kind::p2p;
   key_spans keys;
 };
 

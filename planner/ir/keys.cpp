@@ -470,6 +470,12 @@ std::vector<key_info> behaviour_keys() {
      .min = 0, .max = 2, .default_value = std::int64_t{0}, .default_text = "0", .dump_default = false,
      .meaning = "Megatron's --timing-log-level: at 2 the host waits for the GPU as every micro-batch's forward and "
                 "backward starts and ends (the timers around them synchronise)"},
+    {.block = k, .name = "cp_comm_type", .dom = d::choice, .field = member<&training::cp_comm_type, B>(),
+     .choices = {"p2p", "allgather", "alltoall"}, .default_value = std::int64_t{0}, .default_text = "p2p",
+     .dump_default = false,
+     .meaning = "context parallelism's key and value exchange: Transformer Engine's ring (p2p, Megatron's "
+                "--cp-comm-type), or PyTorch's ring attention gathering them (allgather) or passing them on "
+                "(alltoall), torchtitan's context_parallel_rotate_method"},
     {.block = k, .name = "nvls", .dom = d::boolean, .field = member<&training::nvls, B>(),
      .default_value = false, .default_text = "false", .aliases = {"nvls_enable"}, .dump_default = false,
      .meaning = "NCCL may run NVLink SHARP (NVLS) all-reduces inside a node"},

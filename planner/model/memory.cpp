@@ -347,13 +347,23 @@ class stage_memory {
     double const at_loss = !placed_.final_norm ? 0.0
                                                : e_ * tokens_ * h_ / rep_ + loss_bytes * vocab_elems +
                                                      8 * tokens_ + (layers > 0 ? gathered : 0.0);
-    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered : 0.0;
+    double const exchange = layers > 0 ? cp_exchange() : 0.0;
+    double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered + exchange : 0.0;
     if (!(placed_.final_norm && at_loss >= in_layer)) {
       b_.peak_moment = "the backward of a layer";
       if (layers > 0) {
         add(b_.activations, "recomputed layer's activations during backward (one layer, one micro-batch)",
             recompute_working);
         add(b_.buffers, "ZeRO-3 gathered layer + prefetched next layer", bytes(2 * gathered));
+        add(b_.buffers, [&] {
+          return fmt::format("context-parallel key/value exchange in a layer's attention (cp_comm_type = {}: {})",
+                             name(p_.training.cp_comm_type),
+                             p_.training.cp_comm_type == cp_comm_kind::p2p
+                                 ? "the forward's received keys and values, or the backward's two send/receive "
+                                   "buffers of keys, values and their gradients"
+                                 : "keys and values expanded to the query's heads, their fp32 gradients passed "
+                                   "round the ring, an fp32 query gradient");
+        }, bytes(exchange));
       }
       return;
     }
@@ -386,6 +396,44 @@ class stage_memory {
     }
     add(b_.activations, "loss (fp32 per token)", bytes(8 * tokens_));
     if (layers > 0) add(b_.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered));
+  }
+
+  // What context parallelism's attention holds in a layer beyond the
+  // layer's own keys and values, by cp_comm_type; q is a rank's queries.
+  // - p2p, Transformer Engine's ring (AttnFuncWithCPAndKVP2P, TE d0067d0da
+  //   transformer_engine/pytorch/attention/dot_product_attention/
+  //   context_parallel.py): the forward keeps every step's received keys
+  //   and values, at their own heads, until it ends (:1690-1717, the list
+  //   p2p_comm_buffers); the backward two send/receive buffers of keys,
+  //   values and their gradients, and a query-gradient buffer (:2392-2400).
+  //   The larger of the two.
+  // - allgather and alltoall, PyTorch's ring attention (torch/distributed/
+  //   tensor/experimental/_attention.py at pytorch 0123248a48,
+  //   _templated_ring_attention_backward): on SDPA's inputs, which
+  //   torchtitan expands to the query's heads (repeat_kv, TT v0.2.0
+  //   models/llama3/model/model.py:236-237), so keys and values are 2q.
+  //   The backward holds the gathered keys and values (allgather: all cp
+  //   ranks'; alltoall: the current and the next), the concatenation it
+  //   sends, an fp32 query gradient, and the fp32 key/value gradients
+  //   rotated as all-to-alls (received, sent and receiving: three of
+  //   2 x 2q). Its forward holds less.
+  [[nodiscard]] double cp_exchange() const {
+    if (s_.cp <= 1) return 0.0;
+    double const cp = double(s_.cp), t = double(s_.tp);
+    double const q = e_ * tokens_ * h_ / t;
+    switch (p_.training.cp_comm_type) {
+      case cp_comm_kind::p2p: {
+        double const kv = 2 * e_ * tokens_ * double(m_.kv_heads * (m_.hidden / m_.heads)) / t;
+        return std::max(cp * kv, 2 * 2 * kv + q);
+      }
+      case cp_comm_kind::allgather:
+      case cp_comm_kind::alltoall: {
+        double const kv = 2 * q;
+        double const held = p_.training.cp_comm_type == cp_comm_kind::allgather ? cp * kv : 2 * kv;
+        return held + kv + 2 * q + 3 * (2 * kv);
+      }
+    }
+    return 0.0;
   }
 
   strategy_shape const& sh_;

@@ -74,4 +74,20 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   auto [tp_error, tp_total] = error_of("TT-70B-256gpu-2D");
   CHECK(tp_total == Approx(59.1).margin(0.05));
   CHECK(tp_error == Approx(-0.179).margin(0.001));
+
+  // The same 405B with context parallelism, 32 K tokens a GPU at every cp:
+  // torchtitan's ring (allgather, on keys and values expanded to the 16
+  // local heads) holds (2 cp + 16) x 128 MiB in a layer's backward: 2.5,
+  // 3.0 and 4.0 GiB at cp 2, 4 and 8. Published 75.3, 75.9, 77.1 and 84.9
+  // GiB at cp 1-8; the rises over cp 1 (0.6, 1.8, 9.6 GiB) are the
+  // allocator's reservation, not only what is allocated, and the model
+  // stays under each.
+  auto [cp1_error, cp1_total] = error_of("TT-405B-512gpu-CP1-32K");
+  auto [cp2_error, cp2_total] = error_of("TT-405B-512gpu-CP2-64K");
+  auto [cp8_error, cp8_total] = error_of("TT-405B-512gpu-CP8-256K");
+  CHECK(cp2_total - cp1_total == Approx(2.5).margin(0.001));
+  CHECK(cp8_total - cp1_total == Approx(4.0).margin(0.001));
+  CHECK(cp1_error == Approx(-0.082).margin(0.001));
+  CHECK(cp2_error == Approx(-0.056).margin(0.001));
+  CHECK(cp8_error == Approx(-0.138).margin(0.001));
 }

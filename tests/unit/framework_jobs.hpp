@@ -3,7 +3,8 @@
 // strategies and the best its search finds) under each framework dtplan
 // writes jobs for, and variants of them set to reach the keys the plans
 // alone do not (fp8, fp16, hybrid sharding, interleaving under FSDP, the
-// overlaps, bf16 optimizer state, SGD, every checkpoint mode).
+// overlaps, bf16 optimizer state, SGD, every checkpoint mode, context
+// parallelism's ring).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,6 +97,10 @@ inline std::vector<framework_case> framework_cases() {
   // Rotary as torchtitan's complex numbers run it: no other framework's job
   // can say it.
   add_cases(out, plans + "7b_2node.dtp", {"training.fused_rotary=false"}, "complex_rotary", false);
+  // Context parallelism passing keys and values round PyTorch's ring
+  // (torchtitan's context_parallel_rotate_method = "alltoall").
+  add_cases(out, plans + "8b_torchtitan_h100.dtp", {"fsdp.cp=2", "fsdp.dp=32", "training.cp_comm_type=alltoall"},
+            "cp_ring", false);
   // bf16 gradients and optimizer state, SGD, a fixed bucket, no overlap.
   add_cases(out, plans + "1b_1node.dtp",
             {"training.grad_precision=bf16", "training.optimizer_state_precision=bf16", "model.optimizer=sgd",

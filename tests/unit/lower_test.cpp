@@ -860,6 +860,13 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK_FALSE(t.fused_rotary);
     CHECK(with_training("framework = torchtitan; fused_rotary = true").training.fused_rotary);
     CHECK(with_training("framework = megatron").training.fused_rotary);
+    // PyTorch's ring attention gathers every rank's keys and values;
+    // Megatron's (Transformer Engine's) passes them on.
+    CHECK(t.cp_comm_type == cp_comm_kind::allgather);
+    CHECK(with_training("framework = torchtitan; cp_comm_type = alltoall").training.cp_comm_type ==
+          cp_comm_kind::alltoall);
+    CHECK(with_training("framework = megatron").training.cp_comm_type == cp_comm_kind::p2p);
+    CHECK(with_training("").training.cp_comm_type == cp_comm_kind::p2p);
     CHECK(t.ddp_bucket_size.value() == 100.0 * 1024 * 1024);
     // reshard_after_forward = not pp_enabled (frameworks.md T12)
     CHECK_FALSE(t.fsdp_reshard_with_pp);

@@ -362,6 +362,50 @@ TEST_CASE("PyTorch's loss-parallel cross entropy keeps four fp32 logit-sized buf
   CHECK(term(whole, "loss-parallel cross entropy backward") == -1.0);
 }
 
+TEST_CASE("context parallelism's exchange in a layer's attention, by cp_comm_type", "[memory][cp]") {
+  // Llama 3 8B (32 heads, 8 key/value heads of 128), 8,192 tokens over
+  // cp 4 at tp 2: a rank's queries are q = 2 B x 2,048 x 4,096 / 2 = 8 MiB,
+  // its own keys and values 4 MiB. With a vocabulary of 1,024 the loss is
+  // small: the peak is a layer's backward.
+  auto m = test::llama3_8b();
+  m.vocab = 1024;
+  auto p = test::program_of(m, test::nodes_of("two_nodes", 2, test::h100_sxm()), 16);
+  strategy s;
+  s.tp = 2;
+  s.cp = 4;
+  s.dp = 2;
+  s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::full;
+  double const q = 2 * 2048.0 * 4096 / 2;
+  auto exchange = [&](cp_comm_kind kind) {
+    p.training.cp_comm_type = kind;
+    auto const b = estimate_memory(p, s);
+    CHECK(std::string(b.peak_moment) == "the backward of a layer");
+    return std::pair{term(b, "context-parallel key/value exchange"), b.total.value()};
+  };
+  // Transformer Engine's ring: the larger of the forward's four received
+  // key/value buffers (4 x 4 MiB) and the backward's two send/receive
+  // pairs of keys, values and their gradients plus a query gradient
+  // (4 x 4 + 8 MiB).
+  auto const [p2p, p2p_total] = exchange(cp_comm_kind::p2p);
+  CHECK(p2p == 3 * q);
+  // PyTorch's, on keys and values expanded to 32 heads (2q): gathered from
+  // the four ranks (8q) or the current and the next (4q), the concatenation
+  // sent (2q), the fp32 query gradient (2q) and three fp32 key/value
+  // gradient buffers (12q).
+  auto const [gathered, gathered_total] = exchange(cp_comm_kind::allgather);
+  CHECK(gathered == 24 * q);
+  auto const [ring, ring_total] = exchange(cp_comm_kind::alltoall);
+  CHECK(ring == 20 * q);
+  CHECK(gathered_total - p2p_total == 21 * q);
+  CHECK(gathered_total - ring_total == 4 * q);
+  // Without context parallelism nothing is exchanged.
+  s.cp = 1;
+  s.dp = 8;
+  p.training.cp_comm_type = cp_comm_kind::allgather;
+  CHECK(term(estimate_memory(p, s), "context-parallel key/value exchange") == -1.0);
+}
+
 TEST_CASE("fp32 gradients of a 16-bit model: 18 bytes per parameter, as Megatron's distributed optimizer notes") {
   auto const st = model_state_bytes(1e9, precision::bf16, optimizer_kind::adam, 0, 1, 4);
   CHECK(st.gradients.value() == 4e9);

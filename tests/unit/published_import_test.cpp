@@ -331,6 +331,55 @@ TEST_CASE("a job's bad value is reported where the job writes it") {
         "      | ^\n");
 }
 
+TEST_CASE("context parallelism's exchange is read from torchtitan's rotate method and Megatron-LM's --cp-comm-type") {
+  dsl::source_manager sources;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                         "model m : llama3_8b { }\n");
+  auto torchtitan = [&](std::string const& rotate, dsl::diagnostics& diags) {
+    job_source job{job_format::torchtitan,
+                   sources.add("job.toml", "[parallelism]\ncontext_parallel_degree = 2\n" + rotate +
+                                               "[training]\nlocal_batch_size = 1\n[activation_checkpoint]\n"
+                                               "mode = \"full\"\n"),
+                   {}};
+    return load_job(sources, file, job, {}, diags);
+  };
+  dsl::diagnostics quiet;
+  auto const preset = torchtitan("", quiet);
+  REQUIRE(preset);
+  CHECK(preset->training.cp_comm_type == cp_comm_kind::allgather);
+  auto const ring = torchtitan("context_parallel_rotate_method = \"alltoall\"\n", quiet);
+  REQUIRE(ring);
+  CHECK(ring->training.cp_comm_type == cp_comm_kind::alltoall);
+  CHECK(dsl::format(quiet, sources) == "");
+  dsl::diagnostics bad;
+  CHECK_FALSE(torchtitan("context_parallel_rotate_method = \"ring\"\n", bad));
+  CHECK(dsl::format(bad, sources) ==
+        "job.toml:3:34: error: torchtitan's 'parallelism.context_parallel_rotate_method' is 'allgather' or "
+        "'alltoall', not 'ring'\n"
+        "    3 | context_parallel_rotate_method = \"ring\"\n"
+        "      |                                  ^~~~~~\n");
+
+  auto megatron = [&](std::string const& comm, dsl::diagnostics& diags) {
+    job_source job{job_format::megatron,
+                   sources.add("args.txt", "--bf16\n--micro-batch-size 1\n--context-parallel-size 2\n" + comm), {}};
+    return load_job(sources, file, job, {}, diags);
+  };
+  dsl::diagnostics per_layer;
+  auto const p2p = megatron("--cp-comm-type p2p p2p\n", per_layer);
+  REQUIRE(p2p);
+  CHECK(p2p->training.cp_comm_type == cp_comm_kind::p2p);
+  CHECK(per_layer.empty());
+  dsl::diagnostics ulysses;
+  auto const a2a = megatron("--cp-comm-type p2p a2a\n", ulysses);
+  REQUIRE(a2a);
+  CHECK(a2a->training.cp_comm_type == cp_comm_kind::p2p);
+  CHECK(dsl::format(ulysses, sources) ==
+        "args.txt:4:1: warning: Megatron-LM's context-parallel communication 'a2a' is not modelled: costed as "
+        "'p2p'\n"
+        "    4 | --cp-comm-type p2p a2a\n"
+        "      | ^~~~~~~~~~~~~~\n");
+}
+
 TEST_CASE("torchtitan's selective checkpointing of every n-th layer is named in English") {
   dsl::source_manager sources;
   auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
