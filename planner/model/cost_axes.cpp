@@ -147,20 +147,50 @@ void context_parallel(step_context const& x, comm_builder& out) {
   auto const& sh = x.sh;
   auto const& s = sh.s;
   if (s.cp <= 1) return;
-  // The ring passes K/V chunks cp - 1 times per layer in the forward and
-  // K/V plus their gradients in the backward, overlapped with the
-  // attention core of the chunk in hand.
-  bytes const chunk(2.0 * static_cast<double>(sh.tokens) * static_cast<double>(sh.kv_width) /
-                    static_cast<double>(s.tp) * x.e);
-  auto const hop = call(collective::send_recv, chunk, sh.cp);
-  seconds const fwd = hop * static_cast<double>(s.cp - 1);
-  seconds const bwd = fwd * 2.0;
+  // Each pass of a layer's attention exchanges the ranks' keys and values,
+  // overlapped with the attention core of the chunk in hand (cp_comm_type;
+  // the buffers are memory.cpp's cp_exchange):
+  // - p2p, Transformer Engine's ring: cp - 1 sends of a rank's keys and
+  //   values (at their own heads) forward; backward the keys and values and
+  //   their 16-bit gradients, twice the bytes.
+  // - PyTorch's ring attention, on keys and values expanded to the query's
+  //   heads: forward one all-gather of every rank's (allgather) or cp - 1
+  //   sends (alltoall); backward the same, and the fp32 key/value gradients
+  //   passed on at every one of the cp steps
+  //   (_templated_ring_attention_backward's dkv_rotater).
+  auto const kind = sh.prog->training.cp_comm_type;
+  bool const pytorch = kind != cp_comm_kind::p2p;
+  double const width = static_cast<double>(pytorch ? sh.q_width : sh.kv_width);
+  bytes const chunk(2.0 * static_cast<double>(sh.tokens) * width / static_cast<double>(s.tp) * x.e);
   std::int64_t const fwd_passes = s.checkpoint == checkpoint_mode::full ? 2 : 1;
-  seconds const exposed_layer = max(seconds(0), fwd - x.sc.layer_attention_core) * static_cast<double>(fwd_passes) +
-                                max(seconds(0), bwd - x.sc.layer_attention_core_backward);
-  std::int64_t const count = (s.cp - 1) * (fwd_passes + 2) * x.sc.layers * x.micro;
-  out.add(collective::send_recv, comm_group::cp, sh.cp, chunk, count, hop * static_cast<double>(count),
-          exposed_layer * x.layers * static_cast<double>(x.micro), comm_phase::layer);
+  auto const per_pass = static_cast<double>(x.sc.layers) * static_cast<double>(x.micro);
+  auto const hop = call(collective::send_recv, chunk, sh.cp);
+  bool const gather = kind == cp_comm_kind::allgather;
+  bytes const gathered = chunk * static_cast<double>(s.cp);
+  // One pass's key/value exchange, and the backward's gradients.
+  seconds const kv = gather ? call(collective::all_gather, gathered, sh.cp) : hop * static_cast<double>(s.cp - 1);
+  bytes const fp32_grads = chunk * (4.0 / x.e);
+  seconds const grad_hop = pytorch ? call(collective::send_recv, fp32_grads, sh.cp) : seconds(0);
+  seconds const grads = pytorch ? grad_hop * static_cast<double>(s.cp) : kv;
+  // What the attention core does not hide, per layer, and over the step.
+  seconds const exposed_layer =
+      max(seconds(0), kv - x.sc.layer_attention_core) * static_cast<double>(fwd_passes) +
+      max(seconds(0), kv + grads - x.sc.layer_attention_core_backward);
+  seconds const exposed = exposed_layer * per_pass;
+  // The key/value calls (with p2p, the gradients' sends too: one entry).
+  std::int64_t const kv_calls = gather ? fwd_passes + 1 : (s.cp - 1) * (fwd_passes + (pytorch ? 1 : 2));
+  auto const kv_count = kv_calls * static_cast<std::int64_t>(per_pass);
+  seconds const kv_time = (gather ? kv : hop) * static_cast<double>(kv_calls) * per_pass;
+  seconds const kv_exposed = min(exposed, kv_time);
+  if (gather)
+    out.add(collective::all_gather, comm_group::cp, sh.cp, gathered, kv_count, kv_time, kv_exposed, comm_phase::layer);
+  else
+    out.add(collective::send_recv, comm_group::cp, sh.cp, chunk, kv_count, kv_time, kv_exposed, comm_phase::layer);
+  if (pytorch) {
+    auto const count = s.cp * static_cast<std::int64_t>(per_pass);
+    out.add(collective::send_recv, comm_group::cp, sh.cp, fp32_grads, count, grad_hop * static_cast<double>(count),
+            exposed - kv_exposed, comm_phase::layer);
+  }
 }
 
 void pipeline_parallel(step_context const& x, comm_builder& out) {

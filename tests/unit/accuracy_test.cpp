@@ -152,7 +152,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     REQUIRE(megatron);
     REQUIRE(torchtitan);
     REQUIRE(deepspeed);
-    // NVIDIA's three v4.0 GPT-3 scripts: +9.4 %, -7.7 %, -7.7 % held out.
+    // NVIDIA's three v4.0 GPT-3 scripts: +8.7 %, -4.1 %, -3.9 % held out.
     std::vector<double> nvidia;
     for (char const* id : {"MLPv40-NV-gpt3-H100-512g", "MLPv40-NV-gpt3-H100-10752g", "MLPv40-NV-gpt3-H100-11616g"}) {
       INFO(id << ": " << held.at(id));
@@ -160,7 +160,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
       nvidia.push_back(std::fabs(held.at(id)));
     }
     CHECK(bench::median_of(nvidia) <= megatron->median);
-    CHECK(held.at("MLPv40-NV-gpt3-H100-512g") == Approx(0.094).margin(0.001));
+    CHECK(held.at("MLPv40-NV-gpt3-H100-512g") == Approx(0.087).margin(0.001));
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));

@@ -331,6 +331,56 @@ TEST_CASE("tensor-parallel collectives sit on the critical path") {
   CHECK(tp_entries == 2);
 }
 
+TEST_CASE("context parallelism's exchange follows cp_comm_type") {
+  // Llama 2 7B-shaped with 8 key/value heads of 128, 4,096 tokens over cp 4
+  // at tp 2: 1,024 tokens a rank. Its own keys and values are 2 x 1,024 x
+  // 1,024 / 2 x 2 B = 2 MiB; expanded to the 32 query heads, 8 MiB. Full
+  // recomputation runs the forward's exchange twice; 32 layers x 128
+  // micro-batches (256 sequences over dp 2).
+  program p = two_nodes();
+  p.model.kv_heads = 8;
+  analytic_cost_model const model;
+  strategy s = data_parallel(2, 1);
+  s.tp = 2;
+  s.cp = 4;
+  s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::full;
+  double const mib = 1048576.0, passes = 32.0 * 128;
+  auto cp_entries = [&](cp_comm_kind kind) {
+    p.training.cp_comm_type = kind;
+    std::vector<comm_entry> out;
+    for (auto const& e : model.step_time(p, s).comm)
+      if (e.group == comm_group::cp) out.push_back(e);
+    return out;
+  };
+  // Transformer Engine's ring: 3 sends a pass, the forward's twice and the
+  // backward's keys, values and their 16-bit gradients.
+  auto const p2p = cp_entries(cp_comm_kind::p2p);
+  REQUIRE(p2p.size() == 1);
+  CHECK(p2p[0].op == collective::send_recv);
+  CHECK(p2p[0].size.value() == 2 * mib);
+  CHECK(p2p[0].count == 3 * 4 * passes);
+  // PyTorch's: the expanded keys and values gathered once a pass (the
+  // forward's twice and the backward's), or sent 3 times a pass; and the
+  // fp32 gradients sent at each of the backward's 4 steps.
+  auto const gathered = cp_entries(cp_comm_kind::allgather);
+  REQUIRE(gathered.size() == 2);
+  CHECK(gathered[0].op == collective::all_gather);
+  CHECK(gathered[0].size.value() == 4 * 8 * mib);
+  CHECK(gathered[0].count == 3 * passes);
+  CHECK(gathered[1].op == collective::send_recv);
+  CHECK(gathered[1].size.value() == 16 * mib);
+  CHECK(gathered[1].count == 4 * passes);
+  auto const ring = cp_entries(cp_comm_kind::alltoall);
+  REQUIRE(ring.size() == 2);
+  CHECK(ring[0].op == collective::send_recv);
+  CHECK(ring[0].size.value() == 8 * mib);
+  CHECK(ring[0].count == 3 * 3 * passes);
+  CHECK(ring[1].size.value() == 16 * mib);
+  CHECK(ring[1].count == 4 * passes);
+  for (auto const& e : ring) CHECK(e.exposed <= e.time);
+}
+
 TEST_CASE("degenerate strategies never reach the cost model: the check refuses them") {
   // The time model trusts its input (shape.hpp): lowering fills every model
   // default and rejects empty shapes; the check rejects what lowering cannot
