@@ -202,6 +202,26 @@ void advise_checkpointing(program const& p, strategy_spec const& spec, plan cons
   if (!text.empty()) out.push_back(std::move(text));
 }
 
+// Where PyTorch's ring attention gathering every rank's keys and values
+// sets the peak, passing them on (alltoall) holds 2 (cp - 2) of a rank's
+// queries less (memory.cpp's cp_exchange).
+void advise_context_parallel(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                             std::vector<std::string>& out) {
+  if (pl.s.cp <= 2 || p.training.cp_comm_type != cp_comm_kind::allgather) return;
+  bool const at_peak = std::any_of(pl.memory.detail.begin(), pl.memory.detail.end(), [](memory_term const& t) {
+    return t.name.starts_with("context-parallel key/value exchange");
+  });
+  if (!at_peak) return;
+  program passed = p;
+  passed.training.cp_comm_type = cp_comm_kind::alltoall;
+  auto v = try_variant(passed, spec, pl.s, model);
+  if (!v.time || !(v.checked.memory.total < pl.memory.total)) return;
+  out.push_back(fmt::format(
+      "context parallelism: the all-gathered keys and values of {} ranks set the peak; cp_comm_type = alltoall "
+      "(torchtitan's context_parallel_rotate_method) passes them on instead: {} instead of {} per GPU ({})",
+      pl.s.cp, to_string(v.checked.memory.total), to_string(pl.memory.total), faster(v.time->step, pl.time->step)));
+}
+
 void advise_learning_rate(program const& p, std::vector<std::string>& out) {
   if (!p.training.base_lr || !p.training.base_batch || *p.training.base_batch <= 0 || p.training.global_batch == *p.training.base_batch) return;
   double const k = static_cast<double>(p.training.global_batch) / static_cast<double>(*p.training.base_batch);
@@ -251,6 +271,7 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   advise_sharding(p, spec, out, model, out.advice);
   advise_communication(p, spec, out, model, out.advice);
   advise_checkpointing(p, spec, out, model, out.advice);
+  advise_context_parallel(p, spec, out, model, out.advice);
   advise_learning_rate(p, out.advice);
   return out;
 }

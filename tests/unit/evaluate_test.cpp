@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -85,6 +86,45 @@ TEST_CASE("an invalid plan carries the check's errors and no time") {
   CHECK_FALSE(pl.time);
   CHECK_FALSE(pl.errors.empty());
   CHECK(pl.advice.empty());
+}
+
+TEST_CASE("where PyTorch's all-gathered keys and values set the peak, the advice is to pass them on") {
+  // Llama 3 8B's layers with a 1,024-token vocabulary (a small loss), 8,192
+  // tokens over cp 4 at tp 2: a rank's queries are 8 MiB, and passing the
+  // keys and values on holds 2 x (4 - 2) x 8 MiB less.
+  auto p = seven_b_two_nodes();
+  p.model = *catalog_model("llama3_8b");
+  p.model.vocab = 1024;
+  p.training.global_batch = 16;
+  p.training.cp_comm_type = cp_comm_kind::allgather;
+  strategy s;
+  s.tp = 2;
+  s.cp = 4;
+  s.dp = 2;
+  s.zero = 3;
+  s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::full;
+  analytic_cost_model const model;
+  strategy_spec spec;
+  auto const gathered = evaluate(p, spec, s, model, "cp4");
+  REQUIRE(gathered.valid);
+  p.training.cp_comm_type = cp_comm_kind::alltoall;
+  auto const passed = evaluate(p, spec, s, model, "cp4");
+  REQUIRE(passed.valid);
+  CHECK(gathered.memory.total.value() - passed.memory.total.value() == 32.0 * 1048576);
+  for (auto const& a : gathered.advice) INFO(a);
+  CHECK(any_contains(gathered.advice,
+                     fmt::format("context parallelism: the all-gathered keys and values of 4 ranks set the peak; "
+                                 "cp_comm_type = alltoall (torchtitan's context_parallel_rotate_method) passes them "
+                                 "on instead: {} instead of {} per GPU (step {} instead of {})",
+                                 to_string(passed.memory.total), to_string(gathered.memory.total),
+                                 to_string(passed.time->step), to_string(gathered.time->step))));
+  CHECK_FALSE(any_contains(passed.advice, "context parallelism:"));
+  // At cp 2 the two hold the same.
+  s.cp = 2;
+  s.dp = 4;
+  p.training.cp_comm_type = cp_comm_kind::allgather;
+  CHECK_FALSE(any_contains(evaluate(p, spec, s, model, "cp2").advice, "context parallelism:"));
 }
 
 TEST_CASE("ZeRO-3 gathers across nodes: the advice is hybrid sharding") {
