@@ -178,6 +178,43 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   return {core_fwd, core_bwd};
 }
 
+// PyTorch's ring attention (cp_comm_type allgather or alltoall) runs the
+// core as cp SDPA calls a pass and merges their results in eager fp32
+// operators (torch/distributed/tensor/experimental/_attention.py at
+// pytorch 0123248a48). With q the bytes of a rank's queries (its expanded
+// keys and values are as large), forward: each of the cp - 1 later steps
+// concatenates the keys and values it passes on (4q), casts the block's
+// output to fp32 and merges it into the running fp32 output (sub, mul, sub:
+// 16q; half of it, and a concatenation of the whole output, 4q, when only
+// the queries' second half attends: ~20q a step with the casts), the cast
+// of the first block and of the result (6q). Backward: fp32 query, key and
+// value gradients zeroed (6q); each of the cp steps adds the block's
+// gradients into them (~16q with the half-updates' concatenations), and
+// concatenates the key/value gradients it sends (8q), and the keys and
+// values (4q); the casts back at the end (9q).
+struct ring_merge {
+  bytes forward, backward;
+  double kernels_forward = 0, kernels_backward = 0;
+};
+
+ring_merge pytorch_ring_merges(strategy_shape const& sh) {
+  ring_merge r;
+  if (sh.s.cp <= 1 || sh.prog->training.cp_comm_type == cp_comm_kind::p2p) return r;
+  model const& m = sh.prog->model;
+  precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
+  double const cp = static_cast<double>(sh.s.cp);
+  double const q = element_bytes(core_prec) * static_cast<double>(sh.tokens) * static_cast<double>(sh.head_dim) *
+                   static_cast<double>(sh.local_heads);
+  r.forward = bytes(((cp - 1) * 20 + 6) * q);
+  r.backward = bytes((cp * 28 + 15) * q);
+  // Beside the cp - 1 more SDPA calls each way: a step's concatenation,
+  // cast and merge (sub, sigmoid, mul, sub, logsigmoid and the
+  // log-sum-exp's sub), the backward's adds and concatenations.
+  r.kernels_forward = (cp - 1) * 9;
+  r.kernels_backward = (cp - 1) + cp * 6;
+  return r;
+}
+
 }  // namespace
 
 stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
@@ -235,7 +272,13 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   auto const n_ops = static_cast<std::size_t>(sh.gemm_count);
   auto const active = sh.active_experts;
 
-  auto const [core_fwd, core_bwd] = attention_core(sh);
+  auto const [flash_fwd, flash_bwd] = attention_core(sh);
+  auto const ring = pytorch_ring_merges(sh);
+  double const ring_bw = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  seconds const core_fwd =
+      flash_fwd + seconds(ring.forward.value() / ring_bw) + g.kernel_latency * ring.kernels_forward;
+  seconds const core_bwd =
+      flash_bwd + seconds(ring.backward.value() / ring_bw) + g.kernel_latency * ring.kernels_backward;
 
   // Memory-bound operators of a layer (forward; the backward moves about
   // twice as much): two norms, two residual adds, the activation and, with
@@ -284,8 +327,9 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // operators (twice as many backward).
   auto const n = static_cast<std::int64_t>(n_ops);
   bool const flash = uses_flash(p);
-  out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels);
-  out.layer_kernels_backward = 2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels);
+  out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels + ring.kernels_forward);
+  out.layer_kernels_backward =
+      2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels + ring.kernels_backward);
   if (cast_bytes > 0) {
     out.layer_kernels += 2 * n;
     out.layer_kernels_backward += n;

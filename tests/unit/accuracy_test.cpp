@@ -77,10 +77,13 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   CHECK(median["BLOOM"] <= 0.175);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
-  // at 128-256 K tokens, 405B at 64-256 K) are 24-35 % fast and the 405B's
+  // at 128-256 K tokens, 405B at 64-256 K) are 18-28 % fast (24-35 % before
+  // the ring's eager fp32 merges were costed) and the 405B's
   // interleaved 1F1B 23 %, the rest within 12 %. Its compiled runs keep
   // the complex-number rotary eager (12.5 % before that was costed).
   CHECK(median["torchtitan"] <= 0.09);
+  for (auto const& h : cv)
+    if (h.family == "torchtitan") CHECK(h.worst <= 0.29);  // 34.2 % before the merges
   // vTrain's single-node runs are the only ones bound by the host's time
   // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
   // per-operator figure stays at its neutral start.
@@ -88,7 +91,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // from the other families (20 us), and small micro-batches come out fast
   // against large ones (mb 1 24 % fast, mb 8 24 % slow).
   CHECK(median["vTrain-single"] <= 0.20);
-  CHECK(bench::median_of(medians) <= 0.075);
+  CHECK(bench::median_of(medians) <= 0.07);
   CHECK(bench::median_of(all) <= 0.165);
   }
 

@@ -381,6 +381,38 @@ TEST_CASE("context parallelism's exchange follows cp_comm_type") {
   for (auto const& e : ring) CHECK(e.exposed <= e.time);
 }
 
+TEST_CASE("PyTorch's ring attention merges its blocks in eager fp32 operators") {
+  // 4,096 tokens over cp 4 at tp 2: 1,024 tokens and 16 heads of 128 a
+  // rank, q = 4 MiB. Forward: 20 q for each of the 3 later steps and 6 q of
+  // casts, 9 kernels a step; backward: 28 q for each of the 4 steps and
+  // 15 q, 3 + 4 x 6 kernels. Transformer Engine's ring merges inside its
+  // kernels.
+  program p = two_nodes();
+  p.model.kv_heads = 8;
+  strategy s = data_parallel(2, 1);
+  s.tp = 2;
+  s.cp = 4;
+  s.sequence_parallel = true;
+  auto const te = compute_per_micro_batch(p, s);
+  p.training.cp_comm_type = cp_comm_kind::allgather;
+  auto const torch_ring = compute_per_micro_batch(p, s);
+  auto const& g = p.cluster.device;
+  double const q = 2.0 * 1024 * 128 * 16, bw = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  CHECK((torch_ring.layer_attention_core - te.layer_attention_core).value() ==
+        Approx((3 * 20 + 6) * q / bw + 27 * g.kernel_latency.value()).epsilon(1e-12));
+  CHECK((torch_ring.layer_attention_core_backward - te.layer_attention_core_backward).value() ==
+        Approx((4 * 28 + 15) * q / bw + 27 * g.kernel_latency.value()).epsilon(1e-12));
+  CHECK(torch_ring.layer_kernels - te.layer_kernels == 27);
+  CHECK(torch_ring.layer_kernels_backward - te.layer_kernels_backward == 27);
+  // Without context parallelism the two are the same kernel.
+  s.cp = 1;
+  s.dp = 8;
+  auto const alone = compute_per_micro_batch(p, s);
+  p.training.cp_comm_type = cp_comm_kind::p2p;
+  CHECK(alone.layer_attention_core == compute_per_micro_batch(p, s).layer_attention_core);
+  CHECK(alone.layer_kernels == compute_per_micro_batch(p, s).layer_kernels);
+}
+
 TEST_CASE("degenerate strategies never reach the cost model: the check refuses them") {
   // The time model trusts its input (shape.hpp): lowering fills every model
   // default and rejects empty shapes; the check rejects what lowering cannot
