@@ -52,6 +52,9 @@ enum class cross_entropy_kind { fused, unfused };
 /// SDPA's inputs, the keys and values expanded to the query's heads, and
 /// accumulates the gradients in fp32.
 enum class cp_comm_kind { p2p, allgather, alltoall };
+/// Whether `k` is PyTorch's ring attention (keys and values expanded to the
+/// query's heads, merged and accumulated in eager fp32 operators).
+constexpr bool pytorch_ring(cp_comm_kind k) { return k != cp_comm_kind::p2p; }
 /// A parallel dimension of the rank layout.
 enum class axis { tp, cp, dp, pp };
 /// GPU generations, for the figures that differ by generation (NCCL's

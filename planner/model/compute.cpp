@@ -199,7 +199,7 @@ struct ring_merge {
 
 ring_merge pytorch_ring_merges(strategy_shape const& sh) {
   ring_merge r;
-  if (sh.s.cp <= 1 || sh.prog->training.cp_comm_type == cp_comm_kind::p2p) return r;
+  if (sh.s.cp <= 1 || !pytorch_ring(sh.prog->training.cp_comm_type)) return r;
   model const& m = sh.prog->model;
   precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
   double const cp = static_cast<double>(sh.s.cp);
@@ -274,11 +274,10 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
 
   auto const [flash_fwd, flash_bwd] = attention_core(sh);
   auto const ring = pytorch_ring_merges(sh);
-  double const ring_bw = g.hbm_bandwidth.value() * g.hbm_efficiency;
-  seconds const core_fwd =
-      flash_fwd + seconds(ring.forward.value() / ring_bw) + g.kernel_latency * ring.kernels_forward;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  seconds const core_fwd = flash_fwd + seconds(ring.forward.value() / hbm) + g.kernel_latency * ring.kernels_forward;
   seconds const core_bwd =
-      flash_bwd + seconds(ring.backward.value() / ring_bw) + g.kernel_latency * ring.kernels_backward;
+      flash_bwd + seconds(ring.backward.value() / hbm) + g.kernel_latency * ring.kernels_backward;
 
   // Memory-bound operators of a layer (forward; the backward moves about
   // twice as much): two norms, two residual adds, the activation and, with
@@ -311,7 +310,6 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
-  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
   seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
                           g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
   seconds const mem_bwd = seconds((2 * mem_fwd_bytes + cast_bytes_bwd) / hbm) +

@@ -159,13 +159,13 @@ void context_parallel(step_context const& x, comm_builder& out) {
   //   passed on at every one of the cp steps
   //   (_templated_ring_attention_backward's dkv_rotater).
   auto const kind = sh.prog->training.cp_comm_type;
-  bool const pytorch = kind != cp_comm_kind::p2p;
-  double const width = static_cast<double>(pytorch ? sh.q_width : sh.kv_width);
-  bytes const chunk(2.0 * static_cast<double>(sh.tokens) * width / static_cast<double>(s.tp) * x.e);
+  bool const pytorch = pytorch_ring(kind);
+  bytes const chunk(2.0 * static_cast<double>(sh.tokens) * static_cast<double>(sh.cp_kv_width) /
+                    static_cast<double>(s.tp) * x.e);
   std::int64_t const fwd_passes = s.checkpoint == checkpoint_mode::full ? 2 : 1;
   auto const per_pass = static_cast<double>(x.sc.layers) * static_cast<double>(x.micro);
-  auto const hop = call(collective::send_recv, chunk, sh.cp);
   bool const gather = kind == cp_comm_kind::allgather;
+  seconds const hop = gather ? seconds(0) : call(collective::send_recv, chunk, sh.cp);
   bytes const gathered = chunk * static_cast<double>(s.cp);
   // One pass's key/value exchange, and the backward's gradients.
   seconds const kv = gather ? call(collective::all_gather, gathered, sh.cp) : hop * static_cast<double>(s.cp - 1);

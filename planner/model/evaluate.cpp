@@ -204,14 +204,11 @@ void advise_checkpointing(program const& p, strategy_spec const& spec, plan cons
 
 // Where PyTorch's ring attention gathering every rank's keys and values
 // sets the peak, passing them on (alltoall) holds 2 (cp - 2) of a rank's
-// queries less (memory.cpp's cp_exchange).
+// queries less (memory.cpp's cp_exchange); where it does not, the peak,
+// and so the total, stays and nothing is said.
 void advise_context_parallel(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
                              std::vector<std::string>& out) {
   if (pl.s.cp <= 2 || p.training.cp_comm_type != cp_comm_kind::allgather) return;
-  bool const at_peak = std::any_of(pl.memory.detail.begin(), pl.memory.detail.end(), [](memory_term const& t) {
-    return t.name.starts_with("context-parallel key/value exchange");
-  });
-  if (!at_peak) return;
   program passed = p;
   passed.training.cp_comm_type = cp_comm_kind::alltoall;
   auto v = try_variant(passed, spec, pl.s, model);

@@ -411,7 +411,8 @@ class stage_memory {
   //   tensor/experimental/_attention.py at pytorch 0123248a48,
   //   _templated_ring_attention_backward): on SDPA's inputs, which
   //   torchtitan expands to the query's heads (repeat_kv, TT v0.2.0
-  //   models/llama3/model/model.py:236-237), so keys and values are 2q.
+  //   models/llama3/model/model.py:236-237, the shape's cp_kv_width), so
+  //   keys and values are 2q.
   //   The backward holds the gathered keys and values (allgather: all cp
   //   ranks'; alltoall: the current and the next), the concatenation it
   //   sends, an fp32 query gradient, and the fp32 key/value gradients
@@ -420,18 +421,12 @@ class stage_memory {
   [[nodiscard]] double cp_exchange() const {
     if (s_.cp <= 1) return 0.0;
     double const cp = double(s_.cp), t = double(s_.tp);
-    double const q = e_ * tokens_ * h_ / t;
+    double const q = e_ * tokens_ * double(sh_.q_width) / t;
+    double const kv = 2 * e_ * tokens_ * double(sh_.cp_kv_width) / t;
     switch (p_.training.cp_comm_type) {
-      case cp_comm_kind::p2p: {
-        double const kv = 2 * e_ * tokens_ * double(m_.kv_heads * (m_.hidden / m_.heads)) / t;
-        return std::max(cp * kv, 2 * 2 * kv + q);
-      }
-      case cp_comm_kind::allgather:
-      case cp_comm_kind::alltoall: {
-        double const kv = 2 * q;
-        double const held = p_.training.cp_comm_type == cp_comm_kind::allgather ? cp * kv : 2 * kv;
-        return held + kv + 2 * q + 3 * (2 * kv);
-      }
+      case cp_comm_kind::p2p: return std::max(cp * kv, 2 * 2 * kv + q);
+      case cp_comm_kind::allgather: return cp * kv + kv + 2 * q + 3 * (2 * kv);
+      case cp_comm_kind::alltoall: return 2 * kv + kv + 2 * q + 3 * (2 * kv);
     }
     return 0.0;
   }

@@ -200,6 +200,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.head_dim = m.hidden / m.heads;
   sh.q_width = m.heads * sh.head_dim;
   sh.kv_width = m.kv_heads * sh.head_dim;
+  sh.cp_kv_width = pytorch_ring(p.training.cp_comm_type) ? sh.q_width : sh.kv_width;
   sh.local_heads = m.heads / s.tp;
   sh.active_experts = std::min(m.experts_per_token, m.experts);
   if (m.experts > 1) {

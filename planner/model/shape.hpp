@@ -90,6 +90,10 @@ struct strategy_shape : shape_groups {
   std::int64_t head_dim = 1;
   std::int64_t q_width = 1;      ///< heads x head_dim
   std::int64_t kv_width = 1;     ///< kv_heads x head_dim
+  /// The keys' (and values') width context parallelism's ring moves and
+  /// holds: kv_width, or q_width for PyTorch's ring, which runs on SDPA's
+  /// inputs expanded to the query's heads (cp_comm_type).
+  std::int64_t cp_kv_width = 1;
   std::int64_t local_heads = 1;  ///< heads / tp
   std::int64_t active_experts = 1;  ///< experts one token goes through
   std::int64_t local_experts = 1;   ///< experts one GPU holds (experts / ep; 1 for a dense model)

@@ -84,10 +84,13 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   // stays under each.
   auto [cp1_error, cp1_total] = error_of("TT-405B-512gpu-CP1-32K");
   auto [cp2_error, cp2_total] = error_of("TT-405B-512gpu-CP2-64K");
+  auto [cp4_error, cp4_total] = error_of("TT-405B-512gpu-CP4-128K");
   auto [cp8_error, cp8_total] = error_of("TT-405B-512gpu-CP8-256K");
   CHECK(cp2_total - cp1_total == Approx(2.5).margin(0.001));
+  CHECK(cp4_total - cp1_total == Approx(3.0).margin(0.001));
   CHECK(cp8_total - cp1_total == Approx(4.0).margin(0.001));
   CHECK(cp1_error == Approx(-0.082).margin(0.001));
   CHECK(cp2_error == Approx(-0.056).margin(0.001));
+  CHECK(cp4_error == Approx(-0.064).margin(0.001));
   CHECK(cp8_error == Approx(-0.138).margin(0.001));
 }
