@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "bench/calibration.hpp"
+#include "bench/fit.hpp"
+#include "bench/study.hpp"
 #include "planner/model/check.hpp"
 #include "planner/search/search.hpp"
 
@@ -36,4 +40,25 @@ TEST_CASE("the search beats or matches every published strategy on runs of up to
     ++compared;
   }
   CHECK(compared >= 50);
+}
+
+// Issue 13's plausible picks: on the runs whose strategies experts tuned
+// (MLPerf's submissions, Korthikanti et al.'s selective-recomputation runs,
+// torchtitan's tables), --optimize with the same model, cluster, batch and
+// framework should claim little over the published strategy; the issue's
+// bound is a median of 1.10x. The bounds are bench_accuracy's figures with
+// a little room (median 1.03x; the largest, torchtitan's long-context 405B
+// at its fixed TP 8 x PP 8 with one micro-batch a stage, 1.87x).
+TEST_CASE("plausible picks: --optimize claims a median of at most 1.05x over expert-tuned strategies") {
+  auto const picks = bench::plausible_picks(bench::costed(bench::load_everything()), analytic_cost_model{});
+  CHECK(picks.size() == 58);
+  std::vector<double> claims;
+  for (auto const& p : picks) {
+    INFO(p.id << ": published " << p.published.value() << " s, best " << p.best.value() << " s (" << p.strategy << ")");
+    CHECK(std::isfinite(p.claimed));
+    claims.push_back(p.claimed);
+  }
+  REQUIRE_FALSE(claims.empty());
+  CHECK(bench::median_of(claims) <= 1.05);
+  CHECK(*std::max_element(claims.begin(), claims.end()) <= 2.0);
 }
