@@ -238,8 +238,11 @@ class stage_memory {
     auto const st = model_state_bytes(params, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients,
                                       bpp_.moments / (m_.optimizer == optimizer_kind::sgd_momentum ? 1.0 : 2.0));
     add(b_.weights, [&] {
-      return fmt::format("weights ({}, {} x {} B{})", name(m_.prec), params_text(params), bpp_.weights,
-                         sharded_text(s_.zero, 3, shard));
+      // fp8 training without fp8 parameters keeps 16-bit weights and casts
+      // them for each GEMM.
+      bool const cast = m_.prec == precision::fp8 && !p_.training.fp8_param_gather;
+      return fmt::format("weights ({}, {} x {} B{})", cast ? "bf16 for fp8 GEMMs" : name(m_.prec),
+                         params_text(params), bpp_.weights, sharded_text(s_.zero, 3, shard));
     }, st.weights);
     add(b_.gradients, [&] {
       return fmt::format("gradients ({}{} x {} B{})",

@@ -413,3 +413,18 @@ TEST_CASE("fp32 gradients of a 16-bit model: 18 bytes per parameter, as Megatron
   // ZeRO-2 shards them like any gradient.
   CHECK(model_state_bytes(1e9, precision::bf16, optimizer_kind::adam, 2, 8, 4).gradients.value() == 0.5e9);
 }
+
+TEST_CASE("fp8 training keeps 16-bit weights, and says so, unless its parameters are fp8", "[memory]") {
+  auto p = test::program_of(test::llama3_8b(), test::nodes_of("one_node", 1, test::h100_sxm()), 16);
+  strategy s;
+  s.dp = 8;
+  s.zero = 1;
+  auto const bf16 = estimate_memory(p, s);
+  p.model.prec = precision::fp8;
+  auto const fp8 = estimate_memory(p, s);
+  double const params = double(count_params(p.model).total);
+  CHECK(term(fp8, "weights (bf16 for fp8 GEMMs, ") == 2 * params);
+  CHECK(term(fp8, "weights (bf16 for fp8 GEMMs, ") == term(bf16, "weights (bf16, "));
+  p.training.fp8_param_gather = true;
+  CHECK(term(estimate_memory(p, s), "weights (fp8, ") == 2 * params);
+}
