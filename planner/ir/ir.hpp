@@ -292,6 +292,10 @@ struct training {
   /// fp8 weights gathered in fp8 (Megatron's --fp8-param-gather, FSDP
   /// float8 all-gather): half the bytes of the 16-bit gather.
   bool fp8_param_gather = false;
+  /// With bf16, a tied embedding's two gradient copies (first and last
+  /// pipeline stage) are summed in the optimizer's fp32 gradients, not in the
+  /// gradient's own precision (DeepSpeed's BF16_Optimizer: `_hp_grad`).
+  bool tied_hp_grad = false;
   /// With pipeline parallelism, FSDP (ZeRO-3) regathers each layer for
   /// every micro-batch (true), or keeps the stage's weights gathered and its
   /// gradients unsharded through the step, gathering once and

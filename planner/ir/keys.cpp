@@ -454,6 +454,10 @@ std::vector<key_info> behaviour_keys() {
      .default_value = false, .default_text = "false",
      .aliases = {"fp8_params", "enable_fsdp_float8_all_gather"}, .dump_default = false,
      .meaning = "fp8 weights gathered in fp8 (Megatron's --fp8-param-gather)"},
+    {.block = k, .name = "tied_hp_grad", .dom = d::boolean, .field = member<&training::tied_hp_grad, B>(),
+     .default_value = false, .default_text = "false", .dump_default = false,
+     .meaning = "with bf16, a tied embedding's gradient copies on the first and last stage are summed in the "
+                "optimizer's fp32 gradients (DeepSpeed's BF16_Optimizer)"},
     {.block = k, .name = "fsdp_reshard_with_pp", .dom = d::boolean,
      .field = member<&training::fsdp_reshard_with_pp, B>(), .default_value = true, .default_text = "true",
      .dump_default = false,

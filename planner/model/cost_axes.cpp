@@ -223,9 +223,12 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
   // (input) and the last (logits): their two gradient copies are summed
   // after the backward, before the optimizer step, as Megatron and
   // DeepSpeed's pipeline engine do. Every rank of those stages does so at
-  // once over its own pair.
+  // once over its own pair, in the gradient's precision, or with bf16 in
+  // the optimizer's fp32 copy where the framework reduces that
+  // (training.tied_hp_grad: DeepSpeed's BF16_Optimizer).
   if (sh.embedding.active()) {
-    bytes const grads(sh.vocab_params * x.grad_e);
+    double const tied_e = t.tied_hp_grad && x.m.prec == precision::bf16 ? 4.0 : x.grad_e;
+    bytes const grads(sh.vocab_params * tied_e);
     auto const one = call(collective::all_reduce, grads, sh.embedding);
     out.add(collective::all_reduce, comm_group::embedding, sh.embedding, grads, 1, one, one, comm_phase::grad_sync);
   }

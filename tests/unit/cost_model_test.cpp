@@ -563,6 +563,16 @@ TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies
   // eight sharing the node's 100 Gbit/s; an all-reduce of 2 moves the size once.
   CHECK(e->link == link_kind::inter);
   CHECK(e->time.value() == Approx(32256.0 * 4096 / 4 * 2 / (12.5e9 / 8)).epsilon(1e-9));
+  // DeepSpeed's BF16_Optimizer sums them in its fp32 gradients (tied_hp_grad):
+  // twice the bytes with bf16, and the 16-bit gradients still with fp16.
+  p.training.tied_hp_grad = true;
+  auto const hp = model.step_time(p, s);
+  CHECK(find_comm(hp, comm_group::embedding)->size.value() == 32256.0 * 4096 / 4 * 4);
+  CHECK(hp.step.value() == Approx(t.step.value() + e->time.value()).epsilon(1e-9));
+  p.model.prec = precision::fp16;
+  CHECK(find_comm(model.step_time(p, s), comm_group::embedding)->size.value() == 32256.0 * 4096 / 4 * 2);
+  p.model.prec = precision::bf16;
+  p.training.tied_hp_grad = false;
   // One stage: the table is one tensor, nothing to sum.
   s.pp = 1;
   s.dp = 4;
