@@ -155,6 +155,10 @@ double grad_element_bytes(model const& m, training const& t) {
   return m.prec == precision::fp32 ? 4 : 2;
 }
 
+double tied_grad_bytes(model const& m, training const& t) {
+  return t.tied_hp_grad && m.prec == precision::bf16 ? 4 : grad_element_bytes(m, t);
+}
+
 bool strategy_spec::is_free() const {
   for (auto const& k : keys_of(block_kind::strategy))
     if (auto const* a = std::get_if<strategy_access>(&k.field); a && a->read && a->read(*this).is_free()) return true;

@@ -353,6 +353,11 @@ std::optional<size_limit> beyond_limits(model const& m, training const& t);
 
 /// Bytes of one gradient element as the program keeps and reduces it.
 double grad_element_bytes(model const& m, training const& t);
+/// Bytes of one element of a tied embedding's gradient as its two copies
+/// are summed across the pipeline's ends: fp32 with bf16 where the
+/// framework sums the optimizer's copy (training.tied_hp_grad), else the
+/// gradient's.
+double tied_grad_bytes(model const& m, training const& t);
 
 /// The ZeRO/FSDP shard group: all data-parallel ranks, the ranks of one
 /// node (hybrid sharding), or a fixed number of ranks.

@@ -227,8 +227,7 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
   // the optimizer's fp32 copy where the framework reduces that
   // (training.tied_hp_grad: DeepSpeed's BF16_Optimizer).
   if (sh.embedding.active()) {
-    double const tied_e = t.tied_hp_grad && x.m.prec == precision::bf16 ? 4.0 : x.grad_e;
-    bytes const grads(sh.vocab_params * tied_e);
+    bytes const grads(sh.vocab_params * tied_grad_bytes(x.m, t));
     auto const one = call(collective::all_reduce, grads, sh.embedding);
     out.add(collective::all_reduce, comm_group::embedding, sh.embedding, grads, 1, one, one, comm_phase::grad_sync);
   }
