@@ -322,6 +322,13 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // all-gathers the weights.
     if (contains(prec, "fp32 grad")) rt.emplace_back("grad_precision", "fp32");
     if (contains(prec, "BF16_Optimizer")) rt.emplace_back("grad_reduce", "all_reduce");
+    // BigScience's tr11 job script exports CUDA_LAUNCH_BLOCKING=1 ("do not
+    // remove or the training will hang", bigscience-workshop/bigscience
+    // train/tr11-176B-ml/tr11-176B-ml.slurm; the README's "Important
+    // environment variables"): BLOOM's steps ran with every launch blocking.
+    // Not set here yet (training.cuda_launch_blocking): alone, it makes
+    // BLOOM's two runs bind PyTorch's dispatch latency to the part of their
+    // step the model does not describe (docs/research/residuals.md s.8).
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);

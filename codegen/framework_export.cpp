@@ -206,6 +206,9 @@ std::string header_line(planner::program const& p, planner::plan const& pl) {
 // plan needs exported first.
 std::vector<template_value> launch_values(planner::program const& p, planner::plan const& pl,
                                           std::string environment = {}) {
+  if (p.training.cuda_launch_blocking)
+    environment += "# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n"
+                   "export CUDA_LAUNCH_BLOCKING=1\n";
   return {
       {"PLAN", comment_text(pl.name)},
       {"FILE", comment_text(p.file)},

@@ -310,6 +310,11 @@ struct training {
   /// Context parallelism's key and value exchange (what a layer's attention
   /// holds beside its own keys and values).
   cp_comm_kind cp_comm_type = cp_comm_kind::p2p;
+  /// The run's environment sets CUDA_LAUNCH_BLOCKING=1: every kernel and
+  /// collective returns to the host only when it has finished, so the host's
+  /// time to issue each operator adds to the GPU's instead of hiding under
+  /// it, and no communication overlaps compute (BigScience's BLOOM ran so).
+  bool cuda_launch_blocking = false;
   key_spans keys;
 };
 

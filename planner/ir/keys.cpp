@@ -507,6 +507,11 @@ std::vector<key_info> training_keys() {
      .default_value = std::string("generic"), .default_text = "generic", .dump_default = false,
      .meaning = "the framework whose run-time behaviours the run starts from: a framework block of the file or "
                 "of the catalog"},
+    {.block = k::training, .name = "cuda_launch_blocking", .dom = d::boolean,
+     .field = member<&training::cuda_launch_blocking>(), .default_value = false, .default_text = "false",
+     .dump_default = false,
+     .meaning = "the run sets CUDA_LAUNCH_BLOCKING=1: each operator's host time adds to its GPU time and no "
+                "communication overlaps compute"},
   };
   for (auto& row : behaviour_keys<training>()) rows.push_back(std::move(row));
   return rows;

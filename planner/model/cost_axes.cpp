@@ -65,7 +65,7 @@ step_context::step_context(strategy_shape const& shape)
 void comm_builder::add(collective op, comm_group group, group_shape const& over, bytes size, std::int64_t count,
                        seconds time, seconds exposed, comm_phase phase) {
   if (time.value() <= 0 || count <= 0) return;
-  exposed = min(max(exposed, seconds(0)), time);
+  exposed = serial ? time : min(max(exposed, seconds(0)), time);
   auto const how = nccl::best(op, size, over.net);
   entries.push_back({op, group, over.size, size, count, time, exposed, over.link.kind, phase, how.algo, how.proto});
   hidden += time - exposed;
@@ -110,7 +110,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     // (and in the backward under their dgrad and wgrad GEMMs, about as
     // long), exposing the first chunk and what the GEMM cannot cover.
     seconds ag_layer = ag * static_cast<double>(per_pass), rs_layer = rs * static_cast<double>(per_pass);  // one pass
-    if (x.sh.prog->training.tp_comm_overlap) {
+    if (x.sh.prog->training.tp_comm_overlap && !out.serial) {
       auto const& gf = x.sc.gemm_forward;
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
       double const t = static_cast<double>(s.tp);

@@ -46,6 +46,8 @@ struct step_context {
 struct comm_builder {
   std::vector<comm_entry> entries;
   seconds hidden;  ///< communication time overlap hides (it slows the compute under it)
+  /// Nothing overlaps (training.cuda_launch_blocking): every call is exposed.
+  bool serial = false;
 
   /// Records `count` calls of `op` over `group` taking `time` in all, of
   /// which `exposed` (clamped into [0, time]) is not hidden.

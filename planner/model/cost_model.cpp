@@ -103,9 +103,11 @@ seconds end_of_runs(std::span<host_run const> runs) {
 /// When a micro-batch's operators end on the stage, from host and GPU level:
 /// the layers' forward, the head's forward and backward (left out for a
 /// pipeline's fill and drain slots, which hold layers only), the layers'
-/// backward; with the passes timed, the forward and the backward apart.
+/// backward; with the passes timed, the forward and the backward apart;
+/// with every launch blocking, one after the other: the host issues an
+/// operator only once the one before has finished.
 seconds micro_batch_end(stage_compute const& sc, cost::in_stream const& tp, seconds dl, bool with_head,
-                        bool timed_passes) {
+                        bool timed_passes, bool launch_blocking) {
   double const layers = static_cast<double>(sc.layers);
   auto const head_forward = static_cast<double>(with_head ? sc.head_kernels_forward : 0);
   auto const head_backward = static_cast<double>(with_head ? sc.head_kernels_backward : 0);
@@ -119,6 +121,11 @@ seconds micro_batch_end(stage_compute const& sc, cost::in_stream const& tp, seco
        (sc.layer_backward + sc.layer_recompute) * layers + (tp.time - tp.forward_time)},
   }};
   std::span<host_run const> const all(runs);
+  if (launch_blocking) {
+    seconds serial;
+    for (auto const& r : runs) serial += r.host + r.gpu;
+    return serial;
+  }
   return timed_passes ? end_of_runs(all.first(2)) + end_of_runs(all.last(2)) : end_of_runs(all);
 }
 
@@ -132,6 +139,8 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   stage_compute const& sc = x.sc;
 
   cost::comm_builder cb;
+  bool const blocking = p.training.cuda_launch_blocking;
+  cb.serial = blocking;
   auto const tp = cost::tensor_parallel(x, cb);
   cost::context_parallel(x, cb);
   cost::pipeline_parallel(x, cb);
@@ -152,7 +161,7 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   seconds const dl = dispatch_latency(p);
   bool const timed = p.training.timing_log_level >= 2;
   // micro_batch_end is never under the GPU's own time: the rest is the stall.
-  seconds const stall = micro_batch_end(sc, tp, dl, true, timed) - stream;
+  seconds const stall = micro_batch_end(sc, tp, dl, true, timed, blocking) - stream;
   t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
   t.recompute = per_micro_recompute * md;
   // Fill and drain run pp - 1 stage slots, each a micro-batch of a stage
@@ -163,7 +172,7 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // have, would otherwise count pp - 1 more times.)
   auto const& s = sh.s;
   if (s.pp > 1) {
-    seconds const body = micro_batch_end(sc, tp, dl, false, timed);
+    seconds const body = micro_batch_end(sc, tp, dl, false, timed, blocking);
     t.bubble = body * (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   }
   t.optimizer = cost::optimizer_step(x);

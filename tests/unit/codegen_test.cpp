@@ -234,6 +234,17 @@ TEST_CASE("launch scripts carry the plan's node and task counts") {
   CHECK_FALSE(contains(codegen::mpirun_script(one.program, one.plan), "NCCL_SOCKET_IFNAME"));
 }
 
+TEST_CASE("launch scripts block every kernel launch when the plan was costed so") {
+  auto f = fx::dp16_zero1();
+  std::string const line = "export CUDA_LAUNCH_BLOCKING=1\n";
+  CHECK_FALSE(contains(codegen::slurm_script(f.program, f.plan), line));
+  CHECK_FALSE(contains(codegen::mpirun_script(f.program, f.plan), line));
+  f.program.training.cuda_launch_blocking = true;
+  CHECK(contains(codegen::slurm_script(f.program, f.plan),
+                 "# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n" + line));
+  CHECK(contains(codegen::mpirun_script(f.program, f.plan), line));
+}
+
 TEST_CASE("an NVLink domain larger than a server is launched as trays of 4 GPUs") {
   auto f = fx::dp16_zero1();
   f.program.cluster.nodes = 2;

@@ -313,6 +313,42 @@ TEST_CASE("a host-bound stage hides its head's forward unless the passes are tim
   CHECK(model.step_time(p, s).compute.value() == Approx(fast.compute.value()).epsilon(1e-12));
 }
 
+TEST_CASE("with every launch blocking, the host's time adds to the GPU's and nothing overlaps") {
+  // One GPU, no communication: the host issues each operator only when the
+  // one before has finished (CUDA_LAUNCH_BLOCKING=1), so a micro-batch takes
+  // the host's time for its operators plus the GPU's for them, whichever is
+  // the longer otherwise.
+  program p = two_nodes(1, 1);
+  analytic_cost_model const model;
+  strategy const s = data_parallel(1, 0);
+  auto const sc = compute_per_micro_batch(p, s);
+  double const dl = 40e-6;
+  p.cluster.device.dispatch_latency = seconds(dl);
+  p.cluster.device.keys["dispatch_latency"] = {};
+  double const micro = 256;
+  double const gpu = (sc.forward_backward() + sc.recompute()).value();
+  double const host = dl * static_cast<double>(sc.kernels());
+  REQUIRE(host < gpu);  // GPU-bound: the host hides under the GPU
+  auto const async = model.step_time(p, s);
+  CHECK((async.compute + async.recompute).value() == Approx(micro * gpu).epsilon(1e-9));
+  p.training.cuda_launch_blocking = true;
+  auto const blocking = model.step_time(p, s);
+  CHECK((blocking.compute + blocking.recompute).value() == Approx(micro * (gpu + host)).epsilon(1e-9));
+
+  // Two nodes with the gradient sync overlapped under the backward: blocking
+  // launches expose all of it, and the compute under it no longer slows.
+  program q = two_nodes();
+  strategy const d = data_parallel(16, 1);
+  auto const overlapped = model.step_time(q, d);
+  seconds all_comm;
+  for (auto const& e : overlapped.comm) all_comm += e.time;
+  REQUIRE(overlapped.exposed_comm.value() < all_comm.value());
+  q.training.cuda_launch_blocking = true;
+  auto const serial = model.step_time(q, d);
+  CHECK(serial.exposed_comm.value() == Approx(all_comm.value()).epsilon(1e-12));
+  for (auto const& e : serial.comm) CHECK(e.exposed.value() == e.time.value());
+}
+
 TEST_CASE("tensor-parallel collectives sit on the critical path") {
   program p = two_nodes();
   analytic_cost_model const model;

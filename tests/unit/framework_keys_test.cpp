@@ -144,3 +144,22 @@ TEST_CASE("every key of every exported job is in the framework's source at the r
   CHECK(written["deepspeed/ds_config.json"].size() == 18);
   CHECK(written["deepspeed/args.txt"].size() == 29);
 }
+
+TEST_CASE("a plan costed with every launch blocking launches its framework's job so") {
+  std::vector<test::framework_case> cases;
+  test::add_cases(cases, std::string(DTPLAN_SOURCE_DIR) + "/plans/7b_2node.dtp", {"training.cuda_launch_blocking=true"},
+                  {}, false);
+  std::size_t exported = 0;
+  for (auto const& c : cases) {
+    if (codegen::export_refusal(c.format, *c.program, c.plan)) continue;
+    INFO(c.label);
+    dsl::diagnostics warnings;
+    std::string launch;
+    for (auto const& file : codegen::export_job(c.format, *c.program, c.plan, warnings))
+      if (file.name == "launch.sh") launch = file.text;
+    CHECK(launch.find("# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n"
+                      "export CUDA_LAUNCH_BLOCKING=1\n") != std::string::npos);
+    ++exported;
+  }
+  CHECK(exported == 2);  // megatron and deepspeed (torchtitan runs no ZeRO-1: 'current' is not valid there)
+}
