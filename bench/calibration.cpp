@@ -328,7 +328,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // environment variables"): BLOOM's steps ran with every launch blocking.
     // Not set here yet (training.cuda_launch_blocking): alone, it makes
     // BLOOM's two runs bind PyTorch's dispatch latency to the part of their
-    // step the model does not describe (docs/research/residuals.md s.8).
+    // step the model does not describe (docs/research/residuals.md s.9).
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
