@@ -157,12 +157,15 @@ shape_groups groups_of(program const& p, strategy const& s) {
     sh.shard = group(p, group_placement{});
     sh.replicate = sh.sync;
   }
-  // Experts spread over the dp x cp ranks inside tp x cp x ep consecutive ranks.
+  // Experts spread over blocks of ep consecutive members of the gradient
+  // sync group (dp x cp, the ranks that hold the same weights outside the
+  // experts), as the skeleton lays them out: with cp > 1 a block can take
+  // context-parallel ranks, which sit inside the data-parallel ones.
   group_placement experts;
   if (s.ep > 1) {
-    experts.size = s.ep;
-    experts.nodes = std::max<std::int64_t>(1, (s.tp * s.cp * s.ep + c.gpus_per_node - 1) / c.gpus_per_node);
-    experts.max_per_node = std::min(s.ep, std::max<std::int64_t>(1, c.gpus_per_node / (s.tp * s.cp)));
+    auto const members = layout.sync_group_of(0);
+    auto const n = std::min<std::size_t>(static_cast<std::size_t>(s.ep), members.size());
+    experts = layout.placement_of(std::vector<std::int64_t>(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(n)));
   }
   sh.ep = group(p, experts);
   if (s.pp > 1 && m.tied_embeddings) {

@@ -110,3 +110,32 @@ TEST_CASE("stage layer ranges spread the remainder over the first chunks") {
   // Interleaved: 10 layers in 4 chunks of 3, 3, 2, 2; stage 1 runs chunks 1 and 3.
   CHECK(ranges(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
 }
+
+TEST_CASE("an expert group is a block of ep consecutive members of the sync group, cp ranks among them") {
+  // One node of 8: cp = 8 holds the sync group, so ep = 8 takes the
+  // context-parallel ranks and stays on the node (it was placed as if it
+  // spanned tp x cp x ep = 64 ranks: eight nodes of a one-node cluster).
+  auto p = llama3_8b_on(1);
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  strategy s;
+  s.cp = 8, s.dp = 1, s.ep = 8;
+  auto const one = shape_of(p, s);
+  CHECK(one.ep.size == 8);
+  CHECK(one.ep.placement.nodes == 1);
+  CHECK(one.ep.link.kind == link_kind::intra);
+  // tp = 2, dp = 8 on 2 nodes: blocks of 4 dp ranks two apart, one node each.
+  auto q = llama3_8b_on(2);
+  q.model.experts = 8;
+  q.model.experts_per_token = 2;
+  strategy t;
+  t.tp = 2, t.dp = 8, t.ep = 4;
+  auto const two = shape_of(q, t);
+  CHECK(two.ep.placement.nodes == 1);
+  CHECK(two.ep.placement.max_per_node == 4);
+  t.ep = 8;
+  auto const across = shape_of(q, t);
+  CHECK(across.ep.placement.nodes == 2);
+  CHECK(across.ep.placement.max_per_node == 4);
+  CHECK(across.ep.link.kind == link_kind::inter);
+}
