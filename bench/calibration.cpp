@@ -162,6 +162,11 @@ std::optional<gpu> catalog_gpu_for(std::string_view text, std::optional<double> 
   return std::nullopt;
 }
 
+// 5,777 MB/s of a 100 Gbit/s (12,500 MB/s) Omni-Path link through verbs
+// (openucx/ucx#3196, osu_put_bw at 512 KiB): 46.2 %, as
+// tests/data/published/bigscience_bloom_176b/cluster.dtp writes it.
+constexpr double omni_path_verbs_efficiency = 0.462;
+
 std::optional<bandwidth> parse_link(std::string_view text, std::int64_t gpus_per_node, bool per_node) {
   std::string t = lower(text);
   std::smatch m;
@@ -317,11 +322,16 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     } else if (contains(framework, "Megatron")) {
       rt.emplace_back("framework", "megatron_2021");
     }
-    // DeepSpeed's BF16_Optimizer accumulates and all-reduces fp32 gradients
-    // ("fp32 grad accumulation"), then each rank updates its slice and
-    // all-gathers the weights.
+    // DeepSpeed's BF16_Optimizer accumulates fp32 gradients ("fp32 grad
+    // accumulation") and all-reduces them cast to communication_data_type,
+    // bf16 by default (DeepSpeed 56c522386 runtime/engine.py:712-721,
+    // 2068-2069; pipe/engine.py:250-267), then each rank updates its slice
+    // and all-gathers the weights.
     if (contains(prec, "fp32 grad")) rt.emplace_back("grad_precision", "fp32");
-    if (contains(prec, "BF16_Optimizer")) rt.emplace_back("grad_reduce", "all_reduce");
+    if (contains(prec, "BF16_Optimizer")) {
+      rt.emplace_back("grad_reduce", "all_reduce");
+      rt.emplace_back("grad_comm_precision", "bf16");
+    }
     // BigScience's tr11 job script exports CUDA_LAUNCH_BLOCKING=1 ("do not
     // remove or the training will hang", bigscience-workshop/bigscience
     // train/tr11-176B-ml/tr11-176B-ml.slurm; the README's "Important
@@ -351,6 +361,16 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       if (auto l = parse_link(row["intra_node"], c.gpus_per_node, false)) c.intra_node = *l;
       if (auto l = parse_link(row["inter_node"], c.gpus_per_node, true)) {
         c.inter_node = *l;
+        // NCCL drives Omni-Path through its InfiniBand verbs transport, not
+        // Omni-Path's own PSM2: one user's measurement over 100 Gbit/s
+        // Omni-Path puts verbs at 5,777 MB/s at 512 KiB, the size NCCL's
+        // Simple protocol moves a step (its 4 MiB buffer over NCCL_STEPS =
+        // 8), where PSM2 reaches 12,330 (osu_put_bw, openucx/ucx#3196,
+        // 2019-02; docs/research/hardware.md section 3).
+        if (contains(lower(row["inter_node"]), "omni-path")) {
+          c.network_efficiency = omni_path_verbs_efficiency;
+          run.assumptions.push_back("Omni-Path: NCCL over verbs at 46 % of the line rate (openucx/ucx#3196)");
+        }
       } else {
         // H100 clusters of the period: 8 x 400 Gbit/s NICs per node; A100: 8 x 200.
         c.inter_node = g->name == "H100_SXM" ? bandwidth(400e9) : bandwidth(200e9);

@@ -463,11 +463,12 @@ std::string ds_config(planner::program const& p, planner::plan const& pl) {
   w.key("gradient_accumulation_steps").value(pl.grad_accum);
   if (m.prec == precision::bf16) w.key("bf16").begin_object().key("enabled").value(true).end_object();
   if (m.prec == precision::fp16) w.key("fp16").begin_object().key("enabled").value(true).end_object();
-  if (t.grad_precision) w.key("communication_data_type").value(planner::name(*t.grad_precision));
+  if (auto comm = t.grad_comm_precision ? t.grad_comm_precision : t.grad_precision)
+    w.key("communication_data_type").value(planner::name(*comm));
   w.key("zero_optimization").begin_object();
   w.key("stage").value(s.zero);
   if (s.zero >= 1) {
-    auto const elements = std::llround(t.ddp_bucket_size.value() / planner::grad_element_bytes(m, t));
+    auto const elements = std::llround(t.ddp_bucket_size.value() / planner::grad_comm_bytes(m, t));
     w.key("reduce_bucket_size").value(static_cast<std::int64_t>(std::max<long long>(1, elements)));
     w.key("overlap_comm").value(t.overlap_grad_sync);
     // ZeRO-1/2 all-reduce each bucket unless told to reduce it to its
@@ -530,6 +531,11 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
   auto const& t = p.training;
   auto const prec = p.model.prec;
   using planner::attention_backend;
+  // A gradient reduced in another precision than it is kept in: DeepSpeed
+  // says it (communication_data_type); Megatron-LM and torchtitan reduce
+  // in the precision they keep.
+  if (key == "grad_comm_precision")
+    return f == job_format::deepspeed || !t.grad_comm_precision || *t.grad_comm_precision == grad_precision(p);
   switch (f) {
     case job_format::torchtitan:
       return key == "fused_elementwise" || key == "tp_comm_overlap" ||
@@ -555,7 +561,11 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
     case job_format::deepspeed:
       if (key == "attention_backend")
         return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::unfused;
-      return key == "grad_precision" || ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
+      // DeepSpeed's ZeRO keeps the model's 16-bit gradients (its
+      // BF16_Optimizer, fp32 ones, runs without ZeRO, which dtplan writes as
+      // stage 1 and reads back so).
+      if (key == "grad_precision") return grad_precision(p) != precision::fp32 || prec == precision::fp32;
+      return ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
              (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
              (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
     case job_format::nemo: return false;  // read only: export_refusal refuses it
@@ -579,7 +589,8 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "fsdp_reshard_with_pp") return s.pp > 1 && s.zero == 3;
   if (key == "tied_hp_grad") return pl.shape->embedding.active() && p.model.prec == precision::bf16;
   if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
-  if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket") return pl.shape->sync.size > 1;
+  if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket" || key == "grad_comm_precision")
+    return pl.shape->sync.size > 1;
   return true;
 }
 

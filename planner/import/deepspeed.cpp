@@ -110,7 +110,7 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       auto v = j.text(*comm);
       if (!v) return;
       if (*v == "fp32" || *v == "bf16" || *v == "fp16")
-        set(t, "training", "grad_precision", identifier_value(*v, value_at(comm)), comm->key_where);
+        set(t, "training", "grad_comm_precision", identifier_value(*v, value_at(comm)), comm->key_where);
       else {
         t.diags.error(value_at(comm), fmt::format("DeepSpeed's 'communication_data_type' is 'fp16', 'bf16' or 'fp32', "
                                                   "not '{}'",
@@ -131,16 +131,18 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   // rank updates its slice of the fp32 master weights and moments and the
   // weights are all-gathered: ZeRO-1's memory with an all-reduce
   // (BigScience's tr11 script: "bf16 must use z0! it implements its own zero
-  // stage 1 equivalent"). Kept and reduced in fp32, as the calibration's
-  // BLOOM runs are; v0.17.5 casts the all-reduce to communication_data_type
-  // (bf16 unless written), which one grad_precision cannot say apart.
+  // stage 1 equivalent"). Kept in fp32; the all-reduce casts them to
+  // communication_data_type first, bf16 unless written (v0.17.5
+  // engine.py:1011-1022, 2647-2648; the 2022 engine BLOOM ran, 56c522386,
+  // the same: engine.py:712-721, 2068-2069).
   bool const bf16_optimizer = stage == 0 && prec == precision::bf16;
   set_strategy(t, "zero", integer_value(bf16_optimizer ? 1 : stage, value_at(zero_at)), key_at(zero_at));
   if (bf16_optimizer) {
     set(t, "training", "grad_reduce", identifier_value("all_reduce", key_at(zero_at)), key_at(zero_at));
+    set(t, "training", "grad_precision", identifier_value("fp32", key_at(zero_at)), key_at(zero_at));
     bool const comm_written = config && config->find("communication_data_type");
     if (!comm_written)
-      set(t, "training", "grad_precision", identifier_value("fp32", key_at(zero_at)), key_at(zero_at));
+      set(t, "training", "grad_comm_precision", identifier_value("bf16", key_at(zero_at)), key_at(zero_at));
   }
 
   // dp: the batch's when ds_config.json gives all three figures, else the
@@ -171,10 +173,12 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   std::int64_t mics_ranks = 0;
   if (config) {
     auto& j = *config;
+    // A bucket of reduce_bucket_size elements as the reduction moves them.
     auto const grad_bytes = [&] {
-      for (auto const& s : t.settings)
-        if (s.key.name == "grad_precision")
-          if (auto const* id = std::get_if<ast::identifier>(&s.rhs)) return id->name == "fp32" ? 4.0 : 2.0;
+      for (auto const* key : {"grad_comm_precision", "grad_precision"})
+        for (auto const& s : t.settings)
+          if (s.key.name == key)
+            if (auto const* id = std::get_if<ast::identifier>(&s.rhs)) return id->name == "fp32" ? 4.0 : 2.0;
       return prec == precision::fp32 ? 4.0 : 2.0;
     }();
     if (stage >= 1) {

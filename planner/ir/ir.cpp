@@ -155,6 +155,11 @@ double grad_element_bytes(model const& m, training const& t) {
   return m.prec == precision::fp32 ? 4 : 2;
 }
 
+double grad_comm_bytes(model const& m, training const& t) {
+  if (t.grad_comm_precision) return *t.grad_comm_precision == precision::fp32 ? 4 : 2;
+  return grad_element_bytes(m, t);
+}
+
 double tied_grad_bytes(model const& m, training const& t) {
   return t.tied_hp_grad && m.prec == precision::bf16 ? 4 : grad_element_bytes(m, t);
 }

@@ -243,6 +243,10 @@ struct training {
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16
   /// for fp8 models, fp32 for fp32 models).
   std::optional<precision> grad_precision;
+  /// Precision the data-parallel reduction moves gradients in when it casts
+  /// them first (DeepSpeed's communication_data_type: the BF16_Optimizer
+  /// keeps fp32 gradients and reduces them as bf16); unset, grad_precision's.
+  std::optional<precision> grad_comm_precision;
   /// Whether the data-parallel gradient reduction runs under the backward
   /// (DDP buckets, FSDP, Megatron's --overlap-grad-reduce) or after it
   /// (DeepSpeed's pipeline engine, Megatron before 2023).
@@ -356,8 +360,11 @@ struct framework {
 /// the training block's global_batch.
 std::optional<size_limit> beyond_limits(model const& m, training const& t);
 
-/// Bytes of one gradient element as the program keeps and reduces it.
+/// Bytes of one gradient element as the program keeps it (and reduces it,
+/// unless training.grad_comm_precision says otherwise).
 double grad_element_bytes(model const& m, training const& t);
+/// Bytes of one gradient element as the data-parallel reduction moves it.
+double grad_comm_bytes(model const& m, training const& t);
 /// Bytes of one element of a tied embedding's gradient as its two copies
 /// are summed across the pipeline's ends: fp32 with bf16 where the
 /// framework sums the optimizer's copy (training.tied_hp_grad), else the

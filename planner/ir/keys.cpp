@@ -416,6 +416,11 @@ std::vector<key_info> behaviour_keys() {
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},
      .meaning = "precision gradients are kept and reduced in"},
+    {.block = k, .name = "grad_comm_precision", .dom = d::choice,
+     .field = member<&training::grad_comm_precision, B>(), .choices = {"bf16", "fp16", "fp32"},
+     .default_text = "grad_precision's", .aliases = {"communication_data_type"}, .dump_default = false,
+     .meaning = "precision the data-parallel reduction casts gradients to before it moves them (DeepSpeed's "
+                "BF16_Optimizer: fp32 gradients reduced as bf16)"},
     {.block = k, .name = "grad_sync", .dom = d::choice, .field = member<&training::grad_sync, B>(),
      .choices = {"per_step", "per_micro_batch"}, .default_value = std::int64_t{0}, .default_text = "per_step",
      .aliases = {"ddp_sync_strategy"}, .dump_default = false,

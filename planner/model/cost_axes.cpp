@@ -45,7 +45,7 @@ step_context::step_context(strategy_shape const& shape)
   comm_e = m.prec == precision::fp32 ? 4.0 : 2.0;
   // fp8 layers gathered as fp8 (the LM head stays 16-bit).
   layer_weight_e = t.fp8_param_gather && m.prec == precision::fp8 ? 1.0 : comm_e;
-  grad_e = grad_element_bytes(m, t);
+  grad_e = grad_comm_bytes(m, t);
   overlap = t.overlap_grad_sync;
   backward_one = sc.layer_backward * layers + sc.head_backward + sc.recompute();
   forward_one = sc.layer_forward * layers + sc.head_forward;

@@ -26,7 +26,7 @@ struct step_context {
   double e = 2;                 ///< bytes of an activation element
   double comm_e = 2;            ///< bytes of a weight element as gathered (16-bit; fp32 models 4)
   double layer_weight_e = 2;    ///< of a layer's weight: 1 with fp8 param gather
-  double grad_e = 2;            ///< bytes of a gradient element as kept and reduced
+  double grad_e = 2;            ///< bytes of a gradient element as the data-parallel reduction moves it
   bool overlap = true;          ///< training.overlap_grad_sync
   seconds backward_one;         ///< one micro-batch's backward on the stage, recomputation included
   bytes activation;             ///< one micro-batch's [tokens, hidden] activation on one GPU

@@ -6,10 +6,10 @@ namespace dtplan::planner {
 
 std::vector<expected_error> const& expected_errors() {
   static std::vector<expected_error> const table{
-      {"A100_SXM_40GB", "fsdp", 78, 1, 0.0795, 0.1625},
-      {"A100_SXM_80GB", "deepspeed", 1551, 3, 0.1828, 0.3942},
-      {"A100_SXM_80GB", "fsdp", 61, 1, 0.0647, 0.1762},
-      {"A100_SXM_80GB", "megatron_2021", 9, 1, 0.0326, 0.0869},
+      {"A100_SXM_40GB", "fsdp", 78, 1, 0.0827, 0.1637},
+      {"A100_SXM_80GB", "deepspeed", 1551, 3, 0.1864, 0.3790},
+      {"A100_SXM_80GB", "fsdp", 61, 1, 0.0636, 0.1751},
+      {"A100_SXM_80GB", "megatron_2021", 9, 1, 0.0382, 0.0892},
       {"B200", "megatron", 13, 3, 0.0317, 0.1074},
       {"H100_SXM", "fsdp", 77, 1, 0.0961, 0.1945},
       {"H100_SXM", "megatron", 28, 3, 0.0747, 0.1228},

@@ -63,18 +63,21 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
   REQUIRE(median.size() == 9);
-  CHECK(median["Korthikanti2022"] <= 0.035);
+  // 3.3 % before BLOOM's reduce was costed in bf16 over Omni-Path's verbs
+  // bandwidth: this fold's Ampere figures move with BLOOM's runs.
+  CHECK(median["Korthikanti2022"] <= 0.04);
   CHECK(median["MLPerf-GPT3-175B"] <= 0.075);
   // 3.9 % before torchtitan's compiled rotary was costed as it runs (eager):
   // Hopper's figures in this fold moved with torchtitan's runs.
   CHECK(median["MLPerf-Llama31-405B"] <= 0.055);
   CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
-  CHECK(median["vTrain-multi"] <= 0.05);
+  CHECK(median["vTrain-multi"] <= 0.045);
   // BLOOM's second run is the ramp-up's one micro-batch per pipeline
-  // (gbs 16): 27 % fast. The bubble used to count the 250 K-vocabulary head
-  // in each of its 11 fill and drain slots, which hid this (14 % before).
-  CHECK(median["BLOOM"] <= 0.175);
+  // (gbs 16): 16 % fast, 27 % before its data-parallel reduce was costed
+  // as DeepSpeed runs it (bf16 on the wire) over Omni-Path as NCCL drives
+  // it (verbs, 46 % of the line rate); 17.0 % then.
+  CHECK(median["BLOOM"] <= 0.11);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 18-28 % fast (24-35 % before
@@ -92,14 +95,14 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // against large ones (mb 1 24 % fast, mb 8 24 % slow).
   CHECK(median["vTrain-single"] <= 0.20);
   CHECK(bench::median_of(medians) <= 0.07);
-  CHECK(bench::median_of(all) <= 0.165);
+  CHECK(bench::median_of(all) <= 0.17);
   }
 
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
       if (r.family == "every pair 10 % apart") {
-        CHECK(r.agreement() >= 0.84);
+        CHECK(r.agreement() >= 0.855);
         continue;
       }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
@@ -109,7 +112,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.81);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.82);
   }
 
   SECTION("which choices the model orders as measured") {
@@ -167,9 +170,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
-    // BLOOM-176B: -7.2 %.
+    // BLOOM-176B: -4.4 %.
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
-    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.072).margin(0.001));
+    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.044).margin(0.001));
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {

@@ -571,6 +571,29 @@ TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywher
   CHECK(ar.comm.back().op == collective::all_gather);
 }
 
+TEST_CASE("gradients kept in fp32 and reduced as bf16 move half the bytes of an fp32 reduce") {
+  // DeepSpeed's BF16_Optimizer: fp32 gradients cast to communication_data_type
+  // (bf16) for the all-reduce; the memory keeps them in fp32.
+  program p = two_nodes();
+  p.training.global_batch = 16;
+  p.training.grad_precision = precision::fp32;
+  analytic_cost_model const model;
+  auto const fp32 = model.step_time(p, data_parallel(16, 0));
+  p.training.grad_comm_precision = precision::bf16;
+  auto const bf16 = model.step_time(p, data_parallel(16, 0));
+  REQUIRE(fp32.comm.front().group == comm_group::dp);
+  auto const moved = [](time_breakdown const& t) {
+    return t.comm.front().size.value() * static_cast<double>(t.comm.front().count);
+  };
+  // Buckets of at most 25 MiB, half as many.
+  CHECK(moved(bf16) * 2 == Approx(moved(fp32)).epsilon(1e-12));
+  CHECK(bf16.comm.front().count * 2 == fp32.comm.front().count + 1);
+  CHECK(grad_element_bytes(p.model, p.training) == 4);
+  CHECK(grad_comm_bytes(p.model, p.training) == 2);
+  p.training.grad_comm_precision.reset();
+  CHECK(grad_comm_bytes(p.model, p.training) == 4);  // unset: the kept precision's
+}
+
 TEST_CASE("a tied embedding split over the pipeline sums its two gradient copies across the ends") {
   program p = two_nodes();
   p.cluster.comm_efficiency = 1.0;

@@ -163,3 +163,32 @@ TEST_CASE("a plan costed with every launch blocking launches its framework's job
   }
   CHECK(exported == 2);  // megatron and deepspeed (torchtitan runs no ZeRO-1: 'current' is not valid there)
 }
+
+TEST_CASE("a gradient reduced in another precision than it is kept in: DeepSpeed says it, Megatron-LM cannot") {
+  std::vector<test::framework_case> cases;
+  test::add_cases(cases, std::string(DTPLAN_SOURCE_DIR) + "/plans/7b_2node.dtp",
+                  {"training.grad_precision=fp32", "training.grad_comm_precision=bf16"}, {}, false);
+  std::size_t checked = 0;
+  for (auto const& c : cases) {
+    if (codegen::export_refusal(c.format, *c.program, c.plan)) continue;
+    INFO(c.label);
+    dsl::diagnostics warnings;
+    auto const files = codegen::export_job(c.format, *c.program, c.plan, warnings);
+    std::vector<std::string> messages;
+    for (auto const& d : warnings.list()) messages.push_back(d.message);
+    auto const said = [&](std::string const& key) {
+      return std::any_of(messages.begin(), messages.end(),
+                         [&](std::string const& m) { return m.rfind("the plan was costed with " + key + " = ", 0) == 0; });
+    };
+    if (c.format == planner::job_format::deepspeed) {
+      for (auto const& f : files)
+        if (f.name == "ds_config.json") CHECK(f.text.find("\"communication_data_type\": \"bf16\"") != std::string::npos);
+      CHECK_FALSE(said("grad_comm_precision"));
+      CHECK(said("grad_precision"));  // ZeRO-1 keeps the model's bf16 gradients
+    } else {
+      CHECK(said("grad_comm_precision"));
+    }
+    ++checked;
+  }
+  CHECK(checked == 2);
+}

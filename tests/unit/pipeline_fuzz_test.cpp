@@ -58,6 +58,8 @@ constexpr std::array keys{
     key{"training", "base_lr", "0|1e-300|3e-4|1e300"},
     key{"training", "base_batch", counts},
     key{"training", "grad_precision", "bf16|fp16|fp32|fp8"},
+    key{"training", "grad_comm_precision", "bf16|fp16|fp32|fp8"},
+    key{"training", "cuda_launch_blocking", "true|false"},
     key{"training", "overlap_grad_sync", "true|false"},
     key{"training", "grad_reduce", "reduce_scatter|all_reduce"},
     key{"training", "cross_entropy", "fused|unfused"},

@@ -201,6 +201,7 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
   CHECK(s.zero == 1);  // stage 0 in bf16: DeepSpeed's BF16_Optimizer shards the optimizer state
   CHECK(p.training.grad_reduce_scatter == false);
   CHECK(p.training.grad_precision == precision::fp32);
+  CHECK(p.training.grad_comm_precision == precision::bf16);  // communication_data_type unwritten: bf16
   CHECK(s.micro_batch == 4);  // train_micro_batch_size_per_gpu
   CHECK(s.checkpoint == checkpoint_mode::none);
   auto const w = r.warnings();
@@ -233,9 +234,10 @@ TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dt
   CHECK(p.training.framework == "deepspeed");
   CHECK(p.training.global_batch == 2048);
   // ZERO_STAGE=0 with bf16: the BF16_Optimizer, ZeRO-1's memory with an
-  // all-reduce of fp32 gradients.
+  // all-reduce of the fp32 gradients cast to bf16 (communication_data_type).
   CHECK_FALSE(p.training.grad_reduce_scatter);
   CHECK(p.training.grad_precision == precision::fp32);
+  CHECK(p.training.grad_comm_precision == precision::bf16);
   REQUIRE(p.strategies.size() == 1);
   auto const s = p.strategies.front().fixed();
   CHECK(s.dp == 8);
@@ -262,6 +264,8 @@ TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dt
   double const error = r.error_against(104.70);
   INFO("predicted " << r.costed->time->step.value() << " s, error " << error);
   CHECK(std::abs(error) <= stated->median);
+  // The cluster block's Omni-Path figure, as the calibration's BLOOM rows.
+  CHECK(r.p->cluster.network_efficiency == Approx(0.462));
 }
 
 TEST_CASE("llama3_8b.toml at torchtitan's own measurement costs within the error dtplan states for it") {
