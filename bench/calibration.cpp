@@ -332,13 +332,13 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       rt.emplace_back("grad_reduce", "all_reduce");
       rt.emplace_back("grad_comm_precision", "bf16");
     }
+
     // BigScience's tr11 job script exports CUDA_LAUNCH_BLOCKING=1 ("do not
     // remove or the training will hang", bigscience-workshop/bigscience
     // train/tr11-176B-ml/tr11-176B-ml.slurm; the README's "Important
-    // environment variables"): BLOOM's steps ran with every launch blocking.
-    // Not set here yet (training.cuda_launch_blocking): alone, it makes
-    // BLOOM's two runs bind PyTorch's dispatch latency to the part of their
-    // step the model does not describe (docs/research/residuals.md s.9).
+    // environment variables"): BLOOM's steps ran with every launch blocking,
+    // each operator's host time added to its GPU time.
+    if (contains(row["source"], "(tr11)")) rt.emplace_back("cuda_launch_blocking", "true");
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);

@@ -70,14 +70,17 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // 3.9 % before torchtitan's compiled rotary was costed as it runs (eager):
   // Hopper's figures in this fold moved with torchtitan's runs.
   CHECK(median["MLPerf-Llama31-405B"] <= 0.055);
+  // 4.0 % before BLOOM's blocked launches bound PyTorch's host figures:
+  // this fold's step overhead went from 10 to 5 ms (the 8B's steps are short).
   CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
   CHECK(median["MosaicML"] <= 0.09);
   CHECK(median["vTrain-multi"] <= 0.045);
   // BLOOM's second run is the ramp-up's one micro-batch per pipeline
-  // (gbs 16): 16 % fast, 27 % before its data-parallel reduce was costed
+  // (gbs 16): 13 % fast, 27 % before its data-parallel reduce was costed
   // as DeepSpeed runs it (bf16 on the wire) over Omni-Path as NCCL drives
-  // it (verbs, 46 % of the line rate); 17.0 % then.
-  CHECK(median["BLOOM"] <= 0.11);
+  // it (verbs, 46 % of the line rate) and its launches as its job script
+  // blocks them (CUDA_LAUNCH_BLOCKING=1); 17.0 % then.
+  CHECK(median["BLOOM"] <= 0.09);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 18-28 % fast (24-35 % before
@@ -87,22 +90,21 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   CHECK(median["torchtitan"] <= 0.09);
   for (auto const& h : cv)
     if (h.family == "torchtitan") CHECK(h.worst <= 0.29);  // 34.2 % before the merges
-  // vTrain's single-node runs are the only ones bound by the host's time
-  // (0.1-0.5 s steps of 0.35-1.3 B models): without them the host's
-  // per-operator figure stays at its neutral start.
-  // Their pairs are 85 % of the ranking's: held out, the host figure comes
-  // from the other families (20 us), and small micro-batches come out fast
-  // against large ones (mb 1 24 % fast, mb 8 24 % slow).
-  CHECK(median["vTrain-single"] <= 0.20);
+  // vTrain's single-node runs are bound by the host's time (0.1-0.5 s steps
+  // of 0.35-1.3 B models), and BLOOM's through their blocked launches:
+  // held out, BLOOM's runs bind the host's per-operator figure (56 us).
+  // Before they were costed so it stayed at its neutral 20 us in this
+  // fold, and the family was 19.4 % off (every held-out run 16.4 %).
+  CHECK(median["vTrain-single"] <= 0.11);
   CHECK(bench::median_of(medians) <= 0.07);
-  CHECK(bench::median_of(all) <= 0.17);
+  CHECK(bench::median_of(all) <= 0.095);
   }
 
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
       if (r.family == "every pair 10 % apart") {
-        CHECK(r.agreement() >= 0.855);
+        CHECK(r.agreement() >= 0.925);
         continue;
       }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
@@ -112,7 +114,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.82);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.885);
   }
 
   SECTION("which choices the model orders as measured") {
@@ -170,9 +172,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
-    // BLOOM-176B: -4.4 %.
+    // BLOOM-176B: -1.7 %.
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
-    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.044).margin(0.001));
+    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.017).margin(0.001));
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {
