@@ -115,9 +115,13 @@ TEST_CASE("an expert group is a block of ep consecutive members of the sync grou
   // One node of 8: cp = 8 holds the sync group, so ep = 8 takes the
   // context-parallel ranks and stays on the node (it was placed as if it
   // spanned tp x cp x ep = 64 ranks: eight nodes of a one-node cluster).
-  auto p = llama3_8b_on(1);
-  p.model.experts = 8;
-  p.model.experts_per_token = 2;
+  auto const mixture_on = [](std::int64_t nodes) {
+    auto p = llama3_8b_on(nodes);
+    p.model.experts = 8;
+    p.model.experts_per_token = 2;
+    return p;
+  };
+  auto const p = mixture_on(1);
   strategy s;
   s.cp = 8, s.dp = 1, s.ep = 8;
   auto const one = shape_of(p, s);
@@ -125,9 +129,7 @@ TEST_CASE("an expert group is a block of ep consecutive members of the sync grou
   CHECK(one.ep.placement.nodes == 1);
   CHECK(one.ep.link.kind == link_kind::intra);
   // tp = 2, dp = 8 on 2 nodes: blocks of 4 dp ranks two apart, one node each.
-  auto q = llama3_8b_on(2);
-  q.model.experts = 8;
-  q.model.experts_per_token = 2;
+  auto const q = mixture_on(2);
   strategy t;
   t.tp = 2, t.dp = 8, t.ep = 4;
   auto const two = shape_of(q, t);
