@@ -369,7 +369,8 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
         // 2019-02; docs/research/hardware.md section 3).
         if (contains(lower(row["inter_node"]), "omni-path")) {
           c.network_efficiency = omni_path_verbs_efficiency;
-          run.assumptions.push_back("Omni-Path: NCCL over verbs at 46 % of the line rate (openucx/ucx#3196)");
+          run.assumptions.push_back(fmt::format("Omni-Path: NCCL over verbs at {:.1f} % of the line rate (openucx/ucx#3196)",
+                                                100 * omni_path_verbs_efficiency));
         }
       } else {
         // H100 clusters of the period: 8 x 400 Gbit/s NICs per node; A100: 8 x 200.

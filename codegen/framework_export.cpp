@@ -7,6 +7,7 @@
 
 #include "codegen/escape.hpp"
 #include "codegen/json_writer.hpp"
+#include "codegen/launch.hpp"
 #include "codegen/report.hpp"
 #include "codegen/templates/template_text.hpp"
 #include "planner/ir/keys.hpp"
@@ -206,9 +207,7 @@ std::string header_line(planner::program const& p, planner::plan const& pl) {
 // plan needs exported first.
 std::vector<template_value> launch_values(planner::program const& p, planner::plan const& pl,
                                           std::string environment = {}) {
-  if (p.training.cuda_launch_blocking)
-    environment += "# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n"
-                   "export CUDA_LAUNCH_BLOCKING=1\n";
+  environment += launch_blocking_env(p);
   return {
       {"PLAN", comment_text(pl.name)},
       {"FILE", comment_text(p.file)},
@@ -610,10 +609,12 @@ void uncarried_behaviours(job_format f, planner::program const& p, planner::plan
     auto const run = planner::load(key, runs);
     if (planned == run) continue;
     auto it = p.training.keys.find(key.name);
+    // An unset value is the key's default, which its table row names
+    // ("grad_precision's", "the model's 16-bit").
+    auto const shown = [&](auto const& v) { return v ? planner::shown(key, *v) : std::string(key.default_text); };
     diags.warning(it == p.training.keys.end() ? dsl::span{} : it->second,
                   fmt::format("the plan was costed with {} = {}; a {} job cannot say it and runs {}", key.name,
-                              planned ? planner::shown(key, *planned) : "(unset)", name(f),
-                              run ? planner::shown(key, *run) : "(unset)"));
+                              shown(planned), name(f), shown(run)));
   }
 }
 

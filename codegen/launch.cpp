@@ -11,6 +11,12 @@
 
 namespace dtplan::codegen {
 
+std::string launch_blocking_env(planner::program const& p) {
+  if (!p.training.cuda_launch_blocking) return {};
+  return "# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n"
+         "export CUDA_LAUNCH_BLOCKING=1\n";
+}
+
 namespace {
 
 // A SLURM job name: letters, digits, '-' and '_' only.
@@ -30,9 +36,7 @@ std::string nccl_env(planner::program const& p, planner::plan const& pl) {
   std::string o;
   o += "# NCCL: warnings only; set NCCL_DEBUG=INFO to see the rings and the transports.\n";
   o += "export NCCL_DEBUG=\"${NCCL_DEBUG:-WARN}\"\n";
-  if (p.training.cuda_launch_blocking)
-    o += "# The plan was costed with every kernel launch blocking (training.cuda_launch_blocking).\n"
-         "export CUDA_LAUNCH_BLOCKING=1\n";
+  o += launch_blocking_env(p);
   if (gpus_per_host(p.cluster) < p.cluster.gpus_per_node)
     o += fmt::format("# Each NVLink domain of {} GPUs spans {} hosts: NCCL 2.21 or newer reaches across them\n"
                      "# (multi-node NVLink); NCCL_MNNVL_ENABLE=1 insists on it.\n",

@@ -21,6 +21,11 @@ namespace dtplan::codegen {
 /// replace the rule when one exists.)
 std::int64_t gpus_per_host(planner::cluster const& c);
 
+/// The lines a launch script exports when the plan was costed with every
+/// kernel launch blocking (training.cuda_launch_blocking); empty otherwise.
+/// The bundle's scripts and the framework jobs' launch.sh share them.
+std::string launch_blocking_env(planner::program const& p);
+
 /// `launch/slurm.sbatch`: `sbatch launch/slurm.sbatch` from the bundle, or
 /// `sbatch ../launch/slurm.sbatch` from its skeleton/ directory.
 std::string slurm_script(planner::program const& p, planner::plan const& pl);

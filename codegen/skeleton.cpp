@@ -92,15 +92,6 @@ std::vector<std::int64_t> embedding_pair(planner::rank_layout const& l, std::int
   return {pp.front(), pp.back()};
 }
 
-std::vector<std::int64_t> expert_group(planner::rank_layout const& l, std::int64_t rank, std::int64_t ep) {
-  // Experts spread over blocks of ep consecutive members of the gradient
-  // group (the ranks with the same weights outside the experts).
-  auto const sync = l.sync_group_of(rank);
-  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
-  auto const first = at / ep * ep;
-  return {sync.begin() + first, sync.begin() + first + ep};
-}
-
 // What one layer pass of each kind of work costs in the plan, per GPU.
 struct phase_prediction {
   double forward = 0;
@@ -333,7 +324,7 @@ std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, 
     if (split)
       out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, sharding)),
                          join(l.replicate_group_of(r, sharding)));
-    if (s.ep > 1) out += fmt::format(" | ep: {}", join(expert_group(l, r, s.ep)));
+    if (s.ep > 1) out += fmt::format(" | ep: {}", join(l.expert_group_of(r, s.ep)));
     if (embedding_pair_used) out += fmt::format(" | embedding: {}", join(embedding_pair(l, r)));
     out += '\n';
   }

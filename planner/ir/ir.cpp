@@ -150,14 +150,19 @@ void use_gpu_defaults(cluster& c) {
   if (!c.keys.count("network_efficiency")) c.network_efficiency = c.device.network_efficiency;
 }
 
+namespace {
+
+// A gradient is 16-bit or fp32 (the keys' choices; fp8 models keep bf16 ones).
+double gradient_bytes(precision p) { return p == precision::fp32 ? 4 : 2; }
+
+}  // namespace
+
 double grad_element_bytes(model const& m, training const& t) {
-  if (t.grad_precision) return *t.grad_precision == precision::fp32 ? 4 : 2;
-  return m.prec == precision::fp32 ? 4 : 2;
+  return gradient_bytes(t.grad_precision.value_or(m.prec));
 }
 
 double grad_comm_bytes(model const& m, training const& t) {
-  if (t.grad_comm_precision) return *t.grad_comm_precision == precision::fp32 ? 4 : 2;
-  return grad_element_bytes(m, t);
+  return t.grad_comm_precision ? gradient_bytes(*t.grad_comm_precision) : grad_element_bytes(m, t);
 }
 
 double tied_grad_bytes(model const& m, training const& t) {

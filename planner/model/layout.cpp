@@ -272,6 +272,13 @@ std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   return out;
 }
 
+std::vector<std::int64_t> rank_layout::expert_group_of(std::int64_t rank, std::int64_t ep) const {
+  auto sync = sync_group_of(rank);
+  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+  auto const first = at / ep * ep;
+  return {sync.begin() + first, sync.begin() + std::min<std::ptrdiff_t>(first + ep, std::ssize(sync))};
+}
+
 std::int64_t rank_layout::node_sync_members() const {
   auto const d = static_cast<int>(axis::dp);
   auto const c = static_cast<int>(axis::cp);

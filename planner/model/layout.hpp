@@ -69,6 +69,11 @@ class rank_layout {
   /// The ranks that hold the same weights as `rank` (every dp and cp
   /// coordinate, its tp and pp ones), ascending.
   [[nodiscard]] std::vector<std::int64_t> sync_group_of(std::int64_t rank) const;
+  /// The expert-parallel group of `rank`: its block of `ep` consecutive
+  /// members of its sync group (experts spread over the ranks that hold the
+  /// same weights outside the experts; with cp > 1 a block can take
+  /// context-parallel ranks). `ep` divides the sync group's size.
+  [[nodiscard]] std::vector<std::int64_t> expert_group_of(std::int64_t rank, std::int64_t ep) const;
   /// The members of a sync group on one node when every node holds the same
   /// number of every sync group's members, in one run of ranks (or copies
   /// of one on nodes of their own): the size of a `shard = node` group; 0

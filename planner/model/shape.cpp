@@ -157,16 +157,10 @@ shape_groups groups_of(program const& p, strategy const& s) {
     sh.shard = group(p, group_placement{});
     sh.replicate = sh.sync;
   }
-  // Experts spread over blocks of ep consecutive members of the gradient
-  // sync group (dp x cp, the ranks that hold the same weights outside the
-  // experts), as the skeleton lays them out: with cp > 1 a block can take
-  // context-parallel ranks, which sit inside the data-parallel ones.
+  // Experts: rank 0's block of ep sync-group members, as the skeleton
+  // lays them out (rank_layout::expert_group_of).
   group_placement experts;
-  if (s.ep > 1) {
-    auto const members = layout.sync_group_of(0);
-    auto const n = std::min<std::size_t>(static_cast<std::size_t>(s.ep), members.size());
-    experts = layout.placement_of(std::vector<std::int64_t>(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(n)));
-  }
+  if (s.ep > 1) experts = layout.placement_of(layout.expert_group_of(0, s.ep));
   sh.ep = group(p, experts);
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's
