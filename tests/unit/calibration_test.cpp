@@ -52,9 +52,20 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(bloom.grad_accum == 128);
   CHECK(bloom.prog.cluster.inter_node.value() == 50e9);
   CHECK(bloom.step_time->value() == 104.7);
+  // As BLOOM ran: DeepSpeed's BF16_Optimizer (fp32 gradients all-reduced as
+  // bf16), every launch blocking (tr11's CUDA_LAUNCH_BLOCKING=1), and NCCL
+  // on Omni-Path through verbs (46.2 % of the line rate).
+  CHECK(bloom.runtime == std::vector<std::pair<std::string, std::string>>{{"framework", "deepspeed"},
+                                                                          {"grad_precision", "fp32"},
+                                                                          {"grad_reduce", "all_reduce"},
+                                                                          {"grad_comm_precision", "bf16"},
+                                                                          {"cuda_launch_blocking", "true"}});
+  CHECK(bloom.prog.cluster.network_efficiency == 0.462);
+  CHECK(bloom.assumptions.back() == "Omni-Path: NCCL over verbs at 46.2 % of the line rate (openucx/ucx#3196)");
 
   auto mpt = find("MPT-h100_80gb-amp_bf16-7b-s2048-g8-mb6");
   CHECK(mpt.representable());
+  CHECK(mpt.prog.cluster.network_efficiency == mpt.prog.cluster.device.network_efficiency);  // not Omni-Path
   CHECK(mpt.s.zero == 3);
   CHECK(mpt.s.dp == 8);
   CHECK(mpt.prog.model.prec == precision::bf16);

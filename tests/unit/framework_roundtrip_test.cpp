@@ -201,3 +201,20 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
   CHECK(out.approximated == approximated);
   CHECK(out.round_trips == 48);
 }
+
+TEST_CASE("a reduce precision apart from the kept one survives a DeepSpeed job, and only a DeepSpeed job") {
+  // communication_data_type written by the export is read back as
+  // grad_comm_precision; Megatron-LM reduces in the precision it keeps
+  // (fp32 main gradients in its preset), so its job runs otherwise than
+  // planned and says so.
+  std::vector<test::framework_case> cases;
+  test::add_cases(cases, std::string(DTPLAN_SOURCE_DIR) + "/plans/7b_2node.dtp",
+                  {"training.grad_comm_precision=bf16"}, {}, false);
+  outcome out;
+  for (auto const& c : cases) round_trip(c, out);
+  CHECK(out.round_trips == 1);  // deepspeed
+  REQUIRE(out.approximated.size() == 1);
+  CHECK(out.approximated.front() ==
+        "7b_2node.dtp current megatron: the plan was costed with grad_comm_precision = bf16; a megatron job cannot "
+        "say it and runs grad_precision's");
+}
