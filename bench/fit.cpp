@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "planner/model/shape.hpp"
 
@@ -26,7 +27,24 @@ constexpr knob_kind kinds[] = {
     {knob::scope::gpu, "kernel_latency", 1.0, 20.0, 0.5, 5.0},
     {knob::scope::framework, "dispatch_latency", 0.0, 120.0, 2.0, 20.0},
     {knob::scope::framework, "step_overhead", 0.00, 1.00, 0.005, 0.02},
+    {knob::scope::gpu, "sustained_clock", 0.70, 1.00, 0.02, 1.00},
 };
+
+// Generations whose streaming memory share is a measurement, not a fit
+// (planner/catalog/gpus.dtp, docs/research/hardware.md s.5): there the fit
+// moves the SMs' sustained clock instead, the share of the boost clock a long
+// run holds, which the GEMM ceilings (short measurements at boost) leave out.
+// Elsewhere the memory-bound efficiency is fitted and absorbs it, and the
+// clock stays at the catalog's 1: the two are not told apart by the runs.
+bool memory_share_measured(std::string_view generation) { return generation == "ampere"; }
+
+bool fitted_here(knob_kind const& kind, std::string const& owner) {
+  if (kind.where != knob::scope::gpu) return true;
+  std::string_view const name = kind.name;
+  if (name == "hbm_efficiency") return !memory_share_measured(owner);
+  if (name == "sustained_clock") return memory_share_measured(owner);
+  return true;
+}
 
 double get(knob const& k, calibration_run const& r) {
   auto const& g = r.prog.cluster.device;
@@ -35,6 +53,7 @@ double get(knob const& k, calibration_run const& r) {
   if (k.name == "overlap_slowdown") return g.overlap_slowdown;
   if (k.name == "kernel_latency") return g.kernel_latency.value() * 1e6;
   if (k.name == "dispatch_latency") return f.dispatch_latency.value() * 1e6;
+  if (k.name == "sustained_clock") return g.sustained_clock;
   return f.step_overhead.value();
 }
 
@@ -45,6 +64,7 @@ void set(knob const& k, calibration_run& r) {
   else if (k.name == "overlap_slowdown") g.overlap_slowdown = k.value;
   else if (k.name == "kernel_latency") g.kernel_latency = seconds(k.value * 1e-6);
   else if (k.name == "dispatch_latency") f.dispatch_latency = seconds(k.value * 1e-6);
+  else if (k.name == "sustained_clock") g.sustained_clock = k.value;
   else f.step_overhead = seconds(k.value);
 }
 
@@ -131,6 +151,7 @@ figure_set knobs_for(std::vector<calibration_run> const& runs, bool from_runs) {
   figure_set out;
   for (auto const& kind : kinds)
     for (auto const& owner : kind.where == knob::scope::gpu ? gpus : frameworks) {
+      if (!fitted_here(kind, owner)) continue;
       knob k{kind.where, owner, kind.name, kind.low, kind.high, kind.step, kind.neutral};
       if (from_runs)
         for (auto const& r : runs)

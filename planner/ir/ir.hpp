@@ -179,6 +179,10 @@ struct gpu {
   seconds inter_latency;
   double comm_efficiency = 0.8;  ///< share of the scale-up link a large ring collective reaches (measured busbw)
   double hbm_efficiency = 0.8;   ///< share of HBM bandwidth a streaming kernel reaches
+  /// Share of the boost clock the SMs hold through a long run (power and
+  /// thermal limits): matmul and attention rates scale with it, memory-bound
+  /// work does not. The GEMM ceilings are short measurements at boost.
+  double sustained_clock = 1.0;
   // Time-model extensions (calibrated per GPU kind, see bench/accuracy.cpp):
   std::int64_t sm_count = 108;    ///< streaming multiprocessors: tiles run in waves over them
   seconds kernel_latency{5e-6};   ///< fixed launch + tail cost of one kernel

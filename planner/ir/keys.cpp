@@ -327,6 +327,10 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "hbm_efficiency", .dom = d::fraction, .field = member<&gpu::hbm_efficiency>(),
      .range = positive_fraction, .default_value = 0.8, .default_text = "0.8",
      .meaning = "share of memory bandwidth a streaming kernel reaches"},
+    {.block = k::gpu, .name = "sustained_clock", .dom = d::fraction, .field = member<&gpu::sustained_clock>(),
+     .range = positive_fraction, .default_value = 1.0, .default_text = "1",
+     .meaning = "share of the boost clock the SMs hold through a long run: matmul and attention rates scale with it, "
+                "memory-bound work does not"},
     {.block = k::gpu, .name = "sm_count", .dom = d::count, .field = member<&gpu::sm_count>(),
      .max = max_sm_count, .what = "of streaming multiprocessors", .default_value = std::int64_t{108},
      .default_text = "108", .meaning = "streaming multiprocessors: matmul tiles run in waves over them"},

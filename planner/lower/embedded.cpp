@@ -253,6 +253,7 @@ gpu_builder& gpu_builder::inter_latency(seconds v) { return set("inter_latency",
 gpu_builder& gpu_builder::matmul_efficiency(double v) { return set("matmul_efficiency", v, shown(v)); }
 gpu_builder& gpu_builder::comm_efficiency(double v) { return set("comm_efficiency", v, shown(v)); }
 gpu_builder& gpu_builder::hbm_efficiency(double v) { return set("hbm_efficiency", v, shown(v)); }
+gpu_builder& gpu_builder::sustained_clock(double v) { return set("sustained_clock", v, shown(v)); }
 gpu_builder& gpu_builder::sm_count(std::int64_t v) { return set("sm_count", v, shown(v)); }
 gpu_builder& gpu_builder::matmul_tile_overhead(std::int64_t v) { return set("matmul_tile_overhead", v, shown(v)); }
 gpu_builder& gpu_builder::matmul_tile_overhead_fp8(std::int64_t v) {

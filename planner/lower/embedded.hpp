@@ -177,6 +177,7 @@ class gpu_builder {
   gpu_builder& inter_latency(seconds v);
   gpu_builder& comm_efficiency(double v);
   gpu_builder& hbm_efficiency(double v);
+  gpu_builder& sustained_clock(double v);
   gpu_builder& sm_count(std::int64_t v);
   gpu_builder& matmul_tile_overhead(std::int64_t v);
   gpu_builder& matmul_tile_overhead_fp8(std::int64_t v);

@@ -103,7 +103,7 @@ double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
   double const efficiency = matmul_figure(g.matmul_efficiency, g.matmul_efficiency_fp8, p);
-  double const rate = peak_at(g, p).value() * efficiency * shape_efficiency(g, s, p);
+  double const rate = peak_at(g, p).value() * g.sustained_clock * efficiency * shape_efficiency(g, s, p);
   double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *
                        (static_cast<double>(s.m) * static_cast<double>(s.k) +
@@ -158,7 +158,8 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
-    double const rate = peak_at(g, core_prec).value() * attention_efficiency(g, sh.prog->training.attention_kernel) *
+    double const rate = peak_at(g, core_prec).value() * g.sustained_clock *
+                        attention_efficiency(g, sh.prog->training.attention_kernel) *
                         shape_efficiency(g, shape, core_prec);
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;

@@ -63,24 +63,26 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
   REQUIRE(median.size() == 9);
-  // 3.3 % before BLOOM's reduce was costed in bf16 over Omni-Path's verbs
-  // bandwidth: this fold's Ampere figures move with BLOOM's runs.
-  CHECK(median["Korthikanti2022"] <= 0.04);
+  // 3.8 % before Ampere's memory-bound share was the measured 0.89 and
+  // its sustained clock fitted (0.94): the fitted 0.64 had absorbed the
+  // clock these large-model runs hold.
+  CHECK(median["Korthikanti2022"] <= 0.025);
   CHECK(median["MLPerf-GPT3-175B"] <= 0.075);
   // 3.9 % before torchtitan's compiled rotary was costed as it runs (eager):
   // Hopper's figures in this fold moved with torchtitan's runs.
   CHECK(median["MLPerf-Llama31-405B"] <= 0.055);
-  // 4.0 % before BLOOM's blocked launches bound PyTorch's host figures:
-  // this fold's step overhead went from 10 to 5 ms (the 8B's steps are short).
-  CHECK(median["MLPerf-Llama31-8B"] <= 0.065);
-  CHECK(median["MosaicML"] <= 0.09);
-  CHECK(median["vTrain-multi"] <= 0.045);
+  // 6.0 % before Ampere's sustained clock was fitted (its step overhead
+  // had gone from 20 to 5 ms in this fold; 20 ms again now).
+  CHECK(median["MLPerf-Llama31-8B"] <= 0.03);
+  CHECK(median["MosaicML"] <= 0.085);
+  CHECK(median["vTrain-multi"] <= 0.035);
   // BLOOM's second run is the ramp-up's one micro-batch per pipeline
   // (gbs 16): 13 % fast, 27 % before its data-parallel reduce was costed
   // as DeepSpeed runs it (bf16 on the wire) over Omni-Path as NCCL drives
   // it (verbs, 46 % of the line rate) and its launches as its job script
-  // blocks them (CUDA_LAUNCH_BLOCKING=1); 17.0 % then.
-  CHECK(median["BLOOM"] <= 0.09);
+  // blocks them (CUDA_LAUNCH_BLOCKING=1); 17.0 % then, 8.2 % before
+  // Ampere's measured memory share and fitted clock.
+  CHECK(median["BLOOM"] <= 0.08);
   // torchtitan's own measurements on power-capped H100s (the only family on
   // that GPU): five long-context runs through PyTorch's ring attention (8B
   // at 128-256 K tokens, 405B at 64-256 K) are 18-28 % fast (24-35 % before
@@ -94,17 +96,24 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // of 0.35-1.3 B models), and BLOOM's through their blocked launches:
   // held out, BLOOM's runs bind the host's per-operator figure (56 us).
   // Before they were costed so it stayed at its neutral 20 us in this
-  // fold, and the family was 19.4 % off (every held-out run 16.4 %).
-  CHECK(median["vTrain-single"] <= 0.11);
+  // fold, and the family was 19.4 % off (every held-out run 16.4 %). With
+  // Ampere's measured memory share its large micro-batches come out right,
+  // but the fold's kernel latency ends on its 20 us bound and BLOOM binds
+  // the host at 48 us: 11.7 % (10.7 % before), its 90th percentile 21.7 %
+  // (27.9 %), every held-out run 10.2 % (9.2 %) and 85.9 % of them within
+  // 20 % (78.3 %).
+  CHECK(median["vTrain-single"] <= 0.12);
   CHECK(bench::median_of(medians) <= 0.07);
-  CHECK(bench::median_of(all) <= 0.095);
+  CHECK(bench::median_of(all) <= 0.105);
+  auto const within = std::count_if(all.begin(), all.end(), [](double e) { return e <= 0.20; });
+  CHECK(static_cast<double>(within) / static_cast<double>(all.size()) >= 0.85);
   }
 
   SECTION("the model orders runs of one job as they were measured") {
     std::size_t pairs = 0, agree = 0;
     for (auto const& r : bench::rank_agreement(cv, runs)) {
       if (r.family == "every pair 10 % apart") {
-        CHECK(r.agreement() >= 0.925);
+        CHECK(r.agreement() >= 0.93);
         continue;
       }
       if (r.family == "every pair" || r.family == "all but vTrain") continue;  // the totals
@@ -114,7 +123,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
         CHECK(r.agreement() == 1.0);
     }
     CHECK(pairs == 11296);
-    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.885);
+    CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.89);
   }
 
   SECTION("which choices the model orders as measured") {
@@ -137,7 +146,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     CHECK(by["dp + tp"].pairs == 661);
     CHECK(by["dp + tp"].agreement() >= 0.90);
     CHECK(by["micro_batch"].pairs == 1595);
-    CHECK(by["micro_batch"].agreement() >= 0.85);
+    CHECK(by["micro_batch"].agreement() >= 0.92);
     CHECK(by["tp + pp"].pairs == 1005);
     CHECK(by["tp + pp"].agreement() >= 0.75);
     // torchtitan's compiled against eager runs, and Float8 against bf16.
@@ -172,9 +181,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     // torchtitan's llama3_8b.toml at its measurement: -2.5 %.
     CHECK(std::fabs(held.at("TT-8B-128gpu-FSDP")) <= torchtitan->median);
     CHECK(held.at("TT-8B-128gpu-FSDP") == Approx(-0.025).margin(0.001));
-    // BLOOM-176B: -1.7 %.
+    // BLOOM-176B: +0.2 % (-1.7 % before Ampere's measured memory share).
     CHECK(std::fabs(held.at("BLOOM-176B-gbs2048")) <= deepspeed->median);
-    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(-0.017).margin(0.001));
+    CHECK(held.at("BLOOM-176B-gbs2048") == Approx(0.002).margin(0.001));
   }
 
   SECTION("the error bars the report quotes are this cross-validation's") {

@@ -219,6 +219,23 @@ TEST_CASE("small per-GPU shapes are slower per FLOP than large ones") {
   CHECK(eight.layer_forward.value() > one.layer_forward.value() / 8);
 }
 
+TEST_CASE("a sustained clock slows compute-bound work, not memory-bound work") {
+  // The A100's catalog entry: the memory-bound share measured (1,818 of
+  // 2,039 GB/s), the clock its runs hold fitted (0.94 of boost).
+  gpu g = *catalog_gpu("A100_SXM_80GB");
+  CHECK(g.hbm_efficiency == Approx(0.89));
+  CHECK(g.sustained_clock == Approx(0.94));
+  gemm_shape const big{8192, 8192, 8192, 1};  // compute-bound
+  g.sustained_clock = 1.0;
+  double const at_boost = (gemm_time(g, big, precision::bf16) - g.kernel_latency).value();
+  double const stream_at_boost = memory_time(g, bytes(1e9)).value();
+  g.sustained_clock = 0.5;
+  // Half the clock: twice the compute time, the same memory time.
+  CHECK((gemm_time(g, big, precision::bf16) - g.kernel_latency).value() == Approx(2 * at_boost).epsilon(1e-12));
+  CHECK(memory_time(g, bytes(1e9)).value() == stream_at_boost);
+  CHECK(stream_at_boost == Approx(1e9 / (2039e9 * 0.89) + g.kernel_latency.value()).epsilon(1e-12));
+}
+
 TEST_CASE("no step beats its FLOPs at peak; MFU stays at most 100 %") {
   analytic_cost_model const model;
   for (std::int64_t seq : {128, 2048, 32768, 131072}) {

@@ -265,10 +265,12 @@ TEST_CASE("BLOOM-176B's training job (BigScience tr11) costs within the error dt
   INFO("predicted " << r.costed->time->step.value() << " s, error " << error);
   CHECK(std::abs(error) <= stated->median);
   // The cluster block's Omni-Path figure and the training block's blocked
-  // launches, as the calibration's BLOOM rows: 103 s, -1.7 %.
+  // launches, as the calibration's BLOOM rows: 104.9 s, +0.2 % (103 s,
+  // -1.7 %, before Ampere's memory-bound share was the measured 0.89 and
+  // its sustained clock fitted).
   CHECK(r.p->cluster.network_efficiency == Approx(0.462));
   CHECK(r.p->training.cuda_launch_blocking);
-  CHECK(error == Approx(-0.017).margin(0.002));
+  CHECK(error == Approx(0.002).margin(0.002));
 }
 
 TEST_CASE("llama3_8b.toml at torchtitan's own measurement costs within the error dtplan states for it") {
