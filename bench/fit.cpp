@@ -30,19 +30,19 @@ constexpr knob_kind kinds[] = {
     {knob::scope::gpu, "sustained_clock", 0.70, 1.00, 0.02, 1.00},
 };
 
-// Generations whose streaming memory share is a measurement, not a fit
-// (planner/catalog/gpus.dtp, docs/research/hardware.md s.5): there the fit
-// moves the SMs' sustained clock instead, the share of the boost clock a long
-// run holds, which the GEMM ceilings (short measurements at boost) leave out.
-// Elsewhere the memory-bound efficiency is fitted and absorbs it, and the
-// clock stays at the catalog's 1: the two are not told apart by the runs.
-bool memory_share_measured(std::string_view generation) { return generation == "ampere"; }
-
-bool fitted_here(knob_kind const& kind, std::string const& owner) {
+// A generation whose catalog GPUs write `sustained_clock` has its streaming
+// memory share measured (planner/catalog/gpus.dtp, docs/research/hardware.md
+// s.5): there the fit moves the SMs' sustained clock instead, the share of
+// the boost clock a long run holds, which the GEMM ceilings (short
+// measurements at boost) leave out. Elsewhere the memory-bound efficiency is
+// fitted and absorbs it, and the clock stays at 1: the runs do not tell the
+// two apart.
+bool fitted_here(knob_kind const& kind, std::string const& owner, std::set<std::string> const& clocked) {
   if (kind.where != knob::scope::gpu) return true;
   std::string_view const name = kind.name;
-  if (name == "hbm_efficiency") return !memory_share_measured(owner);
-  if (name == "sustained_clock") return memory_share_measured(owner);
+  bool const measured = clocked.count(owner) > 0;
+  if (name == "hbm_efficiency") return !measured;
+  if (name == "sustained_clock") return measured;
   return true;
 }
 
@@ -143,15 +143,16 @@ double figure_set::value(std::string const& label) const {
 }
 
 figure_set knobs_for(std::vector<calibration_run> const& runs, bool from_runs) {
-  std::set<std::string> gpus, frameworks;
+  std::set<std::string> gpus, frameworks, clocked;
   for (auto const& r : runs) {
     gpus.insert(owner_of(knob::scope::gpu, r));
     frameworks.insert(owner_of(knob::scope::framework, r));
+    if (r.prog.cluster.device.keys.count("sustained_clock")) clocked.insert(owner_of(knob::scope::gpu, r));
   }
   figure_set out;
   for (auto const& kind : kinds)
     for (auto const& owner : kind.where == knob::scope::gpu ? gpus : frameworks) {
-      if (!fitted_here(kind, owner)) continue;
+      if (!fitted_here(kind, owner, clocked)) continue;
       knob k{kind.where, owner, kind.name, kind.low, kind.high, kind.step, kind.neutral};
       if (from_runs)
         for (auto const& r : runs)

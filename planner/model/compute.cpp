@@ -68,6 +68,14 @@ flop_rate peak_at(gpu const& g, precision p) {
   return g.peak_flops;
 }
 
+namespace {
+
+// Compute-limited kernels run at the clock a long run holds; the peak is the
+// datasheet's, at boost (memory-bound work does not scale with the clock).
+double sustained_peak(gpu const& g, precision p) { return peak_at(g, p).value() * g.sustained_clock; }
+
+}  // namespace
+
 double element_bytes(precision p) { return p == precision::fp32 ? 4.0 : 2.0; }
 
 flops gemm_flops(gemm_shape const& s) {
@@ -103,7 +111,7 @@ double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
   double const efficiency = matmul_figure(g.matmul_efficiency, g.matmul_efficiency_fp8, p);
-  double const rate = peak_at(g, p).value() * g.sustained_clock * efficiency * shape_efficiency(g, s, p);
+  double const rate = sustained_peak(g, p) * efficiency * shape_efficiency(g, s, p);
   double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *
                        (static_cast<double>(s.m) * static_cast<double>(s.k) +
@@ -158,8 +166,7 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
-    double const rate = peak_at(g, core_prec).value() * g.sustained_clock *
-                        attention_efficiency(g, sh.prog->training.attention_kernel) *
+    double const rate = sustained_peak(g, core_prec) * attention_efficiency(g, sh.prog->training.attention_kernel) *
                         shape_efficiency(g, shape, core_prec);
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;

@@ -234,6 +234,21 @@ TEST_CASE("a sustained clock slows compute-bound work, not memory-bound work") {
   CHECK((gemm_time(g, big, precision::bf16) - g.kernel_latency).value() == Approx(2 * at_boost).epsilon(1e-12));
   CHECK(memory_time(g, bytes(1e9)).value() == stream_at_boost);
   CHECK(stream_at_boost == Approx(1e9 / (2039e9 * 0.89) + g.kernel_latency.value()).epsilon(1e-12));
+  // The flash attention kernel is compute-bound too: half the clock, twice
+  // its time beside its launch.
+  program p = two_nodes();
+  p.model.attention = attention_kind::flash;
+  auto const s = data_parallel(16, 0);
+  auto const core_at = [&](double clock) {
+    p.cluster.device.sustained_clock = clock;
+    return (compute_per_micro_batch(p, s).layer_attention_core - p.cluster.device.kernel_latency).value();
+  };
+  CHECK(core_at(0.5) == Approx(2 * core_at(1.0)).epsilon(1e-12));
+  // The fit moves the clock of a generation whose catalog GPUs write it
+  // (bench/fit.cpp): the A100s, whose memory share is measured; not Hopper.
+  CHECK(catalog_gpu("A100_SXM_80GB")->keys.count("sustained_clock") == 1);
+  CHECK(catalog_gpu("A100_SXM_40GB")->keys.count("sustained_clock") == 1);
+  CHECK(catalog_gpu("H100_SXM")->keys.count("sustained_clock") == 0);
 }
 
 TEST_CASE("no step beats its FLOPs at peak; MFU stays at most 100 %") {
