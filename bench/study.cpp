@@ -113,18 +113,22 @@ bool check_catalog_fit(std::vector<calibration_run> const& runs, cost_model cons
   // The fit starts where the cross-validation's folds start (neutral
   // figures), so the catalog holds exactly what `bench_accuracy` reports.
   auto const fitted = fit(work, weights, knobs_for(work, false), model);
-  bool same = true;
+  bool same = true, off_bounds = true;
   for (auto const& k : fitted.figures.knobs) {
     double const was = catalog.value(k.label());
     bool const differs = std::fabs(was - k.value) > k.step / 2;
     same = same && !differs;
+    off_bounds = off_bounds && !k.on_bound();
     fmt::print("  {:<34} {:>8.3f}{}{}\n", k.label(), k.value, differs ? fmt::format("  (catalog {:.3f})", was) : "",
                k.on_bound() ? "  ON A BOUND" : "");
   }
   if (!same)
     fmt::print("the catalog's figures are not the fit: write the fitted ones in planner/catalog/gpus.dtp (per "
                "generation) and frameworks.dtp (the host's, in every preset)\n");
-  return same;
+  // Issue 13: no catalog figure may end on a bound of its range; one that
+  // does has absorbed what the model does not describe.
+  if (!off_bounds) fmt::print("a fitted figure is on a bound of its range: describe what it absorbs instead\n");
+  return same && off_bounds;
 }
 
 namespace {

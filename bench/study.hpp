@@ -32,8 +32,8 @@ void apply_runtime(calibration_run& run);
 std::vector<calibration_run> costed(std::vector<calibration_run> const& runs);
 
 /// Fits on every run from the catalog's figures and says whether the
-/// catalog (gpus.dtp, frameworks.dtp) already holds the fit; prints the
-/// figures to write when it does not.
+/// catalog (gpus.dtp, frameworks.dtp) already holds the fit and none of its
+/// figures is on a bound of its range; prints the figures to write when not.
 bool check_catalog_fit(std::vector<calibration_run> const& runs, planner::cost_model const& model);
 
 /// How often the model orders two runs of one job (bench/data/families.csv

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -186,6 +187,24 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     CHECK(held.at("BLOOM-176B-gbs2048") == Approx(0.002).margin(0.001));
   }
 
+  SECTION("the folds' figures on a bound are the findings the README names") {
+    // A figure that ends on a bound of its range has absorbed something the
+    // model does not describe (README, "What the fit says"): Hopper's kernel
+    // latency on its 1 us floor without any MLPerf family, Blackwell's
+    // memory-bound share on its floor without the 8B family's B200 runs,
+    // Ampere's kernel latency on its 20 us ceiling without vTrain's one-node
+    // runs. A change that adds or removes one is a finding to write down.
+    std::set<std::string> on_bound;
+    for (auto const& h : cv)
+      for (auto const& k : h.fitted.knobs)
+        if (k.on_bound()) on_bound.insert(h.family + ": " + k.label());
+    CHECK(on_bound == std::set<std::string>{"MLPerf-GPT3-175B: hopper.kernel_latency",
+                                            "MLPerf-Llama31-405B: hopper.kernel_latency",
+                                            "MLPerf-Llama31-8B: blackwell.hbm_efficiency",
+                                            "MLPerf-Llama31-8B: hopper.kernel_latency",
+                                            "vTrain-single: ampere.kernel_latency"});
+  }
+
   SECTION("the error bars the report quotes are this cross-validation's") {
     // planner/model/expected_error.cpp is generated: bench_accuracy --errors.
     CHECK(bench::expected_error_source(cv, runs) ==
@@ -197,7 +216,9 @@ TEST_CASE("in sample: the catalog's figures on every run") {
   auto runs = the_runs();
   auto const acc = bench::measure_accuracy(runs, analytic_cost_model{});
   CHECK(acc.rows.size() == 1837);
-  CHECK(acc.median <= 0.095);
+  // 7.1 % (7.6 % before Ampere's memory share was measured): issue 13 asks
+  // that in sample stays as good as it was.
+  CHECK(acc.median <= 0.075);
   CHECK(acc.worst <= 0.70);
 }
 
