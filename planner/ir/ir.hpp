@@ -185,6 +185,10 @@ struct gpu {
   double sustained_clock = 1.0;
   // Time-model extensions (calibrated per GPU kind, see bench/accuracy.cpp):
   std::int64_t sm_count = 108;    ///< streaming multiprocessors: tiles run in waves over them
+  /// Exponentials (MUFU.EX2) an SM issues per clock: 16 through Blackwell,
+  /// 32 on Blackwell Ultra, whose attention kernels gain by it
+  /// (planner/model/kernels.hpp).
+  std::int64_t exp_per_clock = 16;
   seconds kernel_latency{5e-6};   ///< fixed launch + tail cost of one kernel
   /// Share of the 16-bit peak the framework's attention kernel reaches;
   /// unset: the published figure of the kernel on this generation

@@ -201,6 +201,7 @@ constexpr bounds any_fraction{0, 1, false, "", "100 %"};
 constexpr bounds learning_rate{0, 100, true, "", "100"};
 
 constexpr std::int64_t max_sm_count = 1'000'000;
+constexpr std::int64_t max_exp_per_clock = 4096;
 constexpr std::int64_t max_tile_overhead = 1'000'000;
 
 std::vector<key_info> model_keys() {
@@ -334,6 +335,11 @@ std::vector<key_info> gpu_keys() {
     {.block = k::gpu, .name = "sm_count", .dom = d::count, .field = member<&gpu::sm_count>(),
      .max = max_sm_count, .what = "of streaming multiprocessors", .default_value = std::int64_t{108},
      .default_text = "108", .meaning = "streaming multiprocessors: matmul tiles run in waves over them"},
+    {.block = k::gpu, .name = "exp_per_clock", .dom = d::count, .field = member<&gpu::exp_per_clock>(),
+     .max = max_exp_per_clock, .what = "of exponentials per SM per clock", .default_value = std::int64_t{16},
+     .default_text = "16",
+     .meaning = "exponentials (MUFU.EX2) an SM issues per clock: 16 through Blackwell, 32 on Blackwell Ultra, whose "
+                "attention kernels run faster by it"},
     {.block = k::gpu, .name = "attention_efficiency", .dom = d::fraction,
      .field = member<&gpu::attention_efficiency>(), .range = positive_fraction,
      .default_text = "the kernel's published figure",

@@ -23,7 +23,11 @@ namespace {
 //   H100 within 10-20 % of FlashAttention-3 (FlashAttention-3 paper, fig.
 //   5-7) -> 0.52; torch's tritonbench on H100, B1 H24 S4608 D128: cuDNN SDPA
 //   631 TFLOP/s forward vs 329 for the default (pytorch/pytorch#142132);
-//   Blackwell 0.52 (no measured backward figure found: Hopper's);
+//   Blackwell 0.52: cuDNN 9.17-9.27 on GB200, causal, head dim 128, 64/8
+//   heads, 8 K tokens, forward and backward (backward 2.5 x the forward's
+//   FLOPs) at 0.52-0.57 of the 2,500 TFLOP/s peak (NVIDIA/cudnn-frontend
+//   benchmark/sdpa_benchmark_training, results at d48a60e, df73764,
+//   e99b0d0, 20dc108: docs/research/hardware.md s.6);
 //   Ampere: cuDNN's kernel is FlashAttention-2-class, 0.50.
 // - llm-foundry's Triton kernel (the MosaicML benchmark tables before
 //   2024-03-26, frameworks.md C7): FlashAttention-2 is "1.3-2.5 x faster
@@ -45,7 +49,16 @@ double attention_efficiency(gpu const& g, attention_backend backend) {
   // A hand-built program may still say `auto`: the kernel the generation gets.
   if (backend == attention_backend::automatic) backend = resolved_attention(g.generation);
   auto const row = backend == attention_backend::unfused ? std::size_t{0} : static_cast<std::size_t>(backend);
-  return published[row][static_cast<std::size_t>(g.generation)];
+  double const share = published[row][static_cast<std::size_t>(g.generation)];
+  // Blackwell Ultra doubles the SMs' exponential rate (MUFU.EX2, 32 a clock
+  // against 16), which the forward's softmax waits on; the backward waits on
+  // shared memory. Measured on the same days, cuDNN's forward and backward
+  // on GB300 run 1.08-1.11 x GB200's at 8 K tokens and 1.11-1.15 x at 16 K
+  // (forward alone 1.18-1.21 x): 1.10 x for the kernels that use the units
+  // as cuDNN's and FlashAttention-3/4's do (docs/research/hardware.md s.6).
+  constexpr double ultra_gain = 1.10;
+  bool const tuned = backend == attention_backend::fused || backend == attention_backend::flash3;
+  return tuned && g.exp_per_clock >= 32 ? share * ultra_gain : share;
 }
 
 }  // namespace dtplan::planner

@@ -6,6 +6,7 @@
 #include "planner/model/compute.hpp"
 #include "planner/model/cost_model.hpp"
 #include "planner/model/evaluate.hpp"
+#include "planner/model/kernels.hpp"
 #include "planner/model/params.hpp"
 #include "planner/lower/lower.hpp"
 
@@ -932,4 +933,26 @@ TEST_CASE("hybrid sharding with a stage kept gathered all-reduces across replica
   // backward): once a step, a quarter of the calls.
   p.training.fsdp_reshard_with_pp = false;
   CHECK(replica_calls() == every / 4);
+}
+
+TEST_CASE("Blackwell Ultra's doubled exponential rate speeds the tuned attention kernels 1.10x, as measured") {
+  // cuDNN on GB300 against GB200 the same day, forward and backward at 8 K
+  // tokens: 1.08-1.11x (docs/research/hardware.md s.6).
+  auto const gb200 = *catalog_gpu("GB200");
+  auto const gb300 = *catalog_gpu("GB300");
+  auto const b300 = *catalog_gpu("B300");
+  CHECK(gb200.exp_per_clock == 16);
+  CHECK(gb300.exp_per_clock == 32);
+  CHECK(b300.exp_per_clock == 32);
+  CHECK(attention_efficiency(gb200, attention_backend::fused) == 0.52);
+  CHECK(attention_efficiency(gb300, attention_backend::fused) == Approx(0.572));
+  CHECK(attention_efficiency(b300, attention_backend::flash3) == Approx(0.572));
+  // FlashAttention-2 and llm-foundry's Triton kernel are not tuned for it.
+  CHECK(attention_efficiency(gb300, attention_backend::flash) == attention_efficiency(gb200, attention_backend::flash));
+  CHECK(attention_efficiency(gb300, attention_backend::triton) ==
+        attention_efficiency(gb200, attention_backend::triton));
+  // A GPU block's own figure is the figure.
+  auto own = gb300;
+  own.attention_efficiency = 0.4;
+  CHECK(attention_efficiency(own, attention_backend::fused) == 0.4);
 }

@@ -447,7 +447,7 @@ TEST_CASE("every error of a file is reported, in reading order") {
         "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
         "      |                                                 ^~~~\n"
         "note: the built-in gpus are V100_SXM_32GB, A100_SXM_40GB, A100_SXM_80GB, H100_SXM, H100_SXM_96GB_500W, "
-        "H100_PCIE, H200_SXM, B200, MI300X, L40S\n"
+        "H100_PCIE, H200_SXM, B200, GB200, GB300, B300, MI300X, L40S\n"
         "test.dtp:2:68: error: expected a bandwidth for 'inter_node', got 5 with no unit; did you mean '5 GB/s'?\n"
         "    2 | cluster c { nodes = 1; gpus_per_node = 8; gpu = H100; inter_node = 5 }\n"
         "      |                                                                    ^\n"
@@ -459,7 +459,8 @@ TEST_CASE("every error of a file is reported, in reading order") {
 TEST_CASE("the catalog: every gpu with its datasheet figures") {
   auto names = catalog_gpu_names();
   CHECK(names == std::vector<std::string>{"V100_SXM_32GB", "A100_SXM_40GB", "A100_SXM_80GB", "H100_SXM",
-                                          "H100_SXM_96GB_500W", "H100_PCIE", "H200_SXM", "B200", "MI300X", "L40S"});
+                                          "H100_SXM_96GB_500W", "H100_PCIE", "H200_SXM", "B200", "GB200", "GB300", "B300",
+                                          "MI300X", "L40S"});
   for (auto const& n : names) {
     INFO(n);
     auto g = catalog_gpu(n);
@@ -518,13 +519,36 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
   CHECK(v.peak_flops.value() == 125e12);
   CHECK(v.hbm_bandwidth.value() == 900e9);
   CHECK(v.intra_node.value() == 150e9);
+  // Blackwell in NVL72 racks and Blackwell Ultra: the memory the MLPerf
+  // systems JSONs report, the dense peaks, the measured GEMM shares.
+  auto gb2 = *catalog_gpu("GB200");
+  CHECK(gb2.memory.value() == 189471.0 * 1024 * 1024);
+  CHECK(gb2.peak_flops.value() == 2500e12);
+  CHECK(gb2.peak_flops_fp8.value() == 5000e12);
+  CHECK(gb2.hbm_bandwidth.value() == 8e12);
+  CHECK(gb2.intra_node.value() == 900e9);
+  CHECK(gb2.matmul_efficiency == 0.73);
+  CHECK(gb2.matmul_efficiency_fp8 == 0.72);
+  CHECK(gb2.nvls_bandwidth.value() == 840e9);
+  auto gb3 = *catalog_gpu("GB300");
+  CHECK(gb3.memory.value() == 284208.0 * 1024 * 1024);
+  CHECK(gb3.peak_flops.value() == 2500e12);
+  CHECK(gb3.sm_count == 160);
+  auto b3 = *catalog_gpu("B300");
+  CHECK(b3.memory.value() == 275040.0 * 1024 * 1024);
+  CHECK(b3.peak_flops.value() == 2250e12);
+  CHECK(b3.peak_flops_fp8.value() == 4500e12);
+  CHECK(b3.matmul_efficiency == 0.79);
+  CHECK(b3.matmul_efficiency_fp8 == 0.75);
   CHECK_FALSE(catalog_gpu("H100"));
   std::vector<std::pair<char const*, gpu_generation>> const generations{
       {"V100_SXM_32GB", gpu_generation::volta},  {"A100_SXM_40GB", gpu_generation::ampere},
       {"A100_SXM_80GB", gpu_generation::ampere}, {"H100_SXM", gpu_generation::hopper},
       {"H100_PCIE", gpu_generation::hopper},     {"H200_SXM", gpu_generation::hopper},
       {"H100_SXM_96GB_500W", gpu_generation::hopper},
-      {"B200", gpu_generation::blackwell},       {"MI300X", gpu_generation::cdna3},
+      {"B200", gpu_generation::blackwell},       {"GB200", gpu_generation::blackwell},
+      {"GB300", gpu_generation::blackwell},      {"B300", gpu_generation::blackwell},
+      {"MI300X", gpu_generation::cdna3},
       {"L40S", gpu_generation::ampere}};
   for (auto const& [n, g] : generations) CHECK(catalog_gpu(n)->generation == g);
 }
