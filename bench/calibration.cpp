@@ -465,7 +465,9 @@ namespace {
 // The catalog GPU of an MLPerf system's accelerator name; nothing for the
 // GPUs the catalog lacks (GB200, GB300, B300).
 std::optional<gpu> mlperf_gpu(std::string_view name) {
-  if (contains(name, "GB200") || contains(name, "GB300") || contains(name, "B300")) return std::nullopt;
+  if (contains(name, "GB200")) return catalog_gpu("GB200");
+  if (contains(name, "GB300")) return catalog_gpu("GB300");
+  if (contains(name, "B300")) return catalog_gpu("B300");
   if (contains(name, "H100")) return catalog_gpu("H100_SXM");
   if (contains(name, "H200")) return catalog_gpu("H200_SXM");
   if (contains(name, "B200")) return catalog_gpu("B200");
@@ -536,18 +538,31 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     cluster& c = run.prog.cluster;
     c.gpus_per_node = integer(row["gpus_per_node"]).value_or(8);
     c.nodes = integer(row["nodes"]).value_or(1);
-    auto const domain = integer(row["nvlink_domain_gpus"]).value_or(c.gpus_per_node);
+    auto const gpus = c.nodes * c.gpus_per_node;
+    // A GB200/GB300 NVL72 rack is one NVLink domain over 4-GPU trays: the
+    // cluster's node is the domain (launch splits it into trays again). A
+    // job whose GPUs are not whole racks takes the same share of each (the
+    // configs' Slurm segment; 256 GPUs: 16 of a rack's 18 trays in 4
+    // racks), the most GPUs per rack, a whole number of trays, that
+    // divides the job.
+    if (auto const domain = integer(row["nvlink_domain_gpus"]).value_or(c.gpus_per_node);
+        domain > c.gpus_per_node) {
+      auto per_rack = domain - domain % c.gpus_per_node;
+      while (per_rack > c.gpus_per_node && gpus % per_rack != 0) per_rack -= c.gpus_per_node;
+      c.gpus_per_node = per_rack;
+      c.nodes = gpus / per_rack;
+    }
     if (auto g = mlperf_gpu(row["gpu"])) {
       c.device = *g;
       c.name = g->name;
       use_gpu_defaults(c);
-      // Eight (or, on GB-class trays, four) NDR NICs: 400 Gbit/s each per GPU.
-      c.inter_node = bandwidth(400e9 / 8 * static_cast<double>(c.gpus_per_node));
+      // One NIC per GPU: NDR 400 Gbit/s, or ConnectX-8 XDR 800 Gbit/s where
+      // the system has them (GB300's trays).
+      double const nic = contains(row["inter_node"], "800 Gb") || contains(row["inter_node"], "800Gb") ? 800e9 : 400e9;
+      c.inter_node = bandwidth(nic / 8 * static_cast<double>(c.gpus_per_node));
     } else {
       skips.push_back(fmt::format("GPU '{}' not in the catalog", row["gpu"]));
     }
-    if (domain > c.gpus_per_node)
-      skips.push_back(fmt::format("NVLink domain of {} GPUs across {}-GPU trays (not modeled)", domain, c.gpus_per_node));
 
     strategy& s = run.s;
     s.tp = integer(row["tp"]).value_or(1);
@@ -559,6 +574,10 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     s.sequence_parallel = s.tp > 1 && contains(row["sequence_parallel"], "true");
     s.zero = contains(row["distributed_optimizer"], "true") ? 1 : 0;
     s.checkpoint = checkpoint_mode::none;
+    // NeMo's use_tp_pp_dp_mapping: Megatron-Core's rank order "tp-cp-ep-pp-dp"
+    // (data parallelism outermost), which keeps a model replica in one rack.
+    if (contains(row["other_flags"], "TP_PP_DP_MAPPING=True"))
+      s.order = rank_order{axis::tp, axis::cp, axis::pp, axis::dp};
     run.prog.training.global_batch = integer(row["global_batch"]).value_or(0);
     if (s.dp * s.micro_batch > 0) run.grad_accum = run.prog.training.global_batch / (s.dp * s.micro_batch);
     if (contains(row["other_flags"], "ASYM_PP_EMBED=True"))
@@ -582,7 +601,6 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
 
     if (auto st = number(row["step_time_s"]); st && *st > 0) run.step_time = seconds(*st);
     else skips.push_back("no step time");
-    auto const gpus = c.nodes * c.gpus_per_node;
     if (run.step_time && gpus > 0)
       run.tokens_per_s_per_gpu = static_cast<double>(run.prog.training.global_batch * m.seq_len) /
                                  run.step_time->value() / static_cast<double>(gpus);

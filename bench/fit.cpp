@@ -165,13 +165,15 @@ figure_set knobs_for(std::vector<calibration_run> const& runs, bool from_runs) {
   return out;
 }
 
+bool validation_only(std::string_view family) { return family == "MLPerf-NVL72"; }
+
 std::vector<double> family_weights(std::vector<calibration_run> const& runs) {
   std::map<std::string, double> total;
   auto tier = [](calibration_run const& r) { return r.tier == 'A' ? 2.0 : 1.0; };
   for (auto const& r : runs) total[r.family] += tier(r);
   std::vector<double> w;
   w.reserve(runs.size());
-  for (auto const& r : runs) w.push_back(tier(r) / total[r.family]);
+  for (auto const& r : runs) w.push_back(validation_only(r.family) ? 0.0 : tier(r) / total[r.family]);
   return w;
 }
 

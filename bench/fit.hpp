@@ -1,6 +1,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/calibration.hpp"
@@ -46,6 +47,14 @@ figure_set knobs_for(std::vector<calibration_run> const& runs, bool from_runs);
 
 /// Every family weighs the same; within one, tier A twice the rest.
 std::vector<double> family_weights(std::vector<calibration_run> const& runs);
+
+/// A family that only tests the model: no fit sees it (its weight is 0), so
+/// its in-sample figure is its out-of-sample one. MLPerf-NVL72 (GB200 and
+/// GB300 NVL72 racks, the one family that measures an NVLink domain wider
+/// than a node): fitted with the rest, it pulls Blackwell's memory-bound
+/// share onto its floor (0.40) to stand in for a fixed part per step its
+/// 405B runs measure and the model lacks (docs/research/residuals.md s.15).
+bool validation_only(std::string_view family);
 
 struct fit_result {
   figure_set figures;

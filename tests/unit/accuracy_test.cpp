@@ -53,7 +53,7 @@ std::string slurp(std::string const& path) {
 TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   auto const& runs = the_runs();
   auto const& cv = the_cross_validation();
-  CHECK(runs.size() == 1837);
+  CHECK(runs.size() == 1850);
 
   SECTION("every family within its bound") {
   std::map<std::string, double> median;
@@ -63,7 +63,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     medians.push_back(h.median);
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
-  REQUIRE(median.size() == 9);
+  REQUIRE(median.size() == 10);
   // 3.8 % before Ampere's memory-bound share was the measured 0.89 and
   // its sustained clock fitted (0.94): the fitted 0.64 had absorbed the
   // clock these large-model runs hold.
@@ -75,6 +75,15 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // 6.0 % before Ampere's sustained clock was fitted (its step overhead
   // had gone from 20 to 5 ms in this fold; 20 ms again now).
   CHECK(median["MLPerf-Llama31-8B"] <= 0.03);
+  // GB200 and GB300 in NVL72 racks (nodes of 64 or 72 GPUs, their NICs
+  // pooled), a family no fit sees: the 405B's seven runs 1-5 % fast, the
+  // error growing with the data-parallel size (a fixed part per step the
+  // model lacks), GB300's one-rack 8B runs 11-23 % slow (GB300 measured
+  // 13.5 % faster than GB200 at the same peaks; its faster exponentials
+  // account for 2 points of it).
+  CHECK(median["MLPerf-NVL72"] <= 0.05);
+  for (auto const& h : cv)
+    if (h.family == "MLPerf-NVL72") CHECK(h.worst <= 0.25);
   CHECK(median["MosaicML"] <= 0.085);
   CHECK(median["vTrain-multi"] <= 0.035);
   // BLOOM's second run is the ramp-up's one micro-batch per pipeline
@@ -123,7 +132,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
       if (r.family == "Korthikanti2022" || r.family == "MosaicML" || r.family == "torchtitan")
         CHECK(r.agreement() == 1.0);
     }
-    CHECK(pairs == 11296);
+    CHECK(pairs == 11297);
     CHECK(static_cast<double>(agree) / static_cast<double>(pairs) >= 0.89);
   }
 
@@ -141,7 +150,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
       by[r.family] = r;
       pairs += r.pairs;
     }
-    CHECK(pairs == 11296);
+    CHECK(pairs == 11297);
     CHECK(by["dp + pp"].pairs == 569);
     CHECK(by["dp + pp"].agreement() >= 0.98);
     CHECK(by["dp + tp"].pairs == 661);
@@ -215,7 +224,20 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
 TEST_CASE("in sample: the catalog's figures on every run") {
   auto runs = the_runs();
   auto const acc = bench::measure_accuracy(runs, analytic_cost_model{});
-  CHECK(acc.rows.size() == 1837);
+  // A validation family weighs nothing in any fit: its runs leave the fitted
+  // figures where the rest put them, so in sample they are as held out.
+  {
+    auto without = runs;
+    without.erase(std::remove_if(without.begin(), without.end(),
+                                 [](auto const& r) { return bench::validation_only(r.family); }),
+                  without.end());
+    REQUIRE(without.size() == runs.size() - 12);
+    auto const all = bench::fit(runs, bench::family_weights(runs), bench::knobs_for(runs, false), analytic_cost_model{});
+    auto const rest =
+        bench::fit(without, bench::family_weights(without), bench::knobs_for(runs, false), analytic_cost_model{});
+    for (auto const& k : all.figures.knobs) CHECK(rest.figures.value(k.label()) == k.value);
+  }
+  CHECK(acc.rows.size() == 1850);
   // 7.1 % (7.6 % before Ampere's memory share was measured): issue 13 asks
   // that in sample stays as good as it was.
   CHECK(acc.median <= 0.075);
@@ -233,7 +255,7 @@ TEST_CASE("every representable published run fits in memory as it ran") {
   }
   INFO(rejected);
   CHECK(rejected.empty());
-  CHECK(checked == 1837);
+  CHECK(checked == 1850);
 }
 
 // Narayanan et al.'s Table 1 (GPT 1.7B to 1T on up to 3,072 A100s) leaves out

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "bench/calibration.hpp"
 #include "bench/study.hpp"
@@ -32,6 +34,45 @@ TEST_CASE("gpu names map to catalog gpus") {
   CHECK(catalog_gpu_for("A100 (DGX A100, 2020 => 40GB)", 40)->name == "A100_SXM_40GB");
   CHECK(catalog_gpu_for("H100-SXM5-80GB", 80)->name == "H100_SXM");
   CHECK_FALSE(catalog_gpu_for("MI250X", 128));
+}
+
+TEST_CASE("MLPerf's NVL72 racks load as nodes of the GPUs a job takes of each rack") {
+  std::map<std::string, calibration_run> by_id;
+  for (auto& r : load_mlperf()) by_id.emplace(r.id, r);
+  // 2,496 GB200s: 624 trays of 4 in racks of 18; the job takes 16 trays
+  // (64 GPUs) of 39 racks, each GPU with its 400 Gbit/s NIC.
+  auto const& big = by_id.at("MLPv50-IBMCWNV-l405b-GB200-2496g");
+  CHECK(big.representable());
+  CHECK(big.prog.cluster.device.name == "GB200");
+  CHECK(big.prog.cluster.gpus_per_node == 64);
+  CHECK(big.prog.cluster.nodes == 39);
+  CHECK(big.prog.cluster.inter_node.value() == 64 * 50e9);
+  // NeMo's TP_PP_DP_MAPPING: data parallelism outermost.
+  CHECK(big.s.order == rank_order{axis::tp, axis::cp, axis::pp, axis::dp});
+  CHECK(by_id.at("MLPv50-NV-l405b-GB200-256g").s.order == default_order);
+  // One whole rack; GB300's trays carry ConnectX-8 at 800 Gbit/s.
+  auto const& rack = by_id.at("MLPv51-NV-l8b-GB300-72g");
+  CHECK(rack.prog.cluster.device.name == "GB300");
+  CHECK(rack.prog.cluster.gpus_per_node == 72);
+  CHECK(rack.prog.cluster.nodes == 1);
+  CHECK(rack.prog.cluster.inter_node.value() == 72 * 100e9);
+  // 512 GPUs are 8 racks of 64, not 7 of 72 and a part.
+  CHECK(by_id.at("MLPv51-NV-l8b-GB200-512g").prog.cluster.gpus_per_node == 64);
+  CHECK(by_id.at("MLPv51-NV-l8b-GB200-512g").prog.cluster.nodes == 8);
+  CHECK(by_id.at("MLPv51-DELL-l8b-B300-8g").prog.cluster.device.name == "B300");
+  // What stays unrepresentable says why: fp4 GEMMs.
+  CHECK(by_id.at("MLPv51-NV-l8b-GB200-8g").skip_reason == "fp4 (NVFP4) GEMMs (not modeled)");
+  // Every NVL72 row is costed but the fp4 ones.
+  std::size_t costed = 0, fp4 = 0;
+  for (auto const& [id, r] : by_id)
+    if (r.family == "MLPerf-NVL72") {
+      INFO(id);
+      if (r.representable()) ++costed;
+      else if (r.skip_reason == "fp4 (NVFP4) GEMMs (not modeled)") ++fp4;
+      else FAIL(r.skip_reason);
+    }
+  CHECK(costed == 12);
+  CHECK(fp4 == 6);
 }
 
 TEST_CASE("the calibration file loads every row with its strategy or a skip reason") {
