@@ -45,6 +45,18 @@ bool uses_flash(program const& p) {
   return p.model.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
 }
 
+// Megatron's softmax where its fused kernel does not fit the shape
+// (softmax_falls_back): in fp32, as `attention_softmax_in_fp32` (Megatron-
+// Core's default; MLM 2021's with query-key layer scaling) asks, PyTorch
+// runs float(), the scale's multiply, the mask's masked_fill_, softmax and
+// the cast back: 37 bytes a score forward against the kernel's 4; backward
+// the casts' copies, softmax's backward, masked_fill and the multiply, 41
+// against 6; five kernels each way against one (microsoft/Megatron-
+// DeepSpeed 0782d753dd megatron/model/fused_softmax.py `forward`).
+constexpr double softmax_fallback_bytes_forward = 33.0;
+constexpr double softmax_fallback_bytes_backward = 35.0;
+constexpr std::int64_t softmax_fallback_kernels = 4;
+
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
 constexpr std::int64_t flash_block = 128;
@@ -181,6 +193,11 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
                gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
                memory_time(g, bytes(11.0 * elems));
+    if (softmax_falls_back(*sh.prog, sh.s)) {
+      auto const extra = g.kernel_latency * static_cast<double>(softmax_fallback_kernels);
+      core_fwd += seconds(softmax_fallback_bytes_forward * elems / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + extra;
+      core_bwd += seconds(softmax_fallback_bytes_backward * elems / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + extra;
+    }
   }
 
   return {core_fwd, core_bwd};
@@ -329,13 +346,15 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   out.layer_backward = weights_bwd + core_bwd + mem_bwd;
   // Operators issued: one per weight GEMM (two in the backward), the
   // attention core (flash: one kernel each way; otherwise scores, softmax,
-  // dropout and weighted sum forward, twice that backward), the memory-bound
-  // operators (twice as many backward).
+  // dropout and weighted sum forward, twice that backward, and the eager
+  // softmax's four more each way where Megatron's kernel does not fit), the
+  // memory-bound operators (twice as many backward).
   auto const n = static_cast<std::int64_t>(n_ops);
   bool const flash = uses_flash(p);
-  out.layer_kernels = n + (flash ? 1 : 4) + static_cast<std::int64_t>(fwd_kernels + ring.kernels_forward);
+  std::int64_t const core_kernels = flash ? 1 : 4 + (softmax_falls_back(p, s) ? softmax_fallback_kernels : 0);
+  out.layer_kernels = n + core_kernels + static_cast<std::int64_t>(fwd_kernels + ring.kernels_forward);
   out.layer_kernels_backward =
-      2 * n + (flash ? 1 : 8) + static_cast<std::int64_t>(2 * fwd_kernels + ring.kernels_backward);
+      2 * n + (flash ? 1 : core_kernels + 4) + static_cast<std::int64_t>(2 * fwd_kernels + ring.kernels_backward);
   if (cast_bytes > 0) {
     out.layer_kernels += 2 * n;
     out.layer_kernels_backward += n;
@@ -344,7 +363,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
     case checkpoint_mode::none: break;
     case checkpoint_mode::selective:
       out.layer_recompute = core_fwd;
-      out.layer_kernels_recompute = flash ? 1 : 4;
+      out.layer_kernels_recompute = core_kernels;
       break;
     case checkpoint_mode::full:
       out.layer_recompute = out.layer_forward;
@@ -357,7 +376,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
       // (norms, rotary, activation, residual adds); the standard attention
       // core too (batched matmuls are not in the list).
       out.layer_recompute = ops_recompute + mem_fwd + (flash ? seconds() : core_fwd);
-      out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : 4);
+      out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : core_kernels);
       break;
   }
 

@@ -1,5 +1,6 @@
 #include "planner/model/kernels.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace dtplan::planner {
@@ -59,6 +60,21 @@ double attention_efficiency(gpu const& g, attention_backend backend) {
   constexpr double ultra_gain = 1.10;
   bool const tuned = backend == attention_backend::fused || backend == attention_backend::flash3;
   return tuned && g.exp_per_clock >= 32 ? share * ultra_gain : share;
+}
+
+bool softmax_falls_back(program const& p, strategy const& s) {
+  model const& m = p.model;
+  bool const flash = m.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
+  if (flash || !p.training.fused_elementwise) return false;
+  if (m.prec == precision::fp32) return false;  // no fused kernel to fall back from
+  std::int64_t const keys = m.seq_len;
+  std::int64_t const queries = m.seq_len / std::max<std::int64_t>(1, s.cp);
+  std::int64_t const rows = s.micro_batch * (m.heads / std::max<std::int64_t>(1, s.tp));
+  // scaled_upper_triang_masked_softmax.h: a warp takes two rows up to 128
+  // keys, one above; four warps a block of 128 threads.
+  std::int64_t const rows_per_block = keys <= 128 ? 8 : 4;
+  bool const fits = keys > 16 && keys <= 4096 && queries % 4 == 0 && rows % 4 == 0 && rows % rows_per_block == 0;
+  return !fits;
 }
 
 }  // namespace dtplan::planner

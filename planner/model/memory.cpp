@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "planner/model/kernels.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/model/params.hpp"
 
@@ -89,7 +90,7 @@ namespace {
 // Calls add(name, bytes) for each stored tensor; names are literals so the
 // hot path (activations_per_layer in the search) builds no strings.
 template <class F>
-void for_each_activation(model const& m, strategy const& s, F&& add) {
+void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F&& add) {
   double const t = double(s.tp);
   bool const sp = s.sequence_parallel && s.tp > 1;
   double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
@@ -144,7 +145,11 @@ void for_each_activation(model const& m, strategy const& s, F&& add) {
   if (s.checkpoint == checkpoint_mode::none) {
     double const scores = a * seq * seq * double(s.micro_batch) / t;
     if (m.attention == attention_kind::standard) {
-      add("softmax output (a.s^2)", e * scores);
+      if (fp32_softmax)
+        add("softmax output in fp32 (a.s^2: PyTorch's softmax, where Megatron's fused kernel does not fit)",
+            4 * scores);
+      else
+        add("softmax output (a.s^2)", e * scores);
       if (dropout) {
         add("attention dropout mask (a.s^2)", scores);
         add("attention dropout output (a.s^2)", e * scores);
@@ -171,15 +176,15 @@ void for_each_activation(model const& m, strategy const& s, F&& add) {
 
 }  // namespace
 
-std::vector<memory_term> activation_terms(model const& m, strategy const& s) {
+std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax) {
   std::vector<memory_term> out;
-  for_each_activation(m, s, [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
+  for_each_activation(m, s, fp32_softmax, [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
   return out;
 }
 
-bytes activations_per_layer(model const& m, strategy const& s) {
+bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax) {
   double sum = 0;
-  for_each_activation(m, s, [&](char const*, double v) { sum += v; });
+  for_each_activation(m, s, fp32_softmax, [&](char const*, double v) { sum += v; });
   return bytes(sum);
 }
 
@@ -199,7 +204,7 @@ class stage_memory {
         bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
-        act_layer_(activations_per_layer(m_, s_)) {
+        act_layer_(activations_per_layer(m_, s_, softmax_falls_back(p_, s_))) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
     b_.stage = r;
@@ -344,7 +349,7 @@ class stage_memory {
     no_recompute.checkpoint = checkpoint_mode::none;
     bytes const recompute_working = s_.checkpoint == checkpoint_mode::none
                                         ? bytes{}
-                                        : max(bytes{}, activations_per_layer(m_, no_recompute) - act_layer_);
+                                        : max(bytes{}, activations_per_layer(m_, no_recompute, softmax_falls_back(p_, no_recompute)) - act_layer_);
     double const vocab_elems = tokens_ * double(sh_.local_vocab);
     double const gathered = gathered_layer();
     double const at_loss = !placed_.final_norm ? 0.0

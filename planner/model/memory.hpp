@@ -101,11 +101,14 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors
 /// (fp8 stores them in 16 bits). Mixture of experts multiplies the MLP
 /// intermediates by experts_per_token.
-std::vector<memory_term> activation_terms(model const& m, strategy const& s);
+/// `fp32_softmax`: the standard path's softmax output is kept in fp32, as
+/// PyTorch's softmax keeps it where Megatron's fused kernel does not fit
+/// (softmax_falls_back, kernels.hpp).
+std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax = false);
 
 /// Per transformer layer and one micro-batch: the bytes of activations kept
 /// for the backward pass, per Korthikanti et al. generalised to GQA, SwiGLU
 /// and flash attention.
-bytes activations_per_layer(model const& m, strategy const& s);
+bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax = false);
 
 }  // namespace dtplan::planner

@@ -7,6 +7,7 @@
 #include "planner/model/cost_model.hpp"
 #include "planner/model/evaluate.hpp"
 #include "planner/model/kernels.hpp"
+#include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
 #include "planner/lower/lower.hpp"
 
@@ -498,6 +499,89 @@ TEST_CASE("degenerate strategies never reach the cost model: the check refuses t
   CHECK(std::isfinite(model.lower_bound(p).value()));
 }
 
+TEST_CASE("Megatron's softmax falls back to PyTorch's in fp32 where its fused kernel does not fit") {
+  // vTrain's one-node GPT (hidden 1,024, 16 heads, 1,024 tokens) under
+  // Megatron-DeepSpeed: the kernel takes micro_batch x heads / tp rows in
+  // blocks of 4, so tp 8 at one sequence (2 rows) falls back, two do not.
+  program p = two_nodes(1, 8);
+  p.model.hidden = 1024;
+  p.model.heads = 16;
+  p.model.kv_heads = 16;
+  p.model.ffn = 4096;
+  p.model.mlp = mlp_kind::gelu;
+  p.model.seq_len = 1024;
+  p.model.attention = attention_kind::standard;
+  p.model.prec = precision::fp16;
+  strategy s;
+  s.tp = 8;
+  s.dp = 1;
+  s.micro_batch = 1;
+  s.checkpoint = checkpoint_mode::none;
+  CHECK(softmax_falls_back(p, s));
+  s.micro_batch = 2;
+  CHECK_FALSE(softmax_falls_back(p, s));
+  s.micro_batch = 1;
+  s.tp = 4;
+  CHECK_FALSE(softmax_falls_back(p, s));
+  // Beyond 4,096 keys, and at 128 or fewer where a block takes 8 rows.
+  p.model.seq_len = 8192;
+  CHECK(softmax_falls_back(p, s));
+  p.model.seq_len = 128;
+  CHECK(softmax_falls_back(p, s));
+  s.micro_batch = 2;
+  CHECK_FALSE(softmax_falls_back(p, s));
+  // Frameworks of eager kernels, flash kernels and fp32 training never ask.
+  p.model.seq_len = 1024;
+  s.micro_batch = 1;
+  s.tp = 8;
+  program q = p;
+  q.training.fused_elementwise = false;
+  CHECK_FALSE(softmax_falls_back(q, s));
+  q = p;
+  q.model.attention = attention_kind::flash;
+  CHECK_FALSE(softmax_falls_back(q, s));
+  q.training.attention_kernel = attention_backend::unfused;
+  CHECK(softmax_falls_back(q, s));
+  q = p;
+  q.model.prec = precision::fp32;
+  CHECK_FALSE(softmax_falls_back(q, s));
+
+  // The fallback's cost: 33 bytes a score more forward and 35 backward
+  // (float, scale, masked_fill_, softmax, the cast back; their backward) and
+  // four more kernels each way. The core does not read fused_elementwise
+  // otherwise.
+  q = p;
+  q.training.fused_elementwise = false;
+  auto const fallback = compute_per_micro_batch(p, s);
+  auto const eager = compute_per_micro_batch(q, s);
+  gpu const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const scores = 1.0 * 2 * 1024 * 1024;  // micro_batch x heads / tp x queries x keys
+  CHECK((fallback.layer_attention_core - eager.layer_attention_core).value() ==
+        Approx(33 * scores / hbm + 4 * g.kernel_latency.value()).epsilon(1e-9));
+  CHECK((fallback.layer_attention_core_backward - eager.layer_attention_core_backward).value() ==
+        Approx(35 * scores / hbm + 4 * g.kernel_latency.value()).epsilon(1e-9));
+  strategy fits = s;
+  fits.micro_batch = 2;
+  auto const fused = compute_per_micro_batch(p, fits);
+  CHECK(fallback.layer_kernels == fused.layer_kernels + 4);
+  CHECK(fallback.layer_kernels_backward == fused.layer_kernels_backward + 4);
+
+  // Kept for the backward: softmax's fp32 output, 4 bytes a score for the
+  // fused kernel's 2, in each of the layers.
+  auto const terms = activation_terms(p.model, s, true);
+  REQUIRE(terms.size() == activation_terms(p.model, s).size());
+  bool found = false;
+  for (auto const& t : terms)
+    if (t.name == "softmax output in fp32 (a.s^2: PyTorch's softmax, where Megatron's fused kernel does not fit)") {
+      found = true;
+      CHECK(t.size.value() == 4 * scores);
+    }
+  CHECK(found);
+  CHECK((estimate_memory(p, s).activations - estimate_memory(q, s).activations).value() ==
+        Approx(2 * scores * static_cast<double>(p.model.layers)).epsilon(1e-12));
+}
+
 TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch rate") {
   program p = two_nodes(1, 8);
   p.model.layers = 4;
@@ -505,7 +589,7 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   p.model.heads = 4;
   p.model.kv_heads = 4;
   p.model.ffn = 1024;
-  p.model.seq_len = 128;
+  p.model.seq_len = 256;  // Megatron's fused softmax takes 1 x 4 heads (softmax_falls_back)
   p.model.attention = attention_kind::standard;
   p.model.position = position_kind::rotary;  // Llama's: a rotary kernel in each layer
   p.training.global_batch = 8;
