@@ -440,6 +440,7 @@ std::vector<job_file> megatron_job(planner::program const& p, planner::plan cons
   if (s.cp > 1 && t.cp_comm_type == planner::cp_comm_kind::p2p) a.add("--cp-comm-type", "p2p");
   if (t.cuda_graphs) a.add("--enable-cuda-graph");
   if (t.timing_log_level > 0) a.add("--timing-log-level", t.timing_log_level);
+  if (t.transformer_impl == planner::transformer_impl_kind::local) a.add("--transformer-impl", "local");
 
   std::string env;
   if (s.tp > 1 || s.cp > 1)
@@ -550,6 +551,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
         return grad_precision(p) == precision::fp32 || (grad_precision(p) == precision::bf16 && prec != precision::fp16) ||
                (grad_precision(p) == precision::fp16 && prec == precision::fp16);
       return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" || key == "timing_log_level" ||
+             key == "transformer_impl" ||
              key == "optimizer_state_precision" ||
              (key == "cp_comm_type" && t.cp_comm_type == planner::cp_comm_kind::p2p) ||
              (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
@@ -564,6 +566,8 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
       // BF16_Optimizer, fp32 ones, runs without ZeRO, which dtplan writes as
       // stage 1 and reads back so).
       if (key == "grad_precision") return grad_precision(p) != precision::fp32 || prec == precision::fp32;
+      // Megatron-DeepSpeed's layers are Megatron's own.
+      if (key == "transformer_impl") return t.transformer_impl == planner::transformer_impl_kind::local;
       return ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
              (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
              (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
@@ -582,6 +586,10 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "tp_comm_overlap") return s.tp > 1;
   if (key == "cp_comm_type") return s.cp > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
+  // Whose fused softmax matters on the unfused attention path only.
+  if (key == "transformer_impl")
+    return p.training.fused_elementwise && (p.model.attention == planner::attention_kind::standard ||
+                                            p.training.attention_kernel == planner::attention_backend::unfused);
   if (key == "overlap_param_gather") return s.zero >= 1;
   if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
   if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;

@@ -408,6 +408,16 @@ void import_megatron(job_reader& job, context const& ctx) {
                                                       "as 'auto'",
                                                       dsl::escaped(*b)));
   }
+  if (auto const* impl = job.find("--transformer-impl")) {
+    auto v = job.text(*impl);
+    if (!v) return;
+    if (*v == "local" || *v == "transformer_engine")
+      set(t, "training", "transformer_impl", identifier_value(*v, value_at(impl)), impl->key_where);
+    else
+      t.diags.warning(impl->key_where, fmt::format("Megatron-LM's transformer implementation '{}' is not modelled: "
+                                                   "costed as 'transformer_engine'",
+                                                   dsl::escaped(*v)));
+  }
   if (auto const* comm = job.find("--cp-comm-type")) {
     // One type for every layer, or one per layer (nargs '+'). a2a
     // (Ulysses), allgather and a2a+p2p move other tensors than Transformer

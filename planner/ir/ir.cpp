@@ -62,6 +62,15 @@ char const* name(cp_comm_kind c) {
   }
   return "?";
 }
+
+char const* name(transformer_impl_kind k) {
+  switch (k) {
+    case transformer_impl_kind::transformer_engine: return "transformer_engine";
+    case transformer_impl_kind::local: return "local";
+  }
+  return "?";
+}
+
 int recompute_rank(checkpoint_mode c) {
   auto const at = std::find(checkpoint_modes.begin(), checkpoint_modes.end(), c);
   return static_cast<int>(at - checkpoint_modes.begin());

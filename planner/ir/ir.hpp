@@ -52,6 +52,11 @@ enum class cross_entropy_kind { fused, unfused };
 /// SDPA's inputs, the keys and values expanded to the query's heads, and
 /// accumulates the gradients in fp32.
 enum class cp_comm_kind { p2p, allgather, alltoall };
+/// Megatron's layer implementation (`--transformer-impl`): Transformer
+/// Engine's modules, or Megatron's own (`local`: every Megatron-LM before
+/// 2023, and Megatron-DeepSpeed). It decides whose fused softmax the
+/// unfused attention path runs, and where it fits (kernels.hpp).
+enum class transformer_impl_kind { transformer_engine, local };
 /// Whether `k` is PyTorch's ring attention (keys and values expanded to the
 /// query's heads, merged and accumulated in eager fp32 operators).
 constexpr bool pytorch_ring(cp_comm_kind k) { return k != cp_comm_kind::p2p; }
@@ -94,6 +99,7 @@ char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
 char const* name(cross_entropy_kind);
 char const* name(cp_comm_kind);
+char const* name(transformer_impl_kind);
 /// Every checkpoint mode, by how much it recomputes (and, for dense
 /// transformers, how little it keeps): the order the search, the advice and
 /// the check's fixes try them in.
@@ -281,6 +287,9 @@ struct training {
   /// eager kernels even in compiled code (torchtitan's complex-number
   /// rotary, which Inductor does not lower).
   bool fused_rotary = true;
+  /// Whose layers (Megatron's --transformer-impl): Transformer Engine's, or
+  /// Megatron's own, whose fused softmax fits fewer shapes.
+  transformer_impl_kind transformer_impl = transformer_impl_kind::transformer_engine;
   /// The step replayed as CUDA graphs: no host time per operator.
   bool cuda_graphs = false;
   /// Megatron's --timing-log-level: at 2 the timers around every

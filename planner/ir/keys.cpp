@@ -417,6 +417,12 @@ std::vector<key_info> behaviour_keys() {
      .default_value = true, .default_text = "true", .dump_default = false,
      .meaning = "rotary embeddings in one fused kernel each way; false: PyTorch's eager kernels even when the rest "
                 "is fused (torchtitan's complex-number rotary, which torch.compile leaves uncompiled)"},
+    {.block = k, .name = "transformer_impl", .dom = d::choice, .field = member<&training::transformer_impl, B>(),
+     .choices = {"transformer_engine", "local"}, .default_value = std::int64_t{0},
+     .default_text = "transformer_engine", .dump_default = false,
+     .meaning = "Megatron's layers (--transformer-impl): Transformer Engine's, or its own (local: Megatron-LM "
+                "before 2023, Megatron-DeepSpeed), whose fused softmax fits fewer shapes of the unfused attention "
+                "path and falls back to PyTorch's fp32 softmax elsewhere"},
     {.block = k, .name = "cross_entropy", .dom = d::choice, .field = member<&training::cross_entropy, B>(),
      .choices = {"fused", "unfused"}, .default_value = std::int64_t{0}, .default_text = "fused",
      .dump_default = false,

@@ -70,11 +70,13 @@ bool softmax_falls_back(program const& p, strategy const& s) {
   std::int64_t const keys = m.seq_len;
   std::int64_t const queries = m.seq_len / std::max<std::int64_t>(1, s.cp);
   std::int64_t const rows = s.micro_batch * (m.heads / std::max<std::int64_t>(1, s.tp));
-  // scaled_upper_triang_masked_softmax.h: a warp takes two rows up to 128
-  // keys, one above; four warps a block of 128 threads.
+  // The kernels' rows a block: a warp takes two rows up to 128 keys, one
+  // above; four warps a block of 128 threads.
   std::int64_t const rows_per_block = keys <= 128 ? 8 : 4;
-  bool const fits = keys > 16 && keys <= 4096 && queries % 4 == 0 && rows % 4 == 0 && rows % rows_per_block == 0;
-  return !fits;
+  if (rows % 4 != 0 || queries % 4 != 0) return true;
+  if (p.training.transformer_impl == transformer_impl_kind::transformer_engine)
+    return !(keys > 16 && keys < 16384 && keys % 8 == 0 && queries == keys && queries % rows_per_block == 0);
+  return !(keys > 16 && keys <= 4096 && rows % rows_per_block == 0);
 }
 
 }  // namespace dtplan::planner

@@ -14,16 +14,21 @@ namespace dtplan::planner {
 double attention_efficiency(gpu const& g, attention_backend backend);
 
 /// Whether the unfused attention path of a framework with fused kernels
-/// (`fused_elementwise`: Megatron's FusedScaleMaskSoftmax) runs its softmax
-/// in PyTorch's eager fp32 operators because the fused kernel does not fit
-/// the shape: it takes 16-bit scores, 16 < keys <= 4,096, queries a
-/// multiple of 4, and micro_batch x heads / tp a multiple of the kernel's
-/// rows a block (8 up to 128 keys, 4 above). Read in Megatron-Core
-/// megatron/core/fusions/fused_softmax.py `is_kernel_available` (Megatron-LM
-/// aed2f75e20) and microsoft/Megatron-DeepSpeed 0782d753dd
-/// megatron/model/fused_softmax.py, whose kernel took up to 2,048 keys
-/// (dtplan takes 4,096 for every version). The flash path, frameworks of
-/// eager kernels and fp32 training never fall back.
+/// (`fused_elementwise`) runs its softmax in PyTorch's eager fp32 operators
+/// because the fused kernel does not fit the shape. Megatron's own
+/// (`transformer_impl = local`, FusedScaleMaskSoftmax) takes 16-bit scores,
+/// 16 < keys <= 4,096, queries a multiple of 4, and micro_batch x heads /
+/// tp a multiple of the kernel's rows a block (8 up to 128 keys, 4 above):
+/// Megatron-Core megatron/core/fusions/fused_softmax.py
+/// `is_kernel_available` (Megatron-LM aed2f75e20) and microsoft/Megatron-
+/// DeepSpeed 0782d753dd megatron/model/fused_softmax.py, whose kernel took
+/// up to 2,048 keys (dtplan takes 4,096 for every version). Transformer
+/// Engine's (`transformer_engine`) asks the same rows of four, and 16 <
+/// keys < 16,384, keys a multiple of 8, as many queries as keys and
+/// queries a multiple of the rows a block (TE v2.5, f05f12c974,
+/// transformer_engine/pytorch/attention/dot_product_attention/softmax.py
+/// `is_kernel_available`, :177-209). The flash path, frameworks of eager
+/// kernels and fp32 training never fall back.
 bool softmax_falls_back(program const& p, strategy const& s);
 
 }  // namespace dtplan::planner

@@ -79,6 +79,13 @@ expect_contains "$TMP/out" "  timing_log_level  2"
 expect_status 0 "$DTPLAN" "$plan" --dump ir
 expect_contains "$TMP/out" "  timing_log_level  0"
 
+# Megatron's own layers (transformer_impl = local) travel as --transformer-impl.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.transformer_impl=local --emit "$TMP/ti" \
+  --framework megatron --quiet
+expect_contains "$TMP/ti/megatron/args.txt" "--transformer-impl local"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/ti/megatron/args.txt" --dump ir
+expect_contains "$TMP/out" "  transformer_impl  local"
+
 # A key dtplan does not read is a warning at its place in the job's file;
 # a bad value an error there; --set still has the last word.
 printf '%s\n' '[training]' 'local_batch_size = 1' 'seq_len = 4096' 'steps = 10' '[parallelism]' \

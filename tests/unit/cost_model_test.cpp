@@ -512,6 +512,7 @@ TEST_CASE("Megatron's softmax falls back to PyTorch's in fp32 where its fused ke
   p.model.seq_len = 1024;
   p.model.attention = attention_kind::standard;
   p.model.prec = precision::fp16;
+  p.training.transformer_impl = transformer_impl_kind::local;
   strategy s;
   s.tp = 8;
   s.dp = 1;
@@ -530,6 +531,19 @@ TEST_CASE("Megatron's softmax falls back to PyTorch's in fp32 where its fused ke
   CHECK(softmax_falls_back(p, s));
   s.micro_batch = 2;
   CHECK_FALSE(softmax_falls_back(p, s));
+  // Transformer Engine's asks the same rows of four, takes up to 16,383
+  // keys, and as many queries as keys (no context parallelism).
+  program te = p;
+  te.training.transformer_impl = transformer_impl_kind::transformer_engine;
+  te.model.seq_len = 8192;
+  s.micro_batch = 1;
+  CHECK_FALSE(softmax_falls_back(te, s));
+  s.tp = 8;
+  CHECK(softmax_falls_back(te, s));
+  s.tp = 4;
+  s.cp = 2;
+  CHECK(softmax_falls_back(te, s));
+  s.cp = 1;
   // Frameworks of eager kernels, flash kernels and fp32 training never ask.
   p.model.seq_len = 1024;
   s.micro_batch = 1;

@@ -848,6 +848,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.cross_entropy == cross_entropy_kind::fused);
     CHECK(t.fsdp_reshard_with_pp);
     CHECK(t.timing_log_level == 0);
+    CHECK(t.transformer_impl == transformer_impl_kind::transformer_engine);
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 1}));
     CHECK(l.pipeline_max_zero == 1);
@@ -866,6 +867,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.grad_precision == precision::fp32);
     CHECK(t.ddp_bucket_size.value() == 1024.0 * 1024 * 1024 * 1024 * 1024);  // one bucket
     CHECK(t.timing_log_level == 2);  // every timer synchronises
+    CHECK(t.transformer_impl == transformer_impl_kind::local);  // Megatron's own layers and fused softmax
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0}));
     CHECK_FALSE(l.context_parallel);
@@ -906,6 +908,9 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.attention_kernel == attention_backend::unfused);
     CHECK(t.timing_log_level == 2);  // Megatron-DeepSpeed's timers before its 2023-07 rebase
     CHECK(with_training("framework = deepspeed; timing_log_level = 0").training.timing_log_level == 0);
+    CHECK(t.transformer_impl == transformer_impl_kind::local);
+    CHECK(with_training("framework = deepspeed; transformer_impl = transformer_engine").training.transformer_impl ==
+          transformer_impl_kind::transformer_engine);
     CHECK_FALSE(t.grad_reduce_scatter);
     CHECK_FALSE(t.overlap_grad_sync);
     CHECK_FALSE(t.grad_precision);  // the model's 16-bit
