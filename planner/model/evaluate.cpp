@@ -8,6 +8,7 @@
 
 #include "planner/model/check.hpp"
 #include "planner/model/compute.hpp"
+#include "planner/model/kernels.hpp"
 #include "planner/model/layout.hpp"
 
 namespace dtplan::planner {
@@ -219,6 +220,27 @@ void advise_context_parallel(program const& p, strategy_spec const& spec, plan c
       pl.s.cp, to_string(v.checked.memory.total), to_string(pl.memory.total), faster(v.time->step, pl.time->step)));
 }
 
+// Megatron's fused softmax that does not fit the shape (softmax_falls_back):
+// the micro-batch that gives it rows of four, where that is valid and
+// faster.
+void advise_softmax(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                    std::vector<std::string>& out) {
+  if (!pl.time || !softmax_falls_back(p, pl.s)) return;
+  auto const heads = p.model.heads / std::max<std::int64_t>(1, pl.s.tp);
+  for (std::int64_t mb = pl.s.micro_batch + 1; mb <= pl.s.micro_batch * 4; ++mb) {
+    strategy s = pl.s;
+    s.micro_batch = mb;
+    if (softmax_falls_back(p, s)) continue;
+    auto v = try_variant(p, spec, s, model);
+    if (!v.time || !(v.time->step < pl.time->step)) return;
+    out.push_back(fmt::format(
+        "attention: Megatron's fused softmax does not take micro_batch x heads / tp = {} rows and falls back to "
+        "PyTorch's softmax in fp32 (five kernels each way for one); micro_batch = {} ({} rows) fits: {}",
+        pl.s.micro_batch * heads, mb, mb * heads, faster(v.time->step, pl.time->step)));
+    return;
+  }
+}
+
 void advise_learning_rate(program const& p, std::vector<std::string>& out) {
   if (!p.training.base_lr || !p.training.base_batch || *p.training.base_batch <= 0 || p.training.global_batch == *p.training.base_batch) return;
   double const k = static_cast<double>(p.training.global_batch) / static_cast<double>(*p.training.base_batch);
@@ -269,6 +291,7 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   advise_communication(p, spec, out, model, out.advice);
   advise_checkpointing(p, spec, out, model, out.advice);
   advise_context_parallel(p, spec, out, model, out.advice);
+  advise_softmax(p, spec, out, model, out.advice);
   advise_learning_rate(p, out.advice);
   return out;
 }

@@ -206,3 +206,48 @@ TEST_CASE("a gradient sync after the backward: the advice says what overlapping 
   CHECK(any_contains(pl.advice, "gives step " + to_string(overlapped.time->step) + " instead of " +
                                     to_string(pl.time->step)));
 }
+
+TEST_CASE("a micro-batch whose rows Megatron's fused softmax does not take gets the one that fits as advice") {
+  // GPT with 16 heads under Megatron-DeepSpeed's own layers at tp 8: one
+  // sequence is 2 rows of scores a GPU and falls back to PyTorch's fp32
+  // softmax; two sequences are 4.
+  auto p = seven_b_two_nodes();
+  p.model.heads = 16;
+  p.model.kv_heads = 16;
+  p.model.hidden = 2048;
+  p.model.ffn = 5504;
+  p.model.seq_len = 1024;
+  p.model.attention = attention_kind::standard;
+  p.model.prec = precision::fp16;
+  p.training.transformer_impl = transformer_impl_kind::local;
+  p.training.global_batch = 64;
+  strategy s;
+  s.tp = 8;
+  s.dp = 2;
+  s.zero = 1;
+  s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::full;
+  s.micro_batch = 1;
+  analytic_cost_model const model;
+  strategy_spec spec;
+  auto const one = evaluate(p, spec, s, model, "mb1");
+  REQUIRE(one.valid);
+  s.micro_batch = 2;
+  auto const two = evaluate(p, spec, s, model, "mb2");
+  REQUIRE(two.valid);
+  REQUIRE(two.time->step < one.time->step);
+  for (auto const& a : one.advice) INFO(a);
+  CHECK(any_contains(one.advice,
+                     fmt::format("attention: Megatron's fused softmax does not take micro_batch x heads / tp = 2 "
+                                 "rows and falls back to PyTorch's softmax in fp32 (five kernels each way for one); "
+                                 "micro_batch = 2 (4 rows) fits: step {} instead of {}",
+                                 to_string(two.time->step), to_string(one.time->step))));
+  CHECK_FALSE(any_contains(two.advice, "attention: Megatron's fused softmax"));
+  // Transformer Engine's kernel asks the same rows.
+  p.training.transformer_impl = transformer_impl_kind::transformer_engine;
+  s.micro_batch = 1;
+  CHECK(any_contains(evaluate(p, spec, s, model, "mb1").advice, "attention: Megatron's fused softmax"));
+  // Flash attention has no such kernel.
+  p.model.attention = attention_kind::flash;
+  CHECK_FALSE(any_contains(evaluate(p, spec, s, model, "mb1").advice, "attention:"));
+}
