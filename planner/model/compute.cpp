@@ -39,12 +39,6 @@ constexpr double eager_rotary_kernels = 3.0;
 constexpr double eager_swiglu_bytes = 10.0 / 6.0;
 constexpr double eager_swiglu_kernels = 2.0;
 
-// A fused attention kernel (flash, cuDNN, Triton), not the unfused matmul
-// and softmax path that keeps the a.s^2 scores.
-bool uses_flash(program const& p) {
-  return p.model.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
-}
-
 // Megatron's softmax where its fused kernel does not fit the shape
 // (softmax_falls_back): in fp32, as `attention_softmax_in_fp32` (Megatron-
 // Core's default; MLM 2021's with query-key layer scaling) asks, PyTorch
@@ -193,10 +187,11 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
                gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
                memory_time(g, bytes(11.0 * elems));
-    if (softmax_falls_back(*sh.prog, sh.s)) {
+    if (sh.softmax_fp32) {
+      double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
       auto const extra = g.kernel_latency * static_cast<double>(softmax_fallback_kernels);
-      core_fwd += seconds(softmax_fallback_bytes_forward * elems / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + extra;
-      core_bwd += seconds(softmax_fallback_bytes_backward * elems / (g.hbm_bandwidth.value() * g.hbm_efficiency)) + extra;
+      core_fwd += seconds(softmax_fallback_bytes_forward * elems / hbm) + extra;
+      core_bwd += seconds(softmax_fallback_bytes_backward * elems / hbm) + extra;
     }
   }
 
@@ -351,7 +346,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // memory-bound operators (twice as many backward).
   auto const n = static_cast<std::int64_t>(n_ops);
   bool const flash = uses_flash(p);
-  std::int64_t const core_kernels = flash ? 1 : 4 + (softmax_falls_back(p, s) ? softmax_fallback_kernels : 0);
+  std::int64_t const core_kernels = flash ? 1 : 4 + (sh.softmax_fp32 ? softmax_fallback_kernels : 0);
   out.layer_kernels = n + core_kernels + static_cast<std::int64_t>(fwd_kernels + ring.kernels_forward);
   out.layer_kernels_backward =
       2 * n + (flash ? 1 : core_kernels + 4) + static_cast<std::int64_t>(2 * fwd_kernels + ring.kernels_backward);

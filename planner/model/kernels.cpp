@@ -62,10 +62,13 @@ double attention_efficiency(gpu const& g, attention_backend backend) {
   return tuned && g.exp_per_clock >= 32 ? share * ultra_gain : share;
 }
 
+bool uses_flash(program const& p) {
+  return p.model.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
+}
+
 bool softmax_falls_back(program const& p, strategy const& s) {
   model const& m = p.model;
-  bool const flash = m.attention == attention_kind::flash && p.training.attention_kernel != attention_backend::unfused;
-  if (flash || !p.training.fused_elementwise) return false;
+  if (uses_flash(p) || !p.training.fused_elementwise) return false;
   if (m.prec == precision::fp32) return false;  // no fused kernel to fall back from
   std::int64_t const keys = m.seq_len;
   std::int64_t const queries = m.seq_len / std::max<std::int64_t>(1, s.cp);

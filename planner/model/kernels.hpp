@@ -13,6 +13,11 @@ namespace dtplan::planner {
 /// of short ones left to the roofline).
 double attention_efficiency(gpu const& g, attention_backend backend);
 
+/// Whether the model's attention runs as a fused kernel (flash, cuDNN,
+/// Triton), not the unfused matmul and softmax path that keeps the a.s^2
+/// scores.
+bool uses_flash(program const& p);
+
 /// Whether the unfused attention path of a framework with fused kernels
 /// (`fused_elementwise`) runs its softmax in PyTorch's eager fp32 operators
 /// because the fused kernel does not fit the shape. Megatron's own

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <type_traits>
 
-#include "planner/model/kernels.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/model/params.hpp"
 
@@ -204,7 +203,7 @@ class stage_memory {
         bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
-        act_layer_(activations_per_layer(m_, s_, softmax_falls_back(p_, s_))) {
+        act_layer_(activations_per_layer(m_, s_, sh.softmax_fp32)) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
     b_.stage = r;
@@ -347,9 +346,10 @@ class stage_memory {
     auto const layers = placed_.layers;
     strategy no_recompute = s_;
     no_recompute.checkpoint = checkpoint_mode::none;
-    bytes const recompute_working = s_.checkpoint == checkpoint_mode::none
-                                        ? bytes{}
-                                        : max(bytes{}, activations_per_layer(m_, no_recompute, softmax_falls_back(p_, no_recompute)) - act_layer_);
+    bytes const recompute_working =
+        s_.checkpoint == checkpoint_mode::none
+            ? bytes{}
+            : max(bytes{}, activations_per_layer(m_, no_recompute, sh_.softmax_fp32) - act_layer_);
     double const vocab_elems = tokens_ * double(sh_.local_vocab);
     double const gathered = gathered_layer();
     double const at_loss = !placed_.final_norm ? 0.0

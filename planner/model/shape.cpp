@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "planner/model/kernels.hpp"
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
 
@@ -199,6 +200,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.kv_width = m.kv_heads * sh.head_dim;
   sh.cp_kv_width = pytorch_ring(p.training.cp_comm_type) ? sh.q_width : sh.kv_width;
   sh.local_heads = m.heads / s.tp;
+  sh.softmax_fp32 = softmax_falls_back(p, s);
   sh.active_experts = std::min(m.experts_per_token, m.experts);
   if (m.experts > 1) {
     sh.local_experts = m.experts / s.ep;

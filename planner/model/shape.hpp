@@ -95,6 +95,10 @@ struct strategy_shape : shape_groups {
   /// inputs expanded to the query's heads (cp_comm_type).
   std::int64_t cp_kv_width = 1;
   std::int64_t local_heads = 1;  ///< heads / tp
+  /// The unfused attention path's softmax runs as PyTorch's fp32 operators:
+  /// the framework's fused kernel does not take this shape (kernels.hpp
+  /// softmax_falls_back).
+  bool softmax_fp32 = false;
   std::int64_t active_experts = 1;  ///< experts one token goes through
   std::int64_t local_experts = 1;   ///< experts one GPU holds (experts / ep; 1 for a dense model)
   std::int64_t mlp_tokens = 1;      ///< rows of each local expert's GEMMs

@@ -45,6 +45,19 @@ program two_nodes(std::int64_t nodes = 2, std::int64_t per_node = 8) {
   return p;
 }
 
+// One node of eight, a model of the standard (unfused) attention path at
+// the given width, heads and sequence.
+program one_node_standard_attention(std::int64_t hidden, std::int64_t heads, std::int64_t ffn, std::int64_t seq) {
+  program p = two_nodes(1, 8);
+  p.model.hidden = hidden;
+  p.model.heads = heads;
+  p.model.kv_heads = heads;
+  p.model.ffn = ffn;
+  p.model.seq_len = seq;
+  p.model.attention = attention_kind::standard;
+  return p;
+}
+
 strategy data_parallel(std::int64_t dp, int zero) {
   strategy s;
   s.dp = dp;
@@ -503,51 +516,42 @@ TEST_CASE("Megatron's softmax falls back to PyTorch's in fp32 where its fused ke
   // vTrain's one-node GPT (hidden 1,024, 16 heads, 1,024 tokens) under
   // Megatron-DeepSpeed: the kernel takes micro_batch x heads / tp rows in
   // blocks of 4, so tp 8 at one sequence (2 rows) falls back, two do not.
-  program p = two_nodes(1, 8);
-  p.model.hidden = 1024;
-  p.model.heads = 16;
-  p.model.kv_heads = 16;
-  p.model.ffn = 4096;
+  program p = one_node_standard_attention(1024, 16, 4096, 1024);
   p.model.mlp = mlp_kind::gelu;
-  p.model.seq_len = 1024;
-  p.model.attention = attention_kind::standard;
   p.model.prec = precision::fp16;
   p.training.transformer_impl = transformer_impl_kind::local;
+  // Megatron's own kernel: rows of 4 (8 up to 128 keys), 16 < keys <= 4,096.
+  // Transformer Engine's: the same rows of four, up to 16,383 keys, and as
+  // many queries as keys (no context parallelism).
+  struct shape_case {
+    transformer_impl_kind impl;
+    std::int64_t keys, tp, micro_batch, cp;
+    bool falls_back;
+  };
+  using ti = transformer_impl_kind;
+  for (auto const& c : {shape_case{ti::local, 1024, 8, 1, 1, true}, shape_case{ti::local, 1024, 8, 2, 1, false},
+                        shape_case{ti::local, 1024, 4, 1, 1, false}, shape_case{ti::local, 8192, 4, 1, 1, true},
+                        shape_case{ti::local, 128, 4, 1, 1, true}, shape_case{ti::local, 128, 4, 2, 1, false},
+                        shape_case{ti::transformer_engine, 8192, 4, 1, 1, false},
+                        shape_case{ti::transformer_engine, 8192, 8, 1, 1, true},
+                        shape_case{ti::transformer_engine, 8192, 4, 1, 2, true}}) {
+    program q = p;
+    q.training.transformer_impl = c.impl;
+    q.model.seq_len = c.keys;
+    strategy t;
+    t.tp = c.tp;
+    t.micro_batch = c.micro_batch;
+    t.cp = c.cp;
+    INFO(name(c.impl) << ", " << c.keys << " keys, tp " << c.tp << ", micro_batch " << c.micro_batch << ", cp " << c.cp);
+    CHECK(softmax_falls_back(q, t) == c.falls_back);
+  }
   strategy s;
   s.tp = 8;
   s.dp = 1;
   s.micro_batch = 1;
   s.checkpoint = checkpoint_mode::none;
-  CHECK(softmax_falls_back(p, s));
-  s.micro_batch = 2;
-  CHECK_FALSE(softmax_falls_back(p, s));
-  s.micro_batch = 1;
-  s.tp = 4;
-  CHECK_FALSE(softmax_falls_back(p, s));
-  // Beyond 4,096 keys, and at 128 or fewer where a block takes 8 rows.
-  p.model.seq_len = 8192;
-  CHECK(softmax_falls_back(p, s));
-  p.model.seq_len = 128;
-  CHECK(softmax_falls_back(p, s));
-  s.micro_batch = 2;
-  CHECK_FALSE(softmax_falls_back(p, s));
-  // Transformer Engine's asks the same rows of four, takes up to 16,383
-  // keys, and as many queries as keys (no context parallelism).
-  program te = p;
-  te.training.transformer_impl = transformer_impl_kind::transformer_engine;
-  te.model.seq_len = 8192;
-  s.micro_batch = 1;
-  CHECK_FALSE(softmax_falls_back(te, s));
-  s.tp = 8;
-  CHECK(softmax_falls_back(te, s));
-  s.tp = 4;
-  s.cp = 2;
-  CHECK(softmax_falls_back(te, s));
-  s.cp = 1;
   // Frameworks of eager kernels, flash kernels and fp32 training never ask.
-  p.model.seq_len = 1024;
-  s.micro_batch = 1;
-  s.tp = 8;
+  REQUIRE(softmax_falls_back(p, s));
   program q = p;
   q.training.fused_elementwise = false;
   CHECK_FALSE(softmax_falls_back(q, s));
@@ -597,14 +601,9 @@ TEST_CASE("Megatron's softmax falls back to PyTorch's in fp32 where its fused ke
 }
 
 TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch rate") {
-  program p = two_nodes(1, 8);
+  // 256 tokens: Megatron's fused softmax takes 1 x 4 heads (softmax_falls_back).
+  program p = one_node_standard_attention(256, 4, 1024, 256);
   p.model.layers = 4;
-  p.model.hidden = 256;
-  p.model.heads = 4;
-  p.model.kv_heads = 4;
-  p.model.ffn = 1024;
-  p.model.seq_len = 256;  // Megatron's fused softmax takes 1 x 4 heads (softmax_falls_back)
-  p.model.attention = attention_kind::standard;
   p.model.position = position_kind::rotary;  // Llama's: a rotary kernel in each layer
   p.training.global_batch = 8;
   p.framework.dispatch_latency = seconds(100e-6);
