@@ -594,6 +594,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "fp8_param_gather") return p.model.prec == precision::fp8 && s.zero >= 1;
   if (key == "grad_reduce") return s.zero == 1 || s.zero == 2;
   if (key == "fsdp_reshard_with_pp") return s.pp > 1 && s.zero == 3;
+  if (key == "p2p_buffers_per_micro_batch") return s.pp > 1;
   if (key == "tied_hp_grad") return pl.shape->embedding.active() && p.model.prec == precision::bf16;
   if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
   if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket" || key == "grad_comm_precision")

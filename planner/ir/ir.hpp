@@ -323,6 +323,12 @@ struct training {
   /// reduce-scattering after the last backward (false: torchtitan's
   /// fsdp_reshard_after_forward "default" with PyTorch's pipelining).
   bool fsdp_reshard_with_pp = true;
+  /// A pipeline stage's send/recv tensors: two in flight, allocated per
+  /// call (false), or PyTorch's pipelining (true): a receive buffer for each
+  /// micro-batch's activation and gradient allocated for the whole step,
+  /// each stage output held until its backward and each input gradient
+  /// until the step ends.
+  bool p2p_buffers_per_micro_batch = false;
   /// Adam's moments kept in fp32 (default) or bf16 (precision-aware
   /// optimizers, Apex/NeMo DistributedFusedAdam dtype = bf16).
   precision optimizer_state_precision = precision::fp32;

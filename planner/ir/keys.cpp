@@ -484,6 +484,12 @@ std::vector<key_info> behaviour_keys() {
      .dump_default = false,
      .meaning = "with pipeline parallelism, ZeRO-3 regathers each layer every micro-batch; false: the stage's "
                 "weights stay gathered and its gradients unsharded through the step (torchtitan)"},
+    {.block = k, .name = "p2p_buffers_per_micro_batch", .dom = d::boolean,
+     .field = member<&training::p2p_buffers_per_micro_batch, B>(), .default_value = false, .default_text = "false",
+     .dump_default = false,
+     .meaning = "PyTorch's pipelining: a stage keeps a receive buffer for each micro-batch's activation and "
+                "gradient through the step, each output until its backward and each input gradient until the "
+                "step ends; false: two send/recv buffers"},
     {.block = k, .name = "optimizer_state_precision", .dom = d::choice,
      .field = member<&training::optimizer_state_precision, B>(), .choices = {"bf16", "fp16", "fp32"},
      .default_value = std::int64_t{2}, .default_text = "fp32", .aliases = {"exp_avg_dtype"}, .dump_default = false,

@@ -277,9 +277,11 @@ class stage_memory {
     if (v == 1) {
       in_flight = std::min(pp - r, sh_.grad_accum);
       held_layers = double(in_flight * layers);
+      held_chunks_ = double(in_flight);
     } else {
       std::int64_t const chunks = std::min(sh_.grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
       in_flight = (chunks + v - 1) / v;
+      held_chunks_ = double(chunks);
       held_layers = double(chunks) * double(layers) / double(v);
     }
     b_.in_flight = in_flight;
@@ -324,7 +326,48 @@ class stage_memory {
           bytes(layer_params * bpp_.gradients));
     }
     if (s_.tp > 1) add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
-    if (s_.pp > 1) add(b_.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * e_ * tokens_ * h_ / rep_));
+    if (s_.pp > 1) pipeline_buffers();
+  }
+
+  // A stage boundary's tensors, each the size of a micro-batch's stage
+  // input. Megatron and DeepSpeed hold two in flight. PyTorch's pipelining
+  // (torchtitan) makes a receive buffer for every micro-batch's activation
+  // (stages but the first) and gradient (stages but the last) when the
+  // schedule starts and keeps them through the step; it holds each stage
+  // output until that micro-batch's backward and each input gradient (the
+  // receive buffer's .grad) until the next step clears it (PyTorch
+  // torch/distributed/pipelining/stage.py: PipelineStage._prepare_forward_infra,
+  // _prepare_backward_infra, forward_one_chunk's fwd_cache,
+  // clear_runtime_states; _backward.py stage_backward). A received input
+  // whose micro-batch is in flight is its first layer's saved input,
+  // already counted; the peak of a middle stage is its last forward, when
+  // the micro-batches not in flight have all run their backward.
+  void pipeline_buffers() {
+    double const one = e_ * tokens_ * h_ / rep_;
+    if (!p_.training.p2p_buffers_per_micro_batch) {
+      add(b_.buffers, "pipeline send/recv buffers (2 x s.b.h)", bytes(2 * one));
+      return;
+    }
+    auto const v = s_.virtual_stages, pp = s_.pp, r = b_.stage;
+    double const m = double(sh_.grad_accum);
+    double const not_first = double(v - (r == 0 ? 1 : 0));
+    double const not_last = double(v - (r == pp - 1 ? 1 : 0));
+    double const held = held_chunks_ / double(v);  // in flight on each of the GPU's stages
+    double const received = not_first * (m - held);
+    double const input_grads = not_first * (m - held);
+    double const grads_received = not_last * m;
+    double const outputs = not_last * held;
+    add(b_.buffers, [&] {
+      std::string parts;
+      auto part = [&](double n, std::string_view what) {
+        if (n > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", three_digits(n), what);
+      };
+      part(received, "received inputs not in flight");
+      part(input_grads, "input gradients");
+      part(grads_received, "gradient receive buffers");
+      part(outputs, "outputs held");
+      return fmt::format("PyTorch pipelining's buffers of {} each: {}", to_string(bytes(one)), parts);
+    }, bytes(one * (received + input_grads + grads_received + outputs)));
   }
 
   // The peak is a moment, not a sum of maxima: the loss (the last stage at
@@ -449,6 +492,7 @@ class stage_memory {
   double const e_, tokens_, h_, rep_;
   bytes const act_layer_;
   memory_breakdown b_;
+  double held_chunks_ = 1;  ///< micro-batch chunks in flight on this GPU's stages (activations_in_flight)
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "memory_fixtures.hpp"
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
@@ -189,6 +191,42 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
   auto mixed = estimate_memory(p, s);
   double const sbh = 4096.0 * 4096;
   CHECK(mixed.buffers.value() == 2 * 25.0 * 1024 * 1024 + 2 * sbh + 2 * 2 * sbh / 2);
+}
+
+TEST_CASE("PyTorch's pipelining keeps a buffer per micro-batch; Megatron's two", "[memory][pipeline]") {
+  // 32 micro-batches of one 4,096-token sequence over 4 stages, full
+  // checkpointing: a stage-boundary tensor and a layer's saved input are
+  // both s.b.h = 32 MiB.
+  auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
+  strategy s;
+  s.dp = 2;
+  s.pp = 4;
+  s.zero = 1;
+  s.checkpoint = checkpoint_mode::full;
+  double const sbh = 4096.0 * 4096 * 2;
+  double const ddp = 2 * 25.0 * 1024 * 1024;
+  auto two = estimate_memory(p, s);
+  CHECK(two.stage == 0);
+  CHECK(two.buffers.value() == ddp + 2 * sbh);
+
+  // Stage 0 (4 in flight) keeps 32 gradient receive buffers and 4 outputs,
+  // 36; stage 1 (3 in flight) also the 29 received inputs not in flight and
+  // their 29 input gradients, 93; the last stage 31 received inputs and 31
+  // input gradients, 62, and its loss buffers make it the most loaded.
+  p.training.p2p_buffers_per_micro_batch = true;
+  auto kept = estimate_memory(p, s);
+  CHECK(kept.stage == 3);
+  CHECK(kept.buffers.value() == ddp + 62 * sbh);
+  auto const term = std::find_if(kept.detail.begin(), kept.detail.end(),
+                                 [](auto const& t) { return t.name.starts_with("PyTorch pipelining"); });
+  REQUIRE(term != kept.detail.end());
+  CHECK(term->name ==
+        "PyTorch pipelining's buffers of 32.0 MiB each: 31.0 received inputs not in flight, 31.0 input gradients");
+  // Without its loss (a vocabulary of 128), stage 1's 93 decide.
+  p.model.vocab = 128;
+  auto middle = estimate_memory(p, s);
+  CHECK(middle.stage == 1);
+  CHECK(middle.buffers.value() == ddp + 93 * sbh);
 }
 
 TEST_CASE("tied embeddings: one copy with pp = 1, a copy on the last stage with pp > 1", "[memory]") {
