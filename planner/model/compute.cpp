@@ -47,9 +47,9 @@ constexpr double eager_swiglu_kernels = 2.0;
 // the casts' copies, softmax's backward, masked_fill and the multiply, 41
 // against 6; five kernels each way against one (microsoft/Megatron-
 // DeepSpeed 0782d753dd megatron/model/fused_softmax.py `forward`).
-constexpr double softmax_fallback_bytes_forward = 33.0;
-constexpr double softmax_fallback_bytes_backward = 35.0;
-constexpr std::int64_t softmax_fallback_kernels = 4;
+constexpr double softmax_fallback_bytes_forward = 37.0 - 4.0;
+constexpr double softmax_fallback_bytes_backward = 41.0 - 6.0;
+constexpr std::int64_t softmax_fallback_kernels = 5 - 1;
 
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
@@ -188,10 +188,10 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
                gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
                memory_time(g, bytes(11.0 * elems));
     if (sh.softmax_fp32) {
-      double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
-      auto const extra = g.kernel_latency * static_cast<double>(softmax_fallback_kernels);
-      core_fwd += seconds(softmax_fallback_bytes_forward * elems / hbm) + extra;
-      core_bwd += seconds(softmax_fallback_bytes_backward * elems / hbm) + extra;
+      // memory_time pays one kernel's latency; the fallback adds four.
+      auto const more_kernels = g.kernel_latency * static_cast<double>(softmax_fallback_kernels - 1);
+      core_fwd += memory_time(g, bytes(softmax_fallback_bytes_forward * elems)) + more_kernels;
+      core_bwd += memory_time(g, bytes(softmax_fallback_bytes_backward * elems)) + more_kernels;
     }
   }
 

@@ -225,7 +225,7 @@ void advise_context_parallel(program const& p, strategy_spec const& spec, plan c
 // faster.
 void advise_softmax(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
                     std::vector<std::string>& out) {
-  if (!pl.time || !softmax_falls_back(p, pl.s)) return;
+  if (!pl.time || !pl.shape || !pl.shape->softmax_fp32) return;
   auto const heads = p.model.heads / std::max<std::int64_t>(1, pl.s.tp);
   for (std::int64_t mb = pl.s.micro_batch + 1; mb <= pl.s.micro_batch * 4; ++mb) {
     strategy s = pl.s;

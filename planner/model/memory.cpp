@@ -269,21 +269,19 @@ class stage_memory {
   // (Megatron): stage r warms up with 2 (pp - r - 1) + (v - 1) pp chunks
   // and holds one more in the steady state; on stage 0 that is
   // pp (1 + (pp - 1) / (pp v)) micro-batches' worth of its layers
-  // (Narayanan et al. 2021).
+  // (Narayanan et al. 2021). Counted in chunks, a micro-batch's share of
+  // one of the GPU's v stages (a micro-batch when v = 1).
+  [[nodiscard]] std::int64_t chunks_in_flight() const {
+    auto const pp = s_.pp, v = s_.virtual_stages, r = b_.stage;
+    if (v == 1) return std::min(pp - r, sh_.grad_accum);
+    return std::min(sh_.grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
+  }
+
   void activations_in_flight() {
-    auto const pp = s_.pp, v = s_.virtual_stages, r = b_.stage, layers = placed_.layers;
-    double held_layers = 0;
-    std::int64_t in_flight = 0;
-    if (v == 1) {
-      in_flight = std::min(pp - r, sh_.grad_accum);
-      held_layers = double(in_flight * layers);
-      held_chunks_ = double(in_flight);
-    } else {
-      std::int64_t const chunks = std::min(sh_.grad_accum * v, 2 * (pp - r - 1) + (v - 1) * pp + 1);
-      in_flight = (chunks + v - 1) / v;
-      held_chunks_ = double(chunks);
-      held_layers = double(chunks) * double(layers) / double(v);
-    }
+    auto const v = s_.virtual_stages, layers = placed_.layers;
+    std::int64_t const chunks = chunks_in_flight();
+    std::int64_t const in_flight = (chunks + v - 1) / v;
+    double const held_layers = double(chunks) * double(layers) / double(v);
     b_.in_flight = in_flight;
     add(b_.activations, [&] {
       return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})", layers,
@@ -352,9 +350,9 @@ class stage_memory {
     double const m = double(sh_.grad_accum);
     double const not_first = double(v - (r == 0 ? 1 : 0));
     double const not_last = double(v - (r == pp - 1 ? 1 : 0));
-    double const held = held_chunks_ / double(v);  // in flight on each of the GPU's stages
+    double const held = double(chunks_in_flight()) / double(v);  // in flight on each of the GPU's stages
     double const received = not_first * (m - held);
-    double const input_grads = not_first * (m - held);
+    double const input_grads = received;  // each received input whose backward has run keeps its .grad
     double const grads_received = not_last * m;
     double const outputs = not_last * held;
     add(b_.buffers, [&] {
@@ -492,7 +490,6 @@ class stage_memory {
   double const e_, tokens_, h_, rep_;
   bytes const act_layer_;
   memory_breakdown b_;
-  double held_chunks_ = 1;  ///< micro-batch chunks in flight on this GPU's stages (activations_in_flight)
 };
 
 }  // namespace
