@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <string_view>
 
 #include "planner/import/translate.hpp"
 #include "planner/ir/ir.hpp"
@@ -22,6 +24,23 @@ constexpr std::string_view not_costed_arguments[] = {
     "--save-interval", "--eval-interval", "--eval-iters", "--save", "--load", "--tensorboard-dir", "--seed",
     "--exit-interval", "--distributed-backend", "--loss-scale", "--wandb-project",
     "--wandb-exp-name", "--wandb-save-dir", "--log-throughput", "--use-mcore-models"};
+
+// A flag of a few values, each the value of dtplan's `key` by the same
+// name: set, or a warning that the value is not modelled and `costed_as`
+// stands. False when the value could not be read (the reader said why).
+bool set_megatron_choice(job_reader& job, entry const& e, std::string_view key,
+                         std::initializer_list<std::string_view> values, std::string_view what,
+                         std::string_view costed_as) {
+  auto v = job.text(e);
+  if (!v) return false;
+  auto& t = job.out();
+  if (std::find(values.begin(), values.end(), *v) != values.end())
+    set(t, "training", key, identifier_value(*v, job.value_at(&e)), e.key_where);
+  else
+    t.diags.warning(e.key_where, fmt::format("Megatron-LM's {} '{}' is not modelled: costed as '{}'", what,
+                                             dsl::escaped(*v), costed_as));
+  return true;
+}
 
 }  // namespace
 
@@ -398,26 +417,14 @@ void import_megatron(job_reader& job, context const& ctx) {
   } else {
     set(t, "training", "grad_bucket", identifier_value("scaled", origin), origin);
   }
-  if (auto const* backend = job.find("--attention-backend")) {
-    auto b = job.text(*backend);
-    if (!b) return;
-    if (*b == "flash" || *b == "fused" || *b == "unfused" || *b == "auto")
-      set(t, "training", "attention_backend", identifier_value(*b, value_at(backend)), backend->key_where);
-    else
-      t.diags.warning(backend->key_where, fmt::format("Megatron-LM's attention backend '{}' is not modelled: costed "
-                                                      "as 'auto'",
-                                                      dsl::escaped(*b)));
-  }
-  if (auto const* impl = job.find("--transformer-impl")) {
-    auto v = job.text(*impl);
-    if (!v) return;
-    if (*v == "local" || *v == "transformer_engine")
-      set(t, "training", "transformer_impl", identifier_value(*v, value_at(impl)), impl->key_where);
-    else
-      t.diags.warning(impl->key_where, fmt::format("Megatron-LM's transformer implementation '{}' is not modelled: "
-                                                   "costed as 'transformer_engine'",
-                                                   dsl::escaped(*v)));
-  }
+  if (auto const* backend = job.find("--attention-backend"))
+    if (!set_megatron_choice(job, *backend, "attention_backend", {"flash", "fused", "unfused", "auto"},
+                             "attention backend", "auto"))
+      return;
+  if (auto const* impl = job.find("--transformer-impl"))
+    if (!set_megatron_choice(job, *impl, "transformer_impl", {"local", "transformer_engine"},
+                             "transformer implementation", "transformer_engine"))
+      return;
   if (auto const* comm = job.find("--cp-comm-type")) {
     // One type for every layer, or one per layer (nargs '+'). a2a
     // (Ulysses), allgather and a2a+p2p move other tensors than Transformer

@@ -389,6 +389,34 @@ TEST_CASE("context parallelism's exchange is read from torchtitan's rotate metho
         "      | ^~~~~~~~~~~~~~\n");
 }
 
+TEST_CASE("Megatron-LM's attention backend and transformer implementation are read or named as not modelled") {
+  dsl::source_manager sources;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                                         "model m : llama3_8b { }\n");
+  auto megatron = [&](std::string const& flags, dsl::diagnostics& diags) {
+    job_source job{job_format::megatron, sources.add("args.txt", "--bf16\n--micro-batch-size 1\n" + flags), {}};
+    return load_job(sources, file, job, {}, diags);
+  };
+  dsl::diagnostics quiet;
+  auto const read = megatron("--attention-backend unfused\n--transformer-impl local\n", quiet);
+  REQUIRE(read);
+  CHECK(read->training.attention_kernel == attention_backend::unfused);
+  CHECK(read->training.transformer_impl == transformer_impl_kind::local);
+  CHECK(quiet.empty());
+  dsl::diagnostics other;
+  auto const unknown = megatron("--attention-backend sliding\n--transformer-impl inference_optimized\n", other);
+  REQUIRE(unknown);
+  CHECK(unknown->training.transformer_impl == transformer_impl_kind::transformer_engine);
+  CHECK(dsl::format(other, sources) ==
+        "args.txt:3:1: warning: Megatron-LM's attention backend 'sliding' is not modelled: costed as 'auto'\n"
+        "    3 | --attention-backend sliding\n"
+        "      | ^~~~~~~~~~~~~~~~~~~\n"
+        "args.txt:4:1: warning: Megatron-LM's transformer implementation 'inference_optimized' is not modelled: "
+        "costed as 'transformer_engine'\n"
+        "    4 | --transformer-impl inference_optimized\n"
+        "      | ^~~~~~~~~~~~~~~~~~\n");
+}
+
 TEST_CASE("torchtitan's selective checkpointing of every n-th layer is named in English") {
   dsl::source_manager sources;
   auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
