@@ -10,6 +10,7 @@
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
 #include "planner/lower/lower.hpp"
+#include "memory_fixtures.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;
@@ -49,12 +50,7 @@ program two_nodes(std::int64_t nodes = 2, std::int64_t per_node = 8) {
 // the given width, heads and sequence.
 program one_node_standard_attention(std::int64_t hidden, std::int64_t heads, std::int64_t ffn, std::int64_t seq) {
   program p = two_nodes(1, 8);
-  p.model.hidden = hidden;
-  p.model.heads = heads;
-  p.model.kv_heads = heads;
-  p.model.ffn = ffn;
-  p.model.seq_len = seq;
-  p.model.attention = attention_kind::standard;
+  dtplan::test::standard_attention(p.model, hidden, heads, ffn, seq);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include "planner/model/cost_model.hpp"
 #include "planner/model/evaluate.hpp"
 #include "planner/lower/lower.hpp"
+#include "memory_fixtures.hpp"
 
 using namespace dtplan::planner;
 using namespace dtplan::planner::literals;
@@ -212,12 +213,7 @@ TEST_CASE("a micro-batch whose rows Megatron's fused softmax does not take gets 
   // sequence is 2 rows of scores a GPU and falls back to PyTorch's fp32
   // softmax; two sequences are 4.
   auto p = seven_b_two_nodes();
-  p.model.heads = 16;
-  p.model.kv_heads = 16;
-  p.model.hidden = 2048;
-  p.model.ffn = 5504;
-  p.model.seq_len = 1024;
-  p.model.attention = attention_kind::standard;
+  dtplan::test::standard_attention(p.model, 2048, 16, 5504, 1024);
   p.model.prec = precision::fp16;
   p.training.transformer_impl = transformer_impl_kind::local;
   p.training.global_batch = 64;

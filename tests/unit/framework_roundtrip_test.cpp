@@ -224,3 +224,27 @@ TEST_CASE("a reduce precision apart from the kept one survives a DeepSpeed job, 
         "7b_2node.dtp current megatron: the plan was costed with grad_comm_precision = bf16; a megatron job cannot "
         "say it and runs grad_precision's");
 }
+
+TEST_CASE("PyTorch pipelining's buffers are a behaviour a Megatron job cannot say, and only with a pipeline") {
+  // The plan costed with a receive buffer per micro-batch: its pipelined
+  // strategy exports to Megatron-LM with a warning (Megatron frees what it
+  // sends); for a strategy without a pipeline the key changes nothing and
+  // the export says nothing of it.
+  std::vector<test::framework_case> cases;
+  test::add_cases(cases, std::string(DTPLAN_SOURCE_DIR) + "/plans/7b_2node.dtp",
+                  {"training.p2p_buffers_per_micro_batch=true", "current.pp=2", "current.dp=8"}, {}, false);
+  test::add_cases(cases, std::string(DTPLAN_SOURCE_DIR) + "/plans/7b_2node.dtp",
+                  {"training.p2p_buffers_per_micro_batch=true"}, "pp1", false);
+  std::vector<std::string> warned;
+  for (auto const& c : cases) {
+    if (c.format != job_format::megatron) continue;
+    REQUIRE(c.plan.valid);
+    REQUIRE_FALSE(codegen::export_refusal(c.format, *c.program, c.plan));
+    dsl::diagnostics warnings;
+    codegen::export_job(c.format, *c.program, c.plan, warnings);
+    for (auto const& w : warnings.list()) warned.push_back(fmt::format("{}: {}", c.label, w.message));
+  }
+  CHECK(warned == std::vector<std::string>{"7b_2node.dtp current megatron: the plan was costed with "
+                                           "p2p_buffers_per_micro_batch = true; a megatron job cannot say it and "
+                                           "runs false"});
+}

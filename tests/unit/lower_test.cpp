@@ -849,6 +849,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.fsdp_reshard_with_pp);
     CHECK(t.timing_log_level == 0);
     CHECK(t.transformer_impl == transformer_impl_kind::transformer_engine);
+    CHECK_FALSE(t.p2p_buffers_per_micro_batch);  // a sent output's data freed
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 1}));
     CHECK(l.pipeline_max_zero == 1);
@@ -896,6 +897,8 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.ddp_bucket_size.value() == 100.0 * 1024 * 1024);
     // reshard_after_forward = not pp_enabled (frameworks.md T12)
     CHECK_FALSE(t.fsdp_reshard_with_pp);
+    // PyTorch's pipelining keeps a buffer per micro-batch (frameworks.md T13)
+    CHECK(t.p2p_buffers_per_micro_batch);
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 3}));
     CHECK(l.hybrid_sharding);

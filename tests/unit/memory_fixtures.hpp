@@ -23,6 +23,18 @@ inline planner::model decoder(std::string name, std::int64_t layers, std::int64_
   return m;
 }
 
+/// `m` on the standard (unfused) attention path at this width, heads (as
+/// many key-value heads), MLP width and sequence.
+inline void standard_attention(planner::model& m, std::int64_t hidden, std::int64_t heads, std::int64_t ffn,
+                               std::int64_t seq_len) {
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn = ffn;
+  m.seq_len = seq_len;
+  m.attention = planner::attention_kind::standard;
+}
+
 inline planner::model llama2_7b() {
   return decoder("llama2_7b", 32, 4096, 32, 32, 11008, planner::mlp_kind::swiglu, 32000);
 }
