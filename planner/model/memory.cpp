@@ -382,8 +382,9 @@ class stage_memory {
     bool const loss_parallel = unfused && s_.tp > 1;
     double const unfused_buffers = loss_parallel ? 4.0 : 3.0;
     // Bytes per logit element alive at the loss: the fp32 buffers of the
-    // unfused loss, or the 16-bit logits and their fp32 copy.
-    double const loss_bytes = unfused ? 4 * unfused_buffers : e_ + 4.0;
+    // unfused loss beside the 16-bit logits' block (below), or the 16-bit
+    // logits and their fp32 copy.
+    double const loss_bytes = unfused ? 4 * unfused_buffers + e_ : e_ + 4.0;
     auto const layers = placed_.layers;
     strategy no_recompute = s_;
     no_recompute.checkpoint = checkpoint_mode::none;
@@ -420,8 +421,8 @@ class stage_memory {
     add(b_.activations, "final norm input", bytes(e_ * tokens_ * h_ / rep_));
     auto const vocab = sh_.padded_vocab;
     if (unfused) {
-      // cross_entropy(logits.float(), labels) as torchtitan runs it: the
-      // 16-bit logits are freed before the backward. log_softmax's own
+      // cross_entropy(logits.float(), labels) as torchtitan runs it.
+      // log_softmax's own
       // backward keeps its output, its incoming gradient from nll_loss and
       // the gradient it produces alive at once. loss_parallel's
       // (torch/distributed/tensor/parallel/loss.py,
@@ -437,7 +438,22 @@ class stage_memory {
                                          : "unfused cross entropy backward: log_softmax output, its gradient and "
                                            "the logits' gradient",
                            unfused_buffers, vocab);
-      }, bytes(loss_bytes * vocab_elems));
+      }, bytes(4 * unfused_buffers * vocab_elems));
+      // The 16-bit logits' memory stays taken at the backward's peak either
+      // way: Composer holds them (state.outputs, through the backward:
+      // composer/trainer/trainer.py `_train_microbatch`); torchtitan frees
+      // them first (`del pred`, d4c86e375 train.py:309-314) but PyTorch's
+      // caching allocator keeps their memory, which the backward's fp32
+      // requests, each twice as large, cannot reuse: a free block serves
+      // only a request no larger than itself, and is not returned to the
+      // device unless an allocation fails (c10/cuda/CUDACachingAllocator.cpp
+      // get_free_block, release_cached_blocks). With expandable segments
+      // (torchtitan's launcher sets them) the block merges with the freed
+      // fp32 copy beside it, and the backward's buffers still leave one
+      // logit-sized 16-bit hole: the reservation is the buffers plus it.
+      add(b_.activations, "16-bit logits' memory (held by the caller, or freed before the backward and kept by "
+                          "PyTorch's caching allocator: the backward's fp32 buffers do not fit in it)",
+          bytes(e_ * vocab_elems));
     } else {
       add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
           bytes(e_ * vocab_elems));

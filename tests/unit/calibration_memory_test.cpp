@@ -41,18 +41,21 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   // torchtitan's "selective" is op-level selective checkpointing
   // (`checkpoint = ops`: 31,744 16-bit values per token per layer kept), its
   // loss PyTorch's unfused cross entropy (three fp32 logit-sized buffers at
-  // the start of the backward), FSDP2 keeps its root unit (embedding,
-  // output) gathered through the step; the peak is at the loss. The rest
-  // (allocator fragmentation, caching-allocator reserve) is not modelled:
-  // both are under-predicted by ~8-9 GiB.
+  // the start of the backward, and the 16-bit logits' memory, which the
+  // caching allocator keeps though torchtitan frees them: 3.9 GiB), FSDP2
+  // keeps its root unit (embedding, output) gathered through the step; the
+  // peak is at the loss. The eager runs are under-predicted by ~5 GiB, what
+  // torch.compile saves on the same runs (published 82.4 -> 77.0 and 67.0
+  // -> 62.0 GiB); the compiled runs are within 1.5 %. Without the logits'
+  // memory the two eager runs were 73.9 and 58.1 GiB (-10.4 and -13.3 %).
   auto [small_error, small_total] = error_of("TT-8B-8gpu-FSDP");
   auto [large_error, large_total] = error_of("TT-8B-128gpu-FSDP");
-  CHECK(std::abs(small_error) < 0.15);
-  CHECK(std::abs(large_error) < 0.15);
-  CHECK(small_total == Approx(73.863).margin(0.001));
-  CHECK(large_total == Approx(58.087).margin(0.001));
-  CHECK(small_error == Approx(-0.1036).margin(0.0001));
-  CHECK(large_error == Approx(-0.1330).margin(0.0001));
+  CHECK(small_total == Approx(77.777).margin(0.001));
+  CHECK(large_total == Approx(62.001).margin(0.001));
+  CHECK(small_error == Approx(-0.0561).margin(0.0001));
+  CHECK(large_error == Approx(-0.0746).margin(0.0001));
+  CHECK(error_of("TT-8B-8gpu-FSDP+compile").first == Approx(0.0101).margin(0.0001));
+  CHECK(error_of("TT-8B-128gpu-FSDP+compile").first == Approx(0.0000).margin(0.0001));
   // The runs differ only in ZeRO-3 over 8 vs 128 ranks, i.e. in model state:
   // predicted 15.8 GiB apart (torchtitan reduces and keeps its sharded
   // gradients in fp32: FSDP2's reduce_dtype), published 15.4 GiB.
@@ -80,10 +83,13 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   // 70B over FSDP 32 x TP 8, 16 sequences of 8 K tokens: the loss is
   // DTensor's loss_parallel on vocab-sharded logits, four fp32 buffers of
   // 16 x 8,192 x 16,128 at the start of the backward (31.5 GiB). With
-  // three, as log_softmax's own backward keeps, it was 51.2 GiB, -28.8 %.
+  // three, as log_softmax's own backward keeps, it was 51.2 GiB, -28.8 %;
+  // without the 16-bit logits' memory (3.9 GiB) 59.1 GiB, -17.9 %. Async TP
+  // allocates the same tensors; published 4.3 GiB less.
   auto [tp_error, tp_total] = error_of("TT-70B-256gpu-2D");
-  CHECK(tp_total == Approx(59.1).margin(0.05));
-  CHECK(tp_error == Approx(-0.179).margin(0.001));
+  CHECK(tp_total == Approx(63.0).margin(0.05));
+  CHECK(tp_error == Approx(-0.124).margin(0.001));
+  CHECK(error_of("TT-70B-256gpu-2D+AsyncTP").first == Approx(-0.068).margin(0.001));
 
   // The same 405B with context parallelism, 32 K tokens a GPU at every cp:
   // torchtitan's ring (allgather, on keys and values expanded to the 16
@@ -103,4 +109,26 @@ TEST_CASE("predicted peak memory against the published peaks", "[calibration][me
   CHECK(cp2_error == Approx(-0.033).margin(0.001));
   CHECK(cp4_error == Approx(-0.042).margin(0.001));
   CHECK(cp8_error == Approx(-0.118).margin(0.001));
+}
+
+TEST_CASE("every published peak memory is predicted within 15 %", "[calibration][memory]") {
+  // Issue 13's goal. The 18 torchtitan runs publish
+  // torch.cuda.max_memory_reserved; 17 were within 15 % before the 16-bit
+  // logits' memory was counted at the loss (the 70B 2D run -17.9 %).
+  auto runs = bench::load_calibration_runs_applied();
+  int published = 0, within = 0;
+  std::string outside;
+  for (auto const& run : runs) {
+    if (!run.representable() || !run.peak_memory) continue;
+    ++published;
+    auto const mem = estimate_memory(run.prog, run.s);
+    double const error = (mem.total - *run.peak_memory) / *run.peak_memory;
+    if (std::abs(error) <= 0.15)
+      ++within;
+    else
+      outside += run.id + "\n";
+  }
+  INFO(outside);
+  CHECK(published == 18);
+  CHECK(within == 18);
 }
