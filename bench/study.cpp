@@ -263,9 +263,11 @@ std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, cost
 std::string expected_error_source(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
   std::map<std::string, std::pair<std::string, std::string>> owner;  // id -> gpu, framework
   std::map<std::string, std::string> family_of;
+  std::map<std::string, std::string> generation_of;  // gpu -> its generation
   for (auto const& r : runs) {
     owner[r.id] = {r.prog.cluster.device.name, r.prog.training.framework};
     family_of[r.id] = r.family;
+    generation_of[r.prog.cluster.device.name] = planner::name(r.prog.cluster.device.generation);
   }
   struct cell {
     std::vector<double> errors;
@@ -284,8 +286,9 @@ std::string expected_error_source(std::vector<held_out> const& cv, std::vector<c
       "#include \"planner/model/expected_error.hpp\"\n\nnamespace dtplan::planner {\n\n"
       "std::vector<expected_error> const& expected_errors() {\n  static std::vector<expected_error> const table{\n";
   for (auto const& [key, c] : cells)
-    out += fmt::format("      {{\"{}\", \"{}\", {}, {}, {:.4f}, {:.4f}}},\n", key.first, key.second, c.errors.size(),
-                       c.families.size(), median_of(c.errors), quantile_of(c.errors, 0.9));
+    out += fmt::format("      {{\"{}\", gpu_generation::{}, \"{}\", {}, {}, {:.4f}, {:.4f}}},\n", key.first,
+                       generation_of[key.first], key.second, c.errors.size(), c.families.size(), median_of(c.errors),
+                       quantile_of(c.errors, 0.9));
   out += "  };\n  return table;\n}\n\n}  // namespace dtplan::planner\n";
   return out;
 }

@@ -95,20 +95,32 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
 
 // The cross-validated error of the time model for this GPU and framework
 // (planner/model/expected_error.hpp), or null when no published run
-// measures the pair.
+// measures the pair; then, where the framework has held-out runs on another
+// GPU of the same generation, those figures as `related_expected_error`
+// with the GPU they were measured on (null otherwise).
 void write_expected_error(json_writer& w, program const& p) {
+  auto figures = [&](expected_error const& e, bool named) {
+    w.begin_object();
+    if (named) w.key("gpu").value(e.gpu);
+    w.key("median").value(e.median);
+    w.key("p90").value(e.p90);
+    w.key("held_out_runs").value(static_cast<std::int64_t>(e.runs));
+    w.key("families").value(static_cast<std::int64_t>(e.families));
+    w.end_object();
+  };
+  auto const& g = p.cluster.device;
+  auto const e = expected_error_for(g.name, p.training.framework);
   w.key("expected_error");
-  auto const e = expected_error_for(p.cluster.device.name, p.training.framework);
-  if (!e) {
+  if (e)
+    figures(*e, false);
+  else
     w.null();
-    return;
-  }
-  w.begin_object();
-  w.key("median").value(e->median);
-  w.key("p90").value(e->p90);
-  w.key("held_out_runs").value(static_cast<std::int64_t>(e->runs));
-  w.key("families").value(static_cast<std::int64_t>(e->families));
-  w.end_object();
+  auto const r = e ? std::nullopt : related_expected_error(g.name, g.generation, p.training.framework);
+  w.key("related_expected_error");
+  if (r)
+    figures(*r, true);
+  else
+    w.null();
 }
 
 void write_time(json_writer& w, program const& p, time_breakdown const& t) {
@@ -327,7 +339,7 @@ void text_memory(std::string& out, memory_breakdown const& m) {
 void text_time(std::string& out, program const& p, time_breakdown const& t) {
   out += fmt::format("  time per step                  {:>10}\n", to_string(t.step));
   out += fmt::format("    expected error               {}\n",
-                     describe_expected_error(p.cluster.device.name, p.training.framework));
+                     describe_expected_error(p.cluster.device.name, p.cluster.device.generation, p.training.framework));
   auto line = [&](char const* label, seconds s) {
     double share = t.step.value() > 0 ? s / t.step : 0;
     out += fmt::format("    {:<28} {:>10} {:>7}\n", label, to_string(s), percent(share));

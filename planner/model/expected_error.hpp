@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/ir/ir.hpp"
+
 /// How far the time model has been off on published runs it was not fitted
 /// to, by GPU kind and framework: the error bar a report quotes beside a
 /// step time. The figures come from bench_accuracy's leave-one-family-out
@@ -13,7 +15,8 @@
 namespace dtplan::planner {
 
 struct expected_error {
-  std::string_view gpu;        ///< the catalog's GPU name ("h100_sxm")
+  std::string_view gpu;        ///< the catalog's GPU name ("H100_SXM")
+  gpu_generation generation = gpu_generation::ampere;  ///< that GPU's generation
   std::string_view framework;  ///< the framework preset ("megatron")
   std::size_t runs = 0;        ///< published runs held out
   std::size_t families = 0;    ///< of that many families
@@ -27,8 +30,16 @@ std::vector<expected_error> const& expected_errors();
 /// The pair's figures, if published runs of it were held out.
 std::optional<expected_error> expected_error_for(std::string_view gpu, std::string_view framework);
 
-/// "typically within 8 % (median of 23 held-out runs of megatron on h100_sxm, 90 % within 14 %)",
-/// or a plain statement that no published run measures the pair.
-std::string describe_expected_error(std::string_view gpu, std::string_view framework);
+/// Where the pair has none: the framework's figures on another GPU of the
+/// same generation (the one with the most held-out runs, then by name), a
+/// proxy the report names as such: H100_SXM with torchtitan takes the
+/// torchtitan runs on H100_SXM_96GB_500W, the same Hopper die.
+std::optional<expected_error> related_expected_error(std::string_view gpu, gpu_generation generation,
+                                                     std::string_view framework);
+
+/// "typically within 8 % (median of 23 held-out runs of megatron on H100_SXM, 90 % within 14 %)";
+/// where the pair has no runs, the related GPU's figures named as such, or
+/// a plain statement that no published run measures the pair.
+std::string describe_expected_error(std::string_view gpu, gpu_generation generation, std::string_view framework);
 
 }  // namespace dtplan::planner

@@ -5,6 +5,7 @@
 // step's figure is not asserted: the catalog's efficiencies are refitted
 // apart from this (the accuracy study).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -655,4 +656,37 @@ TEST_CASE("a NeMo script's lines dtplan cannot evaluate are reported only where 
         "is costed without that line\n"
         "   11 |   export INTERLEAVED_PIPELINE=2\n"
         "      |          ^~~~~~~~~~~~~~~~~~~~\n");
+}
+
+TEST_CASE("a pair without runs states the error of its framework on a GPU of the same generation", "[accuracy]") {
+  // torchtitan's runs are on Grand Teton's H100 (96 GB, 500 W), a variant of
+  // the H100 SXM die: a torchtitan plan on H100_SXM quotes them, named as
+  // such; a pair whose framework has no run of that generation stays
+  // uncalibrated.
+  auto const own = expected_error_for("H100_SXM", "torchtitan");
+  CHECK_FALSE(own);
+  auto const related = related_expected_error("H100_SXM", gpu_generation::hopper, "torchtitan");
+  REQUIRE(related);
+  CHECK(related->gpu == "H100_SXM_96GB_500W");
+  auto const pct = [](double x) { return std::lround(x * 100); };
+  CHECK(describe_expected_error("H100_SXM", gpu_generation::hopper, "torchtitan") ==
+        fmt::format("no published run of torchtitan on H100_SXM; on H100_SXM_96GB_500W, the same hopper generation: "
+                    "typically within {} % (median of {} held-out runs, 90 % within {} %)",
+                    pct(related->median), related->runs, pct(related->p90)));
+  // The GPU's own pair, where it has runs, is what is quoted.
+  auto const megatron = expected_error_for("H100_SXM", "megatron");
+  REQUIRE(megatron);
+  CHECK(describe_expected_error("H100_SXM", gpu_generation::hopper, "megatron") ==
+        fmt::format("typically within {} % (median of {} held-out runs of megatron on H100_SXM, 90 % within {} %)",
+                    pct(megatron->median), megatron->runs, pct(megatron->p90)));
+  // No torchtitan run on any Ampere GPU, and no related figure for a GPU's
+  // own pair.
+  CHECK_FALSE(related_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan"));
+  CHECK(describe_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan") ==
+        "no published run of torchtitan on A100_SXM_80GB measures this model's error; treat the figure as "
+        "uncalibrated");
+  // Megatron on Blackwell: B200 (13 runs) before GB200 and GB300.
+  auto const blackwell = related_expected_error("B300_site", gpu_generation::blackwell, "megatron");
+  REQUIRE(blackwell);
+  CHECK(blackwell->gpu == "B200");
 }
