@@ -422,10 +422,9 @@ class stage_memory {
     auto const vocab = sh_.padded_vocab;
     if (unfused) {
       // cross_entropy(logits.float(), labels) as torchtitan runs it.
-      // log_softmax's own
-      // backward keeps its output, its incoming gradient from nll_loss and
-      // the gradient it produces alive at once. loss_parallel's
-      // (torch/distributed/tensor/parallel/loss.py,
+      // log_softmax's own backward keeps its output, its incoming gradient
+      // from nll_loss and the gradient it produces alive at once.
+      // loss_parallel's (torch/distributed/tensor/parallel/loss.py,
       // _nll_loss_and_log_softmax_backward) builds the one-hot gradient,
       // then (one_hot + exp(x)) * grad: beside the kept output x, the
       // one-hot buffer, exp(x) or the sum, and the sum or the product. Its
