@@ -381,10 +381,11 @@ class stage_memory {
     // loss_parallel (torchtitan's default with tensor parallelism).
     bool const loss_parallel = unfused && s_.tp > 1;
     double const unfused_buffers = loss_parallel ? 4.0 : 3.0;
-    // Bytes per logit element alive at the loss: the fp32 buffers of the
-    // unfused loss beside the 16-bit logits' block (below), or the 16-bit
-    // logits and their fp32 copy.
-    double const loss_bytes = unfused ? 4 * unfused_buffers + e_ : e_ + 4.0;
+    // Bytes per logit element taken at the loss: the 16-bit logits (alive,
+    // or their block kept by the allocator: below) and the fp32 bytes, the
+    // unfused loss's buffers or the fused loss's one copy.
+    double const fp32_loss_bytes = unfused ? 4 * unfused_buffers : 4.0;
+    double const loss_bytes = e_ + fp32_loss_bytes;
     auto const layers = placed_.layers;
     strategy no_recompute = s_;
     no_recompute.checkpoint = checkpoint_mode::none;
@@ -437,7 +438,7 @@ class stage_memory {
                                          : "unfused cross entropy backward: log_softmax output, its gradient and "
                                            "the logits' gradient",
                            unfused_buffers, vocab);
-      }, bytes(4 * unfused_buffers * vocab_elems));
+      }, bytes(fp32_loss_bytes * vocab_elems));
       // The 16-bit logits' memory stays taken at the backward's peak either
       // way: Composer holds them (state.outputs, through the backward:
       // composer/trainer/trainer.py `_train_microbatch`); torchtitan frees
@@ -456,7 +457,8 @@ class stage_memory {
     } else {
       add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
           bytes(e_ * vocab_elems));
-      add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)", bytes(4 * vocab_elems));
+      add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)",
+          bytes(fp32_loss_bytes * vocab_elems));
     }
     add(b_.activations, "loss (fp32 per token)", bytes(8 * tokens_));
     if (layers > 0) add(b_.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered));
