@@ -115,7 +115,7 @@ void write_expected_error(json_writer& w, program const& p) {
     figures(*e, false);
   else
     w.null();
-  auto const r = e ? std::nullopt : related_expected_error(g.name, g.generation, p.training.framework);
+  auto const r = related_expected_error(g.name, g.generation, p.training.framework);
   w.key("related_expected_error");
   if (r)
     figures(*r, true);

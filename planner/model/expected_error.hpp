@@ -30,9 +30,9 @@ std::vector<expected_error> const& expected_errors();
 /// The pair's figures, if published runs of it were held out.
 std::optional<expected_error> expected_error_for(std::string_view gpu, std::string_view framework);
 
-/// Where the pair has none: the framework's figures on another GPU of the
-/// same generation (the one with the most held-out runs, then by name), a
-/// proxy the report names as such: H100_SXM with torchtitan takes the
+/// Only where the pair has none: the framework's figures on another GPU of
+/// the same generation (the one with the most held-out runs, then by name),
+/// a proxy the report names as such: H100_SXM with torchtitan takes the
 /// torchtitan runs on H100_SXM_96GB_500W, the same Hopper die.
 std::optional<expected_error> related_expected_error(std::string_view gpu, gpu_generation generation,
                                                      std::string_view framework);

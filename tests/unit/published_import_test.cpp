@@ -679,8 +679,13 @@ TEST_CASE("a pair without runs states the error of its framework on a GPU of the
   CHECK(describe_expected_error("H100_SXM", gpu_generation::hopper, "megatron") ==
         fmt::format("typically within {} % (median of {} held-out runs of megatron on H100_SXM, 90 % within {} %)",
                     pct(megatron->median), megatron->runs, pct(megatron->p90)));
-  // No torchtitan run on any Ampere GPU, and no related figure for a GPU's
-  // own pair.
+  // No related figure where the GPU has its own (H200's Megatron runs are
+  // not quoted for H100), and none where the framework has no run of the
+  // generation (torchtitan on Ampere).
+  CHECK_FALSE(related_expected_error("H100_SXM", gpu_generation::hopper, "megatron"));
+  auto const pcie = related_expected_error("H100_PCIE", gpu_generation::hopper, "megatron");
+  REQUIRE(pcie);
+  CHECK(pcie->gpu == "H100_SXM");
   CHECK_FALSE(related_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan"));
   CHECK(describe_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan") ==
         "no published run of torchtitan on A100_SXM_80GB measures this model's error; treat the figure as "
