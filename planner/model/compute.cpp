@@ -51,6 +51,15 @@ constexpr double softmax_fallback_bytes_forward = 37.0 - 4.0;
 constexpr double softmax_fallback_bytes_backward = 41.0 - 6.0;
 constexpr std::int64_t softmax_fallback_kernels = 5 - 1;
 
+// A Triton flash kernel's fixed cost per query block (loading its queries,
+// setting up, the final rescale and write), in keys of its loop: the
+// Triton tutorial's FlashAttention-2 forward on H100 (pytorch/benchmark
+// ff65cb6, PR 2391; B x S = 16 K, 16 heads of 128) ran 328.9, 389.7,
+// 433.7, 458.4, 470.7 and 476.8 TFLOP/s at 512 to 16 K keys, which
+// rate = asymptote x keys / (keys + 240) meets within 1.3 %
+// (docs/research/residuals.md s.14, s.22).
+constexpr double triton_block_keys = 240;
+
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
 constexpr std::int64_t flash_block = 128;
@@ -89,29 +98,39 @@ flops gemm_flops(gemm_shape const& s) {
                static_cast<double>(s.batch));
 }
 
-double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
+namespace {
+
+// The share of the rate a GEMM's tiles reach on the SMs: the best tile's
+// reuse, the part of its tiles the shape fills, the part of its last wave
+// the tiles fill.
+double tile_efficiency(gpu const& g, gemm_shape const& s) {
   auto const m = s.m;
   auto const n = s.n;
-  auto const k = s.k;
-  auto const batch = s.batch;
   auto const sms = g.sm_count;
+  double best = 0;
+  for (auto const& t : tiles) {
+    auto const tm = ceil_div(m, t.m);
+    auto const tn = ceil_div(n, t.n);
+    double const fill = static_cast<double>(m * n) / static_cast<double>(tm * t.m * tn * t.n);
+    auto const count = tm * tn * s.batch;
+    double const waves = static_cast<double>(ceil_div(count, sms));
+    double const wave_eff = static_cast<double>(count) / (waves * static_cast<double>(sms));
+    best = std::max(best, t.reuse * fill * wave_eff);
+  }
+  return best;
+}
+
+}  // namespace
+
+double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
+  auto const k = s.k;
   double const k_iters = static_cast<double>(ceil_div(k, k_tile));
   // The prologue and epilogue of a tile (fill the operand pipeline, write
   // C) cost the GPU's matmul_tile_overhead of K: short reductions pay it.
   double const padded = k_iters * static_cast<double>(k_tile);
   auto const overhead = matmul_figure(g.matmul_tile_overhead, g.matmul_tile_overhead_fp8, p);
   double const k_eff = static_cast<double>(k) / (padded + static_cast<double>(overhead));
-  double best = 0;
-  for (auto const& t : tiles) {
-    auto const tm = ceil_div(m, t.m);
-    auto const tn = ceil_div(n, t.n);
-    double const fill = static_cast<double>(m * n) / static_cast<double>(tm * t.m * tn * t.n);
-    auto const count = tm * tn * batch;
-    double const waves = static_cast<double>(ceil_div(count, sms));
-    double const wave_eff = static_cast<double>(count) / (waves * static_cast<double>(sms));
-    best = std::max(best, t.reuse * fill * wave_eff);
-  }
-  return std::clamp(best * k_eff, 1e-6, 1.0);
+  return std::clamp(tile_efficiency(g, s) * k_eff, 1e-6, 1.0);
 }
 
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
@@ -172,8 +191,18 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
-    double const rate = sustained_peak(g, core_prec) * attention_efficiency(g, sh.prog->training.attention_kernel) *
-                        shape_efficiency(g, shape, core_prec);
+    // llm-foundry's Triton kernel reaches its published share (kernels.cpp)
+    // at long sequences and pays the measured fixed cost of a query block
+    // against the keys it runs over, half the sequence on average when
+    // causal. The other kernels' shares were read at one length each
+    // (cuDNN's at 8 K tokens): the GEMM tile's overhead on the whole
+    // sequence stands for theirs.
+    auto const kernel = sh.prog->training.attention_kernel;
+    double const mean_keys = static_cast<double>(seq) * causal;
+    double const shape_share = kernel == attention_backend::triton
+                                   ? tile_efficiency(g, shape) * mean_keys / (mean_keys + triton_block_keys)
+                                   : shape_efficiency(g, shape, core_prec);
+    double const rate = sustained_peak(g, core_prec) * attention_efficiency(g, kernel) * shape_share;
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;
   } else {

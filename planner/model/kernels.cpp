@@ -33,7 +33,9 @@ namespace {
 // - llm-foundry's Triton kernel (the MosaicML benchmark tables before
 //   2024-03-26, frameworks.md C7): FlashAttention-2 is "1.3-2.5 x faster
 //   than FlashAttention in Triton" (Dao 2023, fig. 4) -> 0.55 / 1.8 = 0.30
-//   on A100; on Hopper the same 1.8 x below FlashAttention-2, 0.18.
+//   on A100; on Hopper the same 1.8 x below FlashAttention-2, 0.18. Read as
+//   the kernel's rate at long sequences: compute.cpp adds a query block's
+//   measured fixed cost (triton_block_keys).
 // Volta and CDNA3 have no figure of their own: 0.30 (a FlashAttention-1
 // class kernel), their vendors' kernels not measured here.
 constexpr std::array<std::array<double, 5>, 4> published{{

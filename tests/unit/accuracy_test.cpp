@@ -84,7 +84,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   CHECK(median["MLPerf-NVL72"] <= 0.05);
   for (auto const& h : cv)
     if (h.family == "MLPerf-NVL72") CHECK(h.worst <= 0.25);
-  CHECK(median["MosaicML"] <= 0.085);
+  // 7.8 % before llm-foundry's Triton kernel paid a query block's measured
+  // fixed cost (240 keys): its short sequences were 6-7 % fast.
+  CHECK(median["MosaicML"] <= 0.065);
   CHECK(median["vTrain-multi"] <= 0.035);
   // BLOOM's second run is the ramp-up's one micro-batch per pipeline
   // (gbs 16): 13 % fast, 27 % before its data-parallel reduce was costed
@@ -113,8 +115,8 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // (27.9 %), every held-out run 10.2 % (9.2 %) and 85.9 % of them within
   // 20 % (78.3 %).
   CHECK(median["vTrain-single"] <= 0.12);
-  CHECK(bench::median_of(medians) <= 0.07);
-  CHECK(bench::median_of(all) <= 0.105);
+  CHECK(bench::median_of(medians) <= 0.055);
+  CHECK(bench::median_of(all) <= 0.102);
   auto const within = std::count_if(all.begin(), all.end(), [](double e) { return e <= 0.20; });
   CHECK(static_cast<double>(within) / static_cast<double>(all.size()) >= 0.85);
   }

@@ -1028,6 +1028,36 @@ TEST_CASE("hybrid sharding with a stage kept gathered all-reduces across replica
   CHECK(replica_calls() == every / 4);
 }
 
+// pytorch/benchmark ff65cb6 measured a Triton flash kernel at 512 to 16 K
+// keys on H100: its rate is the asymptote x keys / (keys + 240). With the
+// tokens fixed, the causal kernel's time grows as its mean key length plus
+// 240: 320 keys at 512 (4 blocks of 128: 5/8 of the sequence), 2,112 at
+// 4,096 (33/64 of it).
+TEST_CASE("llm-foundry's Triton attention pays a query block's fixed cost of 240 keys, as measured") {
+  auto core_at = [](attention_backend kernel, std::int64_t seq, std::int64_t micro_batch) {
+    program p = two_nodes();
+    p.model.attention = attention_kind::flash;
+    p.model.seq_len = seq;
+    p.training.attention_kernel = kernel;
+    strategy s = data_parallel(16, 0);
+    s.micro_batch = micro_batch;
+    auto const sc = compute_per_micro_batch(p, s);
+    seconds const latency = p.cluster.device.kernel_latency;
+    return std::pair{(sc.layer_attention_core - latency).value(), (sc.layer_attention_core_backward - latency).value()};
+  };
+  auto const [short_fwd, short_bwd] = core_at(attention_backend::triton, 512, 8);
+  auto const [long_fwd, long_bwd] = core_at(attention_backend::triton, 4096, 1);
+  CHECK(long_fwd / short_fwd == Approx((2112.0 + 240) / (320 + 240)).epsilon(1e-9));
+  CHECK(long_bwd / short_bwd == Approx((2112.0 + 240) / (320 + 240)).epsilon(1e-9));
+  // cuDNN's share was read at one length: the GEMM tile's overhead (H100's
+  // 128 of K) on the whole sequence stands for its fixed cost.
+  auto const [fused_short, fused_short_bwd] = core_at(attention_backend::fused, 512, 8);
+  auto const [fused_long, fused_long_bwd] = core_at(attention_backend::fused, 4096, 1);
+  static_cast<void>(fused_short_bwd);
+  static_cast<void>(fused_long_bwd);
+  CHECK(fused_long / fused_short == Approx((2112.0 * 4224 / 4096) / (320.0 * 640 / 512)).epsilon(1e-9));
+}
+
 TEST_CASE("Blackwell Ultra's doubled exponential rate speeds the tuned attention kernels 1.10x, as measured") {
   // cuDNN on GB300 against GB200 the same day, forward and backward at 8 K
   // tokens: 1.08-1.11x (docs/research/hardware.md s.6).
