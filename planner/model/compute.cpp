@@ -51,15 +51,6 @@ constexpr double softmax_fallback_bytes_forward = 37.0 - 4.0;
 constexpr double softmax_fallback_bytes_backward = 41.0 - 6.0;
 constexpr std::int64_t softmax_fallback_kernels = 5 - 1;
 
-// A Triton flash kernel's fixed cost per query block (loading its queries,
-// setting up, the final rescale and write), in keys of its loop: the
-// Triton tutorial's FlashAttention-2 forward on H100 (pytorch/benchmark
-// ff65cb6, PR 2391; B x S = 16 K, 16 heads of 128) ran 328.9, 389.7,
-// 433.7, 458.4, 470.7 and 476.8 TFLOP/s at 512 to 16 K keys, which
-// rate = asymptote x keys / (keys + 240) meets within 1.3 %
-// (docs/research/residuals.md s.14, s.22).
-constexpr double triton_block_keys = 240;
-
 // Flash attention's backward runs five GEMMs for the forward's two.
 constexpr double flash_backward_ratio = 2.5;
 constexpr std::int64_t flash_block = 128;
@@ -191,17 +182,15 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
-    // llm-foundry's Triton kernel reaches its published share (kernels.cpp)
-    // at long sequences and pays the measured fixed cost of a query block
-    // against the keys it runs over, half the sequence on average when
-    // causal. The other kernels' shares were read at one length each
-    // (cuDNN's at 8 K tokens): the GEMM tile's overhead on the whole
-    // sequence stands for theirs.
+    // A kernel with a measured fixed cost per query block (kernels.hpp)
+    // pays it against the keys a block runs over, half the sequence on
+    // average when causal; for the others the GEMM tile's overhead on the
+    // whole sequence stands for theirs.
     auto const kernel = sh.prog->training.attention_kernel;
     double const mean_keys = static_cast<double>(seq) * causal;
-    double const shape_share = kernel == attention_backend::triton
-                                   ? tile_efficiency(g, shape) * mean_keys / (mean_keys + triton_block_keys)
-                                   : shape_efficiency(g, shape, core_prec);
+    auto const block_keys = query_block_keys(kernel);
+    double const shape_share = block_keys ? tile_efficiency(g, shape) * mean_keys / (mean_keys + *block_keys)
+                                          : shape_efficiency(g, shape, core_prec);
     double const rate = sustained_peak(g, core_prec) * attention_efficiency(g, kernel) * shape_share;
     core_fwd = seconds(core_flops * causal / rate) + g.kernel_latency;
     core_bwd = seconds(core_flops * causal * flash_backward_ratio / rate) + g.kernel_latency;

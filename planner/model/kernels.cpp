@@ -34,8 +34,8 @@ namespace {
 //   2024-03-26, frameworks.md C7): FlashAttention-2 is "1.3-2.5 x faster
 //   than FlashAttention in Triton" (Dao 2023, fig. 4) -> 0.55 / 1.8 = 0.30
 //   on A100; on Hopper the same 1.8 x below FlashAttention-2, 0.18. Read as
-//   the kernel's rate at long sequences: compute.cpp adds a query block's
-//   measured fixed cost (triton_block_keys).
+//   the kernel's rate at long sequences, beside its query block's measured
+//   fixed cost (triton_block_keys below).
 // Volta and CDNA3 have no figure of their own: 0.30 (a FlashAttention-1
 // class kernel), their vendors' kernels not measured here.
 constexpr std::array<std::array<double, 5>, 4> published{{
@@ -62,6 +62,24 @@ double attention_efficiency(gpu const& g, attention_backend backend) {
   constexpr double ultra_gain = 1.10;
   bool const tuned = backend == attention_backend::fused || backend == attention_backend::flash3;
   return tuned && g.exp_per_clock >= 32 ? share * ultra_gain : share;
+}
+
+namespace {
+
+// A Triton flash kernel's fixed cost per query block (loading its queries,
+// setting up, the final rescale and write), in keys of its loop: the
+// Triton tutorial's FlashAttention-2 forward on H100 (pytorch/benchmark
+// ff65cb6, PR 2391; B x S = 16 K, 16 heads of 128) ran 328.9, 389.7,
+// 433.7, 458.4, 470.7 and 476.8 TFLOP/s at 512 to 16 K keys, which
+// rate = asymptote x keys / (keys + 240) meets within 1.3 %
+// (docs/research/residuals.md s.14, s.22).
+constexpr double triton_block_keys = 240;
+
+}  // namespace
+
+std::optional<double> query_block_keys(attention_backend backend) {
+  if (backend == attention_backend::triton) return triton_block_keys;
+  return std::nullopt;
 }
 
 bool uses_flash(program const& p) {

@@ -1,4 +1,6 @@
 #pragma once
+#include <optional>
+
 #include "planner/ir/ir.hpp"
 
 /// Published figures of the kernels a framework runs, by GPU generation:
@@ -12,6 +14,13 @@ namespace dtplan::planner {
 /// of a causal training kernel at long sequences, the tile and wave losses
 /// of short ones left to the roofline).
 double attention_efficiency(gpu const& g, attention_backend backend);
+
+/// A kernel's measured fixed cost per query block, in keys of its loop,
+/// where one is measured: its rate is then attention_efficiency x keys /
+/// (keys + this) over the keys a query block runs over. Only the Triton
+/// kernel's is (240); the others' shares were read at one length each and
+/// the GEMM tile's overhead stands for theirs.
+std::optional<double> query_block_keys(attention_backend backend);
 
 /// Whether the model's attention runs as a fused kernel (flash, cuDNN,
 /// Triton), not the unfused matmul and softmax path that keeps the a.s^2
