@@ -119,7 +119,7 @@ struct options {
   unsigned threads = 0;
   bool progress = false;
   std::int64_t max_candidates = 64'000'000;
-  double time_limit = 0;
+  planner::seconds time_limit;  ///< --time-limit (zero: none)
   std::optional<std::string> dump;
   std::optional<planner::job_format> framework;  ///< --framework
   std::optional<planner::job_format> from;       ///< --from NAME ...
@@ -208,7 +208,7 @@ std::optional<int> parse_args(int argc, char** argv, options& o) {
       auto v = value("--time-limit");
       auto n = v ? parse_count(*v, 1, 86400) : std::nullopt;
       if (!n) return usage_error("--time-limit needs a number of seconds from 1 to 86400");
-      o.time_limit = static_cast<double>(*n);
+      o.time_limit = planner::seconds(static_cast<double>(*n));
       continue;
     }
     if (is("--strategy")) {

@@ -179,7 +179,7 @@ std::optional<session_outcome> run(program const& p, selection const& chosen, se
         found.warning(space.where,
                       fmt::format("the search stopped at its time limit ({}) having looked at {} of {} candidates: "
                                   "the plans shown are the best of those",
-                                  to_string(seconds(so.time_limit)), grouped(result->stats.looked_at),
+                                  to_string(so.time_limit), grouped(result->stats.looked_at),
                                   grouped(result->stats.candidates)));
       total.candidates += result->stats.candidates;
       total.valid += result->stats.valid;

@@ -519,8 +519,9 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   auto threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, items.size())));
   searcher worker(p, model, options, space, options.max_waiting / threads);
-  if (options.time_limit > 0)
-    worker.deadline_ = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(options.time_limit));
+  if (options.time_limit > seconds())
+    worker.deadline_ =
+        start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(options.time_limit.value()));
   std::vector<thread_state> states(threads);
   std::atomic<std::int64_t> looked_at{0};
   run_phases(worker, items, states, options, result.stats.candidates, start, looked_at);

@@ -26,10 +26,10 @@ struct search_options {
   /// is bounded and known up front. 64 M candidates take 2-6 s on one core
   /// (Llama 3 405B on 2^24 GPUs, every key free: 20.6 M in 2 s).
   std::int64_t max_candidates = 64'000'000;
-  /// Seconds after which the search stops looking at new structures and
-  /// ranks what it has (0: no limit). A stopped search says so, and its
-  /// result depends on how far the threads got.
-  double time_limit = 0;
+  /// After this long the search stops looking at new structures and ranks
+  /// what it has (zero: no limit). A stopped search says so, and its result
+  /// depends on how far the threads got.
+  seconds time_limit;
   std::int64_t max_micro_batch = 64;    ///< `micro_batch = auto`: divisors of global_batch / dp up to this
   std::int64_t max_virtual_stages = 8;  ///< `virtual_stages = auto`: divisors of layers / pp up to this
   /// Valid candidates that wait for costing at once, over all threads (88

@@ -285,7 +285,7 @@ void run_program(planner::program const& program, dsl::source_manager const& sou
   so.search.max_micro_batch = 8;
   so.search.max_virtual_stages = 4;
   so.search.max_candidates = 4'000;
-  so.search.time_limit = 0.2;
+  so.search.time_limit = planner::seconds(0.2);
   auto selected = planner::select_strategies(program, so, diags);
   require(selected.has_value(), "--optimize refused a program", dsl::format(diags, sources));
   auto outcome = planner::run(program, *selected, so, diags);
