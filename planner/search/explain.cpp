@@ -20,7 +20,7 @@ void search_tally::merge(search_tally const& other) {
 }
 
 void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
-             std::vector<std::string> const& structural, search_tally const& all, double best,
+             std::vector<std::string> const& structural, search_tally const& all, seconds best,
              std::vector<explanation>& out) {
   for (auto const& line : structural) out.push_back({"left_out", "the space", {}, line});
   auto usable = p.cluster.device.memory - p.cluster.device.reserved;
@@ -55,15 +55,15 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
 
   // Structures that fit nowhere: by tp when every structure of that tp is
   // cut, one line per structure otherwise (the first few).
-  std::map<std::int64_t, std::pair<std::int64_t, double>> cut_by_tp;  // tp -> (structures, least memory)
+  std::map<std::int64_t, std::pair<std::int64_t, bytes>> cut_by_tp;  // tp -> (structures, least memory)
   std::map<std::int64_t, std::int64_t> candidates_by_tp;
   for (auto const& [w, needs] : all.memory_structures) {
     auto& e = cut_by_tp[w.tp];
-    e.second = e.first == 0 ? needs : std::min(e.second, needs);
+    e.second = e.first == 0 ? needs : min(e.second, needs);
     ++e.first;
     candidates_by_tp[w.tp] += w.candidates;
   }
-  std::vector<std::pair<work_item, double>> rest;
+  std::vector<std::pair<work_item, bytes>> rest;
   for (auto const& [w, needs] : all.memory_structures) {
     // A tp every one of whose structures was cut is reported once.
     if (cut_by_tp[w.tp].first == structures_of_tp.at(w.tp)) continue;
@@ -72,10 +72,10 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   for (auto const& [tp, e] : cut_by_tp) {
     if (e.first != structures_of_tp.at(tp)) continue;
     out.push_back({"memory", fmt::format("tp = {}", tp),
-                   {{"bytes_per_gpu", std::round(e.second)}, {"usable_bytes", std::round(usable.value())},
+                   {{"bytes_per_gpu", std::round(e.second.value())}, {"usable_bytes", std::round(usable.value())},
                     {"candidates", static_cast<double>(candidates_by_tp[tp])}},
                    fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
-                               tp, bytes(e.second), usable, grouped(candidates_by_tp[tp]))});
+                               tp, e.second, usable, grouped(candidates_by_tp[tp]))});
   }
   std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
     return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp} <
@@ -87,11 +87,11 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   std::size_t hidden = 0;
   for (auto const& [w, needs] : rest) {
     auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({} candidates)",
-                            structure_text(w), bytes(needs), usable, grouped(w.candidates));
+                            structure_text(w), needs, usable, grouped(w.candidates));
     if (std::any_of(lines.begin(), lines.end(), [&](explanation const& e) { return e.text == text; })) continue;
     if (lines.size() < shown) {
       lines.push_back({"memory", structure_text(w),
-                       {{"bytes_per_gpu", std::round(needs)}, {"usable_bytes", std::round(usable.value())},
+                       {{"bytes_per_gpu", std::round(needs.value())}, {"usable_bytes", std::round(usable.value())},
                         {"candidates", static_cast<double>(w.candidates)}},
                        std::move(text)});
     } else {
@@ -118,9 +118,9 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
 
   if (all.pruned > 0)
     out.push_back({"pruned", "the space",
-                   {{"candidates", static_cast<double>(all.pruned)}, {"bound_s", all.least_pruned}, {"best_s", best}},
+                   {{"candidates", static_cast<double>(all.pruned)}, {"bound_s", all.least_pruned.value()}, {"best_s", best.value()}},
                    fmt::format("{} candidates pruned by the time bound (>= {}, best {})", grouped(all.pruned),
-                               seconds(all.least_pruned), seconds(best))});
+                               all.least_pruned, best)});
 }
 
 }  // namespace dtplan::planner::detail

@@ -20,11 +20,11 @@ struct search_tally {
   std::int64_t memory_cut = 0;     ///< candidates that do not fit (checked or cut off)
   std::int64_t structure_cut = 0;  ///< candidates of structures that fit nowhere
   std::int64_t pruned = 0;         ///< valid candidates never costed: their bound passed the k-th best step
-  double least_pruned = 0;         ///< the smallest bound among them
+  seconds least_pruned;            ///< the smallest bound among them
   /// With explain: structures none of whose candidates is legal, and the
   /// structures cut by memory with the least memory they need.
   std::vector<work_item> illegal_structures;
-  std::vector<std::pair<work_item, double>> memory_structures;
+  std::vector<std::pair<work_item, bytes>> memory_structures;
 
   void merge(search_tally const& other);
 };
@@ -33,7 +33,7 @@ struct search_tally {
 /// divide nothing), then illegal regions grouped by reason, memory cuts,
 /// and the candidates the time bound pruned (`best`: the fastest step).
 void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t, std::int64_t> const& structures_of_tp,
-             std::vector<std::string> const& structural, search_tally const& all, double best,
+             std::vector<std::string> const& structural, search_tally const& all, seconds best,
              std::vector<explanation>& out);
 
 }  // namespace dtplan::planner::detail

@@ -236,7 +236,7 @@ class searcher {
     }
     if (auto needs = structure_needs(w)) {
       st.tally.structure_cut += w.candidates;
-      if (options_.explain) st.tally.memory_structures.emplace_back(w, *needs);
+      if (options_.explain) st.tally.memory_structures.emplace_back(w, bytes(*needs));
       return;
     }
     auto const illegal_before = st.tally.illegal;
@@ -303,7 +303,7 @@ class searcher {
                     // The explain pass: how many the final k-th best step prunes.
                     if (*bound > *recount_) {
                       auto& t = st.tally;
-                      t.least_pruned = t.pruned > 0 ? std::min(t.least_pruned, *bound) : *bound;
+                      t.least_pruned = t.pruned > 0 ? min(t.least_pruned, seconds(*bound)) : seconds(*bound);
                       ++t.pruned;
                     }
                     continue;
@@ -571,7 +571,8 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   result.ranked = top;
 
   if (options.explain) {
-    double best = top.empty() ? infinity : top.front().step.value();
+    // The time bound prunes only once k plans are ranked: `best` is read then.
+    seconds const best = top.empty() ? seconds() : top.front().step;
     explain(p, spec, structures_of_tp, structural, all, best, result.explanations);
   }
   result.stats.elapsed = seconds(std::chrono::duration<double>(clock_type::now() - start).count());
