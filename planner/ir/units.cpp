@@ -21,6 +21,11 @@ std::string counted(std::int64_t n, std::string_view noun) {
 std::string three_digits(double v) {
   if (v == 0 || !std::isfinite(v)) return fmt::format("{}", v);
   double mag = std::floor(std::log10(std::fabs(v)));
+  // Three significant digits in fixed notation need 2 - mag decimals: past
+  // a thousandth that is a string of zeros (1e-300 would print 293 of
+  // them), and past 10^15 a string of digits no reader counts, so such a
+  // figure is written in scientific notation instead.
+  if (mag < -3 || mag >= 15) return fmt::format("{:.2e}", v);
   int decimals = std::max(0, 2 - static_cast<int>(mag));
   // Rounding can carry into a new digit (9.996 -> 10.0): recompute once.
   double rounded = std::round(v * std::pow(10.0, decimals)) / std::pow(10.0, decimals);

@@ -82,4 +82,19 @@ checks=$((checks + 1))
 ! grep -q "frees -" "$TMP/out" || fail "advice frees a negative size: $(grep -m1 'frees -' "$TMP/out")"
 expect_contains "$TMP/out" "full frees 36.0 GiB of memory for 25.2 s more per step"
 
+# A tiny figure reads in scientific notation, not as a run of zeros: a
+# per-step overhead of 1e-300 s printed "0.000..." with 290 digits
+# (fuzz_extreme, 2026-12-05).
+cat >"$TMP/tiny.dtp" <<'DTP'
+model m : llama2_7b { }
+gpu g : H100_SXM { step_overhead = 1e-300 s }
+cluster c { gpu = g; gpus_per_node = 1; nodes = 4; inter_node = 8 x 400 Gbit/s }
+training { global_batch = 8 }
+strategy fixed { tp = 2 }
+DTP
+expect_status 0 "$DTPLAN" "$TMP/tiny.dtp"
+expect_contains "$TMP/out" "per-step overhead            1.00e-291 ns"
+checks=$((checks + 1))
+! grep -q "0000000000" "$TMP/out" || fail "a run of zeros: $(grep -m1 '0000000000' "$TMP/out")"
+
 finish

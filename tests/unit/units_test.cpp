@@ -36,6 +36,12 @@ TEST_CASE("every number a user sees carries its unit") {
   CHECK(fmt::format("{}", 450_GBps) == "450 GB/s");
   CHECK(three_digits(9.996) == "10.0");
   CHECK(three_digits(0.03125) == "0.0312");
+  CHECK(three_digits(0.001234) == "0.00123");
+  // Past a thousandth, scientific notation rather than a run of zeros.
+  CHECK(three_digits(0.0001234) == "1.23e-04");
+  CHECK(to_string(seconds(1e-300)) == "1.00e-291 ns");
+  CHECK(three_digits(123456789012345.0) == "123456789012345");
+  CHECK(to_string(seconds(1.234e20)) == "1.23e+20 s");
 }
 
 TEST_CASE("counts read with thousands separators and a noun that agrees") {
