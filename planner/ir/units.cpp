@@ -41,6 +41,8 @@ std::string to_string(bytes v) {
   std::size_t i = 0;
   x /= 1024;
   while (std::fabs(x) >= 1024 && i + 1 < names.size()) x /= 1024, ++i;
+  // Past PiB the figure grows in digits: three significant ones from 10^6 on.
+  if (std::fabs(x) >= 1e6) return fmt::format("{} {}", three_digits(x), names[i]);
   return fmt::format("{:.1f} {}", x, names[i]);
 }
 

@@ -42,6 +42,9 @@ TEST_CASE("every number a user sees carries its unit") {
   CHECK(to_string(seconds(1e-300)) == "1.00e-291 ns");
   CHECK(three_digits(123456789012345.0) == "123456789012345");
   CHECK(to_string(seconds(1.234e20)) == "1.23e+20 s");
+  CHECK(to_string(bytes(1e40)) == "8.88e+24 PiB");
+  CHECK(to_string(bytes(1e21)) == "888178.4 PiB");
+  CHECK(to_string(bytes(2e21)) == "1776357 PiB");
 }
 
 TEST_CASE("counts read with thousands separators and a noun that agrees") {
