@@ -193,13 +193,13 @@ class searcher {
   // re-materialises one layer, and under `checkpoint = ops` sequence
   // parallelism keeps two reduce-scatter outputs per layer, more than the
   // h/tp it saves on the layer input at tp = 2.
-  std::optional<double> structure_needs(work_item const& w) {
+  std::optional<bytes> structure_needs(work_item const& w) {
     auto shards_all = space_.shard(3, w.dp);
     auto sp = space_.sequence_parallel(w.tp);
     auto vs = space_.virtual_stages(w.pp);
     auto mb = space_.micro_batch(w.dp);
     if (vs.empty() || mb.empty() || sp.empty()) return std::nullopt;
-    double least = infinity;
+    bytes least(infinity);
     for (auto z : space_.zero()) {
       auto shards = space_.shard(static_cast<int>(z), w.dp);
       if (std::find(shards.begin(), shards.end(), shard_group{}) == shards.end()) return std::nullopt;
@@ -218,7 +218,7 @@ class searcher {
           if (!is_legal(p_, s)) return std::nullopt;
           auto m = estimate_memory(shape_of(p_, s, group_sizes_of(p_, s)), false);
           if (m.fits()) return std::nullopt;
-          least = std::min(least, m.total.value());
+          least = min(least, m.total);
         }
       }
     }
@@ -236,7 +236,7 @@ class searcher {
     }
     if (auto needs = structure_needs(w)) {
       st.tally.structure_cut += w.candidates;
-      if (options_.explain) st.tally.memory_structures.emplace_back(w, bytes(*needs));
+      if (options_.explain) st.tally.memory_structures.emplace_back(w, *needs);
       return;
     }
     auto const illegal_before = st.tally.illegal;
