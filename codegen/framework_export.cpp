@@ -73,6 +73,9 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   auto const& m = p.model;
   if (m.prec == precision::fp16)
     return "torchtitan trains in bfloat16 or float32 (training.mixed_precision_param), not fp16";
+  if (m.prec == precision::fp4)
+    return "torchtitan's NVFP4 converter (experimental, from 2026; torchtitan/components/quantization/nvfp4.py) is "
+           "set in its Python configs, which this TOML job cannot name; its TOML quantizes to float8 (precision = fp8)";
   if (s.checkpoint == checkpoint_mode::selective)
     return "torchtitan has no recomputation of the core attention alone (checkpoint = selective, Megatron's); its "
            "op-level selective checkpointing is checkpoint = ops";
@@ -145,7 +148,8 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
   if (p.model.position == planner::position_kind::alibi)
     return "Megatron-DeepSpeed 4efb479 has no ALiBi (learned positions, --use-rotary-position-embeddings or "
            "--no-position-embedding); BigScience's fork has";
-  if (p.model.prec == precision::fp8) return "Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8";
+  if (planner::low_precision(p.model.prec))
+    return fmt::format("Megatron-DeepSpeed trains in bf16, fp16 or fp32, not {}", planner::name(p.model.prec));
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));
@@ -387,8 +391,16 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   }
   a.comment("The precision");
   if (m.prec == precision::fp16) a.add("--fp16");
-  if (m.prec == precision::bf16 || m.prec == precision::fp8) a.add("--bf16");
+  if (m.prec == precision::bf16 || planner::low_precision(m.prec)) a.add("--bf16");
   if (m.prec == precision::fp8) a.add("--fp8-format", "hybrid");
+  if (m.prec == precision::fp4) {
+    // Transformer Engine's NVFP4BlockScaling, every layer (no
+    // --first-last-layers-bf16): Megatron-LM core_v0.15.0 and later
+    // (megatron/training/arguments.py:1353-1360).
+    a.comment("NVFP4 GEMMs: Megatron-LM core_v0.15.0 or later, Transformer Engine 2.7 or later.");
+    a.add("--fp4-format", "e2m1");
+    a.add("--fp4-recipe", "nvfp4");
+  }
 }
 
 std::vector<job_file> megatron_job(planner::program const& p, planner::plan const& pl) {

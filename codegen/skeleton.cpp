@@ -60,7 +60,7 @@ int phase_id(planner::comm_phase p) {
 
 int axis_id(axis a) { return static_cast<int>(a); }
 
-// Element types of the generated program: 0 bf16, 1 fp16, 2 fp32, 3 fp8.
+// Element types of the generated program: 0 bf16, 1 fp16, 2 fp32, 3 fp8, 4 fp4.
 int sixteen_bit(planner::precision p) { return p == planner::precision::fp16 ? 1 : 0; }
 int activation_type(planner::precision p) { return p == planner::precision::fp32 ? 2 : sixteen_bit(p); }
 
@@ -82,6 +82,7 @@ int precision_id(planner::precision p) {
     case planner::precision::fp16: return 1;
     case planner::precision::fp32: return 2;
     case planner::precision::fp8: return 3;
+    case planner::precision::fp4: return 4;
   }
   return 0;
 }
@@ -182,7 +183,8 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   std::string chunks;
   for (std::int64_t c = 0; c < sh.chunks; ++c) chunks += fmt::format("{}{}", c ? ", " : "", sh.chunk_layers(c));
   line("constexpr long long k_chunk_layers[{}] = {{{}}};  // model chunk c runs on stage c % pp", sh.chunks, chunks);
-  line("// GEMM inputs: 0 bf16, 1 fp16, 2 fp32, 3 fp8 (cuBLASLt, E4M3 forward, E5M2 gradients).");
+  line("// GEMM inputs: 0 bf16, 1 fp16, 2 fp32, 3 fp8 (cuBLASLt, E4M3 forward, E5M2 gradients),");
+  line("// 4 fp4 (cuBLASLt, NVFP4: E2M1 with an E4M3 scale per 16 elements).");
   line("constexpr int k_precision = {};  // {}", precision_id(prec), planner::name(prec));
   line("constexpr int k_activation_type = {};", activation_type(prec));
 
@@ -203,8 +205,8 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
          x.forward.batch, x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
   }
   line("}};");
-  // The LM head runs at 16 bits in fp8 training (the cost model's choice).
-  auto const head_prec = prec == planner::precision::fp8 ? planner::precision::bf16 : prec;
+  // The LM head runs at 16 bits in fp8 and fp4 training (the cost model's choice).
+  auto const head_prec = planner::low_precision(prec) ? planner::precision::bf16 : prec;
   auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
   line("// The LM head on the last stage: [tokens, hidden] x [hidden, vocab / tp] ({} bits).",
        head_prec == planner::precision::fp32 ? 32 : 16);

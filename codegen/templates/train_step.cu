@@ -923,12 +923,68 @@ struct runner {
     return true;
   }
 
+  // An fp4 GEMM through cuBLASLt as Transformer Engine's NVFP4 recipe runs
+  // it: E2M1 x E2M1 with an E4M3 scale per 16 elements of K (the scales in
+  // the slabs after the operands), "TN", 16-bit output. False when the shape
+  // (every dimension a multiple of 32, one matrix) or the GPU (fp4 tensor
+  // cores: Blackwell) cannot; the caller then runs it at 16 bits.
+  bool gemm4(long long m, long long n, long long k, long long batch) {
+    if (m % 32 || n % 32 || k % 32 || batch != 1) return false;
+    std::array<long long, 6> key{m, n, k, batch, 4, 4};
+    auto it = lt_plans.find(key);
+    if (it == lt_plans.end()) {
+      lt_gemm g;
+      cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+      cublasLtMatmulMatrixScale_t vec16 = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+      // Each operand's scales follow its k x rows half-byte elements: at most
+      // rows rounded to 128 times k / 16 rounded to 4, which with every
+      // dimension a multiple of 32 fits in the rest of its 16-bit slab.
+      void const* scale_a = slab[1] + k * n / 2;
+      void const* scale_b = slab[0] + k * m / 2;
+      bool made = cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec16, sizeof vec16) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &vec16, sizeof vec16) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&g.a, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)n, k) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&g.b, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)m, k) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatrixLayoutCreate(&g.c, CUDA_R_16BF, (uint64_t)n, (uint64_t)m, n) == CUBLAS_STATUS_SUCCESS;
+      cublasLtMatmulPreference_t pref{};
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      size_t ws = (size_t)lt_workspace_bytes;
+      if (made && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+        if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
+                CUBLAS_STATUS_SUCCESS &&
+            cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found) == CUBLAS_STATUS_SUCCESS &&
+            found > 0) {
+          g.ok = true;
+          g.algo = result.algo;
+        }
+        cublasLtMatmulPreferenceDestroy(pref);
+      }
+      it = lt_plans.emplace(key, g).first;
+    }
+    lt_gemm const& g = it->second;
+    if (!g.ok) return false;
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(lt, g.desc, &alpha, slab[1], g.a, slab[0], g.b, &beta, slab[2], g.c, slab[2], g.c,
+                                &g.algo, lt_workspace, (size_t)lt_workspace_bytes, compute));
+    return true;
+  }
+
   // A weight GEMM of the layer: C[m, n] = A[m, k] W[k, n] in the plan's
   // precision; `pass` 0 forward, 1 input gradient, 2 weight gradient (their
   // fp8 inputs: activations and weights E4M3, gradients E5M2).
   void gemm(long long m, long long n, long long k, long long batch, int pass) {
     if (plan::k_precision == 3) {
       if (gemm8(m, n, k, batch, pass == 1, pass == 2)) return;
+      ++fp8_fallbacks;
+    }
+    if (plan::k_precision == 4) {
+      if (gemm4(m, n, k, batch)) return;
       ++fp8_fallbacks;
     }
     gemm16(m, n, k, batch, slab[0], m * k, slab[1], k * n, slab[2], m * n);
@@ -1426,7 +1482,7 @@ static void place_buffers(runner& r) {
   long long region = std::max(64LL << 20, 4LL * l2);
   r.stream_region = r.mem.take({b_activations, b_buffers}, region);
   r.stream_vectors = region / 16;
-  if (plan::k_precision == 3) r.lt_workspace = r.mem.take({b_buffers, b_activations}, r.lt_workspace_bytes);
+  if (plan::k_precision >= 3) r.lt_workspace = r.mem.take({b_buffers, b_activations}, r.lt_workspace_bytes);
 
   r.issued.assign(plan::k_comm_count, 0);
   r.clamped.assign(plan::k_comm_count, false);
@@ -1551,7 +1607,9 @@ static void report(runner const& r, std::vector<double> const& m) {
     rows.push_back({std::string("gemm ") + x.name, passes, (x.forward_s + x.backward_s + x.recompute_s) * passes,
                     m[k] * passes, ""});
   }
-  if (plan::k_precision == 3 && r.fp8_fallbacks > 0) rows.back().note = "some fp8 GEMMs ran at 16 bits (shape or GPU)";
+  if (plan::k_precision >= 3 && r.fp8_fallbacks > 0)
+    rows.back().note = plan::k_precision == 3 ? "some fp8 GEMMs ran at 16 bits (shape or GPU)"
+                                              : "some fp4 GEMMs ran at 16 bits (shape or GPU)";
   plan::gemm_spec const& lg = plan::k_logits;
   rows.push_back({"gemm logits + loss (last stage)", mb, (lg.forward_s + lg.backward_s + plan::k_head_memory.forward_s) * mb,
                   m[k++] * mb, ""});

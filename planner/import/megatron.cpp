@@ -210,8 +210,28 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     t.diags.error(fp16->key_where, "'--fp16' and '--bf16' are both written");
     failed = true;
   }
-  c.prec = fp8 ? precision::fp8 : bf16 ? precision::bf16 : fp16 ? precision::fp16 : precision::fp32;
-  c.prec_where = key_at(fp8 ? fp8 : bf16 ? bf16 : fp16);
+  // NVFP4 (core_v0.15.0 and later: arguments.py:1353-1360; --fp4-recipe
+  // defaults to nvfp4, Transformer Engine's NVFP4BlockScaling).
+  auto const* fp4 = job.find("--fp4-format");
+  if (fp4) {
+    if (auto v = job.text(*fp4); !v) failed = true;
+    else if (*v != "e2m1") {
+      t.diags.error(job.value_at(fp4), fmt::format("expected 'e2m1' for '--fp4-format', got '{}'", dsl::escaped(*v)));
+      failed = true;
+    }
+    if (fp8) {
+      t.diags.error(fp4->key_where, "'--fp4-format' and '--fp8-format' are both written (Megatron-LM refuses both)");
+      failed = true;
+    }
+    if (auto const* recipe = job.find("--fp4-recipe")) {
+      if (auto v = job.text(*recipe); !v) failed = true;
+      else if (*v != "nvfp4")
+        t.diags.warning(recipe->key_where,
+                        fmt::format("Megatron-LM's fp4 recipe '{}' is not modelled: costed as 'nvfp4'", dsl::escaped(*v)));
+    }
+  }
+  c.prec = fp4 ? precision::fp4 : fp8 ? precision::fp8 : bf16 ? precision::bf16 : fp16 ? precision::fp16 : precision::fp32;
+  c.prec_where = key_at(fp4 ? fp4 : fp8 ? fp8 : bf16 ? bf16 : fp16);
   set(t, "model", "precision", identifier_value(name(*c.prec), c.prec_where), c.prec_where);
 
   // The batch and the parallel degrees.

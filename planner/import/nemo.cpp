@@ -107,9 +107,19 @@ void import_nemo(job_reader& job, context const& ctx) {
   auto const* fp8_at = job.find("FP8");
   if (hybrid && !fp8)
     t.diags.warning(key_at(job.find("FP8_HYBRID")), "'FP8_HYBRID' is read only with 'FP8=True'");
-  auto const prec = fp8 ? precision::fp8 : precision::bf16;
-  set(t, "model", "precision", identifier_value(name(prec), key_at(fp8 ? fp8_at : nullptr)),
-      key_at(fp8 ? fp8_at : nullptr));
+  // FP4 with FP4_RECIPE=nvfp4 (MLPerf v5.1's config_common_fp4.sh, with
+  // FP8=False): Transformer Engine's NVFP4BlockScaling on every layer.
+  bool const fp4 = boolean("FP4", false);
+  auto const* fp4_at = job.find("FP4");
+  if (fp4 && fp8) t.diags.error(key_at(fp4_at), "'FP4=True' and 'FP8=True' are both written: choose one");
+  if (auto recipe = text("FP4_RECIPE"); recipe && *recipe != "nvfp4") {
+    if (fp4)
+      t.diags.warning(key_at(job.find("FP4_RECIPE")),
+                      fmt::format("the fp4 recipe '{}' is not modelled: costed as 'nvfp4'", dsl::escaped(*recipe)));
+  }
+  auto const prec = fp4 ? precision::fp4 : fp8 ? precision::fp8 : precision::bf16;
+  auto const* prec_at = fp4 ? fp4_at : fp8 ? fp8_at : nullptr;
+  set(t, "model", "precision", identifier_value(name(prec), key_at(prec_at)), key_at(prec_at));
 
   // The parallel degrees and the batch (custom.yaml:41-63, 105).
   auto degree = [&](std::string_view name, std::string_view key, std::optional<std::int64_t> fallback) {

@@ -15,6 +15,7 @@ char const* name(precision p) {
     case precision::fp16: return "fp16";
     case precision::fp32: return "fp32";
     case precision::fp8: return "fp8";
+    case precision::fp4: return "fp4";
   }
   return "?";
 }
@@ -140,6 +141,14 @@ std::optional<size_limit> beyond_limits(cluster const& c, std::string const& cal
   if (c.gpus_per_node > 0 && c.nodes > max_gpus / c.gpus_per_node)
     return size_limit{nullptr, fmt::format("{} has {} nodes of {} GPUs; dtplan plans clusters of at most {} GPUs",
                                            called, c.nodes, c.gpus_per_node, grouped(max_gpus))};
+  return std::nullopt;
+}
+
+std::optional<size_limit> beyond_limits(model const& m, gpu const& g) {
+  if (m.prec == precision::fp4 && g.peak_flops_fp4.value() <= 0)
+    return size_limit{"precision", fmt::format("precision = fp4 needs a GPU with fp4 tensor cores; gpu '{}' has none "
+                                               "(it sets no peak_flops_fp4)",
+                                               g.name)};
   return std::nullopt;
 }
 

@@ -18,7 +18,12 @@ namespace dtplan::planner {
 
 using dsl::span;
 
-enum class precision { bf16, fp16, fp32, fp8 };
+/// fp8 and fp4 run the layers' matrix products in that format as Transformer
+/// Engine does (fp4: NVFP4, e2m1 with an e4m3 scale per 16 elements), the
+/// rest of the layer, the weights and the gradients in bf16.
+enum class precision { bf16, fp16, fp32, fp8, fp4 };
+/// fp8 or fp4: only the layers' linear GEMMs run in it.
+constexpr bool low_precision(precision p) { return p == precision::fp8 || p == precision::fp4; }
 enum class mlp_kind { gelu, swiglu };
 /// A transformer layer's normalisation: LayerNorm (GPT, MPT, BLOOM) or
 /// RMSNorm (Llama). Fused, both are one kernel; in PyTorch eager RMSNorm is
@@ -159,6 +164,7 @@ struct gpu {
   flop_rate peak_flops;       ///< dense bf16/fp16 tensor peak
   flop_rate peak_flops_fp8;   ///< dense fp8 peak (= peak_flops where the GPU has no fp8)
   flop_rate peak_flops_fp32;  ///< dense fp32/tf32 matmul peak
+  flop_rate peak_flops_fp4;   ///< dense fp4 (NVFP4) peak; 0 where the GPU has no fp4 tensor cores
   bandwidth hbm_bandwidth;
   bandwidth intra_node;       ///< scale-up link per GPU per direction
   double matmul_efficiency = 0.7;  ///< share of the 16-bit peak a large matmul reaches (measured)
@@ -172,6 +178,11 @@ struct gpu {
   std::int64_t matmul_tile_overhead = 128;
   /// The same for fp8 matmuls; 0: matmul_tile_overhead.
   std::int64_t matmul_tile_overhead_fp8 = 0;
+  /// Share of the fp4 peak a large fp4 matmul reaches; 0: matmul_efficiency_fp8's.
+  double matmul_efficiency_fp4 = 0;
+  /// The tile overhead of fp4 matmuls; 0: twice matmul_tile_overhead_fp8's
+  /// (the same fixed time over a main loop twice as fast).
+  std::int64_t matmul_tile_overhead_fp4 = 0;
   gpu_generation generation = gpu_generation::ampere;
   /// Bus bandwidth of an NVLink SHARP (NVLS) all-reduce inside a node, per
   /// GPU; 0 where the GPU has none.
@@ -382,6 +393,9 @@ struct framework {
 /// More tokens per step (global_batch x seq_len) than fit in 64 bits, at
 /// the training block's global_batch.
 std::optional<size_limit> beyond_limits(model const& m, training const& t);
+/// A precision the GPU cannot run: fp4 without fp4 tensor cores (no rate
+/// to fall back to would be what a run gets). The key is the model's.
+std::optional<size_limit> beyond_limits(model const& m, gpu const& g);
 
 /// Bytes of one gradient element as the program keeps it (and reduces it,
 /// unless training.grad_comm_precision says otherwise).

@@ -245,6 +245,7 @@ gpu_builder& gpu_builder::memory(bytes v) { return set("memory", v.value(), show
 gpu_builder& gpu_builder::reserved(bytes v) { return set("reserved", v.value(), shown(v)); }
 gpu_builder& gpu_builder::peak_flops(flop_rate v) { return set("peak_flops", v.value(), shown(v)); }
 gpu_builder& gpu_builder::peak_flops_fp8(flop_rate v) { return set("peak_flops_fp8", v.value(), shown(v)); }
+gpu_builder& gpu_builder::peak_flops_fp4(flop_rate v) { return set("peak_flops_fp4", v.value(), shown(v)); }
 gpu_builder& gpu_builder::peak_flops_fp32(flop_rate v) { return set("peak_flops_fp32", v.value(), shown(v)); }
 gpu_builder& gpu_builder::hbm_bandwidth(bandwidth v) { return set("hbm_bandwidth", v.value(), shown(v)); }
 gpu_builder& gpu_builder::intra_node(bandwidth v) { return set("intra_node", v.value(), shown(v)); }
@@ -492,6 +493,7 @@ framework_builder framework(std::string name, planner::framework const& base) {
 program plan(planner::model const& m, planner::cluster const& c, planner::training const& t,
              std::vector<strategy_spec> const& strategies, planner::framework const& f) {
   if (auto limit = beyond_limits(m, t)) throw error(limit->message);
+  if (auto limit = beyond_limits(m, c.device)) throw error(limit->message);
   program p;
   p.file = "<embedded>";
   p.model = m;

@@ -65,6 +65,7 @@ inline constexpr precision bf16 = precision::bf16;
 inline constexpr precision fp16 = precision::fp16;
 inline constexpr precision fp32 = precision::fp32;
 inline constexpr precision fp8 = precision::fp8;
+inline constexpr precision fp4 = precision::fp4;
 inline constexpr optimizer_kind adam = optimizer_kind::adam;
 inline constexpr optimizer_kind adamw = optimizer_kind::adamw;
 inline constexpr optimizer_kind sgd = optimizer_kind::sgd;
@@ -168,6 +169,7 @@ class gpu_builder {
   gpu_builder& memory(bytes v);
   gpu_builder& peak_flops(flop_rate v);
   gpu_builder& peak_flops_fp8(flop_rate v);
+  gpu_builder& peak_flops_fp4(flop_rate v);
   gpu_builder& peak_flops_fp32(flop_rate v);
   gpu_builder& hbm_bandwidth(bandwidth v);
   gpu_builder& intra_node(bandwidth v);

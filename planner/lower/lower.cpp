@@ -516,6 +516,12 @@ std::optional<program> lowerer::run(std::uint32_t file) {
     resolve_auto(p.training, p.cluster.device);
     resolve_auto(p.framework.behaviours, p.cluster.device);
   }
+  if (ok && mi && ci) {
+    if (auto limit = beyond_limits(p.model, p.cluster.device)) {
+      diags_.error(user_key(p.model.keys, limit->key, limit->key, p.model.where), limit->message);
+      ok = false;
+    }
+  }
   if (ok && mi) {
     if (auto limit = beyond_limits(p.model, p.training)) {
       diags_.error(user_key(p.training.keys, limit->key, limit->key, p.training.where), limit->message);

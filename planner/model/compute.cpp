@@ -56,17 +56,40 @@ constexpr double flash_backward_ratio = 2.5;
 constexpr std::int64_t flash_block = 128;
 
 // A GPU's matmul figure for precision p: its fp8 figure where it has one
-// (0: none), else the 16-bit one.
+// (0: none), else the 16-bit one; fp4's where it has one, else fp8's.
 template <class T>
-T matmul_figure(T sixteen_bit, T fp8, precision p) {
-  return p == precision::fp8 && fp8 > T{} ? fp8 : sixteen_bit;
+T matmul_figure(T sixteen_bit, T fp8, T fp4, precision p) {
+  if (p == precision::fp4 && fp4 > T{}) return fp4;
+  return (p == precision::fp8 || p == precision::fp4) && fp8 > T{} ? fp8 : sixteen_bit;
+}
+
+// A tile's fixed cost in K elements: fp4's main loop covers K twice as
+// fast as fp8's, so the same fixed time is worth twice the K.
+std::int64_t tile_overhead(gpu const& g, precision p) {
+  std::int64_t const fp8 = g.matmul_tile_overhead_fp8 > 0 ? g.matmul_tile_overhead_fp8 : g.matmul_tile_overhead;
+  if (p == precision::fp4) return g.matmul_tile_overhead_fp4 > 0 ? g.matmul_tile_overhead_fp4 : 2 * fp8;
+  return p == precision::fp8 ? fp8 : g.matmul_tile_overhead;
 }
 
 }  // namespace
 
+double matmul_element_bytes(precision p) {
+  switch (p) {
+    case precision::fp8: return 1.0;
+    // e2m1, two to a byte, and an e4m3 scale for each 16 elements.
+    case precision::fp4: return 0.5 + 1.0 / 16.0;
+    case precision::fp32: return 4.0;
+    case precision::bf16:
+    case precision::fp16: break;
+  }
+  return 2.0;
+}
+
 flop_rate peak_at(gpu const& g, precision p) {
   switch (p) {
-    case precision::fp8: return matmul_figure(g.peak_flops, g.peak_flops_fp8, p);
+    // No fp4 peak: the checker refuses fp4 on such a GPU (lower.cpp).
+    case precision::fp4: return matmul_figure(g.peak_flops, g.peak_flops_fp8, g.peak_flops_fp4, p);
+    case precision::fp8: return matmul_figure(g.peak_flops, g.peak_flops_fp8, flop_rate(), p);
     case precision::fp32: return g.peak_flops_fp32.value() > 0 ? g.peak_flops_fp32 : g.peak_flops;
     case precision::bf16:
     case precision::fp16: break;
@@ -119,16 +142,15 @@ double shape_efficiency(gpu const& g, gemm_shape const& s, precision p) {
   // The prologue and epilogue of a tile (fill the operand pipeline, write
   // C) cost the GPU's matmul_tile_overhead of K: short reductions pay it.
   double const padded = k_iters * static_cast<double>(k_tile);
-  auto const overhead = matmul_figure(g.matmul_tile_overhead, g.matmul_tile_overhead_fp8, p);
-  double const k_eff = static_cast<double>(k) / (padded + static_cast<double>(overhead));
+  double const k_eff = static_cast<double>(k) / (padded + static_cast<double>(tile_overhead(g, p)));
   return std::clamp(tile_efficiency(g, s) * k_eff, 1e-6, 1.0);
 }
 
 seconds gemm_time(gpu const& g, gemm_shape const& s, precision p) {
   auto const f = gemm_flops(s);
-  double const efficiency = matmul_figure(g.matmul_efficiency, g.matmul_efficiency_fp8, p);
+  double const efficiency = matmul_figure(g.matmul_efficiency, g.matmul_efficiency_fp8, g.matmul_efficiency_fp4, p);
   double const rate = sustained_peak(g, p) * efficiency * shape_efficiency(g, s, p);
-  double const e = p == precision::fp8 ? 1.0 : element_bytes(p);
+  double const e = matmul_element_bytes(p);
   double const moved = e * static_cast<double>(s.batch) *
                        (static_cast<double>(s.m) * static_cast<double>(s.k) +
                         static_cast<double>(s.k) * static_cast<double>(s.n) +
@@ -170,8 +192,8 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   auto const seq = m.seq_len;
   double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
                             static_cast<double>(head_dim) * static_cast<double>(local_heads);
-  // Attention core precision: fp8 training keeps attention in 16-bit.
-  precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
+  // Attention core precision: fp8 and fp4 training keep attention in 16-bit.
+  precision const core_prec = low_precision(m.prec) ? precision::bf16 : m.prec;
   seconds core_fwd, core_bwd;
   if (uses_flash(*sh.prog)) {
     // A causal flash kernel skips the key blocks above the diagonal.
@@ -239,7 +261,7 @@ ring_merge pytorch_ring_merges(strategy_shape const& sh) {
   ring_merge r;
   if (sh.s.cp <= 1 || !pytorch_ring(sh.prog->training.cp_comm_type)) return r;
   model const& m = sh.prog->model;
-  precision const core_prec = m.prec == precision::fp8 ? precision::bf16 : m.prec;
+  precision const core_prec = low_precision(m.prec) ? precision::bf16 : m.prec;
   double const cp = static_cast<double>(sh.s.cp);
   double const q = element_bytes(core_prec) * static_cast<double>(sh.tokens) * static_cast<double>(sh.head_dim) *
                    static_cast<double>(sh.local_heads);
@@ -283,23 +305,27 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // In fp8 training only the layer's linear GEMMs run in fp8 (Transformer
   // Engine modules); the router, like the LM head, stays 16-bit (M11).
   seconds weights_fwd, weights_bwd, ops_recompute;
-  double cast_bytes = 0;  // fp8: each linear's input and weight cast (and transposed), forward
+  double cast_bytes = 0;  // fp8, fp4: each linear's input and weight cast (and transposed), forward
   double cast_bytes_bwd = 0;  // and its output gradient, backward
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
     bool const router = std::string_view(gm.name) == "router";
-    precision const gp = prec == precision::fp8 && router ? precision::bf16 : prec;
+    precision const gp = low_precision(prec) && router ? precision::bf16 : prec;
     auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, gp);
-    if (gp == precision::fp8) {
+    if (low_precision(gp)) {
       // Read 16-bit, write fp8 twice (row- and column-wise for the backward):
       // 4 bytes per element of the input and the weight, then of the
       // output gradient (TE pytorch/module/linear.py:160-240, 594-713).
+      // NVFP4 the same, each copy half a byte and a scale per 16 elements,
+      // its column-wise copy through the random Hadamard transform in the
+      // same kernel (TE v2.8 NVFP4Quantizer, hadamard_transform_cast_fusion).
+      double const cast = 2 + 2 * matmul_element_bytes(gp);
       double const batch = static_cast<double>(gm.forward.batch);
       double const mk = static_cast<double>(gm.forward.m) * static_cast<double>(gm.forward.k);
       double const kn = static_cast<double>(gm.forward.k) * static_cast<double>(gm.forward.n);
       double const mn = static_cast<double>(gm.forward.m) * static_cast<double>(gm.forward.n);
-      cast_bytes += 4 * batch * (mk + kn);
-      cast_bytes_bwd += 4 * batch * mn;
+      cast_bytes += cast * batch * (mk + kn);
+      cast_bytes_bwd += cast * batch * mn;
     }
     weights_fwd += w.forward;
     out.gemm_forward[static_cast<std::size_t>(i)] = w.forward;
@@ -395,7 +421,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
   auto const vocab_local = sh.local_vocab;
-  auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, prec == precision::fp8 ? precision::bf16 : prec);
+  auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, low_precision(prec) ? precision::bf16 : prec);
   double const logit_elems = t * static_cast<double>(vocab_local);
   seconds const embed = memory_time(g, bytes(2 * e * sp_tokens * h));
   seconds const norm = memory_time(g, bytes(2 * e * sp_tokens * h));

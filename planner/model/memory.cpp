@@ -244,8 +244,8 @@ class stage_memory {
     add(b_.weights, [&] {
       // fp8 training without fp8 parameters keeps 16-bit weights and casts
       // them for each GEMM.
-      bool const cast = m_.prec == precision::fp8 && !p_.training.fp8_param_gather;
-      return fmt::format("weights ({}, {} x {} B{})", cast ? "bf16 for fp8 GEMMs" : name(m_.prec),
+      bool const cast = low_precision(m_.prec) && !(m_.prec == precision::fp8 && p_.training.fp8_param_gather);
+      return fmt::format("weights ({}, {} x {} B{})", cast ? fmt::format("bf16 for {} GEMMs", name(m_.prec)) : name(m_.prec),
                          params_text(params), bpp_.weights, sharded_text(s_.zero, 3, shard));
     }, st.weights);
     add(b_.gradients, [&] {
@@ -455,7 +455,11 @@ class stage_memory {
                           "PyTorch's caching allocator: the backward's fp32 buffers do not fit in it)",
           bytes(e_ * vocab_elems));
     } else {
-      add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(m_.prec)); },
+      // The LM head stays 16-bit in fp8 and fp4 training.
+      add(b_.activations, [&] {
+        return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab,
+                           name(low_precision(m_.prec) ? precision::bf16 : m_.prec));
+      },
           bytes(e_ * vocab_elems));
       add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)",
           bytes(fp32_loss_bytes * vocab_elems));

@@ -62,6 +62,25 @@ expect_contains "$TMP/err" "error: framework 'deepspeed' runs bf16 with ZeRO sta
 expect_status 0 "$DTPLAN" "$plan" --set training.framework=deepspeed --optimize --explain --top 3
 expect_contains "$TMP/out" "framework 'deepspeed' does not run ZeRO below stage 1 in bf16: left out of the space"
 
+# NVFP4 (B200's fp4 tensor cores): Megatron-LM says --fp4-format e2m1 and
+# reads it back as fp4; DeepSpeed and torchtitan's TOML cannot say it.
+fp4=(--set model.precision=fp4 --set cluster.gpu=B200 --strategy current)
+expect_status 0 "$DTPLAN" "$plan" "${fp4[@]}" --emit "$TMP/fp4" --framework megatron --quiet
+expect_contains "$TMP/fp4/megatron/args.txt" "--fp4-format e2m1"
+expect_contains "$TMP/fp4/megatron/args.txt" "--fp4-recipe nvfp4"
+expect_status 0 "$DTPLAN" "$plan" --set cluster.gpu=B200 --from megatron "$TMP/fp4/megatron/args.txt" --quiet
+expect_contains "$TMP/out" "megatron: valid"
+expect_status 0 "$DTPLAN" "$plan" --set cluster.gpu=B200 --from megatron "$TMP/fp4/megatron/args.txt" --dump ir
+expect_contains "$TMP/out" "  precision         fp4"
+expect_status 2 "$DTPLAN" "$plan" "${fp4[@]}" --emit "$TMP/fp4ds" --framework deepspeed
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a deepspeed job: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp4"
+expect_status 2 "$DTPLAN" "$plan" "${fp4[@]}" --set training.framework=torchtitan --set current.zero=3 --emit "$TMP/fp4tt"
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan job: torchtitan's NVFP4 converter (experimental, from 2026; torchtitan/components/quantization/nvfp4.py) is set in its Python configs, which this TOML job cannot name; its TOML quantizes to float8 (precision = fp8)"
+# On a GPU without fp4 tensor cores the job is refused where it says fp4.
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/fp4/megatron/args.txt" --quiet
+expect_contains "$TMP/err" "args.txt:"
+expect_contains "$TMP/err" "error: precision = fp4 needs a GPU with fp4 tensor cores; gpu 'H100_SXM' has none (it sets no peak_flops_fp4)"
+
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
 expect_contains "$TMP/out" "megatron: valid, 7.94 s per step"

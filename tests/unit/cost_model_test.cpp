@@ -213,6 +213,65 @@ TEST_CASE("short fp8 reductions on Hopper pay a tile's fixed cost as measured") 
   CHECK(b.matmul_tile_overhead_fp8 == 1600);
 }
 
+// NVFP4 on B200 (docs/research/hardware.md s.1): cuBLAS 13.3's fp4 GEMM at
+// 8192^3 measured 5,239 TFLOP/s (DeepGEMM pull request 348), vLLM's NVFP4
+// GEMM at M = 16,384, N = 6,144, K = 4,096 3,904. The catalog's share (0.82
+// of 9 PFLOP/s) is the first over the model's tile share at that shape; the
+// tile overhead is fp8's doubled (the same fixed time over a main loop twice
+// as fast), which puts the second within 5 %.
+TEST_CASE("fp4 GEMMs on B200 run at the measured NVFP4 rates") {
+  gpu const b = *catalog_gpu("B200");
+  CHECK(b.peak_flops_fp4.value() == 9000e12);
+  CHECK(b.matmul_efficiency_fp4 == 0.82);
+  CHECK(b.matmul_tile_overhead_fp4 == 3200);
+  CHECK(peak_at(b, precision::fp4).value() == 9000e12);
+  auto rate = [&](gemm_shape s) {
+    return gemm_flops(s).value() / (gemm_time(b, s, precision::fp4) - b.kernel_latency).value() / 1e12;
+  };
+  CHECK(rate({8192, 8192, 8192, 1}) == Approx(5239).epsilon(0.01));
+  CHECK(rate({16384, 6144, 4096, 1}) == Approx(3904).epsilon(0.05));
+  // Twice the fp8 overhead when the GPU names none of its own: the same K
+  // loses more in fp4.
+  gpu g = b;
+  g.matmul_tile_overhead_fp4 = 0;
+  CHECK(shape_efficiency(g, {8192, 8192, 8192, 1}, precision::fp4) ==
+        Approx(shape_efficiency(b, {8192, 8192, 8192, 1}, precision::fp4)).epsilon(1e-12));
+  CHECK(shape_efficiency(b, {8192, 8192, 4096, 1}, precision::fp4) <
+        shape_efficiency(b, {8192, 8192, 4096, 1}, precision::fp8));
+  // Its operands move half a byte and a scale per 16 elements: where memory
+  // bounds a GEMM, it takes 0.5625 of fp8's time.
+  gpu slow = b;
+  slow.hbm_bandwidth = bandwidth(1e9);
+  gemm_shape const thin{4096, 4096, 4096, 1};
+  CHECK((gemm_time(slow, thin, precision::fp4) - slow.kernel_latency).value() ==
+        Approx(0.5625 * (gemm_time(slow, thin, precision::fp8) - slow.kernel_latency).value()).epsilon(1e-12));
+}
+
+// A layer's NVFP4 casts: each linear's input and weight read 16-bit and
+// written twice (row- and column-wise, the latter through the random
+// Hadamard transform), 2 + 2 x 0.5625 bytes an element, against fp8's 4.
+TEST_CASE("fp4 training casts each linear's operands as Transformer Engine's NVFP4 recipe does") {
+  program p = two_nodes();
+  p.cluster.device = *catalog_gpu("B200");
+  auto const s = data_parallel(16, 1);
+  p.model.prec = precision::fp8;
+  auto const fp8 = compute_per_micro_batch(p, s);
+  p.model.prec = precision::fp4;
+  auto const fp4 = compute_per_micro_batch(p, s);
+  p.model.prec = precision::bf16;
+  auto const bf16 = compute_per_micro_batch(p, s);
+  // Same kernels (two casts a linear forward, one backward, beyond bf16's),
+  // fewer GEMM seconds and a cheaper cast.
+  CHECK(fp4.layer_kernels == fp8.layer_kernels);
+  CHECK(fp4.layer_kernels_backward == fp8.layer_kernels_backward);
+  CHECK(fp8.layer_kernels == bf16.layer_kernels + 2 * 4);  // qkv, out, gate-up, down
+  CHECK(fp4.layer_forward < fp8.layer_forward);
+  CHECK(fp4.layer_backward < fp8.layer_backward);
+  // Attention stays 16-bit in both recipes.
+  CHECK(fp4.layer_attention_core == fp8.layer_attention_core);
+  CHECK(fp4.layer_attention_core == bf16.layer_attention_core);
+}
+
 TEST_CASE("small per-GPU shapes are slower per FLOP than large ones") {
   gpu const g = *catalog_gpu("H100_SXM");
   CHECK(shape_efficiency(g, {8192, 8192, 8192, 1}) > 0.9);

@@ -253,6 +253,15 @@ TEST_CASE("misuse is reported as lowering reports the same text") {
   CHECK_THROWS_WITH(plan(small, one, training().global_batch(std::int64_t{1} << 50).build(), {}),
                     "global_batch = 1125899906842624 sequences of 1048576 tokens: more tokens per step than fit in "
                     "64 bits");
+  // fp4 on a GPU without fp4 tensor cores, as lowering says it; a GPU built
+  // with an fp4 peak runs it.
+  auto const fp4_model = model("m", preset_model("llama3_8b")).precision(fp4).build();
+  CHECK_THROWS_WITH(plan(fp4_model, one, training().global_batch(16).build(), {}),
+                    "precision = fp4 needs a GPU with fp4 tensor cores; gpu 'H100_SXM' has none (it sets no "
+                    "peak_flops_fp4)");
+  auto const own = cluster("c").nodes(1).gpus_per_node(8)
+                       .gpu(gpu("H100_fp4", catalog_gpu("H100_SXM")).peak_flops_fp4(3958_TFLOPps)).build();
+  CHECK(plan(fp4_model, own, training().global_batch(16).build(), {}).cluster.device.peak_flops_fp4 == 3958_TFLOPps);
 }
 
 TEST_CASE("the time-model figures of a gpu, in C++ and in text") {

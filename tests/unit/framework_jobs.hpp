@@ -2,7 +2,7 @@
 // The plans the framework-job tests export: every plan of plans/ (its fixed
 // strategies and the best its search finds) under each framework dtplan
 // writes jobs for, and variants of them set to reach the keys the plans
-// alone do not (fp8, fp16, hybrid sharding, interleaving under FSDP, the
+// alone do not (fp8, fp4, fp16, hybrid sharding, interleaving under FSDP, the
 // overlaps, bf16 optimizer state, SGD, every checkpoint mode, context
 // parallelism's ring).
 #include <fmt/format.h>
@@ -89,6 +89,9 @@ inline std::vector<framework_case> framework_cases() {
              "training.fused_elementwise=true"},
             "fp8", false);
   add_cases(out, plans + "7b_2node.dtp", {"model.precision=fp16", "current.checkpoint=full"}, "fp16", false);
+  // NVFP4 on GB200: Megatron-LM's --fp4-format (torchtitan's TOML and
+  // DeepSpeed refuse fp4: tests/cli/frameworks.sh).
+  add_cases(out, plans + "405b_gb200_nvl72.dtp", {"model.precision=fp4"}, "fp4", false);
   // FSDP with an interleaved pipeline; hybrid ZeRO-1; op-level checkpointing.
   add_cases(out, plans + "70b_16node_h100_ib.dtp", {"megatron_3d.zero=3", "megatron_3d.checkpoint=full"}, "zero3",
             false);

@@ -418,6 +418,47 @@ TEST_CASE("Megatron-LM's attention backend and transformer implementation are re
         "      | ^~~~~~~~~~~~~~~~~~\n");
 }
 
+TEST_CASE("Megatron-LM's and NeMo's NVFP4 flags read as precision = fp4") {
+  dsl::source_manager sources;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = B200 }\n"
+                                         "model m : llama3_8b { }\n");
+  auto job = [&](job_format f, std::string const& name, std::string const& text, dsl::diagnostics& diags) {
+    job_source j{f, sources.add(name, text), {}};
+    return load_job(sources, file, j, {}, diags);
+  };
+  // core_v0.15.0 and later: --fp4-format e2m1, --fp4-recipe nvfp4 (its default).
+  dsl::diagnostics quiet;
+  auto const mg = job(job_format::megatron, "args.txt", "--bf16\n--micro-batch-size 1\n--fp4-format e2m1\n"
+                                                        "--fp4-recipe nvfp4\n", quiet);
+  REQUIRE(mg);
+  CHECK(mg->model.prec == precision::fp4);
+  CHECK(quiet.empty());
+  dsl::diagnostics both;
+  CHECK_FALSE(job(job_format::megatron, "args.txt", "--bf16\n--fp8-format hybrid\n--fp4-format e2m1\n", both));
+  CHECK(dsl::format(both, sources) ==
+        "args.txt:3:1: error: '--fp4-format' and '--fp8-format' are both written (Megatron-LM refuses both)\n"
+        "    3 | --fp4-format e2m1\n"
+        "      | ^~~~~~~~~~~~\n");
+  dsl::diagnostics other;
+  CHECK_FALSE(job(job_format::megatron, "args.txt", "--bf16\n--fp4-format e3m0\n", other));
+  CHECK(dsl::format(other, sources) ==
+        "args.txt:2:14: error: expected 'e2m1' for '--fp4-format', got 'e3m0'\n"
+        "    2 | --fp4-format e3m0\n"
+        "      |              ^~~~\n");
+  // MLPerf v5.1's NeMo scripts: FP4=True with FP4_RECIPE=nvfp4 and FP8=False.
+  dsl::diagnostics nemo_diags;
+  std::string const degrees = "export TENSOR_MODEL_PARALLEL=1\nexport PIPELINE_MODEL_PARALLEL=1\n"
+                              "export MICRO_BATCH_SIZE=1\nexport MINIBS=8\n";
+  auto const nemo = job(job_format::nemo, "config.sh",
+                        "export FP8=False\nexport FP4=True\nexport FP4_RECIPE=nvfp4\n" + degrees, nemo_diags);
+  REQUIRE(nemo);
+  CHECK(nemo->model.prec == precision::fp4);
+  dsl::diagnostics nemo_both;
+  CHECK_FALSE(job(job_format::nemo, "config.sh", "export FP8=True\nexport FP4=True\n" + degrees, nemo_both));
+  CHECK(dsl::format(nemo_both, sources).find("error: 'FP4=True' and 'FP8=True' are both written: choose one") !=
+        std::string::npos);
+}
+
 TEST_CASE("torchtitan's selective checkpointing of every n-th layer is named in English") {
   dsl::source_manager sources;
   auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
