@@ -532,8 +532,9 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     m.attention = attention_kind::flash;
     m.optimizer = optimizer_kind::adamw;
     std::string_view const prec = row["precision"];
-    m.prec = precision::fp8;
-    if (contains(prec, "fp4")) skips.push_back("fp4 (NVFP4) GEMMs (not modeled)");
+    // fp8 rows, and the v5.1 rows with Transformer Engine's NVFP4 recipe
+    // (config_common_fp4.sh: FP4=True, FP4_RECIPE=nvfp4, FP8=False).
+    m.prec = contains(prec, "fp4") ? precision::fp4 : precision::fp8;
 
     cluster& c = run.prog.cluster;
     c.gpus_per_node = integer(row["gpus_per_node"]).value_or(8);

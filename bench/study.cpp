@@ -133,9 +133,21 @@ bool check_catalog_fit(std::vector<calibration_run> const& runs, cost_model cons
 
 namespace {
 
+// The same strategy of the same job on the same machine, submitted twice
+// (MLPerf's replicate groups: one configuration from several vendors): a
+// measure of the runs' spread, not a choice the model could order.
+bool replicates(calibration_run const& a, calibration_run const& b) {
+  auto const& ca = a.prog.cluster;
+  auto const& cb = b.prog.cluster;
+  return ca.device.name == cb.device.name && ca.gpus() == cb.gpus() && ca.gpus_per_node == cb.gpus_per_node &&
+         a.prog.training.global_batch == b.prog.training.global_batch &&
+         what_differs(a, b) == "nothing the model reads";
+}
+
 // Every pair of runs of one job (same_job_group) the held-out predictions
 // cost, measured more than 1 % apart (closer runs are a tie no model can
-// order): f(a, b, measured more than 10 % apart, the model agrees).
+// order) and not replicates: f(a, b, measured more than 10 % apart, the
+// model agrees).
 template <class F>
 void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs, F f) {
   std::map<std::string, double> predicted;
@@ -151,7 +163,7 @@ void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run>
         auto const& b = *members[j];
         double const measured = a.step_time->value() - b.step_time->value();
         double const faster = std::min(a.step_time->value(), b.step_time->value());
-        if (std::fabs(measured) < 0.01 * faster) continue;
+        if (std::fabs(measured) < 0.01 * faster || replicates(a, b)) continue;
         f(a, b, std::fabs(measured) > 0.10 * faster, (predicted[a.id] - predicted[b.id]) * measured > 0);
       }
 }

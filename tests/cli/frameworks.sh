@@ -83,11 +83,11 @@ expect_contains "$TMP/err" "error: precision = fp4 needs a GPU with fp4 tensor c
 
 # Read back: the same strategy and step, no warning.
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mg/megatron/args.txt" --quiet
-expect_contains "$TMP/out" "megatron: valid, 7.94 s per step"
+expect_contains "$TMP/out" "megatron: valid, 7.90 s per step"
 checks=$((checks + 1))
 [ ! -s "$TMP/err" ] || fail "warnings reading back an exported job: $(cat "$TMP/err")"
 expect_status 0 "$DTPLAN" "$plan" --strategy current --quiet
-expect_contains "$TMP/out" "current: valid, 7.94 s per step"
+expect_contains "$TMP/out" "current: valid, 7.90 s per step"
 
 # Megatron's timers (timing_log_level) travel both ways as --timing-log-level.
 expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.timing_log_level=2 --emit "$TMP/tl" \

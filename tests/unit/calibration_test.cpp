@@ -60,18 +60,21 @@ TEST_CASE("MLPerf's NVL72 racks load as nodes of the GPUs a job takes of each ra
   CHECK(by_id.at("MLPv51-NV-l8b-GB200-512g").prog.cluster.gpus_per_node == 64);
   CHECK(by_id.at("MLPv51-NV-l8b-GB200-512g").prog.cluster.nodes == 8);
   CHECK(by_id.at("MLPv51-DELL-l8b-B300-8g").prog.cluster.device.name == "B300");
-  // What stays unrepresentable says why: fp4 GEMMs.
-  CHECK(by_id.at("MLPv51-NV-l8b-GB200-8g").skip_reason == "fp4 (NVFP4) GEMMs (not modeled)");
-  // Every NVL72 row is costed but the fp4 ones.
+  // The v5.1 rows with Transformer Engine's NVFP4 recipe cost their GEMMs in fp4.
+  CHECK(by_id.at("MLPv51-NV-l8b-GB200-8g").skip_reason.empty());
+  CHECK(by_id.at("MLPv51-NV-l8b-GB200-8g").prog.model.prec == precision::fp4);
+  CHECK(by_id.at("MLPv51-NV-l405b-GB300-512g").prog.model.prec == precision::fp4);
+  CHECK(by_id.at("MLPv51-UF-l8b-B200-8g").prog.model.prec == precision::fp8);
+  // Every NVL72 row is costed, six of them in fp4.
   std::size_t costed = 0, fp4 = 0;
   for (auto const& [id, r] : by_id)
     if (r.family == "MLPerf-NVL72") {
       INFO(id);
-      if (r.representable()) ++costed;
-      else if (r.skip_reason == "fp4 (NVFP4) GEMMs (not modeled)") ++fp4;
-      else FAIL(r.skip_reason);
+      if (!r.representable()) FAIL(r.skip_reason);
+      ++costed;
+      fp4 += r.prog.model.prec == precision::fp4;
     }
-  CHECK(costed == 12);
+  CHECK(costed == 18);
   CHECK(fp4 == 6);
 }
 
