@@ -870,6 +870,34 @@ struct runner {
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
+  // cuBLASLt's first algorithm for a described GEMM within the workspace;
+  // g.ok says whether there is one (none: the GPU or the shape cannot).
+  void choose_algo(lt_gemm& g) {
+    cublasLtMatmulPreference_t pref{};
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    size_t ws = (size_t)lt_workspace_bytes;
+    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return;
+    if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
+            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0) {
+      g.ok = true;
+      g.algo = result.algo;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+
+  // Runs a chosen cuBLASLt GEMM on the slabs (W in slab 1, X in slab 0, out
+  // in slab 2); false when it has no algorithm.
+  bool run_lt(lt_gemm const& g) {
+    if (!g.ok) return false;
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(lt, g.desc, &alpha, slab[1], g.a, slab[0], g.b, &beta, slab[2], g.c, slab[2], g.c,
+                                &g.algo, lt_workspace, (size_t)lt_workspace_bytes, compute));
+    return true;
+  }
+
   // An fp8 GEMM through cuBLASLt, E4M3 x E4M3 forward and E5M2 gradients
   // against E4M3 (Transformer Engine's recipe), 16-bit output. cuBLASLt
   // takes fp8 as "TN" with every dimension a multiple of 16; false when the
@@ -899,28 +927,10 @@ struct runner {
                cublasLtMatrixLayoutSetAttribute(g.b, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb) == CUBLAS_STATUS_SUCCESS &&
                cublasLtMatrixLayoutSetAttribute(g.c, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sc, sizeof sc) == CUBLAS_STATUS_SUCCESS;
       }
-      cublasLtMatmulPreference_t pref{};
-      cublasLtMatmulHeuristicResult_t result{};
-      int found = 0;
-      size_t ws = (size_t)lt_workspace_bytes;
-      if (made && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
-        if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
-                CUBLAS_STATUS_SUCCESS &&
-            cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found) == CUBLAS_STATUS_SUCCESS &&
-            found > 0) {
-          g.ok = true;
-          g.algo = result.algo;
-        }
-        cublasLtMatmulPreferenceDestroy(pref);
-      }
+      if (made) choose_algo(g);
       it = lt_plans.emplace(key, g).first;
     }
-    lt_gemm const& g = it->second;
-    if (!g.ok) return false;
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(lt, g.desc, &alpha, slab[1], g.a, slab[0], g.b, &beta, slab[2], g.c, slab[2], g.c,
-                                &g.algo, lt_workspace, (size_t)lt_workspace_bytes, compute));
-    return true;
+    return run_lt(it->second);
   }
 
   // An fp4 GEMM through cuBLASLt as Transformer Engine's NVFP4 recipe runs
@@ -951,28 +961,10 @@ struct runner {
                   cublasLtMatrixLayoutCreate(&g.a, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)n, k) == CUBLAS_STATUS_SUCCESS &&
                   cublasLtMatrixLayoutCreate(&g.b, CUDA_R_4F_E2M1, (uint64_t)k, (uint64_t)m, k) == CUBLAS_STATUS_SUCCESS &&
                   cublasLtMatrixLayoutCreate(&g.c, CUDA_R_16BF, (uint64_t)n, (uint64_t)m, n) == CUBLAS_STATUS_SUCCESS;
-      cublasLtMatmulPreference_t pref{};
-      cublasLtMatmulHeuristicResult_t result{};
-      int found = 0;
-      size_t ws = (size_t)lt_workspace_bytes;
-      if (made && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
-        if (cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
-                CUBLAS_STATUS_SUCCESS &&
-            cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found) == CUBLAS_STATUS_SUCCESS &&
-            found > 0) {
-          g.ok = true;
-          g.algo = result.algo;
-        }
-        cublasLtMatmulPreferenceDestroy(pref);
-      }
+      if (made) choose_algo(g);
       it = lt_plans.emplace(key, g).first;
     }
-    lt_gemm const& g = it->second;
-    if (!g.ok) return false;
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(lt, g.desc, &alpha, slab[1], g.a, slab[0], g.b, &beta, slab[2], g.c, slab[2], g.c,
-                                &g.algo, lt_workspace, (size_t)lt_workspace_bytes, compute));
-    return true;
+    return run_lt(it->second);
   }
 
   // A weight GEMM of the layer: C[m, n] = A[m, k] W[k, n] in the plan's
