@@ -536,10 +536,10 @@ TEST_CASE("NVIDIA's MLPerf v4.0 GPT-3 script (NeMo, Megatron-Core) on 512 GPUs c
   check_costed(r);
   CHECK(r.costed->grad_accum == 72);
   // The median of every result file's steady-state throughput: 10.9819 s
-  // per step. dtplan costs it as the calibration costs the same row (12.20
-  // s with the catalog of this commit): +11.1 %, beyond the median error it
-  // states for Megatron-Core on H100 (7.9 %) and within its 90th
-  // percentile (13.6 %). v3.0's run of the same model and cluster (GBS 2048,
+  // per step. dtplan costs it as the calibration costs the same row (12.12
+  // s with the catalog of this commit): +10.4 %, beyond the median error it
+  // states for Megatron-Core on H100 (7.7 %) and within its 90th
+  // percentile (13.1 %). v3.0's run of the same model and cluster (GBS 2048,
   // 12 interleaved chunks) costs within 0.2 %; what NeMo and Transformer
   // Engine gained from v3.0 to v4.0 (the NVTE_* userbuffers and amax
   // settings this import reports unread) is not in the model.
