@@ -20,6 +20,11 @@ for plan in plans/*.dtp; do
 done
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --emit "$TMP/bundle" --quiet
 docs+=("$TMP/bundle/plan.json")
+# fp4 (an enum value the plans do not use).
+expect_status 0 "$DTPLAN" plans/405b_gb200_nvl72.dtp --set model.precision=fp4 --strategy mlperf_v50 --format json
+cp "$TMP/out" "$TMP/fp4.json" && docs+=("$TMP/fp4.json")
+expect_contains "$TMP/fp4.json" '"precision": "fp4"'
+n=$((n + 1))
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
