@@ -190,6 +190,9 @@ constexpr double pib = kib * kib * kib * kib * kib;
 // The physical ranges: generous, so that no machine built or planned is
 // out, and narrow enough that every figure derived from them stays finite.
 constexpr bounds memory_range{0, pib, true, "", "1024 TiB"};
+// A bucket holds at least a byte: smaller ones made a count of buckets past
+// any integer (fuzzing.md).
+constexpr bounds bucket_range{1, pib, false, "1 B", "1024 TiB"};
 constexpr bounds optional_link_range{0, 100e12, false, "", "100 TB/s"};
 constexpr bounds reserved_range{0, pib, false, "", "1024 TiB"};
 constexpr bounds rate_range{1e9, 1e18, true, "1 GFLOP/s", "1000 PFLOP/s"};
@@ -457,7 +460,7 @@ std::vector<key_info> behaviour_keys() {
      .dump_default = false,
      .meaning = "gradient bucket: 'ddp_bucket_size', or Megatron-Core's max(40 M, 1 M x dp x cp) parameters"},
     {.block = k, .name = "ddp_bucket_size", .dom = d::quantity, .field = member<&training::ddp_bucket_size, B>(),
-     .dim = dim::bytes, .range = memory_range, .default_value = 25.0 * mib, .default_text = "25 MiB",
+     .dim = dim::bytes, .range = bucket_range, .default_value = 25.0 * mib, .default_text = "25 MiB",
      .aliases = {"bucket_size", "bucket_cap_mb", "reduce_bucket_size"}, .dump_default = false,
      .meaning = "gradient bucket size with grad_bucket = fixed (PyTorch DDP: 25 MiB)"},
     {.block = k, .name = "overlap_grad_sync", .dom = d::boolean, .field = member<&training::overlap_grad_sync, B>(),

@@ -14,8 +14,12 @@ namespace {
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
 
+// Buckets of `bucket` bytes that hold `b`: at least one, and at most 10^18
+// (a count no integer conversion overflows; the keys keep a bucket at a
+// byte or more, so only a model of 10^18 bytes of gradients reaches it).
 std::int64_t buckets_for(bytes b, bytes bucket) {
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(b.value() / bucket.value())));
+  double const n = std::ceil(b.value() / bucket.value());
+  return static_cast<std::int64_t>(std::clamp(n, 1.0, 1e18));
 }
 
 // Optimizer-step bytes per parameter it updates: Adam reads and writes

@@ -97,4 +97,13 @@ expect_contains "$TMP/out" "per-step overhead            1.00e-291 ns"
 checks=$((checks + 1))
 ! grep -q "0000000000" "$TMP/out" || fail "a run of zeros: $(grep -m1 '0000000000' "$TMP/out")"
 
+# A gradient bucket of 1e-300 TiB: 10^298 buckets overflowed their count's
+# conversion to an integer (fuzz_extreme, 2026-12-05); a bucket is at least
+# a byte, and a byte's bucket costs a finite step.
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set "framework.ddp_bucket_size=1e-300 TiB" --strategy current
+expect_contains "$TMP/err" "<--set>:1:27: error: 'ddp_bucket_size' must be at least 1 B, got 1e-300 TiB"
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --set "training.ddp_bucket_size=1 B" --set training.grad_bucket=fixed \
+  --strategy current
+expect_contains "$TMP/out" "time per step"
+
 finish
