@@ -206,7 +206,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   }
   line("}};");
   // The LM head runs at 16 bits in fp8 and fp4 training (the cost model's choice).
-  auto const head_prec = planner::low_precision(prec) ? planner::precision::bf16 : prec;
+  auto const head_prec = planner::unquantized(prec);
   auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
   line("// The LM head on the last stage: [tokens, hidden] x [hidden, vocab / tp] ({} bits).",
        head_prec == planner::precision::fp32 ? 32 : 16);

@@ -25,6 +25,13 @@ constexpr std::string_view not_costed_arguments[] = {
     "--exit-interval", "--distributed-backend", "--loss-scale", "--wandb-project",
     "--wandb-exp-name", "--wandb-save-dir", "--log-throughput", "--use-mcore-models"};
 
+// A value of Megatron-LM's `what` dtplan does not model, at its key.
+void not_modelled(translation& t, entry const& e, std::string_view what, std::string_view value,
+                  std::string_view costed_as) {
+  t.diags.warning(e.key_where, fmt::format("Megatron-LM's {} '{}' is not modelled: costed as '{}'", what,
+                                           dsl::escaped(value), costed_as));
+}
+
 // A flag of a few values, each the value of dtplan's `key` by the same
 // name: set, or a warning that the value is not modelled and `costed_as`
 // stands. False when the value could not be read (the reader said why).
@@ -37,8 +44,7 @@ bool set_megatron_choice(job_reader& job, entry const& e, std::string_view key,
   if (std::find(values.begin(), values.end(), *v) != values.end())
     set(t, "training", key, identifier_value(*v, job.value_at(&e)), e.key_where);
   else
-    t.diags.warning(e.key_where, fmt::format("Megatron-LM's {} '{}' is not modelled: costed as '{}'", what,
-                                             dsl::escaped(*v), costed_as));
+    not_modelled(t, e, what, *v, costed_as);
   return true;
 }
 
@@ -226,8 +232,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     if (auto const* recipe = job.find("--fp4-recipe")) {
       if (auto v = job.text(*recipe); !v) failed = true;
       else if (*v != "nvfp4")
-        t.diags.warning(recipe->key_where,
-                        fmt::format("Megatron-LM's fp4 recipe '{}' is not modelled: costed as 'nvfp4'", dsl::escaped(*v)));
+        not_modelled(t, *recipe, "fp4 recipe", *v, "nvfp4");
     }
   }
   c.prec = fp4 ? precision::fp4 : fp8 ? precision::fp8 : bf16 ? precision::bf16 : fp16 ? precision::fp16 : precision::fp32;

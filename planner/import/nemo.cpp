@@ -112,11 +112,9 @@ void import_nemo(job_reader& job, context const& ctx) {
   bool const fp4 = boolean("FP4", false);
   auto const* fp4_at = job.find("FP4");
   if (fp4 && fp8) t.diags.error(key_at(fp4_at), "'FP4=True' and 'FP8=True' are both written: choose one");
-  if (auto recipe = text("FP4_RECIPE"); recipe && *recipe != "nvfp4") {
-    if (fp4)
-      t.diags.warning(key_at(job.find("FP4_RECIPE")),
-                      fmt::format("the fp4 recipe '{}' is not modelled: costed as 'nvfp4'", dsl::escaped(*recipe)));
-  }
+  if (auto recipe = text("FP4_RECIPE"); fp4 && recipe && *recipe != "nvfp4")
+    t.diags.warning(key_at(job.find("FP4_RECIPE")),
+                    fmt::format("the fp4 recipe '{}' is not modelled: costed as 'nvfp4'", dsl::escaped(*recipe)));
   auto const prec = fp4 ? precision::fp4 : fp8 ? precision::fp8 : precision::bf16;
   auto const* prec_at = fp4 ? fp4_at : fp8 ? fp8_at : nullptr;
   set(t, "model", "precision", identifier_value(name(prec), key_at(prec_at)), key_at(prec_at));

@@ -24,6 +24,9 @@ using dsl::span;
 enum class precision { bf16, fp16, fp32, fp8, fp4 };
 /// fp8 or fp4: only the layers' linear GEMMs run in it.
 constexpr bool low_precision(precision p) { return p == precision::fp8 || p == precision::fp4; }
+/// What runs outside those GEMMs (attention, the LM head, a router): bf16
+/// in fp8 and fp4 training, the model's precision otherwise.
+constexpr precision unquantized(precision p) { return low_precision(p) ? precision::bf16 : p; }
 enum class mlp_kind { gelu, swiglu };
 /// A transformer layer's normalisation: LayerNorm (GPT, MPT, BLOOM) or
 /// RMSNorm (Llama). Fused, both are one kernel; in PyTorch eager RMSNorm is

@@ -193,7 +193,7 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
                             static_cast<double>(head_dim) * static_cast<double>(local_heads);
   // Attention core precision: fp8 and fp4 training keep attention in 16-bit.
-  precision const core_prec = low_precision(m.prec) ? precision::bf16 : m.prec;
+  precision const core_prec = unquantized(m.prec);
   seconds core_fwd, core_bwd;
   if (uses_flash(*sh.prog)) {
     // A causal flash kernel skips the key blocks above the diagonal.
@@ -261,7 +261,7 @@ ring_merge pytorch_ring_merges(strategy_shape const& sh) {
   ring_merge r;
   if (sh.s.cp <= 1 || !pytorch_ring(sh.prog->training.cp_comm_type)) return r;
   model const& m = sh.prog->model;
-  precision const core_prec = low_precision(m.prec) ? precision::bf16 : m.prec;
+  precision const core_prec = unquantized(m.prec);
   double const cp = static_cast<double>(sh.s.cp);
   double const q = element_bytes(core_prec) * static_cast<double>(sh.tokens) * static_cast<double>(sh.head_dim) *
                    static_cast<double>(sh.local_heads);
@@ -310,7 +310,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
     bool const router = std::string_view(gm.name) == "router";
-    precision const gp = low_precision(prec) && router ? precision::bf16 : prec;
+    precision const gp = router ? unquantized(prec) : prec;
     auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, gp);
     if (low_precision(gp)) {
       // Read 16-bit, write fp8 twice (row- and column-wise for the backward):
@@ -421,7 +421,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
   auto const vocab_local = sh.local_vocab;
-  auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, low_precision(prec) ? precision::bf16 : prec);
+  auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, unquantized(prec));
   double const logit_elems = t * static_cast<double>(vocab_local);
   seconds const embed = memory_time(g, bytes(2 * e * sp_tokens * h));
   seconds const norm = memory_time(g, bytes(2 * e * sp_tokens * h));

@@ -456,10 +456,7 @@ class stage_memory {
           bytes(e_ * vocab_elems));
     } else {
       // The LM head stays 16-bit in fp8 and fp4 training.
-      add(b_.activations, [&] {
-        return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab,
-                           name(low_precision(m_.prec) ? precision::bf16 : m_.prec));
-      },
+      add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(unquantized(m_.prec))); },
           bytes(e_ * vocab_elems));
       add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)",
           bytes(fp32_loss_bytes * vocab_elems));
