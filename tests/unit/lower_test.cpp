@@ -540,6 +540,17 @@ TEST_CASE("the catalog: every gpu with its datasheet figures") {
   CHECK(b3.peak_flops_fp8.value() == 4500e12);
   CHECK(b3.matmul_efficiency == 0.79);
   CHECK(b3.matmul_efficiency_fp8 == 0.75);
+  // fp4 (NVFP4) dense peaks: Blackwell's parts only (hardware.md s.1); each
+  // takes B200's measured share, Blackwell Ultra's tile overhead 1.5 x its.
+  CHECK(gb2.peak_flops_fp4.value() == 10000e12);
+  CHECK(gb3.peak_flops_fp4.value() == 15000e12);
+  CHECK(b3.peak_flops_fp4.value() == 13125e12);
+  for (auto const* g : {&gb2, &gb3, &b3}) CHECK(g->matmul_efficiency_fp4 == 0.82);
+  CHECK(gb2.matmul_tile_overhead_fp4 == 3200);
+  CHECK(gb3.matmul_tile_overhead_fp4 == 4800);
+  CHECK(b3.matmul_tile_overhead_fp4 == 4800);
+  for (char const* none : {"H100_SXM", "H200_SXM", "A100_SXM_80GB", "MI300X"})
+    CHECK(catalog_gpu(none)->peak_flops_fp4.value() == 0);
   CHECK_FALSE(catalog_gpu("H100"));
   std::vector<std::pair<char const*, gpu_generation>> const generations{
       {"V100_SXM_32GB", gpu_generation::volta},  {"A100_SXM_40GB", gpu_generation::ampere},
