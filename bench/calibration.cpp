@@ -133,6 +133,24 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
   return rows;
 }
 
+namespace {
+
+// A CSV file's rows, its header first, and each column's place by its
+// header's name (what row_view reads).
+struct csv_table {
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::size_t, std::less<>> index;
+};
+
+csv_table read_csv(std::string const& path) {
+  csv_table t{parse_csv(read_file(path)), {}};
+  if (t.rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
+  for (std::size_t i = 0; i < t.rows[0].size(); ++i) t.index[t.rows[0][i]] = i;
+  return t;
+}
+
+}  // namespace
+
 std::optional<gpu> catalog_gpu(std::string_view name) {
   // Lowering the catalog is not free: keep each GPU once.
   static std::mutex lock;
@@ -206,10 +224,7 @@ std::optional<bandwidth> parse_link(std::string_view text, std::int64_t gpus_per
 std::map<std::string, family_row, std::less<>> const& families() {
   static std::map<std::string, family_row, std::less<>> const table = [] {
     std::map<std::string, family_row, std::less<>> out;
-    auto rows = parse_csv(read_file(std::string(DTPLAN_BENCH_DATA_DIR) + "/families.csv"));
-    if (rows.empty()) return out;
-    std::map<std::string, std::size_t, std::less<>> index;
-    for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+    auto const [rows, index] = read_csv(std::string(DTPLAN_BENCH_DATA_DIR) + "/families.csv");
     for (std::size_t r = 1; r < rows.size(); ++r) {
       row_view row{index, rows[r]};
       out.emplace(std::string(row["case_id"]), family_row{std::string(row["family"]), std::string(row["same_job_group"])});
@@ -233,10 +248,7 @@ void family_of(calibration_run& run, std::string_view fallback) {
 }  // namespace
 
 std::vector<calibration_run> load_calibration_runs(std::string const& path) {
-  auto rows = parse_csv(read_file(path));
-  if (rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
-  std::map<std::string, std::size_t, std::less<>> index;
-  for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+  auto const [rows, index] = read_csv(path);
 
   std::vector<calibration_run> runs;
   for (std::size_t r = 1; r < rows.size(); ++r) {
@@ -497,10 +509,7 @@ std::string bucket_setting(std::string_view text) {
 }  // namespace
 
 std::vector<calibration_run> load_mlperf(std::string const& path) {
-  auto rows = parse_csv(read_file(path));
-  if (rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
-  std::map<std::string, std::size_t, std::less<>> index;
-  for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+  auto const [rows, index] = read_csv(path);
   std::vector<calibration_run> runs;
   for (std::size_t r = 1; r < rows.size(); ++r) {
     row_view row{index, rows[r]};
@@ -618,10 +627,7 @@ std::vector<calibration_run> load_mlperf() {
 }
 
 std::vector<calibration_run> load_vtrain(std::string const& path) {
-  auto rows = parse_csv(read_file(path));
-  if (rows.empty()) throw std::runtime_error(fmt::format("'{}' is empty", path));
-  std::map<std::string, std::size_t, std::less<>> index;
-  for (std::size_t i = 0; i < rows[0].size(); ++i) index[rows[0][i]] = i;
+  auto const [rows, index] = read_csv(path);
   bool multi = index.count("Parameters (billion)") > 0;
   std::vector<calibration_run> runs;
   for (std::size_t r = 1; r < rows.size(); ++r) {
