@@ -30,6 +30,12 @@ std::string lower(std::string_view s) {
 
 bool contains(std::string_view hay, std::string_view needle) { return lower(hay).find(lower(needle)) != std::string::npos; }
 
+std::string_view trim(std::string_view s) {
+  auto const begin = s.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
 std::optional<double> number(std::string_view text) {
   auto begin = text.find_first_not_of(" \t");
   if (begin == std::string_view::npos) return std::nullopt;
@@ -236,6 +242,40 @@ std::map<std::string, family_row, std::less<>> const& families() {
 
 namespace {
 
+// What a source's own scripts publish beside its table (supplements.csv):
+// a run's micro-batch, interleaving and runtime settings, each row citing
+// the file it was read from.
+struct supplement {
+  std::string micro_batch, vpp, source;
+  std::vector<std::pair<std::string, std::string>> runtime;
+};
+
+std::map<std::string, supplement, std::less<>> const& supplements() {
+  static std::map<std::string, supplement, std::less<>> const table = [] {
+    std::map<std::string, supplement, std::less<>> out;
+    auto const [rows, index] = read_csv(std::string(DTPLAN_BENCH_DATA_DIR) + "/supplements.csv");
+    for (std::size_t r = 1; r < rows.size(); ++r) {
+      row_view row{index, rows[r]};
+      supplement x{std::string(row["micro_batch"]), std::string(row["vpp"]), std::string(row["source"]), {}};
+      // "key=value; key=value": training keys, as the .dtp spells them.
+      std::string_view rest = row["runtime"];
+      while (!rest.empty()) {
+        auto const end = std::min(rest.find(';'), rest.size());
+        auto const item = trim(rest.substr(0, end));
+        rest = end < rest.size() ? rest.substr(end + 1) : std::string_view();
+        if (item.empty()) continue;
+        auto const eq = item.find('=');
+        if (eq == std::string_view::npos)
+          throw std::runtime_error(fmt::format("supplements.csv: '{}' is not key=value", item));
+        x.runtime.emplace_back(std::string(trim(item.substr(0, eq))), std::string(trim(item.substr(eq + 1))));
+      }
+      out.emplace(std::string(row["case_id"]), std::move(x));
+    }
+    return out;
+  }();
+  return table;
+}
+
 // The run's family and same-job group from families.csv (`fallback` for a
 // run the table does not list).
 void family_of(calibration_run& run, std::string_view fallback) {
@@ -258,6 +298,14 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     run.tier = row["tier"].empty() ? 'C' : row["tier"][0];
     run.source = std::string(row["source"]);
     family_of(run, run.source.substr(0, run.source.find(' ')));
+    auto const found = supplements().find(run.id);
+    supplement const* extra = found == supplements().end() ? nullptr : &found->second;
+    // A column the source's table leaves empty, from its scripts where
+    // supplements.csv has them.
+    auto published = [&](std::string_view column, std::string const supplement::*field) {
+      auto const own = row[column];
+      return own.empty() && extra ? std::string_view(extra->*field) : own;
+    };
     std::vector<std::string> skips;
     auto skip = [&](std::string why) {
       if (std::find(skips.begin(), skips.end(), why) == skips.end()) skips.push_back(std::move(why));
@@ -351,6 +399,11 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // environment variables"): BLOOM's steps ran with every launch blocking,
     // each operator's host time added to its GPU time.
     if (contains(row["source"], "(tr11)")) rt.emplace_back("cuda_launch_blocking", "true");
+    // What the source's scripts set beyond its framework's preset.
+    if (extra) {
+      rt.insert(rt.end(), extra->runtime.begin(), extra->runtime.end());
+      run.source += "; " + extra->source;
+    }
 
     auto mem_gb = number(row["gpu_mem_GB"]);
     auto g = catalog_gpu_for(row["gpu"], mem_gb);
@@ -398,7 +451,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     s.pp = integer(row["pp"]).value_or(1);
     s.cp = integer(row["cp"]).value_or(1);
     s.ep = integer(row["ep"]).value_or(1);
-    s.virtual_stages = integer(row["vpp"]).value_or(1);
+    s.virtual_stages = integer(published("vpp", &supplement::vpp)).value_or(1);
     s.sequence_parallel = contains(row["sp"], "yes");
     if (s.dp == 0 && s.tp * s.pp * s.cp > 0) s.dp = num_gpus / (s.tp * s.pp * s.cp);
     if (s.dp * s.tp * s.pp * s.cp != num_gpus) skip("dp x tp x pp x cp does not match the GPU count");
@@ -419,14 +472,8 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
       if (s.checkpoint == checkpoint_mode::selective) s.checkpoint = checkpoint_mode::ops;
       if (s.tp > 1) s.sequence_parallel = true;
     }
-    auto mb = integer(row["micro_batch"]);
-    if (!mb || *mb <= 0) {
-      skip(std::string(no_micro_batch));
-      run.unpublished.push_back("micro_batch");
-      // A table that leaves out the micro-batch of a pipelined run leaves
-      // out its interleaving too (Narayanan et al.'s Table 1).
-      if (s.pp > 1 && row["vpp"].empty()) run.unpublished.push_back("virtual_stages");
-    }
+    auto mb = integer(published("micro_batch", &supplement::micro_batch));
+    if (!mb || *mb <= 0) skip("no micro_batch published");
     s.micro_batch = mb.value_or(1);
     if (contains(framework, "torchtitan") && s.pp > 1 && mb) {
       // torchtitan's table gives the local batch. Its pipeline splits it
@@ -730,45 +777,6 @@ accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, plan
   out.median_a = median_of(tier_a);
   out.worst_a = tier_a.empty() ? 0 : *std::max_element(tier_a.begin(), tier_a.end());
   out.tier_a = tier_a.size();
-  return out;
-}
-
-namespace {
-
-bool unpublished(calibration_run const& run, std::string_view key) {
-  return std::find(run.unpublished.begin(), run.unpublished.end(), key) != run.unpublished.end();
-}
-
-}  // namespace
-
-std::optional<calibration_run> at_best_choice(calibration_run const& run, planner::cost_model const& model) {
-  using namespace planner;
-  if (!run.only_unpublished() || !run.step_time) return std::nullopt;
-  auto const& s = run.s;
-  strategy_spec space;
-  space.name = run.id;
-  using count = key_choice<std::int64_t>;
-  space.dp = count::one(s.dp);
-  space.tp = count::one(s.tp);
-  space.pp = count::one(s.pp);
-  space.cp = count::one(s.cp);
-  space.ep = count::one(s.ep);
-  space.zero = count::one(s.zero);
-  space.shard = key_choice<shard_group>::one(s.shard);
-  space.sequence_parallel = key_choice<bool>::one(s.sequence_parallel);
-  space.order = key_choice<rank_order>::one(s.order);
-  space.checkpoint = key_choice<checkpoint_mode>::one(s.checkpoint);
-  space.micro_batch = unpublished(run, "micro_batch") ? count::any() : count::one(s.micro_batch);
-  space.virtual_stages = unpublished(run, "virtual_stages") ? count::any() : count::one(s.virtual_stages);
-  search_options options;
-  options.top = 1;
-  options.threads = 1;
-  auto const found = search(run.prog, space, model, options);
-  if (found.best.empty() || !found.best.front().valid) return std::nullopt;
-  calibration_run out = run;
-  out.s = found.best.front().s;
-  out.grad_accum = found.best.front().grad_accum;
-  out.skip_reason.clear();
   return out;
 }
 

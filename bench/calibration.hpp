@@ -19,9 +19,6 @@ namespace dtplan::bench {
 /// One published run: the model and cluster as a program, the published
 /// strategy and what was measured. `skip_reason` is empty when the planner
 /// can represent the run.
-/// The skip reason of a run whose source leaves out its micro-batch.
-inline constexpr std::string_view no_micro_batch = "no micro_batch published";
-
 struct calibration_run {
   std::string id;
   std::string family;          ///< the source family it is held out with (bench/data/families.csv)
@@ -36,18 +33,11 @@ struct calibration_run {
   std::int64_t grad_accum = 1;
   std::string skip_reason;
   std::vector<std::string> assumptions;  ///< figures the loader had to assume (e.g. a default link)
-  /// Tuning keys the source does not publish ("micro_batch",
-  /// "virtual_stages"); such a run is skipped by the accuracy figures and
-  /// costed apart, at the planner's best choice of those keys. (An
-  /// unpublished recomputation is not guessed: it changes the work done.)
-  std::vector<std::string> unpublished;
   /// Runtime settings the source states beyond what the program holds, as
   /// training-block key = value text (the framework and its behaviours).
   std::vector<std::pair<std::string, std::string>> runtime;
 
   [[nodiscard]] bool representable() const { return skip_reason.empty(); }
-  /// The unpublished keys are all that keeps the run from being costed.
-  [[nodiscard]] bool only_unpublished() const { return !unpublished.empty() && skip_reason == no_micro_batch; }
 };
 
 /// Splits CSV text into rows of fields: quoted fields may hold commas,
@@ -134,11 +124,5 @@ struct accuracy_summary {
 
 /// Costs every representable run with `model` and summarises the errors.
 accuracy_summary measure_accuracy(std::vector<calibration_run> const& runs, planner::cost_model const& model);
-
-/// A run whose only gap is unpublished strategy keys, with those keys set
-/// to the fastest valid choice `--optimize` finds when they alone are free
-/// (everything published stays as published); nullopt when the run has
-/// other gaps or no choice is valid.
-std::optional<calibration_run> at_best_choice(calibration_run const& run, planner::cost_model const& model);
 
 }  // namespace dtplan::bench

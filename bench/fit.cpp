@@ -165,7 +165,12 @@ figure_set knobs_for(std::vector<calibration_run> const& runs, bool from_runs) {
   return out;
 }
 
-bool validation_only(std::string_view family) { return family == "MLPerf-NVL72"; }
+// Families no fit sees (weight 0), each because fitting it moved a figure
+// onto a bound of its range, which absorbs what the model does not describe
+// (docs/research/residuals.md): MLPerf's NVL72 racks (s.15) and Narayanan
+// et al.'s Table 1, run by Megatron-LM of April 2021, 9-10 % slower than
+// Korthikanti et al.'s 2022 runs of the same work a pipeline (s.26).
+bool validation_only(std::string_view family) { return family == "MLPerf-NVL72" || family == "Narayanan2021"; }
 
 std::vector<double> family_weights(std::vector<calibration_run> const& runs) {
   std::map<std::string, double> total;

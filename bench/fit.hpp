@@ -54,6 +54,10 @@ std::vector<double> family_weights(std::vector<calibration_run> const& runs);
 /// than a node): fitted with the rest, it pulls Blackwell's memory-bound
 /// share onto its floor (0.40) to stand in for a fixed part per step its
 /// 405B runs measure and the model lacks (docs/research/residuals.md s.15).
+/// Narayanan2021 (Megatron-LM's Table 1 of April 2021): fitted with the
+/// rest, it moves Ampere's kernel latency onto its 20 us bound in six folds
+/// to stand in for the 9-10 % its software ran slower than Korthikanti et
+/// al.'s of 2022 on the same work a pipeline (s.26).
 bool validation_only(std::string_view family);
 
 struct fit_result {

@@ -40,6 +40,7 @@ std::optional<key_value> value_of(key_info const& row, std::string const& text) 
       if (ec != std::errc()) return std::nullopt;
       std::string unit(end, text.data() + text.size());
       if (unit == " MB") v *= 1e6;
+      else if (unit == " MiB") v *= 1048576;  // PyTorch's bucket_cap_mb counts MiB
       else if (unit != " B") return std::nullopt;
       return key_value{v};
     }
@@ -250,7 +251,8 @@ std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, cost
     }
   std::vector<pick> out;
   for (auto const& r : runs) {
-    bool const expert = r.family.rfind("MLPerf", 0) == 0 || r.family == "Korthikanti2022" || r.family == "torchtitan";
+    bool const expert = r.family.rfind("MLPerf", 0) == 0 || r.family == "Korthikanti2022" ||
+                        r.family == "Narayanan2021" || r.family == "torchtitan";
     if (!expert) continue;
     if (!r.same_job.empty() && r.step_time && r.step_time->value() > fastest[r.same_job]) continue;
     auto const published = model.step_time(r.prog, r.s).step;

@@ -71,7 +71,7 @@ struct pick {
   std::string strategy;  ///< the best plan's keys that differ
 };
 /// Runs of the families whose strategies were tuned by experts (MLPerf,
-/// Korthikanti et al.), less those whose job was measured faster under
+/// Narayanan et al., Korthikanti et al., torchtitan), less those whose job was measured faster under
 /// another strategy (an ablation's baseline).
 std::vector<pick> plausible_picks(std::vector<calibration_run> const& runs, planner::cost_model const& model);
 

@@ -9,7 +9,7 @@ std::vector<expected_error> const& expected_errors() {
       {"A100_SXM_40GB", gpu_generation::ampere, "fsdp", 78, 1, 0.0483, 0.1684},
       {"A100_SXM_80GB", gpu_generation::ampere, "deepspeed", 1551, 3, 0.1089, 0.2152},
       {"A100_SXM_80GB", gpu_generation::ampere, "fsdp", 61, 1, 0.0624, 0.2328},
-      {"A100_SXM_80GB", gpu_generation::ampere, "megatron_2021", 9, 1, 0.0169, 0.0535},
+      {"A100_SXM_80GB", gpu_generation::ampere, "megatron_2021", 19, 2, 0.0645, 0.0977},
       {"B200", gpu_generation::blackwell, "megatron", 20, 3, 0.0210, 0.0814},
       {"B300", gpu_generation::blackwell, "megatron", 3, 1, 0.0624, 0.0772},
       {"GB200", gpu_generation::blackwell, "megatron", 13, 1, 0.0281, 0.0635},

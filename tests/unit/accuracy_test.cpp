@@ -53,7 +53,7 @@ std::string slurp(std::string const& path) {
 TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   auto const& runs = the_runs();
   auto const& cv = the_cross_validation();
-  CHECK(runs.size() == 1865);
+  CHECK(runs.size() == 1875);
 
   SECTION("every family within its bound") {
   std::map<std::string, double> median;
@@ -63,7 +63,7 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     medians.push_back(h.median);
     for (auto const& p : h.rows) all.push_back(std::fabs(p.error));
   }
-  REQUIRE(median.size() == 10);
+  REQUIRE(median.size() == 11);
   // 3.8 % before Ampere's memory-bound share was the measured 0.89 and
   // its sustained clock fitted (0.94): the fitted 0.64 had absorbed the
   // clock these large-model runs hold.
@@ -90,6 +90,20 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   CHECK(median["MLPerf-NVL72"] <= 0.05);
   for (auto const& h : cv)
     if (h.family == "MLPerf-NVL72") CHECK(h.worst <= 0.25);
+  // Megatron-LM's Table 1 of April 2021 at the micro-batches its SC21
+  // scripts set, a family no fit sees: every run 4-13 % fast. Its 530B
+  // and 1T ran 10.3 and 8.7 % slower than Korthikanti et al.'s of 2022
+  // (the same layers, micro-batches and schedule a pipeline; 8 or 6
+  // pipelines against 1), which the model costs within 2 %: the software
+  // of 2021, not a term the model lacks (residuals.md s.26).
+  CHECK(median["Narayanan2021"] <= 0.09);
+  for (auto const& h : cv)
+    if (h.family == "Narayanan2021")
+      for (auto const& p : h.rows) {
+        INFO(p.id);
+        CHECK(p.error < -0.04);
+        CHECK(p.error > -0.13);
+      }
   // 7.8 % before llm-foundry's Triton kernel paid a query block's measured
   // fixed cost (240 keys): its short sequences were 6-7 % fast.
   CHECK(median["MosaicML"] <= 0.065);
@@ -121,7 +135,9 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
   // (27.9 %), every held-out run 10.2 % (9.2 %) and 85.9 % of them within
   // 20 % (78.3 %).
   CHECK(median["vTrain-single"] <= 0.12);
-  CHECK(bench::median_of(medians) <= 0.055);
+  // 4.7 % over ten families before Narayanan2021 (8.5 %) became an
+  // eleventh: the median is MosaicML's now.
+  CHECK(bench::median_of(medians) <= 0.06);
   CHECK(bench::median_of(all) <= 0.102);
   auto const within = std::count_if(all.begin(), all.end(), [](double e) { return e <= 0.20; });
   CHECK(static_cast<double>(within) / static_cast<double>(all.size()) >= 0.85);
@@ -241,13 +257,13 @@ TEST_CASE("in sample: the catalog's figures on every run") {
     without.erase(std::remove_if(without.begin(), without.end(),
                                  [](auto const& r) { return bench::validation_only(r.family); }),
                   without.end());
-    REQUIRE(without.size() == runs.size() - 18);
+    REQUIRE(without.size() == runs.size() - 28);
     auto const all = bench::fit(runs, bench::family_weights(runs), bench::knobs_for(runs, false), analytic_cost_model{});
     auto const rest =
         bench::fit(without, bench::family_weights(without), bench::knobs_for(runs, false), analytic_cost_model{});
     for (auto const& k : all.figures.knobs) CHECK(rest.figures.value(k.label()) == k.value);
   }
-  CHECK(acc.rows.size() == 1865);
+  CHECK(acc.rows.size() == 1875);
   // 7.1 % (7.6 % before Ampere's memory share was measured): issue 13 asks
   // that in sample stays as good as it was.
   CHECK(acc.median <= 0.075);
@@ -265,41 +281,51 @@ TEST_CASE("every representable published run fits in memory as it ran") {
   }
   INFO(rejected);
   CHECK(rejected.empty());
-  CHECK(checked == 1865);
+  CHECK(checked == 1875);
 }
 
 // Narayanan et al.'s Table 1 (GPT 1.7B to 1T on up to 3,072 A100s) leaves out
-// each run's micro-batch and interleaving: the runs are costed at the choice
-// of those two keys --optimize finds fastest with tp, pp, dp and recomputation
-// as published, with Megatron-LM 2021's behaviours. None of them is in the
-// fit, so this checks the model and the search together; the best choice is
-// optimistic by nature.
-TEST_CASE("Megatron's Table 1 runs at the planner's best micro-batch and interleaving") {
+// each run's micro-batch and interleaving; the scripts that ran it
+// (NVIDIA/Megatron-LM de7dc40f88, examples/sc21/run_table_1.sh) give them,
+// and bench/data/supplements.csv carries them with that source.
+TEST_CASE("Megatron's Table 1 runs as the SC21 scripts ran them") {
+  struct script {
+    char const* id;
+    std::int64_t micro_batch, virtual_stages, grad_accum;
+    bool torch_ddp;
+  };
+  // MBS, layers per virtual stage (76B: 60 layers / pp 4 / 5 a chunk) and
+  // DDP=torch or local, as run_table_1.sh sets them.
+  std::vector<script> const table{
+      {"MLM21-1.7B", 16, 1, 1, true},   {"MLM21-3.6B", 16, 1, 1, true},  {"MLM21-7.5B", 16, 1, 1, true},
+      {"MLM21-18B", 8, 1, 4, true},     {"MLM21-39B", 4, 1, 12, false},  {"MLM21-76B", 2, 3, 28, false},
+      {"MLM21-145B", 2, 2, 48, false},  {"MLM21-310B", 1, 2, 144, false}, {"MLM21-530B", 1, 3, 280, false},
+      {"MLM21-1T", 1, 1, 512, false},
+  };
   auto runs = bench::load_calibration_runs();
-  analytic_cost_model const model;
-  int costed = 0;
+  std::size_t seen = 0;
   for (auto& run : runs) {
-    if (run.id.rfind("MLM21-", 0) != 0) continue;
+    auto const row = std::find_if(table.begin(), table.end(), [&](script const& x) { return run.id == x.id; });
+    if (row == table.end()) continue;
+    ++seen;
+    INFO(run.id);
     bench::apply_runtime(run);
-    REQUIRE(run.only_unpublished());
-    auto const chosen = bench::at_best_choice(run, model);
-    REQUIRE(chosen);
-    ++costed;
-    // What was published stays as published.
-    CHECK(chosen->s.tp == run.s.tp);
-    CHECK(chosen->s.pp == run.s.pp);
-    CHECK(chosen->s.dp == run.s.dp);
-    CHECK(chosen->s.checkpoint == run.s.checkpoint);
-    CHECK(chosen->grad_accum * chosen->s.dp * chosen->s.micro_batch == chosen->prog.training.global_batch);
-    if (run.s.pp == 1) CHECK(chosen->s.virtual_stages == 1);
-    auto const t = model.step_time(chosen->prog, chosen->s);
-    double const error = (t.step - *run.step_time) / *run.step_time;
-    INFO(run.id << " error " << error);
-    CHECK(error <= 0.05);
-    CHECK(error >= -0.20);
+    REQUIRE(run.representable());
+    CHECK(run.family == "Narayanan2021");
+    CHECK(bench::validation_only(run.family));
+    CHECK(run.s.micro_batch == row->micro_batch);
+    CHECK(run.s.virtual_stages == row->virtual_stages);
+    CHECK(run.grad_accum == row->grad_accum);
+    CHECK(run.s.checkpoint == checkpoint_mode::full);
+    CHECK(run.source.find("examples/sc21/run_table_1.sh") != std::string::npos);
+    auto const& t = run.prog.training;
+    // fp16 without --accumulate-allreduce-grads-in-fp32: the gradients
+    // reduce in fp16 (MLM de7dc40 megatron/arguments.py:130-156).
+    CHECK(t.grad_precision == precision::fp16);
+    // torch DDP reduces 25 MiB buckets under the backward; Megatron's local
+    // DDP all-reduces every gradient after it (megatron/training.py:362-367).
+    CHECK(t.overlap_grad_sync == row->torch_ddp);
+    if (row->torch_ddp) CHECK(t.ddp_bucket_size.value() == 25.0 * 1048576);
   }
-  CHECK(costed == 10);
-  // A run with another gap is not guessed at.
-  for (auto const& run : runs)
-    if (run.id == "MLM20-A100-1B") CHECK_FALSE(bench::at_best_choice(run, model));
+  CHECK(seen == table.size());
 }

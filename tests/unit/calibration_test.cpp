@@ -144,7 +144,14 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(interleaved.s.micro_batch == 2);
   CHECK(interleaved.s.virtual_stages == 2);
   CHECK(interleaved.grad_accum == 16);
-  CHECK(find("MLM21-1.7B").skip_reason == "no micro_batch published");
+  // A table without micro-batches, and no scripts to read them from.
+  CHECK(find("MLM20-A100-1B").skip_reason == "activation recomputation not published; no micro_batch published");
+  // Narayanan et al.'s Table 1 with the micro-batch and interleaving its
+  // SC21 scripts set (bench/data/supplements.csv).
+  CHECK(find("MLM21-76B").skip_reason.empty());
+  CHECK(find("MLM21-76B").s.micro_batch == 2);
+  CHECK(find("MLM21-76B").s.virtual_stages == 3);
+  CHECK(find("MLM21-76B").runtime.back() == std::pair<std::string, std::string>{"grad_precision", "fp16"});
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);
 }

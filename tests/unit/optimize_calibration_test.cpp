@@ -43,15 +43,17 @@ TEST_CASE("the search beats or matches every published strategy on runs of up to
 }
 
 // Issue 13's plausible picks: on the runs whose strategies experts tuned
-// (MLPerf's submissions, Korthikanti et al.'s selective-recomputation runs,
-// torchtitan's tables), --optimize with the same model, cluster, batch and
-// framework should claim little over the published strategy; the issue's
-// bound is a median of 1.10x. The bounds are bench_accuracy's figures with
-// a little room (median 1.03x; the largest, torchtitan's long-context 405B
-// at its fixed TP 8 x PP 8 with one micro-batch a stage, 1.87x).
+// (MLPerf's submissions, Narayanan et al.'s Table 1, Korthikanti et al.'s
+// selective-recomputation runs, torchtitan's tables), --optimize with the
+// same model, cluster, batch and framework should claim little over the
+// published strategy; the issue's bound is a median of 1.10x. The bounds are
+// bench_accuracy's figures with a little room (median 1.04x; the largest,
+// torchtitan's long-context 405B at its fixed TP 8 x PP 8 with one
+// micro-batch a stage, 1.86x; Table 1's, which recomputes every layer at
+// every size, 1.30-1.62x).
 TEST_CASE("plausible picks: --optimize claims a median of at most 1.05x over expert-tuned strategies") {
   auto const picks = bench::plausible_picks(bench::costed(bench::load_everything()), analytic_cost_model{});
-  CHECK(picks.size() == 77);
+  CHECK(picks.size() == 87);
   std::vector<double> claims;
   for (auto const& p : picks) {
     INFO(p.id << ": published " << p.published.value() << " s, best " << p.best.value() << " s (" << p.strategy << ")");
