@@ -227,16 +227,26 @@ std::optional<bandwidth> parse_link(std::string_view text, std::int64_t gpus_per
   return bandwidth(bytes_per_s);
 }
 
+namespace {
+
+// A table of bench/data keyed by its case_id column, each row made by `make`.
+template <class Row, class Make>
+std::map<std::string, Row, std::less<>> by_case_id(std::string_view file, Make make) {
+  std::map<std::string, Row, std::less<>> out;
+  auto const [rows, index] = read_csv(std::string(DTPLAN_BENCH_DATA_DIR) + "/" + std::string(file));
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    row_view row{index, rows[r]};
+    out.emplace(std::string(row["case_id"]), make(row));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::map<std::string, family_row, std::less<>> const& families() {
-  static std::map<std::string, family_row, std::less<>> const table = [] {
-    std::map<std::string, family_row, std::less<>> out;
-    auto const [rows, index] = read_csv(std::string(DTPLAN_BENCH_DATA_DIR) + "/families.csv");
-    for (std::size_t r = 1; r < rows.size(); ++r) {
-      row_view row{index, rows[r]};
-      out.emplace(std::string(row["case_id"]), family_row{std::string(row["family"]), std::string(row["same_job_group"])});
-    }
-    return out;
-  }();
+  static auto const table = by_case_id<family_row>("families.csv", [](row_view const& row) {
+    return family_row{std::string(row["family"]), std::string(row["same_job_group"])};
+  });
   return table;
 }
 
@@ -251,28 +261,22 @@ struct supplement {
 };
 
 std::map<std::string, supplement, std::less<>> const& supplements() {
-  static std::map<std::string, supplement, std::less<>> const table = [] {
-    std::map<std::string, supplement, std::less<>> out;
-    auto const [rows, index] = read_csv(std::string(DTPLAN_BENCH_DATA_DIR) + "/supplements.csv");
-    for (std::size_t r = 1; r < rows.size(); ++r) {
-      row_view row{index, rows[r]};
-      supplement x{std::string(row["micro_batch"]), std::string(row["vpp"]), std::string(row["source"]), {}};
-      // "key=value; key=value": training keys, as the .dtp spells them.
-      std::string_view rest = row["runtime"];
-      while (!rest.empty()) {
-        auto const end = std::min(rest.find(';'), rest.size());
-        auto const item = trim(rest.substr(0, end));
-        rest = end < rest.size() ? rest.substr(end + 1) : std::string_view();
-        if (item.empty()) continue;
-        auto const eq = item.find('=');
-        if (eq == std::string_view::npos)
-          throw std::runtime_error(fmt::format("supplements.csv: '{}' is not key=value", item));
-        x.runtime.emplace_back(std::string(trim(item.substr(0, eq))), std::string(trim(item.substr(eq + 1))));
-      }
-      out.emplace(std::string(row["case_id"]), std::move(x));
+  static auto const table = by_case_id<supplement>("supplements.csv", [](row_view const& row) {
+    supplement x{std::string(row["micro_batch"]), std::string(row["vpp"]), std::string(row["source"]), {}};
+    // "key=value; key=value": training keys, as the .dtp spells them.
+    std::string_view rest = row["runtime"];
+    while (!rest.empty()) {
+      auto const end = std::min(rest.find(';'), rest.size());
+      auto const item = trim(rest.substr(0, end));
+      rest = end < rest.size() ? rest.substr(end + 1) : std::string_view();
+      if (item.empty()) continue;
+      auto const eq = item.find('=');
+      if (eq == std::string_view::npos)
+        throw std::runtime_error(fmt::format("supplements.csv: '{}' is not key=value", item));
+      x.runtime.emplace_back(std::string(trim(item.substr(0, eq))), std::string(trim(item.substr(eq + 1))));
     }
-    return out;
-  }();
+    return x;
+  });
   return table;
 }
 
