@@ -341,6 +341,11 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     // Llama 3.1 and GPT-NeoX do not.
     m.tied_embeddings = contains(model_name, "MPT") || contains(model_name, "BLOOM") ||
                         contains(row["framework"], "Megatron-LM");
+    // Megatron-LM's GPT trains with dropout unless told otherwise
+    // (--attention-dropout and --hidden-dropout default to 0.1: MLM de7dc40f88
+    // megatron/arguments.py:341-344, as in core_v0.13.0); none of its tables
+    // or scripts here sets them.
+    m.dropout = contains(row["framework"], "Megatron-LM");
     bool flash = contains(arch, "FlashAttention") || contains(row["framework"], "torchtitan");
     m.attention = flash ? attention_kind::flash : attention_kind::standard;
     m.optimizer = optimizer_kind::adamw;
@@ -701,6 +706,10 @@ std::vector<calibration_run> load_vtrain(std::string const& path) {
     m.attention = attention_kind::standard;
     m.prec = precision::fp16;
     m.optimizer = optimizer_kind::adam;
+    // Megatron's GPT dropout, 0.1 on the attention and the residuals, as
+    // vTrain's own model of the runs has it (VIA-Research/vTrain f8dda84
+    // src/model/gpt_model.py:16-18).
+    m.dropout = true;
     auto gpus = integer(multi ? row["# GPUs"] : row["# GPUs"]).value_or(0);
     cluster& c = run.prog.cluster;
     c.device = *catalog_gpu("A100_SXM_80GB");

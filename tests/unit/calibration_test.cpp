@@ -152,6 +152,11 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
   CHECK(find("MLM21-76B").s.micro_batch == 2);
   CHECK(find("MLM21-76B").s.virtual_stages == 3);
   CHECK(find("MLM21-76B").runtime.back() == std::pair<std::string, std::string>{"grad_precision", "fp16"});
+  // Megatron-LM's GPT keeps its dropout (0.1) unless told otherwise; MPT's
+  // benchmarks and torchtitan's Llama train without.
+  CHECK(find("MLM21-76B").prog.model.dropout);
+  CHECK(find("KOR-175B-full").prog.model.dropout);
+  CHECK_FALSE(find("TT-405B-512gpu-1F1B").prog.model.dropout);
   CHECK(find("KOR-175B-seqsel").s.sequence_parallel);
   CHECK(find("KOR-175B-seqsel").s.virtual_stages == 3);
 }
@@ -164,6 +169,7 @@ TEST_CASE("vtrain ground truth loads as A100 runs with full checkpointing") {
   CHECK(runs[0].prog.cluster.nodes == 8);
   CHECK(runs[0].step_time->value() == Approx(3.5665));
   CHECK(runs[0].s.checkpoint == checkpoint_mode::full);
+  CHECK(runs[0].prog.model.dropout);
 }
 
 TEST_CASE("vtrain's machine inside a node is its own measured all-reduce table") {

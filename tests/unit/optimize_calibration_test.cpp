@@ -50,7 +50,7 @@ TEST_CASE("the search beats or matches every published strategy on runs of up to
 // bench_accuracy's figures with a little room (median 1.04x; the largest,
 // torchtitan's long-context 405B at its fixed TP 8 x PP 8 with one
 // micro-batch a stage, 1.86x; Table 1's, which recomputes every layer at
-// every size, 1.30-1.62x).
+// every size, 1.27-1.58x).
 TEST_CASE("plausible picks: --optimize claims a median of at most 1.05x over expert-tuned strategies") {
   auto const picks = bench::plausible_picks(bench::costed(bench::load_everything()), analytic_cost_model{});
   CHECK(picks.size() == 87);
