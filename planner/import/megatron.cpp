@@ -289,12 +289,28 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
                       "'--account-for-loss-in-pipeline-split': costed as dtplan's uneven split of the layers");
   }
 
-  // Recomputation.
+  // Recomputation. Megatron-DeepSpeed, and Megatron-LM until 79a3bb6bf2
+  // (2022-07), spell full recomputation --checkpoint-activations (its
+  // chunk --checkpoint-num-layers); Megatron-LM from c1e0689d92 (2021-08)
+  // also --activations-checkpoint-method uniform|block with
+  // --activations-checkpoint-num-layers (MLM 42d1dd4538
+  // megatron/arguments.py:106-112, 474-494). Megatron-LM now exits on them.
   auto const* granularity = job.find("--recompute-granularity");
   auto const* activations = job.flag("--recompute-activations");
-  auto const* checkpoint_activations = deepspeed ? job.flag("--checkpoint-activations") : nullptr;
-  auto const* method = job.find("--recompute-method");
-  auto const* layers = job.find("--recompute-num-layers");
+  auto const* checkpoint_activations = job.flag("--checkpoint-activations");
+  auto const* legacy_method = deepspeed ? nullptr : job.find("--activations-checkpoint-method");
+  auto const* legacy_layers = deepspeed ? nullptr : job.find("--activations-checkpoint-num-layers");
+  if (!deepspeed && !legacy_layers) legacy_layers = job.find("--checkpoint-num-layers");
+  if (!deepspeed) c.legacy = checkpoint_activations ? checkpoint_activations : legacy_method;
+  if (c.legacy && (granularity || activations)) {
+    t.diags.error(c.legacy->key_where,
+                  fmt::format("'{}' is Megatron-LM's before 2022-07 and '{}' after: the job mixes two versions' "
+                              "arguments",
+                              c.legacy->key, (granularity ? granularity : activations)->key));
+    return c;
+  }
+  auto const* method = c.legacy ? legacy_method : job.find("--recompute-method");
+  auto const* layers = c.legacy ? legacy_layers : job.find("--recompute-num-layers");
   std::string mode = "none";
   entry const* mode_at = nullptr;
   if (granularity) {
@@ -308,11 +324,11 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     }
   } else if (activations) {
     mode = "selective", mode_at = activations;
-  } else if (checkpoint_activations) {
-    mode = "full", mode_at = checkpoint_activations;
+  } else if (checkpoint_activations || c.legacy) {
+    mode = "full", mode_at = checkpoint_activations ? checkpoint_activations : c.legacy;
   }
-  if (!set_megatron_recomputation(job, mode, mode_at, granularity != nullptr, method, layers,
-                                  "--recompute-granularity full"))
+  if (!set_megatron_recomputation(job, mode, mode_at, granularity != nullptr || c.legacy != nullptr, method, layers,
+                                  c.legacy ? "--checkpoint-activations" : "--recompute-granularity full"))
     failed = true;
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
 
@@ -370,6 +386,31 @@ void import_megatron(job_reader& job, context const& ctx) {
   set(t, "training", "framework", identifier_value("megatron", origin), origin);
   auto const c = import_megatron_args(job, ctx, false);
   if (t.diags.has_errors()) return;
+
+  // Megatron-LM of 2021-22: its recomputation spellings (above) and its
+  // data-parallel implementation, --DDP-impl local (the default: every
+  // gradient all-reduced after the backward) or torch (PyTorch's DDP, 25
+  // MiB buckets under the backward; MLM 42d1dd4538 megatron/arguments.py:696,
+  // megatron/training.py), gone from today's arguments. Such a job is costed
+  // with that code's preset, megatron_2021.
+  auto const* ddp_impl = job.find("--DDP-impl");
+  entry const* const legacy = c.legacy ? c.legacy : ddp_impl;
+  bool torch_ddp = false;
+  if (ddp_impl) {
+    auto v = job.text(*ddp_impl);
+    if (!v) return;
+    if (*v != "local" && *v != "torch") {
+      t.diags.error(value_at(ddp_impl), fmt::format("'--DDP-impl' is 'local' or 'torch', not '{}'", dsl::escaped(*v)));
+      return;
+    }
+    torch_ddp = *v == "torch";
+  }
+  if (legacy) {
+    t.diags.warning(legacy->key_where, fmt::format("'{}' is Megatron-LM's of 2021-22, which today's rejects: the job "
+                                                   "is costed with framework = megatron_2021",
+                                                   legacy->key));
+    set(t, "training", "framework", identifier_value("megatron_2021", key_at(legacy)), key_at(legacy));
+  }
   if (!c.micro_batch) {
     t.diags.error(origin, "the job does not write '--micro-batch-size', which Megatron-LM needs");
     return;
@@ -415,7 +456,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   behaviour("--overlap-grad-reduce", "overlap_grad_sync", true);
   behaviour("--overlap-param-gather", "overlap_param_gather", zero == 1);
   behaviour("--tp-comm-overlap", "tp_comm_overlap", *c.tp > 1 && c.sequence_parallel);
-  behaviour("--no-overlap-p2p-communication", "overlap_p2p_comm", c.virtual_stages > 1, false);
+  if (!legacy) behaviour("--no-overlap-p2p-communication", "overlap_p2p_comm", c.virtual_stages > 1, false);
   behaviour("--enable-cuda-graph", "cuda_graphs", true);
   behaviour("--fp8-param-gather", "fp8_param_gather", c.prec == precision::fp8 && zero == 1);
   // The timers around each micro-batch's forward and backward synchronise
@@ -435,7 +476,12 @@ void import_megatron(job_reader& job, context const& ctx) {
   if (c.prec == precision::fp16) grads = in_fp32 ? precision::fp32 : precision::fp16, grads_at = in_fp32;
   else if (c.prec != precision::fp32 && in_bf16) grads = precision::bf16, grads_at = in_bf16;
   set(t, "training", "grad_precision", identifier_value(name(grads), key_at(grads_at)), key_at(grads_at));
-  if (auto const* bucket = job.find("--ddp-bucket-size")) {
+  if (torch_ddp) {
+    set(t, "training", "overlap_grad_sync", boolean_value(true, value_at(ddp_impl)), key_at(ddp_impl));
+    set_megatron_bucket(job, 25.0 * 1048576.0, ddp_impl);  // torch DDP's bucket_cap_mb = 25
+  } else if (legacy) {
+    // megatron_2021's own: one all-reduce of the whole gradient buffer.
+  } else if (auto const* bucket = job.find("--ddp-bucket-size")) {
     auto n = job.integer(*bucket);
     if (!n) return;
     set_megatron_bucket(job, static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2), bucket);

@@ -131,6 +131,9 @@ struct megatron_common {
   span prec_where;
   bool sequence_parallel = false;
   std::int64_t virtual_stages = 1;
+  /// The first argument only Megatron-LM of 2021-22 takes
+  /// (--checkpoint-activations, --activations-checkpoint-method), or null.
+  entry const* legacy = nullptr;
 };
 megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed);
 
