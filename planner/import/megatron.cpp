@@ -299,9 +299,12 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   auto const* activations = job.flag("--recompute-activations");
   auto const* checkpoint_activations = job.flag("--checkpoint-activations");
   auto const* legacy_method = deepspeed ? nullptr : job.find("--activations-checkpoint-method");
-  auto const* legacy_layers = deepspeed ? nullptr : job.find("--activations-checkpoint-num-layers");
-  if (!deepspeed && !legacy_layers) legacy_layers = job.find("--checkpoint-num-layers");
   if (!deepspeed) c.legacy = checkpoint_activations ? checkpoint_activations : legacy_method;
+  entry const* legacy_layers = nullptr;
+  if (c.legacy) {
+    legacy_layers = job.find("--activations-checkpoint-num-layers");
+    if (!legacy_layers) legacy_layers = job.find("--checkpoint-num-layers");
+  }
   if (c.legacy && (granularity || activations)) {
     t.diags.error(c.legacy->key_where,
                   fmt::format("'{}' is Megatron-LM's before 2022-07 and '{}' after: the job mixes two versions' "

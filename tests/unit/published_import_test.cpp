@@ -353,6 +353,16 @@ TEST_CASE("Megatron-LM's arguments of two versions, or a DDP it does not have, a
   REQUIRE(p);
   CHECK(p->training.framework == "megatron_2021");
   CHECK(p->strategies.front().fixed().checkpoint == checkpoint_mode::full);
+
+  // Its chunk of layers is read with it, and named where it is not one.
+  dsl::diagnostics chunk;
+  job_source two{job_format::megatron,
+                 sources.add("chunk.txt", "--micro-batch-size 1\n--checkpoint-activations\n--checkpoint-num-layers 2\n"),
+                 {}};
+  REQUIRE(load_job(sources, file, two, {}, chunk));
+  auto const messages = dsl::format(chunk, sources);
+  CHECK(messages.find("chunk.txt:3:1: warning: recomputing 2 layers at a time ('uniform') is costed as checkpoint = "
+                      "full, every layer") != std::string::npos);
 }
 
 TEST_CASE("llama3_8b.toml at torchtitan's own measurement costs within the error dtplan states for it") {
