@@ -90,6 +90,15 @@ std::vector<std::string> keys_of(std::vector<std::string> const& warnings) {
   return out;
 }
 
+// What a job that does not load says ("" when it loads), costed on `file`.
+std::string job_errors(dsl::source_manager& sources, std::uint32_t file, job_format f, std::string name,
+                       std::string text) {
+  dsl::diagnostics diags;
+  job_source job{f, sources.add(std::move(name), std::move(text)), {}};
+  if (load_job(sources, file, job, {}, diags)) return "";
+  return dsl::format(diags, sources);
+}
+
 }  // namespace
 
 TEST_CASE("torchtitan's llama3_8b.toml (v0.2.0) costs on 64 A100s") {
@@ -323,24 +332,15 @@ TEST_CASE("Megatron-LM's SC21 Table 1 jobs (2021) read as that code ran them and
 
 TEST_CASE("Megatron-LM's arguments of two versions, or a DDP it does not have, are errors where the job writes them") {
   dsl::source_manager sources;
-  dsl::diagnostics diags;
   auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = A100_SXM_80GB }\n"
                                          "model m : gpt3_1_3b { }\n");
-  job_source mixed{job_format::megatron,
-                   sources.add("mixed.txt", "--micro-batch-size 1\n--recompute-granularity full\n"
-                                            "--checkpoint-activations\n"),
-                   {}};
-  CHECK_FALSE(load_job(sources, file, mixed, {}, diags));
-  CHECK(dsl::format(diags, sources) ==
+  CHECK(job_errors(sources, file, job_format::megatron, "mixed.txt",
+                   "--micro-batch-size 1\n--recompute-granularity full\n--checkpoint-activations\n") ==
         "mixed.txt:3:1: error: '--checkpoint-activations' is Megatron-LM's before 2022-07 and "
         "'--recompute-granularity' after: the job mixes two versions' arguments\n"
         "    3 | --checkpoint-activations\n"
         "      | ^~~~~~~~~~~~~~~~~~~~~~~~\n");
-
-  dsl::diagnostics bad;
-  job_source ddp{job_format::megatron, sources.add("ddp.txt", "--micro-batch-size 1\n--DDP-impl apex\n"), {}};
-  CHECK_FALSE(load_job(sources, file, ddp, {}, bad));
-  CHECK(dsl::format(bad, sources) ==
+  CHECK(job_errors(sources, file, job_format::megatron, "ddp.txt", "--micro-batch-size 1\n--DDP-impl apex\n") ==
         "ddp.txt:2:12: error: '--DDP-impl' is 'local' or 'torch', not 'apex'\n"
         "    2 | --DDP-impl apex\n"
         "      |            ^~~~\n");
@@ -414,19 +414,12 @@ TEST_CASE("a job's bad value is reported where the job writes it") {
         "    2 | tensor_parallel_degree = \"2\"\n"
         "      |                          ^~~\n");
 
-  dsl::diagnostics more;
-  job_source zero{job_format::megatron,
-                  sources.add("args.txt", "--tensor-model-parallel-size 0\n--bf16\n--micro-batch-size 1\n"), {}};
-  CHECK_FALSE(load_job(sources, file, zero, {}, more));
-  CHECK(dsl::format(more, sources) ==
+  CHECK(job_errors(sources, file, job_format::megatron, "args.txt",
+                   "--tensor-model-parallel-size 0\n--bf16\n--micro-batch-size 1\n") ==
         "args.txt:1:30: error: 'tp' must be at least 1, got 0\n"
         "    1 | --tensor-model-parallel-size 0\n"
         "      |                              ^\n");
-
-  dsl::diagnostics none;
-  job_source batchless{job_format::megatron, sources.add("b.txt", "--bf16\n"), {}};
-  CHECK_FALSE(load_job(sources, file, batchless, {}, none));
-  CHECK(dsl::format(none, sources) ==
+  CHECK(job_errors(sources, file, job_format::megatron, "b.txt", "--bf16\n") ==
         "b.txt:1:1: error: the job does not write '--micro-batch-size', which Megatron-LM needs\n"
         "    1 | --bf16\n"
         "      | ^\n");
