@@ -479,17 +479,19 @@ void import_megatron(job_reader& job, context const& ctx) {
   if (c.prec == precision::fp16) grads = in_fp32 ? precision::fp32 : precision::fp16, grads_at = in_fp32;
   else if (c.prec != precision::fp32 && in_bf16) grads = precision::bf16, grads_at = in_bf16;
   set(t, "training", "grad_precision", identifier_value(name(grads), key_at(grads_at)), key_at(grads_at));
+  // A 2021-22 job's local DDP keeps megatron_2021's one all-reduce of the
+  // whole gradient buffer; its torch DDP reduces PyTorch's buckets.
   if (torch_ddp) {
     set(t, "training", "overlap_grad_sync", boolean_value(true, value_at(ddp_impl)), key_at(ddp_impl));
     set_megatron_bucket(job, 25.0 * 1048576.0, ddp_impl);  // torch DDP's bucket_cap_mb = 25
-  } else if (legacy) {
-    // megatron_2021's own: one all-reduce of the whole gradient buffer.
-  } else if (auto const* bucket = job.find("--ddp-bucket-size")) {
-    auto n = job.integer(*bucket);
-    if (!n) return;
-    set_megatron_bucket(job, static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2), bucket);
-  } else {
-    set(t, "training", "grad_bucket", identifier_value("scaled", origin), origin);
+  } else if (!legacy) {
+    if (auto const* bucket = job.find("--ddp-bucket-size")) {
+      auto n = job.integer(*bucket);
+      if (!n) return;
+      set_megatron_bucket(job, static_cast<double>(*n) * (grads == precision::fp32 ? 4 : 2), bucket);
+    } else {
+      set(t, "training", "grad_bucket", identifier_value("scaled", origin), origin);
+    }
   }
   if (auto const* backend = job.find("--attention-backend"))
     if (!set_megatron_choice(job, *backend, "attention_backend", {"flash", "fused", "unfused", "auto"},
