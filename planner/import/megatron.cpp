@@ -289,34 +289,51 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
                       "'--account-for-loss-in-pipeline-split': costed as dtplan's uneven split of the layers");
   }
 
-  // Recomputation. Megatron-DeepSpeed, and Megatron-LM until 79a3bb6bf2
-  // (2022-07), spell full recomputation --checkpoint-activations (its
-  // chunk --checkpoint-num-layers); Megatron-LM from c1e0689d92 (2021-08)
-  // also --activations-checkpoint-method uniform|block with
-  // --activations-checkpoint-num-layers (MLM 42d1dd4538
-  // megatron/arguments.py:106-112, 474-494). Megatron-LM now exits on them.
+  // Recomputation, as each Megatron reads its flags. Megatron-DeepSpeed,
+  // and Megatron-LM before v3.0 (2022-07), spell full recomputation
+  // --checkpoint-activations (its chunk --checkpoint-num-layers); Megatron-LM
+  // from c1e0689d92 (2021-08) to v3.0 also --activations-checkpoint-method
+  // uniform|block with --activations-checkpoint-num-layers (MLM 42d1dd4538
+  // megatron/arguments.py:106-112, 474-494). v3.0 named them --recompute-*
+  // (bbab79f869) and still read --checkpoint-activations as full, uniform
+  // recomputation over any granularity, --recompute-activations (selective)
+  // over both (bbab79f869 megatron/arguments.py:107-119), until 3e71ad9c62
+  // (2023-04) made it exit.
   auto const* granularity = job.find("--recompute-granularity");
   auto const* activations = job.flag("--recompute-activations");
   auto const* checkpoint_activations = job.flag("--checkpoint-activations");
   auto const* legacy_method = deepspeed ? nullptr : job.find("--activations-checkpoint-method");
-  if (!deepspeed) c.legacy = checkpoint_activations ? checkpoint_activations : legacy_method;
-  entry const* legacy_layers = nullptr;
-  if (c.legacy) {
-    legacy_layers = job.find("--activations-checkpoint-num-layers");
-    if (!legacy_layers) legacy_layers = job.find("--checkpoint-num-layers");
-  }
-  if (c.legacy && (granularity || activations)) {
-    t.diags.error(c.legacy->key_where,
-                  fmt::format("'{}' is Megatron-LM's before 2022-07 and '{}' after: the job mixes two versions' "
-                              "arguments",
-                              c.legacy->key, (granularity ? granularity : activations)->key));
+  bool const renamed = granularity || activations;  // the job spells v3.0's names
+  if (legacy_method && renamed) {
+    t.diags.error(legacy_method->key_where,
+                  fmt::format("'{}' is Megatron-LM's before v3.0 (2022-07) and '{}' from it: the job mixes two "
+                              "versions' arguments",
+                              legacy_method->key, (granularity ? granularity : activations)->key));
     return c;
   }
-  auto const* method = c.legacy ? legacy_method : job.find("--recompute-method");
-  auto const* layers = c.legacy ? legacy_layers : job.find("--recompute-num-layers");
+  if (!deepspeed) c.legacy = checkpoint_activations ? checkpoint_activations : legacy_method;
+  entry const* method = nullptr;
+  entry const* layers = nullptr;
+  if (c.legacy && !renamed) {
+    method = legacy_method;
+    layers = job.find("--activations-checkpoint-num-layers");
+    if (!layers) layers = job.find("--checkpoint-num-layers");
+  } else {
+    // Beside --checkpoint-activations v3.0 took the method as uniform.
+    if (!c.legacy) method = job.find("--recompute-method");
+    layers = job.find("--recompute-num-layers");
+  }
   std::string mode = "none";
   entry const* mode_at = nullptr;
-  if (granularity) {
+  if (c.legacy && activations) {
+    mode = "selective", mode_at = activations;
+  } else if (c.legacy) {
+    mode = "full", mode_at = c.legacy;
+    if (granularity)
+      t.diags.warning(granularity->key_where, fmt::format("'{}' is read as full recomputation over '{}', as "
+                                                          "Megatron-LM did from v3.0 until it refused the flag",
+                                                          c.legacy->key, granularity->key));
+  } else if (granularity) {
     auto g = job.text(*granularity);
     if (!g) failed = true;
     else if (*g == "full" || *g == "selective") mode = *g, mode_at = granularity;
@@ -327,11 +344,11 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     }
   } else if (activations) {
     mode = "selective", mode_at = activations;
-  } else if (checkpoint_activations || c.legacy) {
-    mode = "full", mode_at = checkpoint_activations ? checkpoint_activations : c.legacy;
+  } else if (checkpoint_activations) {
+    mode = "full", mode_at = checkpoint_activations;  // Megatron-DeepSpeed's
   }
   if (!set_megatron_recomputation(job, mode, mode_at, granularity != nullptr || c.legacy != nullptr, method, layers,
-                                  c.legacy ? "--checkpoint-activations" : "--recompute-granularity full"))
+                                  c.legacy && !renamed ? "--checkpoint-activations" : "--recompute-granularity full"))
     failed = true;
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
 
@@ -390,12 +407,12 @@ void import_megatron(job_reader& job, context const& ctx) {
   auto const c = import_megatron_args(job, ctx, false);
   if (t.diags.has_errors()) return;
 
-  // Megatron-LM of 2021-22: its recomputation spellings (above) and its
+  // Megatron-LM of 2021-23: its recomputation spellings (above) and its
   // data-parallel implementation, --DDP-impl local (the default: every
   // gradient all-reduced after the backward) or torch (PyTorch's DDP, 25
   // MiB buckets under the backward; MLM 42d1dd4538 megatron/arguments.py:696,
-  // megatron/training.py), gone from today's arguments. Such a job is costed
-  // with that code's preset, megatron_2021.
+  // megatron/training.py), which 3fb3e95ec6 (2023-08) removed. Such a job is
+  // costed with that code's preset, megatron_2021.
   auto const* ddp_impl = job.find("--DDP-impl");
   entry const* const legacy = c.legacy ? c.legacy : ddp_impl;
   bool torch_ddp = false;
@@ -409,7 +426,7 @@ void import_megatron(job_reader& job, context const& ctx) {
     torch_ddp = *v == "torch";
   }
   if (legacy) {
-    t.diags.warning(legacy->key_where, fmt::format("'{}' is Megatron-LM's of 2021-22, which today's rejects: the job "
+    t.diags.warning(legacy->key_where, fmt::format("'{}' is Megatron-LM's of 2021-23, which today's rejects: the job "
                                                    "is costed with framework = megatron_2021",
                                                    legacy->key));
     set(t, "training", "framework", identifier_value("megatron_2021", key_at(legacy)), key_at(legacy));
@@ -479,7 +496,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   if (c.prec == precision::fp16) grads = in_fp32 ? precision::fp32 : precision::fp16, grads_at = in_fp32;
   else if (c.prec != precision::fp32 && in_bf16) grads = precision::bf16, grads_at = in_bf16;
   set(t, "training", "grad_precision", identifier_value(name(grads), key_at(grads_at)), key_at(grads_at));
-  // A 2021-22 job's local DDP keeps megatron_2021's one all-reduce of the
+  // An older job's local DDP keeps megatron_2021's one all-reduce of the
   // whole gradient buffer; its torch DDP reduces PyTorch's buckets.
   if (torch_ddp) {
     set(t, "training", "overlap_grad_sync", boolean_value(true, value_at(ddp_impl)), key_at(ddp_impl));

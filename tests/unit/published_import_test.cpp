@@ -308,7 +308,7 @@ TEST_CASE("Megatron-LM's SC21 Table 1 jobs (2021) read as that code ran them and
   CHECK(s.checkpoint == checkpoint_mode::full);  // --checkpoint-activations
   auto const w = big.warnings();
   REQUIRE_FALSE(w.empty());
-  CHECK(w.front() == "7:1 '--checkpoint-activations' is Megatron-LM's of 2021-22, which today's rejects: the job is "
+  CHECK(w.front() == "7:1 '--checkpoint-activations' is Megatron-LM's of 2021-23, which today's rejects: the job is "
                      "costed with framework = megatron_2021");
   check_costed(big);
   CHECK(big.costed->grad_accum == 12);
@@ -335,11 +335,25 @@ TEST_CASE("Megatron-LM's arguments of two versions, or a DDP it does not have, a
   auto const file = sources.add("c.dtp", "cluster c { nodes = 1; gpus_per_node = 8; gpu = A100_SXM_80GB }\n"
                                          "model m : gpt3_1_3b { }\n");
   CHECK(job_errors(sources, file, job_format::megatron, "mixed.txt",
-                   "--micro-batch-size 1\n--recompute-granularity full\n--checkpoint-activations\n") ==
-        "mixed.txt:3:1: error: '--checkpoint-activations' is Megatron-LM's before 2022-07 and "
-        "'--recompute-granularity' after: the job mixes two versions' arguments\n"
-        "    3 | --checkpoint-activations\n"
-        "      | ^~~~~~~~~~~~~~~~~~~~~~~~\n");
+                   "--micro-batch-size 1\n--recompute-granularity full\n--activations-checkpoint-method uniform\n") ==
+        "mixed.txt:3:1: error: '--activations-checkpoint-method' is Megatron-LM's before v3.0 (2022-07) and "
+        "'--recompute-granularity' from it: the job mixes two versions' arguments\n"
+        "    3 | --activations-checkpoint-method uniform\n"
+        "      | ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
+
+  // From v3.0 until 2023-04 --checkpoint-activations stood beside the new
+  // names and meant full, uniform recomputation whatever the granularity.
+  dsl::diagnostics both;
+  job_source v3{job_format::megatron,
+                sources.add("v3.txt", "--micro-batch-size 1\n--recompute-granularity selective\n"
+                                      "--checkpoint-activations\n"),
+                {}};
+  auto const overridden = load_job(sources, file, v3, {}, both);
+  REQUIRE(overridden);
+  CHECK(overridden->strategies.front().fixed().checkpoint == checkpoint_mode::full);
+  CHECK(dsl::format(both, sources).find("v3.txt:2:1: warning: '--checkpoint-activations' is read as full "
+                                        "recomputation over '--recompute-granularity', as Megatron-LM did from v3.0 "
+                                        "until it refused the flag") != std::string::npos);
   CHECK(job_errors(sources, file, job_format::megatron, "ddp.txt", "--micro-batch-size 1\n--DDP-impl apex\n") ==
         "ddp.txt:2:12: error: '--DDP-impl' is 'local' or 'torch', not 'apex'\n"
         "    2 | --DDP-impl apex\n"
