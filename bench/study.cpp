@@ -13,6 +13,7 @@
 #include "planner/ir/keys.hpp"
 #include "planner/lower/complete.hpp"
 #include "planner/lower/lower.hpp"
+#include "planner/lower/lower_values.hpp"
 #include "planner/model/check.hpp"
 #include "planner/search/search.hpp"
 
@@ -23,7 +24,7 @@ using namespace planner;
 namespace {
 
 // A runtime setting's text as the key table's value: true/false, a
-// choice's name, bytes as "N B" or "N MB".
+// choice's name, a quantity as "N UNIT" (the language's units).
 std::optional<key_value> value_of(key_info const& row, std::string const& text) {
   switch (row.dom) {
     case domain::boolean:
@@ -35,14 +36,17 @@ std::optional<key_value> value_of(key_info const& row, std::string const& text) 
       return key_value{static_cast<std::int64_t>(at - row.choices.begin())};
     }
     case domain::quantity: {
+      // "N UNIT" in one of the language's units of the key's dimension.
       double v = 0;
       auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-      if (ec != std::errc()) return std::nullopt;
-      std::string unit(end, text.data() + text.size());
-      if (unit == " MB") v *= 1e6;
-      else if (unit == " MiB") v *= 1048576;  // PyTorch's bucket_cap_mb counts MiB
-      else if (unit != " B") return std::nullopt;
-      return key_value{v};
+      if (ec != std::errc() || end == text.data() + text.size() || *end != ' ') return std::nullopt;
+      std::string_view const unit(end + 1, static_cast<std::size_t>(text.data() + text.size() - end - 1));
+      auto const& table = lowering::units();
+      auto u = std::find_if(table.begin(), table.end(),
+                            [&](lowering::unit_info const& x) { return x.name == unit && x.dim == row.dim; });
+      if (u == table.end()) return std::nullopt;
+      return key_value{v * std::pow(10.0, u->decimal_exponent) * std::pow(1024.0, u->binary_power) /
+                       (u->bits ? 8.0 : 1.0)};
     }
     default: return std::nullopt;
   }

@@ -500,7 +500,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   // whole gradient buffer; its torch DDP reduces PyTorch's buckets.
   if (torch_ddp) {
     set(t, "training", "overlap_grad_sync", boolean_value(true, value_at(ddp_impl)), key_at(ddp_impl));
-    set_megatron_bucket(job, 25.0 * 1048576.0, ddp_impl);  // torch DDP's bucket_cap_mb = 25
+    set_megatron_bucket(job, training{}.ddp_bucket_size.value(), ddp_impl);  // PyTorch DDP's 25 MiB
   } else if (!legacy) {
     if (auto const* bucket = job.find("--ddp-bucket-size")) {
       auto n = job.integer(*bucket);
