@@ -354,6 +354,14 @@ TEST_CASE("Megatron-LM's arguments of two versions, or a DDP it does not have, a
   CHECK(dsl::format(both, sources).find("v3.txt:2:1: warning: '--checkpoint-activations' is read as full "
                                         "recomputation over '--recompute-granularity', as Megatron-LM did from v3.0 "
                                         "until it refused the flag") != std::string::npos);
+  // --recompute-activations, read after it, made it selective.
+  dsl::diagnostics later;
+  job_source selective{job_format::megatron,
+                       sources.add("sel.txt", "--micro-batch-size 1\n--checkpoint-activations\n--recompute-activations\n"),
+                       {}};
+  auto const sel = load_job(sources, file, selective, {}, later);
+  REQUIRE(sel);
+  CHECK(sel->strategies.front().fixed().checkpoint == checkpoint_mode::selective);
   CHECK(job_errors(sources, file, job_format::megatron, "ddp.txt", "--micro-batch-size 1\n--DDP-impl apex\n") ==
         "ddp.txt:2:12: error: '--DDP-impl' is 'local' or 'torch', not 'apex'\n"
         "    2 | --DDP-impl apex\n"
