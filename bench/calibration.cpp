@@ -389,7 +389,12 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     } else if (contains(framework, "DeepSpeed") || contains(framework, "NeoX")) {
       rt.emplace_back("framework", "deepspeed");
     } else if (contains(framework, "Megatron")) {
-      rt.emplace_back("framework", "megatron_2021");
+      // Megatron-LM's README tables of 2020 and Narayanan et al.'s of 2021
+      // ran the v1 and v2 code, before sequence parallelism and selective
+      // recomputation (cfd2e21607, 2022-04): megatron_v2 proposes neither.
+      std::string_view source = row["source"];
+      bool const v2 = contains(source, "Megatron-LM README (2020") || contains(source, "Narayanan et al. 2021");
+      rt.emplace_back("framework", v2 ? "megatron_v2" : "megatron_2021");
     }
     // DeepSpeed's BF16_Optimizer accumulates fp32 gradients ("fp32 grad
     // accumulation") and all-reduces them cast to communication_data_type,

@@ -61,6 +61,8 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (s.virtual_stages > 1 && !lim.interleaving)
     return fmt::format("{} does not interleave pipeline stages (virtual_stages = {})", fw, s.virtual_stages);
   if (s.cp > 1 && !lim.context_parallel) return fmt::format("{} has no context parallelism (cp = {})", fw, s.cp);
+  if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
+    return fmt::format("{} has no sequence parallelism (sequence_parallel = true)", fw);
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);

@@ -311,7 +311,15 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
                               legacy_method->key, (granularity ? granularity : activations)->key));
     return c;
   }
+  if (legacy_method && c.sequence_parallel) {
+    t.diags.error(legacy_method->key_where,
+                  fmt::format("'{}' is Megatron-LM's before cfd2e21607 (2022-04) and '--sequence-parallel' from it: "
+                              "the job mixes two versions' arguments",
+                              legacy_method->key));
+    return c;
+  }
   if (!deepspeed) c.legacy = checkpoint_activations ? checkpoint_activations : legacy_method;
+  c.before_sequence_parallel = legacy_method;
   entry const* method = nullptr;
   entry const* layers = nullptr;
   if (c.legacy && !renamed) {
@@ -425,7 +433,14 @@ void import_megatron(job_reader& job, context const& ctx) {
     }
     torch_ddp = *v == "torch";
   }
-  if (legacy) {
+  if (auto const* v2 = c.before_sequence_parallel) {
+    // Megatron-LM v2.x: neither sequence parallelism nor selective
+    // recomputation, which megatron_v2 does not propose.
+    t.diags.warning(v2->key_where, fmt::format("'{}' is Megatron-LM v2's (2021-22), which today's rejects: the job is "
+                                               "costed with framework = megatron_v2",
+                                               v2->key));
+    set(t, "training", "framework", identifier_value("megatron_v2", key_at(v2)), key_at(v2));
+  } else if (legacy) {
     t.diags.warning(legacy->key_where, fmt::format("'{}' is Megatron-LM's of 2021-23, which today's rejects: the job "
                                                    "is costed with framework = megatron_2021",
                                                    legacy->key));

@@ -134,6 +134,10 @@ struct megatron_common {
   /// The first argument only Megatron-LM of 2021-22 takes
   /// (--checkpoint-activations, --activations-checkpoint-method), or null.
   entry const* legacy = nullptr;
+  /// --activations-checkpoint-method, which only Megatron-LM v2.x took (from
+  /// c1e0689d92, 2021-08, until cfd2e21607, 2022-04, brought sequence
+  /// parallelism and selective recomputation), or null.
+  entry const* before_sequence_parallel = nullptr;
 };
 megatron_common import_megatron_args(job_reader& job, context const& ctx, bool deepspeed);
 

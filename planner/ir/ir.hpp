@@ -369,6 +369,7 @@ struct framework_limits {
   bool pipeline_parallel = true;
   bool interleaving = true;     ///< virtual_stages > 1
   bool context_parallel = true;
+  bool sequence_parallel = true;  ///< sequence_parallel = true with tp > 1
   bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
   /// In the enum's order, as lowering stores a set.
   std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,
@@ -493,7 +494,7 @@ struct strategy_spec {
   [[nodiscard]] bool is_free() const;
   /// The concrete strategy of a fixed spec, the key table's defaults filled;
   /// dp is 0 when not written (the checker derives it), sequence_parallel
-  /// follows tp.
+  /// follows tp (the checker clears it where the framework does not run it).
   [[nodiscard]] strategy fixed() const;
   /// The span of a key by name ("tp", "zero", ...), or the header when unset
   /// or not a strategy key.

@@ -81,6 +81,9 @@ class rules {
         warning("sequence_parallel", [&] { return "sequence_parallel = true has no effect with tp = 1; ignored"; });
       s.sequence_parallel = false;
     }
+    // Unwritten, it follows tp where the framework runs it.
+    if (s.sequence_parallel && !p_.framework.limits.sequence_parallel && spec_ && !spec_->sequence_parallel.is_set())
+      s.sequence_parallel = false;
     experts(s);
     what_the_framework_runs(s);
     if (reporting() && legal_ && s.tp > 1) {
@@ -249,6 +252,8 @@ class rules {
     if (s.tp > 1 && !lim.tensor_parallel) runs("tp", fmt::format("tensor parallelism (tp = {})", s.tp));
     if (s.pp > 1 && !lim.pipeline_parallel) runs("pp", fmt::format("pipeline parallelism (pp = {})", s.pp));
     if (s.cp > 1 && !lim.context_parallel) runs("cp", fmt::format("context parallelism (cp = {})", s.cp));
+    if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
+      runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
     if (s.virtual_stages > 1 && !lim.interleaving)
       runs("virtual_stages", fmt::format("interleaved pipelines (virtual_stages = {})", s.virtual_stages));
     if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end())

@@ -31,7 +31,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   for (auto const& w : all.illegal_structures) {
     strategy s = w.structure();
     s.order = w.orders.front();
-    s.sequence_parallel = w.tp > 1;
+    s.sequence_parallel = w.tp > 1 && p.framework.limits.sequence_parallel;
     auto r = check(p, spec, s);
     std::string why = "not legal";
     for (auto const& d : r.diags)

@@ -158,21 +158,25 @@ class space_view {
     return out;
   }
 
-  // Sequence parallelism only exists with tensor parallelism.
+  // Sequence parallelism only exists with tensor parallelism, and by default
+  // wherever the framework runs it. A single value stays as written (the
+  // checker says what the framework does not run); a searched one keeps
+  // what the framework runs.
   [[nodiscard]] std::vector<bool> sequence_parallel(std::int64_t tp) const {
     using form = key_choice<bool>::form;
     auto const& c = spec_.sequence_parallel;
+    bool const runs = p_.framework.limits.sequence_parallel;
     switch (c.f) {
-      case form::unset: return {tp > 1};
-      case form::single: return {c.values.empty() ? tp > 1 : c.values.front()};
+      case form::unset: return {tp > 1 && runs};
+      case form::single: return {c.values.empty() ? tp > 1 && runs : c.values.front()};
       case form::set:
       case form::range:
       case form::any:
-        if (tp == 1) return {false};
+        if (tp == 1 || !runs) return {false};
         if (c.f == form::set) return sorted_unique(c.values);
         return {false, true};
     }
-    return {tp > 1};
+    return {tp > 1 && runs};
   }
 
   // Interleaving only exists with pipelining: chunks of layers / pp, or of
@@ -225,6 +229,8 @@ class space_view {
     if (!lim.tensor_parallel) drop(tp_, [](std::int64_t v) { return v == 1; }, "tensor parallelism");
     if (!lim.pipeline_parallel) drop(pp_, [](std::int64_t v) { return v == 1; }, "pipeline parallelism");
     if (!lim.context_parallel) drop(cp_, [](std::int64_t v) { return v == 1; }, "context parallelism");
+    if (!lim.sequence_parallel && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
+      left_out_.push_back(fmt::format("framework '{}' does not run sequence parallelism: left out of the space", fw.name));
     drop(zero_,
          [&](std::int64_t z) {
            return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();

@@ -62,6 +62,23 @@ expect_contains "$TMP/err" "error: framework 'deepspeed' runs bf16 with ZeRO sta
 expect_status 0 "$DTPLAN" "$plan" --set training.framework=deepspeed --optimize --explain --top 3
 expect_contains "$TMP/out" "framework 'deepspeed' does not run ZeRO below stage 1 in bf16: left out of the space"
 
+# Megatron-LM v2 (megatron_v2) ran neither sequence parallelism nor selective
+# recomputation: the check says so at the key that asks, the search leaves
+# them out, and with tensor parallelism its plans keep sequence_parallel off.
+expect_status 1 "$DTPLAN" "$plan" --set training.framework=megatron_v2 --set strategy.zero=0 --set strategy.tp=8 \
+  --set strategy.dp=2 --set strategy.checkpoint=full --set strategy.sequence_parallel=true --strategy current
+expect_contains "$TMP/err" "<--set>:1:10: error: framework 'megatron_v2' does not run sequence parallelism (sequence_parallel = true)"
+expect_status 0 "$DTPLAN" "$plan" --set training.framework=megatron_v2 --set strategy.zero=0 --set strategy.tp=8 \
+  --set strategy.dp=2 --set strategy.checkpoint=full --strategy current --quiet
+expect_contains "$TMP/out" "current: valid"
+expect_status 0 "$DTPLAN" "$plan" --set training.framework=megatron_v2 --set strategy.tp=8 --optimize --explain --top 3
+expect_contains "$TMP/out" "framework 'megatron_v2' does not run sequence parallelism: left out of the space"
+expect_contains "$TMP/out" "framework 'megatron_v2' does not run every checkpoint mode (only none, full): left out of the space"
+grep -A1 "^plan 'search" "$TMP/out" >"$TMP/searched"
+expect_contains "$TMP/searched" "tp 8, pp 1, cp 1, zero 0"
+expect_lacks "$TMP/searched" "sequence_parallel true"
+expect_lacks "$TMP/searched" "checkpoint selective"
+
 # NVFP4 (B200's fp4 tensor cores): Megatron-LM says --fp4-format e2m1 and
 # reads it back as fp4; DeepSpeed and torchtitan's TOML cannot say it.
 fp4=(--set model.precision=fp4 --set cluster.gpu=B200 --strategy current)

@@ -24,6 +24,11 @@ expect_contains() {  # FILE TEXT
   grep -qF -- "$2" "$1" || fail "$(basename "$1") lacks '$2': $(head -c 600 "$1")"
 }
 
+expect_lacks() {  # FILE TEXT
+  checks=$((checks + 1))
+  ! grep -qF -- "$2" "$1" || fail "$(basename "$1") has '$2': $(grep -m1 -F -- "$2" "$1")"
+}
+
 finish() {
   echo "$((checks - failures)) passed, $failures failed"
   [ "$failures" = 0 ]

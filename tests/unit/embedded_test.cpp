@@ -338,7 +338,7 @@ TEST_CASE("a framework by name, in C++ and in text, resolved by plan() as loweri
 TEST_CASE("a framework of the program's own, built in C++ as the text writes it") {
   auto text = load_text(
       "framework mine : megatron { description = \"ours\"; zero_stages = {0, 1, 3}; checkpoint_modes = {none, full}\n"
-      "  hybrid_sharding = false; pipeline_max_zero = 0; dispatch_latency = 6 us; step_overhead = 50 ms\n"
+      "  hybrid_sharding = false; sequence_parallel = false; pipeline_max_zero = 0; dispatch_latency = 6 us; step_overhead = 50 ms\n"
       "  attention_backend = auto; grad_sync = per_micro_batch; ddp_bucket_size = 64 MiB }\n"
       "model m : llama3_8b { }\n"
       "cluster c { nodes = 1; gpus_per_node = 8; gpu = V100_SXM_32GB }\n"
@@ -348,6 +348,7 @@ TEST_CASE("a framework of the program's own, built in C++ as the text writes it"
                                       .zero_stages({0, 1, 3})
                                       .checkpoint_modes({none, full})
                                       .hybrid_sharding(false)
+                                      .sequence_parallel(false)
                                       .pipeline_max_zero(0)
                                       .dispatch_latency(6_us)
                                       .step_overhead(50_ms)
@@ -359,6 +360,7 @@ TEST_CASE("a framework of the program's own, built in C++ as the text writes it"
                 training().global_batch(16).with("framework", "mine").with("nvls", true), {}, mine);
   same_program(p, text);
   CHECK(p.framework.limits.zero_stages == std::vector<int>{0, 1, 3});
+  CHECK_FALSE(p.framework.limits.sequence_parallel);
   CHECK(p.training.attention_kernel == planner::attention_backend::unfused);  // auto on Volta
   CHECK(p.framework.behaviours.attention_kernel == planner::attention_backend::unfused);
   CHECK(p.training.grad_sync == planner::grad_sync_mode::per_micro_batch);

@@ -828,7 +828,7 @@ TEST_CASE("a run that names no framework is generic: today's behaviour, every st
 
 TEST_CASE("the catalog: every framework preset, its behaviours and what it runs") {
   CHECK(catalog_framework_names() ==
-        std::vector<std::string>{"generic", "megatron", "megatron_2021", "torchtitan", "deepspeed", "fsdp", "ddp"});
+        std::vector<std::string>{"generic", "megatron", "megatron_2021", "megatron_v2", "torchtitan", "deepspeed", "fsdp", "ddp"});
   for (auto const& n : catalog_framework_names()) {
     INFO(n);
     auto f = catalog_framework(n);
@@ -885,6 +885,22 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK_FALSE(l.context_parallel);
     CHECK(l.interleaving);
     CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full}));
+    CHECK(l.sequence_parallel);
+  }
+  SECTION("megatron_v2: megatron_2021's behaviours, before sequence parallelism and selective recomputation") {
+    auto p = with_training("framework = megatron_v2");
+    auto const base = with_training("framework = megatron_2021");
+    CHECK(p.training.framework == "megatron_v2");
+    CHECK(p.training.attention_kernel == attention_backend::unfused);
+    CHECK(p.training.timing_log_level == 2);
+    CHECK(p.training.ddp_bucket_size == base.training.ddp_bucket_size);
+    CHECK(p.framework.dispatch_latency == base.framework.dispatch_latency);
+    CHECK(p.framework.step_overhead == base.framework.step_overhead);
+    auto const& l = p.framework.limits;
+    CHECK_FALSE(l.sequence_parallel);
+    CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::full}));
+    CHECK(l.zero_stages == stages({0}));
+    CHECK(l.interleaving);
   }
   SECTION("torchtitan: FSDP2, every micro-batch reduced in fp32") {
     auto p = with_training("framework = torchtitan");
@@ -1035,7 +1051,7 @@ TEST_CASE("an unknown framework is an error at its name, with the built-in ones"
         "test.dtp:3:43: error: unknown framework 'megatorn'; did you mean 'megatron'?\n"
         "    3 | training { global_batch = 64; framework = megatorn }\n"
         "      |                                           ^~~~~~~~\n"
-        "note: the built-in frameworks are generic, megatron, megatron_2021, torchtitan, deepspeed, fsdp, ddp\n");
+        "note: the built-in frameworks are generic, megatron, megatron_2021, megatron_v2, torchtitan, deepspeed, fsdp, ddp\n");
   // Also when another key of the block is wrong; the file's own are candidates.
   auto both = error_of("framework mine { }\n" + plain_model +
                        "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"

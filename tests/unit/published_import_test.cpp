@@ -367,14 +367,27 @@ TEST_CASE("Megatron-LM's arguments of two versions, or a DDP it does not have, a
         "    2 | --DDP-impl apex\n"
         "      |            ^~~~\n");
 
-  // The 2021-22 method alone recomputes every layer, as that code did.
+  // The v2 method alone recomputes every layer, as that code did, and names
+  // the code: v2.x, which had neither sequence parallelism nor selective
+  // recomputation (both came with cfd2e21607, 2022-04, which renamed it).
   dsl::diagnostics method;
   job_source uniform{job_format::megatron,
                      sources.add("method.txt", "--micro-batch-size 1\n--activations-checkpoint-method uniform\n"), {}};
   auto const p = load_job(sources, file, uniform, {}, method);
   REQUIRE(p);
-  CHECK(p->training.framework == "megatron_2021");
+  CHECK(p->training.framework == "megatron_v2");
+  CHECK_FALSE(p->framework.limits.sequence_parallel);
   CHECK(p->strategies.front().fixed().checkpoint == checkpoint_mode::full);
+  CHECK(dsl::format(method, sources).find("method.txt:2:1: warning: '--activations-checkpoint-method' is Megatron-LM "
+                                          "v2's (2021-22), which today's rejects: the job is costed with framework = "
+                                          "megatron_v2") != std::string::npos);
+  CHECK(job_errors(sources, file, job_format::megatron, "sp.txt",
+                   "--micro-batch-size 1\n--tensor-model-parallel-size 2\n--sequence-parallel\n"
+                   "--activations-checkpoint-method uniform\n") ==
+        "sp.txt:4:1: error: '--activations-checkpoint-method' is Megatron-LM's before cfd2e21607 (2022-04) and "
+        "'--sequence-parallel' from it: the job mixes two versions' arguments\n"
+        "    4 | --activations-checkpoint-method uniform\n"
+        "      | ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
 
   // Its chunk of layers is read with it, and named where it is not one.
   dsl::diagnostics chunk;
