@@ -611,6 +611,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "p2p_buffers_per_micro_batch") return s.pp > 1;
   if (key == "tied_hp_grad") return pl.shape->embedding.active() && p.model.prec == precision::bf16;
   if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
+  if (key == "gradient_as_bucket_view") return s.zero <= 1 && pl.shape->sync.size > 1;
   if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket" || key == "grad_comm_precision")
     return pl.shape->sync.size > 1;
   return true;

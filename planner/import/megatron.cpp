@@ -512,9 +512,11 @@ void import_megatron(job_reader& job, context const& ctx) {
   else if (c.prec != precision::fp32 && in_bf16) grads = precision::bf16, grads_at = in_bf16;
   set(t, "training", "grad_precision", identifier_value(name(grads), key_at(grads_at)), key_at(grads_at));
   // An older job's local DDP keeps megatron_2021's one all-reduce of the
-  // whole gradient buffer; its torch DDP reduces PyTorch's buckets.
+  // whole gradient buffer; its torch DDP reduces PyTorch's buckets, copies
+  // of the gradients (torchDDP with its defaults: MLM21 megatron/training.py).
   if (torch_ddp) {
     set(t, "training", "overlap_grad_sync", boolean_value(true, value_at(ddp_impl)), key_at(ddp_impl));
+    set(t, "training", "gradient_as_bucket_view", boolean_value(false, value_at(ddp_impl)), key_at(ddp_impl));
     set_megatron_bucket(job, training{}.ddp_bucket_size.value(), ddp_impl);  // PyTorch DDP's 25 MiB
   } else if (!legacy) {
     if (auto const* bucket = job.find("--ddp-bucket-size")) {

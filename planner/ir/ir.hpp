@@ -314,6 +314,12 @@ struct training {
   grad_sync_mode grad_sync = grad_sync_mode::per_step;
   bucket_rule grad_bucket = bucket_rule::fixed;
   bytes ddp_bucket_size{25.0 * 1048576.0};  ///< for `grad_bucket = fixed` (PyTorch DDP: 25 MiB)
+  /// Whether the data-parallel reduction's buckets are views of the
+  /// gradients (Megatron's contiguous gradient buffer; PyTorch DDP with
+  /// gradient_as_bucket_view = True), or, as PyTorch DDP does by default,
+  /// flat buckets beside .grad that every gradient is copied into: one more
+  /// gradient-sized buffer through the step without ZeRO (ZeRO-0 and 1).
+  bool gradient_as_bucket_view = true;
   /// ZeRO-1's updated weights gathered under the next forward, bucket by
   /// bucket (Megatron's --overlap-param-gather), not after the step.
   bool overlap_param_gather = false;

@@ -463,6 +463,11 @@ std::vector<key_info> behaviour_keys() {
      .dim = dim::bytes, .range = bucket_range, .default_value = 25.0 * mib, .default_text = "25 MiB",
      .aliases = {"bucket_size", "bucket_cap_mb", "reduce_bucket_size"}, .dump_default = false,
      .meaning = "gradient bucket size with grad_bucket = fixed (PyTorch DDP: 25 MiB)"},
+    {.block = k, .name = "gradient_as_bucket_view", .dom = d::boolean,
+     .field = member<&training::gradient_as_bucket_view, B>(), .default_value = true, .default_text = "true",
+     .dump_default = false,
+     .meaning = "the data-parallel buckets are views of the gradients (Megatron's gradient buffer); false: PyTorch "
+                "DDP's default, a bucket copy of every gradient beside it (ZeRO 0 and 1)"},
     {.block = k, .name = "overlap_grad_sync", .dom = d::boolean, .field = member<&training::overlap_grad_sync, B>(),
      .default_value = true, .default_text = "true", .aliases = {"overlap_grad_reduce"}, .dump_default = false,
      .meaning = "the data-parallel gradient sync runs under the backward"},

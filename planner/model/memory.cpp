@@ -14,10 +14,6 @@ namespace dtplan::planner {
 
 namespace {
 
-// 25 MiB is PyTorch DDP's default bucket_cap_mb; two buckets are in flight
-// (one filling while the previous one is reduced).
-constexpr double ddp_bucket = 25.0 * 1024 * 1024;
-
 struct per_param {
   double weights = 2, gradients = 2, master = 4, moments = 8;
 };
@@ -303,8 +299,18 @@ class stage_memory {
 
   // Buffers alive through the step.
   void buffers() {
-    if ((s_.zero <= 2 || sh_.replicate.active()) && sh_.sync.active())
-      add(b_.buffers, "gradient all-reduce buckets (2 x 25 MiB)", bytes(2 * ddp_bucket));
+    // PyTorch DDP's flat buckets (gradient_as_bucket_view = False, its
+    // default) hold a copy of every gradient beside .grad, in the gradient's
+    // precision, through the step; views of the gradients (Megatron's
+    // contiguous buffer) hold nothing more. ZeRO-2 and 3 reduce in their own
+    // per-layer buffers, not DDP's.
+    if (!p_.training.gradient_as_bucket_view && s_.zero <= 1 && sh_.sync.active()) {
+      double const params = placed_.params;
+      add(b_.buffers, [&] {
+        return fmt::format("gradient bucket copies (PyTorch DDP, gradient_as_bucket_view = false: {} x {} B)",
+                           params_text(params), bpp_.gradients);
+      }, bytes(params * bpp_.gradients));
+    }
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered
     // from its forward to its post-backward, so both moments below hold it.

@@ -237,12 +237,12 @@ TEST_CASE("a plan that does not fit names the dominant term and verified fixes",
   CHECK(r.legal);
   CHECK_FALSE(r.fits);
   CHECK(w.diags(two_nodes_7b()) ==
-        "plan.dtp:3:3: error: strategy 'current' needs 117.3 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)\n"
+        "plan.dtp:3:3: error: strategy 'current' needs 117.2 GiB per GPU; H100_SXM has 80 GiB (74.0 usable)\n"
         "    3 |   zero = 0\n"
         "      |   ^~~~\n"
-        "note: optimizer state is 75.3 GiB of it; zero = 1 brings the total to 46.7 GiB\n"
+        "note: optimizer state is 75.3 GiB of it; zero = 1 brings the total to 46.6 GiB\n"
         "note: tp = 2 with dp = 8 brings the total to 60.7 GiB\n"
-        "note: pp = 2 with dp = 8 brings the total to 66.4 GiB\n");
+        "note: pp = 2 with dp = 8 brings the total to 66.3 GiB\n");
 }
 
 TEST_CASE("fixes are ordered by the resulting total, at most three", "[check][fix]") {
@@ -253,7 +253,7 @@ TEST_CASE("fixes are ordered by the resulting total, at most three", "[check][fi
         "    2 |   zero = 1\n"
         "      |   ^~~~\n"
         "note: activations are 67.4 GiB of it; checkpoint = full brings the total to 41.6 GiB\n"
-        "note: tp = 2 brings the total to 63.9 GiB\n"
+        "note: tp = 2 brings the total to 63.8 GiB\n"
         "note: micro_batch = 2 brings the total to 68.2 GiB\n");
   // Every listed change was re-checked: the changed plan is legal and fits.
   auto changed = w.spec.fixed();

@@ -861,6 +861,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.timing_log_level == 0);
     CHECK(t.transformer_impl == transformer_impl_kind::transformer_engine);
     CHECK_FALSE(t.p2p_buffers_per_micro_batch);  // a sent output's data freed
+    CHECK(t.gradient_as_bucket_view);  // main_grad views of the contiguous buffer
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 1}));
     CHECK(l.pipeline_max_zero == 1);
@@ -880,6 +881,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.ddp_bucket_size.value() == 1024.0 * 1024 * 1024 * 1024 * 1024);  // one bucket
     CHECK(t.timing_log_level == 2);  // every timer synchronises
     CHECK(t.transformer_impl == transformer_impl_kind::local);  // Megatron's own layers and fused softmax
+    CHECK(t.gradient_as_bucket_view);  // local DDP's contiguous buffer
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0}));
     CHECK_FALSE(l.context_parallel);
@@ -906,6 +908,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     auto p = with_training("framework = torchtitan");
     auto const& t = p.training;
     CHECK(t.attention_kernel == attention_backend::fused);
+    CHECK_FALSE(t.gradient_as_bucket_view);  // replicate's DDP with PyTorch's defaults
     CHECK(t.grad_sync == grad_sync_mode::per_micro_batch);
     CHECK(t.grad_precision == precision::fp32);
     CHECK(t.cross_entropy == cross_entropy_kind::unfused);
@@ -946,6 +949,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK_FALSE(t.grad_precision);  // the model's 16-bit
     CHECK(t.p2p_scatter_gather);
     CHECK(t.ddp_bucket_size.value() == 1e9);
+    CHECK(t.gradient_as_bucket_view);  // no PyTorch DDP
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 1, 2, 3}));
     CHECK(l.pipeline_max_zero == 1);
@@ -959,6 +963,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.grad_sync == grad_sync_mode::per_micro_batch);
     CHECK(t.grad_precision == precision::fp32);
     CHECK_FALSE(t.fused_elementwise);
+    CHECK_FALSE(t.gradient_as_bucket_view);  // zero = 0 is PyTorch's DDP with its defaults
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 2, 3}));
     CHECK_FALSE(l.tensor_parallel);
@@ -971,6 +976,8 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     auto p = with_training("framework = ddp");
     CHECK(p.training.attention_kernel == attention_backend::flash);
     CHECK(p.training.grad_sync == grad_sync_mode::per_micro_batch);
+    CHECK_FALSE(p.training.gradient_as_bucket_view);  // PyTorch's default: bucket copies
+    CHECK(with_training("framework = ddp; gradient_as_bucket_view = true").training.gradient_as_bucket_view);
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0}));
     CHECK_FALSE(l.tensor_parallel);

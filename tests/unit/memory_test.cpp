@@ -128,7 +128,7 @@ TEST_CASE("llama2_7b on one node: terms and most loaded stage", "[memory]") {
   for (auto const& t : mem.detail) sum += t.size;
   CHECK(sum == mem.total);
   CHECK(mem.total == mem.weights + mem.gradients + mem.optimizer + mem.activations + mem.buffers);
-  CHECK(to_string(mem.total) == "51.4 GiB");
+  CHECK(to_string(mem.total) == "51.3 GiB");
 
   // With pp = 4 stage 0 holds 4 micro-batches of 8 layers.
   s.dp = 2;
@@ -162,8 +162,29 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
   auto p = test::program_of(test::llama2_7b(), test::nodes_of("one_node", 1, test::h100_sxm()), 64);
   strategy s;
   s.dp = 8;
-  auto ddp = estimate_memory(p, s);
-  CHECK(ddp.buffers.value() == 2 * 25.0 * 1024 * 1024);
+  // The buckets are views of the gradients (Megatron's buffer): nothing more.
+  auto views = estimate_memory(p, s);
+  CHECK(views.buffers.value() == 0);
+  // PyTorch DDP's default copies every gradient into its flat buckets: one
+  // more gradient-sized buffer, in the gradients' precision (bf16 here:
+  // 6,738,415,616 x 2 B), without ZeRO and with ZeRO-1; not with ZeRO-2.
+  p.training.gradient_as_bucket_view = false;
+  auto copies = estimate_memory(p, s);
+  CHECK(copies.buffers.value() == 6'738'415'616.0 * 2);
+  CHECK(copies.buffers == copies.gradients);
+  auto const term = std::find_if(copies.detail.begin(), copies.detail.end(),
+                                 [](auto const& t) { return t.name.starts_with("gradient bucket copies"); });
+  REQUIRE(term != copies.detail.end());
+  CHECK(term->name == "gradient bucket copies (PyTorch DDP, gradient_as_bucket_view = false: 6.74B params x 2 B)");
+  s.zero = 1;
+  CHECK(estimate_memory(p, s).buffers.value() == 6'738'415'616.0 * 2);
+  s.zero = 2;
+  CHECK(estimate_memory(p, s).buffers.value() == 0);
+  s.dp = 1;
+  s.zero = 0;
+  CHECK(estimate_memory(p, s).buffers.value() == 0);  // nothing to reduce
+  s.dp = 8;
+  p.training.gradient_as_bucket_view = true;
 
   s.zero = 3;
   auto fsdp = estimate_memory(p, s);
@@ -190,7 +211,7 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
   s.sequence_parallel = true;
   auto mixed = estimate_memory(p, s);
   double const sbh = 4096.0 * 4096;
-  CHECK(mixed.buffers.value() == 2 * 25.0 * 1024 * 1024 + 2 * sbh + 2 * 2 * sbh / 2);
+  CHECK(mixed.buffers.value() == 2 * sbh + 2 * 2 * sbh / 2);
 }
 
 TEST_CASE("PyTorch's pipelining keeps a buffer per micro-batch; Megatron's two", "[memory][pipeline]") {
@@ -204,10 +225,9 @@ TEST_CASE("PyTorch's pipelining keeps a buffer per micro-batch; Megatron's two",
   s.zero = 1;
   s.checkpoint = checkpoint_mode::full;
   double const sbh = 4096.0 * 4096 * 2;
-  double const ddp = 2 * 25.0 * 1024 * 1024;
   auto two = estimate_memory(p, s);
   CHECK(two.stage == 0);
-  CHECK(two.buffers.value() == ddp + 2 * sbh);
+  CHECK(two.buffers.value() == 2 * sbh);
 
   // Stage 0 (4 in flight) keeps 32 gradient receive buffers and 4 outputs,
   // 36; stage 1 (3 in flight) also the 29 received inputs not in flight and
@@ -216,7 +236,7 @@ TEST_CASE("PyTorch's pipelining keeps a buffer per micro-batch; Megatron's two",
   p.training.p2p_buffers_per_micro_batch = true;
   auto kept = estimate_memory(p, s);
   CHECK(kept.stage == 3);
-  CHECK(kept.buffers.value() == ddp + 62 * sbh);
+  CHECK(kept.buffers.value() == 62 * sbh);
   auto const term = std::find_if(kept.detail.begin(), kept.detail.end(),
                                  [](auto const& t) { return t.name.starts_with("PyTorch pipelining"); });
   REQUIRE(term != kept.detail.end());
@@ -226,7 +246,7 @@ TEST_CASE("PyTorch's pipelining keeps a buffer per micro-batch; Megatron's two",
   p.model.vocab = 128;
   auto middle = estimate_memory(p, s);
   CHECK(middle.stage == 1);
-  CHECK(middle.buffers.value() == ddp + 93 * sbh);
+  CHECK(middle.buffers.value() == 93 * sbh);
 }
 
 TEST_CASE("tied embeddings: one copy with pp = 1, a copy on the last stage with pp > 1", "[memory]") {

@@ -326,6 +326,8 @@ TEST_CASE("Megatron-LM's SC21 Table 1 jobs (2021) read as that code ran them and
   CHECK(small.p->training.framework == "megatron_2021");
   CHECK(small.p->training.overlap_grad_sync);
   CHECK(small.p->training.ddp_bucket_size.value() == 25.0 * 1048576);
+  CHECK_FALSE(small.p->training.gradient_as_bucket_view);  // torchDDP's copies of the gradients
+  CHECK(big.p->training.gradient_as_bucket_view);           // local DDP's buffer
   check_costed(small);
   CHECK(small.error_against(3.53) == Approx(-0.104).margin(0.001));
 }
