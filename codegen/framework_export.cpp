@@ -488,6 +488,7 @@ std::string ds_config(planner::program const& p, planner::plan const& pl) {
     // ZeRO-1/2 all-reduce each bucket unless told to reduce it to its
     // owner (DeepSpeed zero/config.py:116, use_multi_rank_bucket_allreduce).
     if (s.zero <= 2) w.key("use_multi_rank_bucket_allreduce").value(!t.grad_reduce_scatter);
+    if (s.zero <= 2) w.key("contiguous_gradients").value(t.contiguous_gradients);
     w.key("offload_optimizer").begin_object().key("device").value("none").end_object();
     if (s.zero == 3) w.key("offload_param").begin_object().key("device").value("none").end_object();
     if (auto shard = hybrid_shard(pl)) w.key("mics_shard_size").value(*shard);
@@ -584,7 +585,8 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
       if (key == "transformer_impl") return t.transformer_impl == planner::transformer_impl_kind::local;
       return ((key == "overlap_grad_sync" || key == "ddp_bucket_size") && s.zero >= 1) ||
              (key == "grad_bucket" && s.zero >= 1 && t.grad_bucket == planner::bucket_rule::fixed) ||
-             (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
+             (key == "grad_reduce" && (s.zero == 1 || s.zero == 2)) ||
+             (key == "contiguous_gradients" && (s.zero == 1 || s.zero == 2)) || (key == "p2p_scatter_gather" && s.pp > 1);
     case job_format::nemo: return false;  // read only: export_refusal refuses it
   }
   return false;
@@ -612,6 +614,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "tied_hp_grad") return pl.shape->embedding.active() && p.model.prec == precision::bf16;
   if (key == "ddp_bucket_size") return p.training.grad_bucket == planner::bucket_rule::fixed;
   if (key == "gradient_as_bucket_view") return s.zero <= 1 && pl.shape->sync.size > 1;
+  if (key == "contiguous_gradients") return (s.zero == 1 || s.zero == 2) && s.pp == 1 && pl.shape->sync.size > 1;
   if (key == "overlap_grad_sync" || key == "grad_sync" || key == "grad_bucket" || key == "grad_comm_precision")
     return pl.shape->sync.size > 1;
   return true;

@@ -195,6 +195,11 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       }
     }
     if (stage == 1 || stage == 2) {
+      if (auto const* contiguous = j.find("zero_optimization.contiguous_gradients")) {
+        auto v = j.boolean(*contiguous);
+        if (!v) return;
+        set(t, "training", "contiguous_gradients", boolean_value(*v, value_at(contiguous)), contiguous->key_where);
+      }
       auto const* multi = j.find("zero_optimization.use_multi_rank_bucket_allreduce");
       auto const* scatter = j.find("zero_optimization.reduce_scatter");
       auto m = multi ? j.boolean(*multi) : std::optional<bool>(true);

@@ -320,6 +320,11 @@ struct training {
   /// flat buckets beside .grad that every gradient is copied into: one more
   /// gradient-sized buffer through the step without ZeRO (ZeRO-0 and 1).
   bool gradient_as_bucket_view = true;
+  /// DeepSpeed's ZeRO-1/2 copy each gradient into a reduce bucket of
+  /// reduce_bucket_size elements (ddp_bucket_size) that each backward
+  /// allocates as it starts, two with overlap_comm (contiguous_gradients,
+  /// its default); its pipeline engine allocates them after the backward.
+  bool contiguous_gradients = false;
   /// ZeRO-1's updated weights gathered under the next forward, bucket by
   /// bucket (Megatron's --overlap-param-gather), not after the step.
   bool overlap_param_gather = false;

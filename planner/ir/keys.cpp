@@ -468,6 +468,11 @@ std::vector<key_info> behaviour_keys() {
      .dump_default = false,
      .meaning = "the data-parallel buckets are views of the gradients (Megatron's gradient buffer); false: PyTorch "
                 "DDP's default, a bucket copy of every gradient beside it (ZeRO 0 and 1)"},
+    {.block = k, .name = "contiguous_gradients", .dom = d::boolean,
+     .field = member<&training::contiguous_gradients, B>(), .default_value = false, .default_text = "false",
+     .dump_default = false,
+     .meaning = "ZeRO-1/2 copy the gradients into reduce buckets each backward allocates, ddp_bucket_size each, "
+                "two with overlap_grad_sync (DeepSpeed's contiguous_gradients; not with its pipeline engine)"},
     {.block = k, .name = "overlap_grad_sync", .dom = d::boolean, .field = member<&training::overlap_grad_sync, B>(),
      .default_value = true, .default_text = "true", .aliases = {"overlap_grad_reduce"}, .dump_default = false,
      .meaning = "the data-parallel gradient sync runs under the backward"},

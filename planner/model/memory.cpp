@@ -41,11 +41,13 @@ per_param state_bytes(precision prec, optimizer_kind opt, double grad_bytes, dou
 // 32-bit when the model trains in fp32.
 double element_bytes(precision prec) { return prec == precision::fp32 ? 4 : 2; }
 
-std::string params_text(double n) {
-  if (n >= 1e9) return three_digits(n / 1e9) + "B params";
-  if (n >= 1e6) return three_digits(n / 1e6) + "M params";
-  return fmt::format("{:.0f} params", n);
+std::string count_text(double n) {
+  if (n >= 1e9) return three_digits(n / 1e9) + "B";
+  if (n >= 1e6) return three_digits(n / 1e6) + "M";
+  return fmt::format("{:.0f}", n);
 }
+
+std::string params_text(double n) { return count_text(n) + " params"; }
 
 std::string sharded_text(int zero, int from_stage, std::int64_t shard) {
   if (zero < from_stage || shard <= 1) return "";
@@ -310,6 +312,19 @@ class stage_memory {
         return fmt::format("gradient bucket copies (PyTorch DDP, gradient_as_bucket_view = false: {} x {} B)",
                            params_text(params), bpp_.gradients);
       }, bytes(params * bpp_.gradients));
+    }
+    // DeepSpeed's ZeRO-1/2 (contiguous_gradients, its default) allocate a
+    // reduce bucket of reduce_bucket_size elements in the model's 16-bit
+    // precision as each backward starts, two with overlap_comm (DS v0.17.5
+    // runtime/zero/stage_1_and_2.py:2161-2184); its pipeline engine runs the
+    // backward outside ZeRO and allocates them after it (:777-782).
+    if (p_.training.contiguous_gradients && (s_.zero == 1 || s_.zero == 2) && s_.pp == 1 && sh_.sync.active()) {
+      double const elements = p_.training.ddp_bucket_size.value() / grad_comm_bytes(m_, p_.training);
+      int const buckets = p_.training.overlap_grad_sync ? 2 : 1;
+      add(b_.buffers, [&] {
+        return fmt::format("ZeRO reduce buckets (DeepSpeed's contiguous_gradients: {} x {} elements x {} B)", buckets,
+                           count_text(elements), bpp_.weights);
+      }, bytes(buckets * elements * bpp_.weights));
     }
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered

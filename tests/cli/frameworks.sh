@@ -79,6 +79,16 @@ expect_contains "$TMP/searched" "tp 8, pp 1, cp 1, zero 0"
 expect_lacks "$TMP/searched" "sequence_parallel true"
 expect_lacks "$TMP/searched" "checkpoint selective"
 
+# DeepSpeed's contiguous_gradients (its ZeRO-1/2 reduce buckets) travels
+# both ways in ds_config.json.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed \
+  --set training.contiguous_gradients=false --emit "$TMP/cg" --quiet
+expect_contains "$TMP/cg/deepspeed/ds_config.json" '"contiguous_gradients": false,'
+expect_status 0 "$DTPLAN" "$plan" --from deepspeed "$TMP/cg/deepspeed/args.txt" --dump ir
+expect_contains "$TMP/out" "  contiguous_gradients false"
+expect_status 0 "$DTPLAN" "$plan" --set training.framework=deepspeed --dump ir
+expect_contains "$TMP/out" "  contiguous_gradients true"
+
 # NVFP4 (B200's fp4 tensor cores): Megatron-LM says --fp4-format e2m1 and
 # reads it back as fp4; DeepSpeed and torchtitan's TOML cannot say it.
 fp4=(--set model.precision=fp4 --set cluster.gpu=B200 --strategy current)

@@ -186,6 +186,33 @@ TEST_CASE("buffers: DDP buckets, ZeRO-3 gathered layers, TP and pipeline buffers
   s.dp = 8;
   p.training.gradient_as_bucket_view = true;
 
+  // DeepSpeed's ZeRO-1/2 allocate a reduce bucket of reduce_bucket_size
+  // elements (5e8: 1 GB of bf16 gradients) in the model's 16-bit precision
+  // as each backward starts, two with overlap_comm; not its pipeline engine.
+  p.training.contiguous_gradients = true;
+  p.training.ddp_bucket_size = bytes(1e9);
+  p.training.overlap_grad_sync = false;
+  s.zero = 2;
+  auto ds = estimate_memory(p, s);
+  CHECK(ds.buffers.value() == 5e8 * 2);
+  auto const bucket = std::find_if(ds.detail.begin(), ds.detail.end(),
+                                   [](auto const& t) { return t.name.starts_with("ZeRO reduce buckets"); });
+  REQUIRE(bucket != ds.detail.end());
+  CHECK(bucket->name == "ZeRO reduce buckets (DeepSpeed's contiguous_gradients: 1 x 500M elements x 2 B)");
+  p.training.overlap_grad_sync = true;
+  CHECK(estimate_memory(p, s).buffers.value() == 2 * 5e8 * 2);
+  s.zero = 1;
+  s.dp = 4;
+  s.pp = 2;  // the pipeline engine's backward allocates none
+  auto piped = estimate_memory(p, s);
+  CHECK(std::none_of(piped.detail.begin(), piped.detail.end(),
+                     [](auto const& t) { return t.name.starts_with("ZeRO reduce buckets"); }));
+  s.dp = 8;
+  s.pp = 1;
+  s.zero = 0;
+  CHECK(estimate_memory(p, s).buffers.value() == 0);
+  p.training.contiguous_gradients = false;
+
   s.zero = 3;
   auto fsdp = estimate_memory(p, s);
   auto const layer = count_params(p.model).per_layer;
