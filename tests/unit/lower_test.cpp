@@ -963,7 +963,7 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(t.grad_sync == grad_sync_mode::per_micro_batch);
     CHECK(t.grad_precision == precision::fp32);
     CHECK_FALSE(t.fused_elementwise);
-    CHECK_FALSE(t.gradient_as_bucket_view);  // zero = 0 is PyTorch's DDP with its defaults
+    CHECK(t.gradient_as_bucket_view);  // zero = 0 is FSDP's NO_SHARD, not PyTorch's DDP
     auto const& l = p.framework.limits;
     CHECK(l.zero_stages == stages({0, 2, 3}));
     CHECK_FALSE(l.tensor_parallel);
