@@ -405,6 +405,7 @@ std::vector<calibration_run> load_calibration_runs(std::string const& path) {
     if (contains(prec, "BF16_Optimizer")) {
       rt.emplace_back("grad_reduce", "all_reduce");
       rt.emplace_back("grad_comm_precision", "bf16");
+      rt.emplace_back("contiguous_gradients", "false");  // its own fp32 buffers, no ZeRO buckets
     }
 
     // BigScience's tr11 job script exports CUDA_LAUNCH_BLOCKING=1 ("do not

@@ -140,6 +140,8 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   if (bf16_optimizer) {
     set(t, "training", "grad_reduce", identifier_value("all_reduce", key_at(zero_at)), key_at(zero_at));
     set(t, "training", "grad_precision", identifier_value("fp32", key_at(zero_at)), key_at(zero_at));
+    // Its fp32 gradients are its own buffers: no ZeRO reduce buckets.
+    set(t, "training", "contiguous_gradients", boolean_value(false, key_at(zero_at)), key_at(zero_at));
     bool const comm_written = config && config->find("communication_data_type");
     if (!comm_written)
       set(t, "training", "grad_comm_precision", identifier_value("bf16", key_at(zero_at)), key_at(zero_at));

@@ -212,6 +212,7 @@ TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on
   CHECK(p.training.grad_reduce_scatter == false);
   CHECK(p.training.grad_precision == precision::fp32);
   CHECK(p.training.grad_comm_precision == precision::bf16);  // communication_data_type unwritten: bf16
+  CHECK_FALSE(p.training.contiguous_gradients);  // the BF16_Optimizer's own fp32 buffers, no ZeRO buckets
   CHECK(s.micro_batch == 4);  // train_micro_batch_size_per_gpu
   CHECK(s.checkpoint == checkpoint_mode::none);
   auto const w = r.warnings();
