@@ -54,8 +54,15 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
                        lim.pipeline_max_zero, s.zero, s.pp);
   if (p.model.prec == precision::bf16 && s.zero < lim.bf16_min_zero)
     return fmt::format("{} runs bf16 with ZeRO-{} at least; the plan has zero = {}", fw, lim.bf16_min_zero, s.zero);
-  if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())
+  if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end()) {
+    bool const ops = std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), checkpoint_mode::ops) !=
+                     lim.checkpoint_modes.end();
+    if (s.checkpoint == checkpoint_mode::selective && ops)
+      return fmt::format("{} has no recomputation of the core attention alone (checkpoint = selective, Megatron's); "
+                         "its op-level selective checkpointing is checkpoint = ops",
+                         fw);
     return fmt::format("{} has no checkpoint = {}", fw, planner::name(s.checkpoint));
+  }
   if (s.tp > 1 && !lim.tensor_parallel) return fmt::format("{} has no tensor parallelism (tp = {})", fw, s.tp);
   if (s.pp > 1 && !lim.pipeline_parallel) return fmt::format("{} has no pipeline parallelism (pp = {})", fw, s.pp);
   if (s.virtual_stages > 1 && !lim.interleaving)
@@ -63,6 +70,10 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (s.cp > 1 && !lim.context_parallel) return fmt::format("{} has no context parallelism (cp = {})", fw, s.cp);
   if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
     return fmt::format("{} has no sequence parallelism (sequence_parallel = true)", fw);
+  if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
+    return fmt::format("{} always runs sequence parallelism with tensor parallelism (sequence_parallel = true)", fw);
+  if (s.zero == 0 && !lim.zero0_with_model_parallel && (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1))))
+    return fmt::format("{} replicates with zero = 0 only without tensor, pipeline or context parallelism", fw);
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
@@ -78,17 +89,6 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   if (m.prec == precision::fp4)
     return "torchtitan's NVFP4 converter (experimental, from 2026; torchtitan/components/quantization/nvfp4.py) is "
            "set in its Python configs, which this TOML job cannot name; its TOML quantizes to float8 (precision = fp8)";
-  if (s.checkpoint == checkpoint_mode::selective)
-    return "torchtitan has no recomputation of the core attention alone (checkpoint = selective, Megatron's); its "
-           "op-level selective checkpointing is checkpoint = ops";
-  if (s.zero == 0 && s.dp > 1 && (s.tp > 1 || s.pp > 1 || s.cp > 1))
-    return "torchtitan replicates with DDP (zero = 0) only without tensor, pipeline or context parallelism "
-           "(torchtitan/models/llama3/infra/parallelize.py: 'DDP has not supported > 1D parallelism')";
-  if (s.zero == 0 && s.cp > 1)
-    return "torchtitan shards the weights over the context-parallel ranks (FSDP over dp_shard x cp): zero = 0 with "
-           "cp > 1 is zero = 3 there";
-  if (s.tp > 1 && !s.sequence_parallel)
-    return "torchtitan always runs sequence parallelism with tensor parallelism (sequence_parallel = true)";
   if (s.order != planner::default_order)
     return fmt::format("torchtitan lays ranks out as tp-cp-dp-pp (its device mesh pp, dp_replicate, dp_shard, cp, "
                        "tp); the plan's order is {}",

@@ -381,6 +381,10 @@ struct framework_limits {
   bool interleaving = true;     ///< virtual_stages > 1
   bool context_parallel = true;
   bool sequence_parallel = true;  ///< sequence_parallel = true with tp > 1
+  bool tp_without_sequence_parallel = true;  ///< tp > 1 with sequence_parallel = false (torchtitan: never)
+  /// zero = 0 beside tensor, pipeline or context parallelism (torchtitan's
+  /// DDP is 1-D, and its context parallelism shards with FSDP: never).
+  bool zero0_with_model_parallel = true;
   bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
   /// In the enum's order, as lowering stores a set.
   std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,

@@ -366,6 +366,12 @@ framework_builder& framework_builder::pipeline_parallel(bool v) { return set("pi
 framework_builder& framework_builder::interleaving(bool v) { return set("interleaving", v, shown(v)); }
 framework_builder& framework_builder::context_parallel(bool v) { return set("context_parallel", v, shown(v)); }
 framework_builder& framework_builder::sequence_parallel(bool v) { return set("sequence_parallel", v, shown(v)); }
+framework_builder& framework_builder::tp_without_sequence_parallel(bool v) {
+  return set("tp_without_sequence_parallel", v, shown(v));
+}
+framework_builder& framework_builder::zero0_with_model_parallel(bool v) {
+  return set("zero0_with_model_parallel", v, shown(v));
+}
 framework_builder& framework_builder::hybrid_sharding(bool v) { return set("hybrid_sharding", v, shown(v)); }
 framework_builder& framework_builder::checkpoint_modes(std::initializer_list<checkpoint_mode> v) {
   key_setting set(std::initializer_list<std::string_view>{});

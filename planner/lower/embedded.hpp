@@ -295,6 +295,8 @@ class framework_builder {
   framework_builder& interleaving(bool v);
   framework_builder& context_parallel(bool v);
   framework_builder& sequence_parallel(bool v);
+  framework_builder& tp_without_sequence_parallel(bool v);
+  framework_builder& zero0_with_model_parallel(bool v);
   framework_builder& hybrid_sharding(bool v);
   framework_builder& checkpoint_modes(std::initializer_list<checkpoint_mode> v);
   framework_builder& dispatch_latency(seconds v);

@@ -254,6 +254,15 @@ class rules {
     if (s.cp > 1 && !lim.context_parallel) runs("cp", fmt::format("context parallelism (cp = {})", s.cp));
     if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
       runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
+    if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
+      runs("sequence_parallel", "tensor parallelism without sequence parallelism (sequence_parallel = false)");
+    if (s.zero == 0 && !lim.zero0_with_model_parallel &&
+        (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1))))
+      error("zero", [&] {
+        return fmt::format("framework '{}' replicates with zero = 0 only without tensor, pipeline or context "
+                           "parallelism (tp = {}, pp = {}, cp = {})",
+                           fw.name, s.tp, s.pp, s.cp);
+      });
     if (s.virtual_stages > 1 && !lim.interleaving)
       runs("virtual_stages", fmt::format("interleaved pipelines (virtual_stages = {})", s.virtual_stages));
     if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end())

@@ -173,6 +173,7 @@ class space_view {
       case form::range:
       case form::any:
         if (tp == 1 || !runs) return {false};
+        if (!p_.framework.limits.tp_without_sequence_parallel) return {true};
         if (c.f == form::set) return sorted_unique(c.values);
         return {false, true};
     }
@@ -231,6 +232,11 @@ class space_view {
     if (!lim.context_parallel) drop(cp_, [](std::int64_t v) { return v == 1; }, "context parallelism");
     if (!lim.sequence_parallel && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
       left_out_.push_back(fmt::format("framework '{}' does not run sequence parallelism: left out of the space", fw.name));
+    using sp_form = key_choice<bool>::form;
+    if (!lim.tp_without_sequence_parallel && spec_.sequence_parallel.f != sp_form::unset &&
+        spec_.sequence_parallel.f != sp_form::single && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
+      left_out_.push_back(fmt::format(
+          "framework '{}' does not run tensor parallelism without sequence parallelism: left out of the space", fw.name));
     drop(zero_,
          [&](std::int64_t z) {
            return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();

@@ -79,6 +79,31 @@ expect_contains "$TMP/searched" "tp 8, pp 1, cp 1, zero 0"
 expect_lacks "$TMP/searched" "sequence_parallel true"
 expect_lacks "$TMP/searched" "checkpoint selective"
 
+# torchtitan's limits in the check and the search: DDP (zero = 0) is 1-D,
+# tensor parallelism always comes with sequence parallelism, and its
+# selective checkpointing is not Megatron's core-attention recomputation.
+tt=(--set training.framework=torchtitan --set strategy.checkpoint=full)
+expect_status 1 "$DTPLAN" plans/1b_1node.dtp "${tt[@]}" --set strategy.zero=0 --set strategy.tp=2 --set strategy.dp=4 \
+  --strategy data_parallel
+expect_contains "$TMP/err" "error: framework 'torchtitan' replicates with zero = 0 only without tensor, pipeline or context parallelism (tp = 2, pp = 1, cp = 1)"
+expect_status 1 "$DTPLAN" plans/1b_1node.dtp "${tt[@]}" --set strategy.zero=3 --set strategy.tp=2 --set strategy.dp=4 \
+  --set strategy.sequence_parallel=false --strategy data_parallel
+expect_contains "$TMP/err" "error: framework 'torchtitan' does not run tensor parallelism without sequence parallelism (sequence_parallel = false)"
+expect_status 0 "$DTPLAN" plans/1b_1node.dtp --set training.framework=torchtitan --optimize --top 8 --explain
+expect_contains "$TMP/out" "framework 'torchtitan' does not run every checkpoint mode (only none, full, ops): left out of the space"
+grep -A1 "^plan 'search" "$TMP/out" >"$TMP/searched"
+expect_contains "$TMP/searched" "tp 2, pp 1, cp 1, zero 3"
+expect_lacks "$TMP/searched" "tp 2, pp 1, cp 1, zero 0"
+expect_lacks "$TMP/searched" "checkpoint selective"
+sp=(--set search.sequence_parallel=auto --set search.tp=2 --optimize --top 8)
+expect_status 0 "$DTPLAN" plans/1b_1node.dtp --set training.framework=torchtitan "${sp[@]}" --explain
+expect_contains "$TMP/out" "framework 'torchtitan' does not run tensor parallelism without sequence parallelism: left out of the space"
+grep -A1 "^plan 'search" "$TMP/out" >"$TMP/searched"
+expect_lacks "$TMP/searched" "sequence_parallel false"
+expect_status 0 "$DTPLAN" plans/1b_1node.dtp --set training.framework=megatron "${sp[@]}"
+grep -A1 "^plan 'search" "$TMP/out" >"$TMP/searched"
+expect_contains "$TMP/searched" "sequence_parallel false"
+
 # DeepSpeed's contiguous_gradients (its ZeRO-1/2 reduce buckets) travels
 # both ways in ds_config.json.
 expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed \
@@ -101,7 +126,8 @@ expect_status 0 "$DTPLAN" "$plan" --set cluster.gpu=B200 --from megatron "$TMP/f
 expect_contains "$TMP/out" "  precision         fp4"
 expect_status 2 "$DTPLAN" "$plan" "${fp4[@]}" --emit "$TMP/fp4ds" --framework deepspeed
 expect_contains "$TMP/err" "error: cannot write plan 'current' as a deepspeed job: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp4"
-expect_status 2 "$DTPLAN" "$plan" "${fp4[@]}" --set training.framework=torchtitan --set current.zero=3 --emit "$TMP/fp4tt"
+expect_status 2 "$DTPLAN" "$plan" "${fp4[@]}" --set training.framework=torchtitan --set current.zero=3 \
+  --set current.checkpoint=full --emit "$TMP/fp4tt"
 expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan job: torchtitan's NVFP4 converter (experimental, from 2026; torchtitan/components/quantization/nvfp4.py) is set in its Python configs, which this TOML job cannot name; its TOML quantizes to float8 (precision = fp8)"
 # On a GPU without fp4 tensor cores the job is refused where it says fp4.
 expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/fp4/megatron/args.txt" --quiet

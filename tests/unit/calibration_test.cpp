@@ -103,6 +103,7 @@ TEST_CASE("the calibration file loads every row with its strategy or a skip reas
                                                                           {"grad_precision", "fp32"},
                                                                           {"grad_reduce", "all_reduce"},
                                                                           {"grad_comm_precision", "bf16"},
+                                                                          {"contiguous_gradients", "false"},
                                                                           {"cuda_launch_blocking", "true"}});
   CHECK(bloom.prog.cluster.network_efficiency == 0.462);
   CHECK(bloom.assumptions.back() == "Omni-Path: NCCL over verbs at 46.2 % of the line rate (openucx/ucx#3196)");

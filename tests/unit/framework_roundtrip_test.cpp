@@ -130,8 +130,8 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "1b_1node.dtp data_parallel torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_1024_h100.dtp llama3_like torchtitan: 126 layers over 16 pipeline stages: 8 on stages 0-13, 7 "
       "on stages 14-15",
-      "405b_1024_h100.dtp search#1 torchtitan: torchtitan has no recomputation of the core attention alone "
-      "(checkpoint = selective, Megatron's); its op-level selective checkpointing is checkpoint = ops",
+      "405b_1024_h100.dtp search#1 torchtitan: torchtitan splits the layers evenly "
+      "(pipeline_parallel_layers_per_stage): 126 layers over 16 pipeline chunks is uneven",
       "405b_1024_h100.dtp sharded megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
       "405b_1024_h100.dtp llama3_like deepspeed: Megatron-DeepSpeed's pipeline needs --num-layers "
       "divisible by its 16 stages; it is 126",

@@ -869,6 +869,8 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(l.context_parallel);
     CHECK(l.interleaving);
     CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::full}));
+    CHECK(l.tp_without_sequence_parallel);
+    CHECK(l.zero0_with_model_parallel);
     CHECK(with_training("framework = megatron", "A100_SXM_80GB").training.attention_kernel == attention_backend::flash);
   }
   SECTION("megatron_2021: Megatron-LM of Narayanan 2021 and Korthikanti 2022") {
@@ -933,7 +935,12 @@ TEST_CASE("the catalog: every framework preset, its behaviours and what it runs"
     CHECK(l.zero_stages == stages({0, 3}));
     CHECK(l.hybrid_sharding);
     CHECK(l.pipeline_max_zero == 3);
-    CHECK(l.checkpoint_modes == framework_limits{}.checkpoint_modes);
+    // Its 'selective' per layer is not Megatron's core-attention recomputation;
+    // its per-operator one is checkpoint = ops.
+    CHECK(l.checkpoint_modes == modes({checkpoint_mode::none, checkpoint_mode::full, checkpoint_mode::ops}));
+    CHECK_FALSE(l.tp_without_sequence_parallel);  // SequenceParallel on the norms whenever tp > 1
+    CHECK_FALSE(l.zero0_with_model_parallel);     // its DDP is 1-D
+    CHECK(l.sequence_parallel);
   }
   SECTION("deepspeed: the pipeline engine with ZeRO <= 1, gradients all-reduced after the backward") {
     auto p = with_training("framework = deepspeed");
