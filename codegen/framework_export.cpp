@@ -80,6 +80,11 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   return std::nullopt;
 }
 
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The stage size that splits `layers` into `chunks` stages as dtplan does.
+std::int64_t torchtitan_layers_per_stage(std::int64_t layers, std::int64_t chunks) { return ceil_div(layers, chunks); }
+
 // What each configuration cannot express.
 std::optional<std::string> torchtitan_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
@@ -100,10 +105,18 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   auto const divisor = s.tp * (s.cp > 1 ? 2 * s.cp : 1);
   if (m.seq_len % divisor != 0)
     return fmt::format("torchtitan needs seq_len divisible by tp x 2 x cp = {}; it is {}", divisor, m.seq_len);
-  if (s.pp > 1 && m.layers % (s.pp * s.virtual_stages) != 0)
-    return fmt::format("torchtitan splits the layers evenly (pipeline_parallel_layers_per_stage): {} layers over "
-                       "{} pipeline chunks is uneven",
-                       m.layers, s.pp * s.virtual_stages);
+  if (s.pp > 1) {
+    // torchtitan makes ceil(layers / pipeline_parallel_layers_per_stage)
+    // stages and gives the first ones a layer more where the layers do not
+    // divide (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
+    // 257-296), dtplan's split; a chunk count no such size yields it cannot.
+    auto const chunks = s.pp * s.virtual_stages;
+    auto const per = torchtitan_layers_per_stage(m.layers, chunks);
+    if (ceil_div(m.layers, per) != chunks)
+      return fmt::format("torchtitan makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives "
+                         "the {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
+                         m.layers, chunks, s.pp, s.virtual_stages, per, ceil_div(m.layers, per));
+  }
   if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
     return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
            "= true, compile.enable)";
@@ -276,8 +289,9 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
     o.number("pipeline_parallel_microbatch_size", s.micro_batch);
-    o.number("pipeline_parallel_layers_per_stage", m.layers / (s.pp * s.virtual_stages));
-    o.comment("dtplan splits the layers evenly: neither the embedding nor the output counts as a layer.");
+    o.number("pipeline_parallel_layers_per_stage", torchtitan_layers_per_stage(m.layers, s.pp * s.virtual_stages));
+    o.comment("dtplan's split: neither the embedding nor the output counts as a layer; where the layers do not "
+              "divide, the first stages take one more.");
     o.number("pipeline_parallel_first_stage_less_layers", 0);
     o.number("pipeline_parallel_last_stage_less_layers", 0);
   }

@@ -104,6 +104,13 @@ expect_status 0 "$DTPLAN" plans/1b_1node.dtp --set training.framework=megatron "
 grep -A1 "^plan 'search" "$TMP/out" >"$TMP/searched"
 expect_contains "$TMP/searched" "sequence_parallel false"
 
+# torchtitan splits the layers into ceil(layers / layers_per_stage) stages,
+# the first a layer more where they do not divide: 32 layers over 12 chunks
+# is no such split.
+expect_status 2 "$DTPLAN" "$plan" --strategy current --set training.framework=torchtitan --set current.zero=3 \
+  --set current.pp=4 --set current.virtual_stages=3 --set current.dp=4 --set current.checkpoint=full --emit "$TMP/ttu"
+expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan job: torchtitan makes ceil(32 layers / pipeline_parallel_layers_per_stage) stages: no size gives the 12 pipeline chunks (pp x virtual_stages = 4 x 3; 3 a stage makes 11)"
+
 # DeepSpeed's contiguous_gradients (its ZeRO-1/2 reduce buckets) travels
 # both ways in ds_config.json.
 expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=deepspeed \
