@@ -60,6 +60,11 @@ enum class cross_entropy_kind { fused, unfused };
 /// SDPA's inputs, the keys and values expanded to the query's heads, and
 /// accumulates the gradients in fp32.
 enum class cp_comm_kind { p2p, allgather, alltoall };
+/// How a framework splits the layers over the pipeline's chunks: any way
+/// (dtplan's uneven split, the first chunks a layer more), into stages of
+/// one size whose count is ceil(layers / size) (torchtitan's
+/// pipeline_parallel_layers_per_stage), or evenly only.
+enum class pipeline_split_rule { uneven, stage_size, even };
 /// Megatron's layer implementation (`--transformer-impl`): Transformer
 /// Engine's modules, or Megatron's own (`local`: every Megatron-LM before
 /// 2023, and Megatron-DeepSpeed). It decides whose fused softmax the
@@ -385,6 +390,7 @@ struct framework_limits {
   /// zero = 0 beside tensor, pipeline or context parallelism (torchtitan's
   /// DDP is 1-D, and its context parallelism shards with FSDP: never).
   bool zero0_with_model_parallel = true;
+  pipeline_split_rule pipeline_split = pipeline_split_rule::uneven;
   bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
   /// In the enum's order, as lowering stores a set.
   std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,

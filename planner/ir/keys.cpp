@@ -610,6 +610,11 @@ std::vector<key_info> framework_keys() {
      .field = member<&framework_limits::zero0_with_model_parallel, framework>(), .default_value = true,
      .default_text = "true",
      .meaning = "it runs zero = 0 with dp > 1 beside tp or pp > 1, or with cp > 1 (torchtitan's DDP is 1-D: false)"},
+    {.block = k::framework, .name = "pipeline_split", .dom = d::choice,
+     .field = member<&framework_limits::pipeline_split, framework>(), .choices = {"uneven", "stage_size", "even"},
+     .default_value = std::int64_t{0}, .default_text = "uneven",
+     .meaning = "how it splits the layers over the pipeline's chunks: any way (the first chunks a layer more), in "
+                "stages of one size, ceil(layers / size) of them (torchtitan), or evenly only"},
     {.block = k::framework, .name = "sequence_parallel", .dom = d::boolean,
      .field = member<&framework_limits::sequence_parallel, framework>(), .default_value = true,
      .default_text = "true", .meaning = "it runs sequence_parallel = true (tp > 1); where it does not, a strategy's default is false"},

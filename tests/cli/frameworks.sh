@@ -106,9 +106,13 @@ expect_contains "$TMP/searched" "sequence_parallel false"
 
 # torchtitan splits the layers into ceil(layers / layers_per_stage) stages,
 # the first a layer more where they do not divide: 32 layers over 12 chunks
-# is no such split.
-expect_status 2 "$DTPLAN" "$plan" --strategy current --set training.framework=torchtitan --set current.zero=3 \
-  --set current.pp=4 --set current.virtual_stages=3 --set current.dp=4 --set current.checkpoint=full --emit "$TMP/ttu"
+# is no such split. The check says so for a torchtitan plan; the export for
+# another framework's plan written as a torchtitan job.
+ttu=(--strategy current --set current.zero=3 --set current.pp=4 --set current.virtual_stages=3 --set current.dp=4
+  --set current.checkpoint=full)
+expect_status 1 "$DTPLAN" "$plan" "${ttu[@]}" --set training.framework=torchtitan
+expect_contains "$TMP/err" "<--set>:1:9: error: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) of them: none gives 32 layers over 12 pipeline chunks (pp x virtual_stages = 4 x 3; 3 a stage makes 11)"
+expect_status 2 "$DTPLAN" "$plan" "${ttu[@]}" --set training.framework=generic --emit "$TMP/ttu" --framework torchtitan
 expect_contains "$TMP/err" "error: cannot write plan 'current' as a torchtitan job: torchtitan makes ceil(32 layers / pipeline_parallel_layers_per_stage) stages: no size gives the 12 pipeline chunks (pp x virtual_stages = 4 x 3; 3 a stage makes 11)"
 
 # DeepSpeed's contiguous_gradients (its ZeRO-1/2 reduce buckets) travels

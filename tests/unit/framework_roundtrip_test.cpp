@@ -137,8 +137,8 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "pipeline, not zero = 3 with pp = 2",
       "405b_1024_h100.dtp search#1 deepspeed: Megatron-DeepSpeed's pipeline needs --num-layers divisible "
       "by its 4 stages; it is 126",
-      "405b_gb200_nvl72.dtp mlperf_v50 torchtitan: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
-      "8 x 8): 2 on chunks 0-61, 1 on chunks 62-63",
+      "405b_gb200_nvl72.dtp mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
+      "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
       "405b_gb200_nvl72.dtp search#1 torchtitan: torchtitan runs asynchronous tensor parallelism only "
       "compiled (tp_comm_overlap needs fused_elementwise = true, compile.enable)",
       "405b_gb200_nvl72.dtp mlperf_v50 deepspeed: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
@@ -169,8 +169,8 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "pipelines (virtual_stages = 5)",
       "70b_16node_h100_ib.dtp[fp8] hsdp deepspeed: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8",
       "7b_2node.dtp[fp16] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
-      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 torchtitan: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
-      "8 x 8): 2 on chunks 0-61, 1 on chunks 62-63",
+      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
+      "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
       "405b_gb200_nvl72.dtp[fp4] mlperf_v50 deepspeed: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
       "8 x 8): 2 on chunks 0-61, 1 on chunks 62-63",
       "70b_16node_h100_ib.dtp[zero3] megatron_3d megatron: framework 'megatron' runs ZeRO stage 0 or 1, "
