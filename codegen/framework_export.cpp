@@ -72,18 +72,13 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
     return fmt::format("{} has no sequence parallelism (sequence_parallel = true)", fw);
   if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
     return fmt::format("{} always runs sequence parallelism with tensor parallelism (sequence_parallel = true)", fw);
-  if (s.zero == 0 && !lim.zero0_with_model_parallel && (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1))))
+  if (!lim.zero0_with_model_parallel && planner::zero0_beside_model_parallel(s))
     return fmt::format("{} replicates with zero = 0 only without tensor, pipeline or context parallelism", fw);
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
   return std::nullopt;
 }
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// The stage size that splits `layers` into `chunks` stages as dtplan does.
-std::int64_t torchtitan_layers_per_stage(std::int64_t layers, std::int64_t chunks) { return ceil_div(layers, chunks); }
 
 // What each configuration cannot express.
 std::optional<std::string> torchtitan_refusal(planner::program const& p, planner::plan const& pl) {
@@ -111,11 +106,13 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
     // divide (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
     // 257-296), dtplan's split; a chunk count no such size yields it cannot.
     auto const chunks = s.pp * s.virtual_stages;
-    auto const per = torchtitan_layers_per_stage(m.layers, chunks);
-    if (ceil_div(m.layers, per) != chunks)
+    auto const tt = planner::catalog_framework(planner::preset(job_format::torchtitan));
+    if (tt && !planner::splits_layers(tt->limits, m.layers, chunks)) {
+      auto const per = planner::stage_size(m.layers, chunks);
       return fmt::format("torchtitan makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives "
                          "the {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
-                         m.layers, chunks, s.pp, s.virtual_stages, per, ceil_div(m.layers, per));
+                         m.layers, chunks, s.pp, s.virtual_stages, per, planner::stage_size(m.layers, per));
+    }
   }
   if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
     return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
@@ -289,7 +286,7 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
     o.number("pipeline_parallel_microbatch_size", s.micro_batch);
-    o.number("pipeline_parallel_layers_per_stage", torchtitan_layers_per_stage(m.layers, s.pp * s.virtual_stages));
+    o.number("pipeline_parallel_layers_per_stage", planner::stage_size(m.layers, s.pp * s.virtual_stages));
     o.comment("dtplan's split: neither the embedding nor the output counts as a layer; where the layers do not "
               "divide, the first stages take one more.");
     o.number("pipeline_parallel_first_stage_less_layers", 0);

@@ -55,6 +55,25 @@ char const* name(cross_entropy_kind c) {
   }
   return "?";
 }
+std::int64_t stage_size(std::int64_t layers, std::int64_t chunks) { return (layers + chunks - 1) / chunks; }
+
+bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks) {
+  if (layers % chunks == 0) return true;
+  switch (lim.pipeline_split) {
+    case pipeline_split_rule::uneven: return true;
+    case pipeline_split_rule::even: return false;
+    case pipeline_split_rule::stage_size: {
+      auto const per = stage_size(layers, chunks);
+      return stage_size(layers, per) == chunks;
+    }
+  }
+  return true;
+}
+
+bool zero0_beside_model_parallel(strategy const& s) {
+  return s.zero == 0 && (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1)));
+}
+
 char const* name(cp_comm_kind c) {
   switch (c) {
     case cp_comm_kind::p2p: return "p2p";

@@ -466,6 +466,17 @@ struct strategy {
   friend bool operator==(strategy const&, strategy const&) = default;
 };
 
+/// The stage size whose ceil(layers / size) stages are `chunks` with the
+/// first a layer more: ceil(layers / chunks) (torchtitan's
+/// pipeline_parallel_layers_per_stage).
+std::int64_t stage_size(std::int64_t layers, std::int64_t chunks);
+/// Whether a framework with `lim` splits `layers` over `chunks` pipeline
+/// chunks as dtplan costs them (the first chunks a layer more).
+bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks);
+/// zero = 0 replicating beside tensor or pipeline parallelism, or with
+/// context parallelism (what `zero0_with_model_parallel` permits).
+bool zero0_beside_model_parallel(strategy const& s);
+
 /// What a strategy block says of one key, whatever the key's type: nothing
 /// (the default), one value, a set `{...}`, a range `a..b` (integer keys
 /// only) or `auto`; and where it was written.

@@ -163,21 +163,6 @@ class rules {
 
   }
 
-  // Whether the framework splits the layers unevenly over `chunks` chunks
-  // as dtplan costs it (the first chunks a layer more).
-  [[nodiscard]] bool split_runs(std::int64_t chunks) const {
-    std::int64_t const layers = p_.model.layers;
-    switch (p_.framework.limits.pipeline_split) {
-      case pipeline_split_rule::uneven: return true;
-      case pipeline_split_rule::even: return false;
-      case pipeline_split_rule::stage_size: {
-        std::int64_t const per = (layers + chunks - 1) / chunks;
-        return (layers + per - 1) / per == chunks;
-      }
-    }
-    return true;
-  }
-
   // Pipeline chunks: no more than layers; interleaving needs a pipeline.
   void pipeline(strategy const& s) {
     model const& m = p_.model;
@@ -194,18 +179,18 @@ class rules {
       else
         error("pp",
               [&] { return fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers); });
-    } else if (m.layers % chunks != 0 && !split_runs(chunks)) {
+    } else if (!splits_layers(p_.framework.limits, m.layers, chunks)) {
       auto const& fw = p_.framework;
       error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
         if (fw.limits.pipeline_split == pipeline_split_rule::even)
           return fmt::format("framework '{}' splits the layers evenly: {} layers over {} pipeline chunks (pp x "
                              "virtual_stages = {} x {}) do not divide",
                              fw.name, m.layers, chunks, s.pp, s.virtual_stages);
-        auto const per = (m.layers + chunks - 1) / chunks;
+        auto const per = stage_size(m.layers, chunks);
         return fmt::format("framework '{}' splits the layers into stages of one size, ceil(layers / size) of them: "
                            "none gives {} layers over {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage "
                            "makes {})",
-                           fw.name, m.layers, chunks, s.pp, s.virtual_stages, per, (m.layers + per - 1) / per);
+                           fw.name, m.layers, chunks, s.pp, s.virtual_stages, per, stage_size(m.layers, per));
       });
     } else if (m.layers % chunks != 0) {
       warning(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
@@ -284,8 +269,7 @@ class rules {
       runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
     if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
       runs("sequence_parallel", "tensor parallelism without sequence parallelism (sequence_parallel = false)");
-    if (s.zero == 0 && !lim.zero0_with_model_parallel &&
-        (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1))))
+    if (!lim.zero0_with_model_parallel && zero0_beside_model_parallel(s))
       error("zero", [&] {
         return fmt::format("framework '{}' replicates with zero = 0 only without tensor, pipeline or context "
                            "parallelism (tp = {}, pp = {}, cp = {})",
