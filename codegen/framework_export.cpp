@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "codegen/escape.hpp"
@@ -130,6 +131,30 @@ bool padded_split(planner::program const& p, planner::plan const& pl) {
   return pl.s.pp > 1 && p.model.layers % chunks != 0 && (p.model.layers + 2) % chunks == 0;
 }
 
+// dtplan's uneven split (the first chunks a layer more) as Megatron-Core's
+// --pipeline-model-parallel-layout (core_v0.13.0 and later: megatron/core/
+// transformer/pipeline_parallel_layer_layout.py): one '|'-separated stage a
+// chunk in chunk order (stage k on pipeline rank k % pp, virtual stage k /
+// pp), 't' a transformer layer, the embedding 'E' first and the loss 'L'
+// last; commas are cosmetic. "E,t*6|t*6|t*5|t*5|t*5|t*5,L" is 32 layers over
+// pp 2 x 3 virtual stages.
+std::string megatron_layout(std::int64_t layers, std::int64_t chunks) {
+  std::string out = "E,";
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    if (c > 0) out += '|';
+    auto const n = planner::layers_of_chunk(layers, chunks, c);
+    if (n == 1) out += 't';
+    else if (n > 1) out += fmt::format("t*{}", n);
+  }
+  return out + ",L";
+}
+
+// Whether the plan's split needs the layout: uneven, and not the padded one.
+bool layout_split(planner::program const& p, planner::plan const& pl) {
+  auto const chunks = pl.s.pp * pl.s.virtual_stages;
+  return pl.s.pp > 1 && p.model.layers % chunks != 0 && !padded_split(p, pl);
+}
+
 std::optional<std::string> megatron_refusal(planner::program const& p, planner::plan const& pl) {
   auto const& s = pl.s;
   if (p.model.position == planner::position_kind::alibi)
@@ -140,16 +165,6 @@ std::optional<std::string> megatron_refusal(planner::program const& p, planner::
     return fmt::format("Megatron-LM lays ranks out as tp-cp-dp-pp, or tp-cp-pp-dp with --use-tp-pp-dp-mapping; "
                        "the plan's order is {}",
                        planner::to_string(s.order));
-  auto const chunks = s.pp * s.virtual_stages;
-  if (s.pp > 1 && p.model.layers % chunks != 0 && !padded_split(p, pl)) {
-    if (s.virtual_stages > 1)
-      return fmt::format("Megatron-LM gives every virtual stage the same layers, the embedding and the loss "
-                         "counting as one each at most: {} layers over {} chunks is uneven",
-                         p.model.layers, chunks);
-    return fmt::format("Megatron-LM needs --num-layers divisible by the pipeline's {} stages, or --num-layers + 2 "
-                       "with the embedding and the loss as a layer each; it is {}",
-                       s.pp, p.model.layers);
-  }
   if (auto shard = hybrid_shard(pl); shard && pl.shape->sync.size % *shard != 0)
     return "Megatron-LM's distributed-optimizer instances must split the data-parallel ranks evenly";
   return std::nullopt;
@@ -168,9 +183,15 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
   if (hybrid_shard(pl) && s.zero < 3)
     return "DeepSpeed shards ZeRO-1 and ZeRO-2 state over every data-parallel rank; a smaller shard group "
            "(MiCS, zero_optimization.mics_shard_size) is ZeRO-3's";
-  if (s.pp > 1 && p.model.layers % s.pp != 0)
-    return fmt::format("Megatron-DeepSpeed's pipeline needs --num-layers divisible by its {} stages; it is {}", s.pp,
-                       p.model.layers);
+  // Layers that do not divide over the stages it runs as dtplan costs them:
+  // with pp > 1 pretrain_gpt.py builds GPTModelPipe (MDS 4efb479
+  // pretrain_gpt.py:51-55), whose PipelineModule splits by
+  // partition_method='type:transformer' (megatron/model/gpt_model.py:463),
+  // DeepSpeed's linear partition of the transformer layers (DS v0.17.5
+  // runtime/pipe/module.py:409-414, runtime/utils.py:583-620): the first
+  // stages a layer more (70 over 12: 6 on stages 0-9, 5 on 10-11, BLOOM's
+  // split). Megatron's even-split assertion (megatron/model/transformer.py:1613) is on
+  // the path without the pipeline engine.
   return std::nullopt;
 }
 
@@ -336,8 +357,13 @@ struct argument {
 class argument_list {
  public:
   void comment(std::string_view line) { lines_ += fmt::format("# {}\n", comment_text(line)); }
+  // A value the shell would split or expand is one quoted word (launch.sh
+  // reads args.txt as the shell splits it).
   void add(std::string flag, std::string value = {}) {
-    lines_ += value.empty() ? flag + "\n" : fmt::format("{} {}\n", flag, value);
+    bool const plain = std::all_of(value.begin(), value.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-+.,:/=@%").find(c) != std::string_view::npos;
+    });
+    lines_ += value.empty() ? flag + "\n" : fmt::format("{} {}\n", flag, plain ? value : shell_quote(value));
   }
   void add(std::string flag, std::int64_t v) { add(std::move(flag), fmt::format("{}", v)); }
   [[nodiscard]] std::string const& str() const { return lines_; }
@@ -385,8 +411,19 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
   bool const padded = !deepspeed && padded_split(p, pl);
-  if (s.virtual_stages > 1 && padded) a.add("--num-virtual-stages-per-pipeline-rank", s.virtual_stages);
-  else if (s.virtual_stages > 1) a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
+  bool const layout = !deepspeed && layout_split(p, pl);
+  if (layout) {
+    // The layout names the virtual stages too: Megatron takes it alone
+    // (core_v0.13.0 megatron/training/arguments.py:496-519).
+    a.comment(fmt::format("{} layers over {} pipeline chunks, the first {} a layer more: a stage a chunk, "
+                          "core_v0.13.0 or later.",
+                          m.layers, s.pp * s.virtual_stages, m.layers % (s.pp * s.virtual_stages)));
+    a.add("--pipeline-model-parallel-layout", megatron_layout(m.layers, s.pp * s.virtual_stages));
+  } else if (s.virtual_stages > 1 && padded) {
+    a.add("--num-virtual-stages-per-pipeline-rank", s.virtual_stages);
+  } else if (s.virtual_stages > 1) {
+    a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
+  }
   if (padded) {
     a.add("--account-for-embedding-in-pipeline-split");
     a.add("--account-for-loss-in-pipeline-split");

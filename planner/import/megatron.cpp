@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "planner/import/translate.hpp"
 #include "planner/ir/ir.hpp"
@@ -46,6 +48,146 @@ bool set_megatron_choice(job_reader& job, entry const& e, std::string_view key,
   else
     not_modelled(t, e, what, *v, costed_as);
   return true;
+}
+
+// Megatron-Core's --pipeline-model-parallel-layout unrolled as
+// PipelineParallelLayerLayout.parse_str_to_list does it (core_v0.13.0
+// megatron/core/transformer/pipeline_parallel_layer_layout.py:228-260):
+// commas dropped, then every "(x)*n" written n times, then every "c*n";
+// the stages are what '|' separates. nullopt past `limit` characters.
+std::optional<std::string> unroll_layout(std::string_view text, std::size_t limit) {
+  std::string s;
+  for (char c : text)
+    if (c != ',') s += c;
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  // The count that starts at s[at], and where it ends; nullopt past `limit`.
+  auto count = [&](std::string const& from, std::size_t at, std::size_t& end) -> std::optional<std::size_t> {
+    std::size_t n = 0;
+    for (end = at; end < from.size() && is_digit(from[end]); ++end) {
+      n = n * 10 + static_cast<std::size_t>(from[end] - '0');
+      if (n > limit) return std::nullopt;
+    }
+    return n;
+  };
+  auto repeat = [&](std::string& out, std::string_view what, std::size_t n) {
+    if (what.size() * n > limit - std::min(limit, out.size())) return false;
+    for (std::size_t k = 0; k < n; ++k) out += what;
+    return true;
+  };
+  std::string groups;  // after r'\(([^)]+)\)\*(\d+)'
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == '(') {
+      auto const close = s.find(')', i + 1);
+      if (close != std::string::npos && close > i + 1 && close + 2 < s.size() && s[close + 1] == '*' &&
+          is_digit(s[close + 2])) {
+        std::size_t end = 0;
+        auto n = count(s, close + 2, end);
+        if (!n || !repeat(groups, std::string_view(s).substr(i + 1, close - i - 1), *n)) return std::nullopt;
+        i = end;
+        continue;
+      }
+    }
+    groups += s[i++];
+    if (groups.size() > limit) return std::nullopt;
+  }
+  std::string out;  // after r'(.)\*(\d+)'
+  for (std::size_t i = 0; i < groups.size();) {
+    if (i + 2 < groups.size() && groups[i + 1] == '*' && is_digit(groups[i + 2])) {
+      std::size_t end = 0;
+      auto n = count(groups, i + 2, end);
+      if (!n || !repeat(out, std::string_view(groups).substr(i, 1), *n)) return std::nullopt;
+      i = end;
+      continue;
+    }
+    out += groups[i++];
+    if (out.size() > limit) return std::nullopt;
+  }
+  return out;
+}
+
+// The virtual stages of a --pipeline-model-parallel-layout over `pp`
+// stages of `layers` layers (0: not known), checked as Megatron checks it
+// (core_v0.13.0 megatron/training/arguments.py:509-519,
+// pipeline_parallel_layer_layout.py:20-110); a warning where its split is
+// not dtplan's, which costs the plan. nullopt after an error.
+std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::int64_t pp, std::int64_t layers) {
+  auto& t = job.out();
+  auto const at = job.value_at(&e);
+  auto text = job.text(e);
+  if (!text) return std::nullopt;
+  constexpr std::size_t limit = 1 << 20;
+  auto unrolled = unroll_layout(*text, limit);
+  if (!unrolled) {
+    t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' unrolls to more than {} layers", limit));
+    return std::nullopt;
+  }
+  std::vector<std::string_view> stages;
+  std::string_view rest = *unrolled;
+  for (;;) {
+    auto const bar = rest.find('|');
+    stages.push_back(rest.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  std::int64_t embeddings = 0, losses = 0, decoders = 0, mtp = 0;
+  for (char c : *unrolled) {
+    switch (c) {
+      case 'E': ++embeddings; break;
+      case 'L': ++losses; break;
+      case 't': ++decoders; break;
+      case 'm': ++mtp; break;
+      case '|': break;
+      default:
+        t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has '{}' where Megatron-LM reads E "
+                                      "(embedding), t (transformer layer), m (MTP layer), L (loss) and '|'",
+                                      dsl::escaped(std::string(1, c))));
+        return std::nullopt;
+    }
+  }
+  auto const chunks = static_cast<std::int64_t>(stages.size());
+  if (chunks % pp != 0) {
+    t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has {} stages, not a multiple of the "
+                                  "pipeline's {}",
+                                  chunks, pp));
+    return std::nullopt;
+  }
+  if (embeddings != 1 || losses != 1 || unrolled->front() != 'E' || unrolled->back() != 'L') {
+    t.diags.error(at, "'--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, "
+                      "each written once");
+    return std::nullopt;
+  }
+  if (layers > 0 && decoders != layers) {
+    t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' places {} transformer layers; the model has {}",
+                                  decoders, layers));
+    return std::nullopt;
+  }
+  if (mtp > 0)
+    t.diags.warning(at, "multi-token prediction layers (m) are not modelled: costed without them");
+  // Megatron's split against dtplan's, by the most loaded pipeline rank (the
+  // stage that bounds the step).
+  auto const total = decoders;
+  bool same = true;
+  std::vector<std::int64_t> theirs(static_cast<std::size_t>(pp)), ours(static_cast<std::size_t>(pp));
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto const n = static_cast<std::int64_t>(std::count(stages[static_cast<std::size_t>(c)].begin(),
+                                                        stages[static_cast<std::size_t>(c)].end(), 't'));
+    auto const mine = layers_of_chunk(total, chunks, c);
+    same = same && n == mine;
+    theirs[static_cast<std::size_t>(c % pp)] += n;
+    ours[static_cast<std::size_t>(c % pp)] += mine;
+  }
+  if (!same) {
+    auto const mine = *std::max_element(ours.begin(), ours.end());
+    auto const layout = *std::max_element(theirs.begin(), theirs.end());
+    auto const split = total % chunks == 0 ? fmt::format("{} each", total / chunks)
+                                           : fmt::format("the first {} a layer more", total % chunks);
+    t.diags.warning(at, fmt::format("costed as dtplan's split of {} layers over {} chunks, {}, whose most loaded "
+                                    "pipeline rank has {} layers{}",
+                                    total, chunks, split, mine,
+                                    mine == layout ? std::string(", as the layout's has")
+                                                   : fmt::format("; the layout's has {}", layout)));
+  }
+  return chunks / pp;
 }
 
 }  // namespace
@@ -275,6 +417,26 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     if (v) c.virtual_stages = *v;
     else if (n && layers > 0 && *n > 0 && *c.pp > 0) c.virtual_stages = std::max<std::int64_t>(1, layers / (*c.pp * *n));
     auto const* at = ve ? ve : e;
+    // A stage a chunk, written out (core_v0.13.0 and later); it names the
+    // virtual stages itself and takes no other split argument
+    // (arguments.py:496-507; transformer_config.py:874-891).
+    if (auto const* layout = deepspeed ? nullptr : job.find("--pipeline-model-parallel-layout")) {
+      entry const* other = e ? e : ve;
+      for (auto flag : {"--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+                        "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+        if (!other) other = job.find(flag);
+      if (other) {
+        t.diags.error(other->key_where, fmt::format("'{}' and '--pipeline-model-parallel-layout' are both written "
+                                                    "(Megatron-LM takes the layout alone)",
+                                                    other->key));
+        failed = true;
+      } else if (auto vpp = read_layout(job, *layout, *c.pp > 0 ? *c.pp : 1, layers)) {
+        c.virtual_stages = *vpp;
+        at = layout;
+      } else {
+        failed = true;
+      }
+    }
     set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));
   }
   // The embedding and the loss counted as a layer each in the pipeline's

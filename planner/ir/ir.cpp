@@ -56,6 +56,9 @@ char const* name(cross_entropy_kind c) {
   return "?";
 }
 std::int64_t stage_size(std::int64_t layers, std::int64_t chunks) { return (layers + chunks - 1) / chunks; }
+std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
+  return layers / chunks + (c < layers % chunks ? 1 : 0);
+}
 
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks) {
   if (layers % chunks == 0) return true;

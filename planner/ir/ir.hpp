@@ -470,6 +470,10 @@ struct strategy {
 /// first a layer more: ceil(layers / chunks) (torchtitan's
 /// pipeline_parallel_layers_per_stage).
 std::int64_t stage_size(std::int64_t layers, std::int64_t chunks);
+/// The layers of pipeline chunk `c` in dtplan's split of `layers` over
+/// `chunks` chunks: layers / chunks each, the first layers % chunks a layer
+/// more ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").
+std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
 /// Whether a framework with `lim` splits `layers` over `chunks` pipeline
 /// chunks as dtplan costs them (the first chunks a layer more).
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks);

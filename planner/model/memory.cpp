@@ -77,8 +77,9 @@ std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) {
 }
 
 std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chunks) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), layers / chunks);
-  for (std::int64_t c = 0; c < layers % chunks; ++c) ++out[static_cast<std::size_t>(c)];
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(chunks));
+  for (std::int64_t c = 0; c < chunks; ++c) out.push_back(layers_of_chunk(layers, chunks, c));
   return out;
 }
 

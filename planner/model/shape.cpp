@@ -8,10 +8,6 @@
 
 namespace dtplan::planner {
 
-std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
-  return layers / chunks + (c < layers % chunks ? 1 : 0);
-}
-
 std::int64_t strategy_shape::chunk_layers(std::int64_t c) const {
   return layers_of_chunk(prog->model.layers, chunks, c);
 }

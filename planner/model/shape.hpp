@@ -156,8 +156,4 @@ shape_groups groups_of(program const& p, strategy const& s);
 /// memory and the search's bounds read, without placing any group.
 shape_groups group_sizes_of(program const& p, strategy const& s);
 
-/// Layers per pipeline chunk when `layers` are spread over `chunks` chunks
-/// ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").
-std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
-
 }  // namespace dtplan::planner

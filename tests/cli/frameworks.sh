@@ -195,6 +195,56 @@ mkdir "$TMP/nemo" && cp "$pub/config_DGXH100_64x8x128x4x8_mbs2.sh" "$TMP/nemo/"
 expect_status 2 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh" --quiet
 expect_contains "$TMP/err" "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh:19:12: error: cannot read '$TMP/nemo/config_common.sh'"
 
+# An uneven split runs on Megatron-Core as --pipeline-model-parallel-layout
+# (a stage a chunk, the first chunks a layer more), one quoted word in
+# args.txt that launch.sh hands to pretrain_gpt.py whole, and reads back.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set current.pp=2 --set current.dp=8 \
+  --set current.virtual_stages=3 --emit "$TMP/ue" --quiet
+expect_contains "$TMP/ue/megatron/args.txt" "--pipeline-model-parallel-layout 'E,t*6|t*6|t*5|t*5|t*5|t*5,L'"
+expect_lacks "$TMP/ue/megatron/args.txt" "virtual-pipeline"
+mkdir "$TMP/bin" && printf '#!/bin/sh\nprintf "[%%s]\\n" "$@"\n' >"$TMP/bin/torchrun" && chmod +x "$TMP/bin/torchrun"
+expect_status 0 env PATH="$TMP/bin:$PATH" NODE_RANK=0 bash "$TMP/ue/megatron/launch.sh" --data-path 'a b'
+expect_contains "$TMP/out" "[E,t*6|t*6|t*5|t*5|t*5|t*5,L]"
+expect_contains "$TMP/out" "[a b]"
+expect_contains "$TMP/out" "[pretrain_gpt.py]"
+expect_lacks "$TMP/out" "'"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/ue/megatron/args.txt"
+expect_contains "$TMP/out" "dp 8, tp 1, pp 2, cp 1, zero 1, shard all, checkpoint selective, micro_batch 1, virtual_stages 3,"
+expect_lacks "$TMP/err" "costed as dtplan's split"
+layout() {  # LAYOUT: args.txt with it in place of the plan's
+  sed "s/^--pipeline-model-parallel-layout .*/--pipeline-model-parallel-layout '$1'/" "$TMP/ue/megatron/args.txt" \
+    >"$TMP/layout.txt"
+}
+layout 'E|(t*16|)*2L'
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "layout.txt:25:34: warning: costed as dtplan's split of 32 layers over 4 chunks, 8 each, whose most loaded pipeline rank has 16 layers, as the layout's has"
+expect_contains "$TMP/out" "virtual_stages 2,"
+layout 'E,t*7|t*6|t*5|t*5|t*5|t*4,L'
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "warning: costed as dtplan's split of 32 layers over 6 chunks, the first 2 a layer more, whose most loaded pipeline rank has 16 layers; the layout's has 17"
+layout 'E,t*6|t*6|t*5|t*5|t*5|t*4,L'
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "layout.txt:25:34: error: '--pipeline-model-parallel-layout' places 31 transformer layers; the model has 32"
+layout 'E|(t*8|)*3,t*8,L'
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' has 5 stages, not a multiple of the pipeline's 2"
+layout 't*16|t*16,L'
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, each written once"
+layout 'E,t*16|T*16,L'
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' has 'T' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
+layout 'E,t*99999999999999999999|t,L'
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' unrolls to more than 1048576 layers"
+layout 'E,t*16|t*16,m,L'
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "warning: multi-token prediction layers (m) are not modelled: costed without them"
+layout 'E,t*16|t*16,L'
+printf -- '--account-for-loss-in-pipeline-split\n' >>"$TMP/layout.txt"
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_contains "$TMP/err" "layout.txt:35:1: error: '--account-for-loss-in-pipeline-split' and '--pipeline-model-parallel-layout' are both written (Megatron-LM takes the layout alone)"
+
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,
 # and bash parses the launch scripts without running anything of it.

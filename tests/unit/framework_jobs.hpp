@@ -97,6 +97,9 @@ inline std::vector<framework_case> framework_cases() {
             false);
   add_cases(out, plans + "7b_2node.dtp", {"current.shard=node"}, "hybrid", false);
   add_cases(out, plans + "7b_2node.dtp", {"current.zero=3", "current.checkpoint=ops"}, "ops", false);
+  // An uneven interleaved split: Megatron-Core's --pipeline-model-parallel-layout.
+  add_cases(out, plans + "7b_2node.dtp", {"current.pp=2", "current.dp=8", "current.virtual_stages=3"}, "uneven",
+            false);
   // Rotary as torchtitan's complex numbers run it: no other framework's job
   // can say it.
   add_cases(out, plans + "7b_2node.dtp", {"training.fused_rotary=false"}, "complex_rotary", false);

@@ -59,7 +59,11 @@ void round_trip(test::framework_case const& c, outcome& out) {
   auto const f = c.format;
   auto const& path = c.path;
   if (!pl.valid) {
-    out.refused.push_back(fmt::format("{}: {}", label, pl.errors.front().message));
+    // The first error (`errors` holds the plan's warnings too).
+    auto it = std::find_if(pl.errors.begin(), pl.errors.end(),
+                           [](dsl::diagnostic const& d) { return d.level == dsl::severity::error; });
+    REQUIRE(it != pl.errors.end());
+    out.refused.push_back(fmt::format("{}: {}", label, it->message));
     return;
   }
   if (auto why = codegen::export_refusal(f, p, pl)) {
@@ -128,21 +132,15 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "13b_4node_a100_ethernet.dtp tp_in_node torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, "
       "not zero = 1",
       "1b_1node.dtp data_parallel torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
-      "405b_1024_h100.dtp llama3_like torchtitan: 126 layers over 16 pipeline stages: 8 on stages 0-13, 7 "
-      "on stages 14-15",
+      "405b_1024_h100.dtp llama3_like torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_1024_h100.dtp sharded megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
-      "405b_1024_h100.dtp llama3_like deepspeed: Megatron-DeepSpeed's pipeline needs --num-layers "
-      "divisible by its 16 stages; it is 126",
       "405b_1024_h100.dtp sharded deepspeed: framework 'deepspeed' runs ZeRO stage 1 at most with a "
       "pipeline, not zero = 3 with pp = 2",
-      "405b_1024_h100.dtp search#1 deepspeed: Megatron-DeepSpeed's pipeline needs --num-layers divisible "
-      "by its 4 stages; it is 126",
       "405b_gb200_nvl72.dtp mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
       "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
       "405b_gb200_nvl72.dtp search#1 torchtitan: torchtitan runs asynchronous tensor parallelism only "
       "compiled (tp_comm_overlap needs fused_elementwise = true, compile.enable)",
-      "405b_gb200_nvl72.dtp mlperf_v50 deepspeed: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
-      "8 x 8): 2 on chunks 0-61, 1 on chunks 62-63",
+      "405b_gb200_nvl72.dtp mlperf_v50 deepspeed: framework 'deepspeed' does not run context parallelism (cp = 2)",
       "405b_gb200_nvl72.dtp search#1 deepspeed: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8",
       "70b_16node_h100_ib.dtp megatron_3d torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not "
       "zero = 1",
@@ -171,8 +169,8 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "7b_2node.dtp[fp16] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_gb200_nvl72.dtp[fp4] mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
       "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
-      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 deepspeed: 126 layers over 64 pipeline chunks (pp x virtual_stages = "
-      "8 x 8): 2 on chunks 0-61, 1 on chunks 62-63",
+      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 deepspeed: framework 'deepspeed' does not run context parallelism "
+      "(cp = 2)",
       "70b_16node_h100_ib.dtp[zero3] megatron_3d megatron: framework 'megatron' runs ZeRO stage 0 or 1, "
       "not zero = 3",
       "70b_16node_h100_ib.dtp[zero3] hsdp megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero "
@@ -184,6 +182,9 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "data-parallel rank; a smaller shard group (MiCS, zero_optimization.mics_shard_size) is ZeRO-3's",
       "7b_2node.dtp[ops] current megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
       "7b_2node.dtp[ops] current deepspeed: framework 'deepspeed' does not run checkpoint = ops",
+      "7b_2node.dtp[uneven] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
+      "7b_2node.dtp[uneven] current deepspeed: framework 'deepspeed' does not run interleaved pipelines "
+      "(virtual_stages = 3)",
       "7b_2node.dtp[complex_rotary] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not "
       "zero = 1",
       "8b_torchtitan_h100.dtp[cp_ring] fsdp megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
@@ -207,7 +208,7 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "optimizer_state_precision = bf16; a deepspeed job cannot say it and runs fp32",
   };
   CHECK(out.approximated == approximated);
-  CHECK(out.round_trips == 52);
+  CHECK(out.round_trips == 55);
 }
 
 TEST_CASE("a reduce precision apart from the kept one survives a DeepSpeed job, and only a DeepSpeed job") {

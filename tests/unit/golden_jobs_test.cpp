@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,8 @@ struct job_case {
   char const* plan;      // under plans/
   char const* strategy;  // a fixed strategy of it
   planner::job_format format;
+  char const* tag = nullptr;                // names a variant: <plan>.<strategy>.<framework>.<tag>/
+  std::array<char const*, 3> settings{};    // the variant's --set settings
 };
 
 constexpr job_case cases[] = {
@@ -33,6 +36,9 @@ constexpr job_case cases[] = {
     {"7b_2node", "current", planner::job_format::megatron},
     {"70b_16node_h100_ib", "megatron_3d", planner::job_format::megatron},
     {"405b_1024_h100", "llama3_like", planner::job_format::megatron},  // 126 + 2 layers over 16 stages
+    // 32 layers over 2 x 3 chunks: --pipeline-model-parallel-layout.
+    {"7b_2node", "current", planner::job_format::megatron, "uneven",
+     {"current.pp=2", "current.dp=8", "current.virtual_stages=3"}},
     {"7b_2node", "current", planner::job_format::deepspeed},
     {"70b_16node_h100_ib", "hsdp", planner::job_format::deepspeed},
 };
@@ -50,7 +56,8 @@ TEST_CASE("the exported jobs of plans/ match tests/golden/jobs/") {
   bool const rebase = std::getenv("DTPLAN_REBASE") != nullptr && std::string(std::getenv("DTPLAN_REBASE")) == "1";
   fs::path const root = fs::path(DTPLAN_SOURCE_DIR) / "tests" / "golden" / "jobs";
   for (auto const& c : cases) {
-    auto const name = fmt::format("{}.{}.{}", c.plan, c.strategy, planner::name(c.format));
+    auto const name = fmt::format("{}.{}.{}{}", c.plan, c.strategy, planner::name(c.format),
+                                  c.tag ? fmt::format(".{}", c.tag) : std::string());
     INFO(name);
     dsl::source_manager sources;
     dsl::diagnostics diags;
@@ -59,6 +66,8 @@ TEST_CASE("the exported jobs of plans/ match tests/golden/jobs/") {
     planner::lower_options lo;
     auto const set_id = sources.add("<--set>", fmt::format("training.framework={}", planner::name(c.format)));
     lo.settings.push_back(*dsl::parse_setting(sources, set_id, diags));
+    for (char const* setting : c.settings)
+      if (setting) lo.settings.push_back(*dsl::parse_setting(sources, sources.add("<--set>", setting), diags));
     auto p = planner::load(sources, file, lo, diags);
     REQUIRE(p);
     auto const it = std::find_if(p->strategies.begin(), p->strategies.end(),

@@ -21,12 +21,10 @@ NODE_RANK="${NODE_RANK:-${SLURM_NODEID:-0}}"
 # Megatron-LM asserts one CUDA stream connection with tensor or context parallelism before Blackwell
 # (megatron/training/arguments.py).
 export CUDA_DEVICE_MAX_CONNECTIONS=1
-args=()
-while read -r line; do
-  case "$line" in '' | '#'*) continue ;; esac
-  read -r -a words <<< "$line"
-  args+=("${words[@]}")
-done < "$here/args.txt"
+# args.txt's words as the shell splits them (quotes honoured, '#' lines
+# left out), without running anything it says.
+mapfile -d '' -t args < <(sed -e '/^[[:space:]]*#/d' "$here/args.txt" | xargs -r printf '%s\0')
+wait $! || { echo "launch.sh: $here/args.txt does not split into words" >&2; exit 1; }
 exec torchrun --nnodes 128 --nproc-per-node 8 --node-rank "$NODE_RANK" \
   --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" \
   pretrain_gpt.py "${args[@]}" "$@"

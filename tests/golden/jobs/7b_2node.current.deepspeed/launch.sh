@@ -13,12 +13,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${MEGATRON_DEEPSPEED:-}" ]; then cd "$MEGATRON_DEEPSPEED"; fi
 hostfile=()
 if [ 2 -gt 1 ]; then hostfile=(--hostfile "${HOSTFILE:-hostfile}"); fi
-args=()
-while read -r line; do
-  case "$line" in '' | '#'*) continue ;; esac
-  read -r -a words <<< "$line"
-  args+=("${words[@]}")
-done < "$here/args.txt"
+# args.txt's words as the shell splits them (quotes honoured, '#' lines
+# left out), without running anything it says.
+mapfile -d '' -t args < <(sed -e '/^[[:space:]]*#/d' "$here/args.txt" | xargs -r printf '%s\0')
+wait $! || { echo "launch.sh: $here/args.txt does not split into words" >&2; exit 1; }
 # args.txt names ds_config.json relative to this directory; the path given
 # after it here is the one pretrain_gpt.py reads (argparse keeps the last).
 exec deepspeed "${hostfile[@]}" --num_nodes 2 --num_gpus 8 \
