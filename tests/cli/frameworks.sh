@@ -215,31 +215,20 @@ layout() {  # LAYOUT: args.txt with it in place of the plan's
   sed "s/^--pipeline-model-parallel-layout .*/--pipeline-model-parallel-layout '$1'/" "$TMP/ue/megatron/args.txt" \
     >"$TMP/layout.txt"
 }
-layout 'E|(t*16|)*2L'
-expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "layout.txt:25:34: warning: costed as dtplan's split of 32 layers over 4 chunks, 8 each, whose most loaded pipeline rank has 16 layers, as the layout's has"
+reads() {  # STATUS LAYOUT DIAGNOSTIC: --from megatron with that layout exits STATUS and says DIAGNOSTIC
+  layout "$2"
+  expect_status "$1" "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+  expect_contains "$TMP/err" "$3"
+}
+reads 0 'E|(t*16|)*2L' "layout.txt:25:34: warning: costed as dtplan's split of 32 layers over 4 chunks, 8 each, whose most loaded pipeline rank has 16 layers, as the layout's has"
 expect_contains "$TMP/out" "virtual_stages 2,"
-layout 'E,t*7|t*6|t*5|t*5|t*5|t*4,L'
-expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "warning: costed as dtplan's split of 32 layers over 6 chunks, the first 2 a layer more, whose most loaded pipeline rank has 16 layers; the layout's has 17"
-layout 'E,t*6|t*6|t*5|t*5|t*5|t*4,L'
-expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "layout.txt:25:34: error: '--pipeline-model-parallel-layout' places 31 transformer layers; the model has 32"
-layout 'E|(t*8|)*3,t*8,L'
-expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' has 5 stages, not a multiple of the pipeline's 2"
-layout 't*16|t*16,L'
-expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, each written once"
-layout 'E,t*16|T*16,L'
-expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' has 'T' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
-layout 'E,t*99999999999999999999|t,L'
-expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "error: '--pipeline-model-parallel-layout' unrolls to more than 1048576 layers"
-layout 'E,t*16|t*16,m,L'
-expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
-expect_contains "$TMP/err" "warning: multi-token prediction layers (m) are not modelled: costed without them"
+reads 0 'E,t*7|t*6|t*5|t*5|t*5|t*4,L' "warning: costed as dtplan's split of 32 layers over 6 chunks, the first 2 a layer more, whose most loaded pipeline rank has 16 layers; the layout's has 17"
+reads 2 'E,t*6|t*6|t*5|t*5|t*5|t*4,L' "layout.txt:25:34: error: '--pipeline-model-parallel-layout' places 31 transformer layers; the model has 32"
+reads 2 'E|(t*8|)*3,t*8,L' "error: '--pipeline-model-parallel-layout' has 5 stages, not a multiple of the pipeline's 2"
+reads 2 't*16|t*16,L' "error: '--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, each written once"
+reads 2 'E,t*16|T*16,L' "error: '--pipeline-model-parallel-layout' has 'T' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
+reads 2 'E,t*99999999999999999999|t,L' "error: '--pipeline-model-parallel-layout' unrolls to more than 1048576 layers"
+reads 0 'E,t*16|t*16,m,L' "warning: multi-token prediction layers (m) are not modelled: costed without them"
 layout 'E,t*16|t*16,L'
 printf -- '--account-for-loss-in-pipeline-split\n' >>"$TMP/layout.txt"
 expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
