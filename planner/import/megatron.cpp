@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "planner/import/translate.hpp"
@@ -105,6 +106,42 @@ std::optional<std::string> unroll_layout(std::string_view text, std::size_t limi
   return out;
 }
 
+// A warning at `at` where Megatron's split of the layers over pp x vpp
+// chunks (`theirs`: each chunk's layers in chunk order, or with `by_rank`
+// each pipeline rank's) is not dtplan's, which costs the plan; compared by
+// the most loaded pipeline rank, the stage that bounds the step. `whose`
+// names Megatron's ("the layout's").
+void split_against_ours(translation& t, span at, std::int64_t pp, std::int64_t vpp,
+                        std::vector<std::int64_t> const& theirs, bool by_rank, std::string_view whose) {
+  std::int64_t total = 0;
+  for (auto n : theirs) total += n;
+  auto const chunks = pp * vpp;
+  std::vector<std::int64_t> ours(static_cast<std::size_t>(pp)), theirs_by_rank(static_cast<std::size_t>(pp));
+  bool same = true;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto const mine = layers_of_chunk(total, chunks, c);
+    ours[static_cast<std::size_t>(c % pp)] += mine;
+    if (!by_rank) {
+      same = same && theirs[static_cast<std::size_t>(c)] == mine;
+      theirs_by_rank[static_cast<std::size_t>(c % pp)] += theirs[static_cast<std::size_t>(c)];
+    }
+  }
+  if (by_rank) {
+    theirs_by_rank = theirs;
+    same = theirs == ours;
+  }
+  if (same) return;
+  auto const mine = *std::max_element(ours.begin(), ours.end());
+  auto const most = *std::max_element(theirs_by_rank.begin(), theirs_by_rank.end());
+  auto const split = total % chunks == 0 ? fmt::format("{} each", total / chunks)
+                                         : fmt::format("the first {} a layer more", total % chunks);
+  t.diags.warning(at, fmt::format("costed as dtplan's split of {} layers over {} {}, {}, whose most loaded pipeline "
+                                  "rank has {} layers{}",
+                                  total, chunks, vpp > 1 ? "chunks" : "stages", split, mine,
+                                  mine == most ? fmt::format(", as {} has", whose)
+                                               : fmt::format("; {} has {}", whose, most)));
+}
+
 // The virtual stages of a --pipeline-model-parallel-layout over `pp`
 // stages of `layers` layers (0: not known), checked as Megatron checks it
 // (core_v0.13.0 megatron/training/arguments.py:509-519,
@@ -163,31 +200,77 @@ std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::in
   }
   if (mtp > 0)
     t.diags.warning(at, "multi-token prediction layers (m) are not modelled: costed without them");
-  // Megatron's split against dtplan's, by the most loaded pipeline rank (the
-  // stage that bounds the step).
-  auto const total = decoders;
-  bool same = true;
-  std::vector<std::int64_t> theirs(static_cast<std::size_t>(pp)), ours(static_cast<std::size_t>(pp));
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    auto const n = static_cast<std::int64_t>(std::count(stages[static_cast<std::size_t>(c)].begin(),
-                                                        stages[static_cast<std::size_t>(c)].end(), 't'));
-    auto const mine = layers_of_chunk(total, chunks, c);
-    same = same && n == mine;
-    theirs[static_cast<std::size_t>(c % pp)] += n;
-    ours[static_cast<std::size_t>(c % pp)] += mine;
-  }
-  if (!same) {
-    auto const mine = *std::max_element(ours.begin(), ours.end());
-    auto const layout = *std::max_element(theirs.begin(), theirs.end());
-    auto const split = total % chunks == 0 ? fmt::format("{} each", total / chunks)
-                                           : fmt::format("the first {} a layer more", total % chunks);
-    t.diags.warning(at, fmt::format("costed as dtplan's split of {} layers over {} chunks, {}, whose most loaded "
-                                    "pipeline rank has {} layers{}",
-                                    total, chunks, split, mine,
-                                    mine == layout ? std::string(", as the layout's has")
-                                                   : fmt::format("; the layout's has {}", layout)));
-  }
+  std::vector<std::int64_t> theirs(static_cast<std::size_t>(chunks));
+  for (std::int64_t c = 0; c < chunks; ++c)
+    theirs[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(
+        std::count(stages[static_cast<std::size_t>(c)].begin(), stages[static_cast<std::size_t>(c)].end(), 't'));
+  split_against_ours(t, at, pp, chunks / pp, theirs, false, "the layout's");
   return chunks / pp;
+}
+
+// Megatron-Core's uneven first and last stages (--decoder-first- and
+// --decoder-last-pipeline-num-layers; nullptr where not written), checked
+// as Megatron checks them (core_v0.13.0 megatron/training/arguments.py:
+// 521-524, core/transformer/transformer_config.py:924-989) and split as it
+// splits them (core/transformer/transformer_block.py:82-130: the middle
+// ranks share the rest evenly); a warning where the split is not dtplan's.
+// False after an error.
+bool read_first_last(job_reader& job, entry const* first, entry const* last, std::int64_t pp, std::int64_t vpp,
+                     std::int64_t layers, entry const* per_virtual) {
+  auto& t = job.out();
+  std::optional<std::int64_t> f, l;
+  if (first && !(f = job.integer(*first))) return false;
+  if (last && !(l = job.integer(*last))) return false;
+  auto const* at = first ? first : last;
+  if (per_virtual) {
+    t.diags.error(per_virtual->key_where,
+                  fmt::format("Megatron-LM takes '--num-virtual-stages-per-pipeline-rank', not '{}', with '{}'",
+                              per_virtual->key, at->key));
+    return false;
+  }
+  for (auto const* account : {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"})
+    if (auto const* e = job.find(account)) {
+      t.diags.error(e->key_where, fmt::format("'{}' and '{}' are both written (Megatron-LM splits by one or the "
+                                              "other)",
+                                              e->key, at->key));
+      return false;
+    }
+  if (pp == 1) {
+    t.diags.warning(at->key_where, fmt::format("'{}' applies only with a pipeline: not read", at->key));
+    return true;
+  }
+  std::int64_t rest = layers, middle = pp;
+  for (auto [n, e, which] : {std::tuple{f, first, "first"}, std::tuple{l, last, "last"}}) {
+    if (!n) continue;
+    if (*n <= 0) {
+      t.diags.error(job.value_at(e), fmt::format("'{}' must be larger than 0", e->key));
+      return false;
+    }
+    if (*n % vpp != 0) {
+      t.diags.error(job.value_at(e), fmt::format("the {} stage's {} layers do not divide over its {} virtual stages",
+                                                 which, *n, vpp));
+      return false;
+    }
+    rest -= *n;
+    --middle;
+  }
+  if (layers <= 0) return true;  // the model's layers are not known here: nothing to compare
+  if (rest < 0 || (middle == 0 && rest != 0)) {
+    t.diags.error(job.value_at(at), fmt::format("the first and last stages' {} layers are {} the model's {}",
+                                                layers - rest, rest < 0 ? "more than" : "not", layers));
+    return false;
+  }
+  if (middle > 0 && (rest % middle != 0 || (rest / middle) % vpp != 0)) {
+    t.diags.error(job.value_at(at), fmt::format("the {} layers left for the {} middle stages do not split evenly "
+                                                "over them{}",
+                                                rest, middle, vpp > 1 ? " and their virtual stages" : ""));
+    return false;
+  }
+  std::vector<std::int64_t> ranks(static_cast<std::size_t>(pp), middle > 0 ? rest / middle : 0);
+  if (f) ranks.front() = *f;
+  if (l) ranks.back() = *l;
+  split_against_ours(t, at->key_where, pp, vpp, ranks, true, "the job's");
+  return true;
 }
 
 }  // namespace
@@ -436,6 +519,12 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       } else {
         failed = true;
       }
+    } else if (!deepspeed) {
+      auto const* first = job.find("--decoder-first-pipeline-num-layers");
+      auto const* last = job.find("--decoder-last-pipeline-num-layers");
+      if ((first || last) && !read_first_last(job, first, last, *c.pp > 0 ? *c.pp : 1,
+                                              std::max<std::int64_t>(1, c.virtual_stages), layers, v ? nullptr : e))
+        failed = true;
     }
     set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));
   }

@@ -234,6 +234,22 @@ printf -- '--account-for-loss-in-pipeline-split\n' >>"$TMP/layout.txt"
 expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
 expect_contains "$TMP/err" "layout.txt:35:1: error: '--account-for-loss-in-pipeline-split' and '--pipeline-model-parallel-layout' are both written (Megatron-LM takes the layout alone)"
 
+# Megatron-Core's uneven first and last stages, split as it splits them
+# (the middle ranks share the rest) and checked as it checks them.
+stages() {  # STATUS ARGUMENTS DIAGNOSTIC: the plan's job with ARGUMENTS for its layout
+  sed "s/^--pipeline-model-parallel-layout .*/$2/" "$TMP/ue/megatron/args.txt" >"$TMP/stages.txt"
+  expect_status "$1" "$DTPLAN" "$plan" --from megatron "$TMP/stages.txt"
+  [ -z "$3" ] || expect_contains "$TMP/err" "$3"
+}
+stages 0 "--decoder-first-pipeline-num-layers 12" "stages.txt:25:1: warning: costed as dtplan's split of 32 layers over 2 stages, 16 each, whose most loaded pipeline rank has 16 layers; the job's has 20"
+stages 0 "--decoder-first-pipeline-num-layers 16" ""
+expect_lacks "$TMP/err" "decoder"
+stages 0 "--decoder-last-pipeline-num-layers 8 --num-virtual-stages-per-pipeline-rank 2" "warning: costed as dtplan's split of 32 layers over 4 chunks, 8 each, whose most loaded pipeline rank has 16 layers; the job's has 24"
+stages 2 "--decoder-first-pipeline-num-layers 12 --decoder-last-pipeline-num-layers 19" "stages.txt:25:37: error: the first and last stages' 31 layers are not the model's 32"
+stages 2 "--decoder-first-pipeline-num-layers 0" "error: '--decoder-first-pipeline-num-layers' must be larger than 0"
+stages 2 "--decoder-first-pipeline-num-layers 13 --num-virtual-stages-per-pipeline-rank 2" "error: the first stage's 13 layers do not divide over its 2 virtual stages"
+stages 2 "--decoder-first-pipeline-num-layers 12 --num-layers-per-virtual-pipeline-stage 2" "error: Megatron-LM takes '--num-virtual-stages-per-pipeline-rank', not '--num-layers-per-virtual-pipeline-stage', with '--decoder-first-pipeline-num-layers'"
+
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,
 # and bash parses the launch scripts without running anything of it.
