@@ -118,17 +118,15 @@ void split_against_ours(translation& t, span at, std::int64_t pp, std::int64_t v
   auto const chunks = pp * vpp;
   std::vector<std::int64_t> ours(static_cast<std::size_t>(pp)), theirs_by_rank(static_cast<std::size_t>(pp));
   bool same = true;
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    auto const mine = layers_of_chunk(total, chunks, c);
-    ours[static_cast<std::size_t>(c % pp)] += mine;
-    if (!by_rank) {
-      same = same && theirs[static_cast<std::size_t>(c)] == mine;
-      theirs_by_rank[static_cast<std::size_t>(c % pp)] += theirs[static_cast<std::size_t>(c)];
-    }
-  }
+  for (std::int64_t r = 0; r < pp; ++r) ours[static_cast<std::size_t>(r)] = layers_of_rank(total, pp, vpp, r);
   if (by_rank) {
     theirs_by_rank = theirs;
     same = theirs == ours;
+  } else {
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      same = same && theirs[static_cast<std::size_t>(c)] == layers_of_chunk(total, chunks, c);
+      theirs_by_rank[static_cast<std::size_t>(c % pp)] += theirs[static_cast<std::size_t>(c)];
+    }
   }
   if (same) return;
   auto const mine = *std::max_element(ours.begin(), ours.end());

@@ -59,6 +59,14 @@ std::int64_t stage_size(std::int64_t layers, std::int64_t chunks) { return (laye
 std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
   return layers / chunks + (c < layers % chunks ? 1 : 0);
 }
+std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t vpp, std::int64_t r) {
+  // Each of its vpp chunks has layers / chunks, and those among the first
+  // layers % chunks one more.
+  auto const chunks = pp * vpp;
+  auto const rest = layers % chunks;
+  auto const longer = rest > r ? std::min(vpp, (rest - r + pp - 1) / pp) : 0;
+  return vpp * (layers / chunks) + longer;
+}
 
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks) {
   if (layers % chunks == 0) return true;

@@ -474,6 +474,9 @@ std::int64_t stage_size(std::int64_t layers, std::int64_t chunks);
 /// `chunks` chunks: layers / chunks each, the first layers % chunks a layer
 /// more ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").
 std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
+/// The layers pipeline rank `r` holds in that split over pp x vpp chunks:
+/// its chunks r, r + pp, ... (stage 0 the most).
+std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t vpp, std::int64_t r);
 /// Whether a framework with `lim` splits `layers` over `chunks` pipeline
 /// chunks as dtplan costs them (the first chunks a layer more).
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks);

@@ -13,13 +13,7 @@ std::int64_t strategy_shape::chunk_layers(std::int64_t c) const {
 }
 
 std::int64_t strategy_shape::stage_layers(std::int64_t r) const {
-  // Stage r runs chunks r, r + pp, ...: each has layers / chunks, and the
-  // first layers % chunks chunks one more.
-  auto const layers = prog->model.layers;
-  auto const pp = s.pp;
-  auto const rest = layers % chunks;
-  auto const longer = rest > r ? std::min(s.virtual_stages, (rest - r + pp - 1) / pp) : 0;
-  return s.virtual_stages * (layers / chunks) + longer;
+  return layers_of_rank(prog->model.layers, s.pp, s.virtual_stages, r);
 }
 
 std::vector<layer_range> strategy_shape::stage_ranges(std::int64_t r) const {

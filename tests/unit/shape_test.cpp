@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 #include "memory_fixtures.hpp"
 #include "planner/model/shape.hpp"
 
@@ -140,4 +144,16 @@ TEST_CASE("an expert group is a block of ep consecutive members of the sync grou
   CHECK(across.ep.placement.nodes == 2);
   CHECK(across.ep.placement.max_per_node == 4);
   CHECK(across.ep.link.kind == link_kind::inter);
+}
+
+TEST_CASE("a pipeline rank's layers are the sum of its chunks', for every split") {
+  for (std::int64_t layers = 1; layers <= 100; ++layers)
+    for (std::int64_t pp = 1; pp <= 8; ++pp)
+      for (std::int64_t vpp = 1; vpp <= 4 && pp * vpp <= layers; ++vpp)
+        for (std::int64_t r = 0; r < pp; ++r) {
+          std::int64_t sum = 0;
+          for (std::int64_t c = r; c < pp * vpp; c += pp) sum += layers_of_chunk(layers, pp * vpp, c);
+          INFO(layers << " layers, pp " << pp << ", vpp " << vpp << ", rank " << r);
+          REQUIRE(layers_of_rank(layers, pp, vpp, r) == sum);
+        }
 }
