@@ -78,6 +78,20 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
+  // The preset's pipeline_split. Of the presets jobs are written for only
+  // torchtitan's restricts it (stage_size): it makes ceil(layers /
+  // pipeline_parallel_layers_per_stage) stages and gives the first ones a
+  // layer more (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
+  // 257-296), dtplan's split, which a chunk count no such size yields it
+  // cannot run.
+  auto const layers = p.model.layers;
+  auto const chunks = s.pp * s.virtual_stages;
+  if (s.pp > 1 && !planner::splits_layers(lim, layers, chunks)) {
+    auto const per = planner::stage_size(layers, chunks);
+    return fmt::format("{} makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives the {} "
+                       "pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
+                       fw, layers, chunks, s.pp, s.virtual_stages, per, planner::stage_size(layers, per));
+  }
   return std::nullopt;
 }
 
@@ -101,20 +115,6 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   auto const divisor = s.tp * (s.cp > 1 ? 2 * s.cp : 1);
   if (m.seq_len % divisor != 0)
     return fmt::format("torchtitan needs seq_len divisible by tp x 2 x cp = {}; it is {}", divisor, m.seq_len);
-  if (s.pp > 1) {
-    // torchtitan makes ceil(layers / pipeline_parallel_layers_per_stage)
-    // stages and gives the first ones a layer more where the layers do not
-    // divide (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
-    // 257-296), dtplan's split; a chunk count no such size yields it cannot.
-    auto const chunks = s.pp * s.virtual_stages;
-    auto const tt = planner::catalog_framework(planner::preset(job_format::torchtitan));
-    if (tt && !planner::splits_layers(tt->limits, m.layers, chunks)) {
-      auto const per = planner::stage_size(m.layers, chunks);
-      return fmt::format("torchtitan makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives "
-                         "the {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
-                         m.layers, chunks, s.pp, s.virtual_stages, per, planner::stage_size(m.layers, per));
-    }
-  }
   if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
     return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
            "= true, compile.enable)";
