@@ -157,3 +157,74 @@ TEST_CASE("a pipeline rank's layers are the sum of its chunks', for every split"
           REQUIRE(layers_of_rank(layers, pp, vpp, r) == sum);
         }
 }
+
+namespace {
+
+// DeepSpeed's linear partition of a pipeline's layer specs by weight, as its
+// PipelineModule runs partition_method 'type:transformer' (DS v0.17.5
+// deepspeed/runtime/utils.py:583-620, runtime/pipe/module.py:409-414): the
+// split of n specs into m parts whose heaviest minus lightest part is least,
+// over cuts k from the first (a later k wins a tie, the '>=' of its loop);
+// each part's weight.
+std::vector<std::int64_t> deepspeed_partition(std::vector<int> const& weights, std::int64_t parts) {
+  auto const n = static_cast<std::int64_t>(weights.size());
+  auto const m = parts;
+  double const inf = std::numeric_limits<double>::infinity();
+  auto at = [&](std::int64_t i, std::int64_t j) { return static_cast<std::size_t>(i * (m + 1) + j); };
+  std::vector<double> most(static_cast<std::size_t>((n + 1) * (m + 1)), inf), least(most), cost(most);
+  std::vector<std::int64_t> cut(most.size(), 0);
+  std::vector<double> prefix(static_cast<std::size_t>(n + 1), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) prefix[static_cast<std::size_t>(i + 1)] = prefix[static_cast<std::size_t>(i)] + weights[static_cast<std::size_t>(i)];
+  most[at(0, 0)] = 0;
+  cost[at(0, 0)] = 0;
+  for (std::int64_t i = 1; i <= n; ++i)
+    for (std::int64_t j = 1; j <= std::min(i, m); ++j)
+      for (std::int64_t k = 0; k < i; ++k) {
+        double const part = prefix[static_cast<std::size_t>(i)] - prefix[static_cast<std::size_t>(k)];
+        double const hi = std::max(most[at(k, j - 1)], part), lo = std::min(least[at(k, j - 1)], part);
+        if (cost[at(i, j)] >= hi - lo) {
+          cost[at(i, j)] = hi - lo;
+          most[at(i, j)] = hi;
+          least[at(i, j)] = lo;
+          cut[at(i, j)] = k;
+        }
+      }
+  std::vector<std::int64_t> bounds{n};
+  for (std::int64_t j = m; j >= 1; --j) bounds.push_back(cut[at(bounds.back(), j)]);
+  std::reverse(bounds.begin(), bounds.end());
+  std::vector<std::int64_t> out;
+  for (std::int64_t j = 0; j < m; ++j)
+    out.push_back(static_cast<std::int64_t>(prefix[static_cast<std::size_t>(bounds[static_cast<std::size_t>(j + 1)])] -
+                                            prefix[static_cast<std::size_t>(bounds[static_cast<std::size_t>(j)])]));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-DeepSpeed's pipeline splits uneven layers as dtplan costs them, the first stages a layer more") {
+  // GPTModelPipe's specs: a few that are not transformer layers before and
+  // after them (embedding, casts, final norm, head, loss), weight 0.
+  auto specs = [](std::int64_t before, std::int64_t layers, std::int64_t after) {
+    std::vector<int> w(static_cast<std::size_t>(before), 0);
+    w.insert(w.end(), static_cast<std::size_t>(layers), 1);
+    w.insert(w.end(), static_cast<std::size_t>(after), 0);
+    return w;
+  };
+  // BLOOM-176B: 70 layers over 12 stages, 6 on stages 0-9 and 5 on 10-11.
+  CHECK(deepspeed_partition(specs(2, 70, 4), 12) ==
+        std::vector<std::int64_t>{6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5, 5});
+  int checked = 0;
+  for (std::int64_t before : {1, 2, 3})
+    for (std::int64_t after : {1, 3, 5})
+      for (std::int64_t pp : {2, 3, 4, 6, 8, 12, 16})
+        for (std::int64_t layers = pp + 1; layers < 80; layers += 3) {
+          if (layers % pp == 0) continue;
+          auto const got = deepspeed_partition(specs(before, layers, after), pp);
+          for (std::int64_t r = 0; r < pp; ++r) {
+            INFO(layers << " layers over " << pp << " stages, " << before << " + " << after << " other specs, stage " << r);
+            REQUIRE(got[static_cast<std::size_t>(r)] == layers_of_chunk(layers, pp, r));
+          }
+          ++checked;
+        }
+  CHECK(checked == 1323);
+}
