@@ -165,25 +165,31 @@ std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::in
     rest.remove_prefix(bar + 1);
   }
   std::int64_t embeddings = 0, losses = 0, decoders = 0, mtp = 0;
-  for (char c : *unrolled) {
+  for (std::size_t i = 0; i < unrolled->size(); ++i) {
+    char const c = (*unrolled)[i];
     switch (c) {
       case 'E': ++embeddings; break;
       case 'L': ++losses; break;
       case 't': ++decoders; break;
       case 'm': ++mtp; break;
       case '|': break;
-      default:
+      default: {
+        // The whole character, where it is one UTF-8 sequence long: its lead
+        // byte says how long (escaped() writes what is not valid as \xNN).
+        auto const lead = static_cast<unsigned char>(c);
+        std::size_t const n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
         t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has '{}' where Megatron-LM reads E "
                                       "(embedding), t (transformer layer), m (MTP layer), L (loss) and '|'",
-                                      dsl::escaped(std::string(1, c))));
+                                      dsl::escaped(std::string_view(*unrolled).substr(i, n))));
         return std::nullopt;
+      }
     }
   }
   auto const chunks = static_cast<std::int64_t>(stages.size());
   if (chunks % pp != 0) {
-    t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has {} stages, not a multiple of the "
+    t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has {} stage{}, not a multiple of the "
                                   "pipeline's {}",
-                                  chunks, pp));
+                                  chunks, chunks == 1 ? "" : "s", pp));
     return std::nullopt;
   }
   if (embeddings != 1 || losses != 1 || unrolled->front() != 'E' || unrolled->back() != 'L') {

@@ -227,6 +227,8 @@ reads 2 'E,t*6|t*6|t*5|t*5|t*5|t*4,L' "layout.txt:25:34: error: '--pipeline-mode
 reads 2 'E|(t*8|)*3,t*8,L' "error: '--pipeline-model-parallel-layout' has 5 stages, not a multiple of the pipeline's 2"
 reads 2 't*16|t*16,L' "error: '--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, each written once"
 reads 2 'E,t*16|T*16,L' "error: '--pipeline-model-parallel-layout' has 'T' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
+reads 2 'E,t*16|t*1é,L' "error: '--pipeline-model-parallel-layout' has 'é' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
+reads 2 'E,t*32,L' "error: '--pipeline-model-parallel-layout' has 1 stage, not a multiple of the pipeline's 2"
 reads 2 'E,t*99999999999999999999|t,L' "error: '--pipeline-model-parallel-layout' unrolls to more than 1048576 layers"
 reads 0 'E,t*16|t*16,m,L' "warning: multi-token prediction layers (m) are not modelled: costed without them"
 layout 'E,t*16|t*16,L'
