@@ -398,15 +398,15 @@ std::string to_text(report const& r, bool explain) {
   std::string out;
   out += fmt::format("{}\n", p.file);
   out += fmt::format(
-      "  model     {}: {} parameters; {} layers, hidden {}, {} heads ({} kv), ffn {} {}, vocab {}, "
+      "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}, vocab {}, "
       "seq_len {}; {}, {}\n",
-      m.name, billions(count_params(m).total), m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
+      m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"), m.kv_heads, m.ffn,
       name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
-  out += fmt::format("  training  global batch {} sequences = {}tokens per step{}\n", p.training.global_batch,
+  out += fmt::format("  training  global batch {} = {}tokens per step{}\n", counted(p.training.global_batch, "sequence"),
                      count(static_cast<double>(p.training.global_batch * m.seq_len)),
                      p.training.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
   if (r.stats)
@@ -419,7 +419,8 @@ std::string to_text(report const& r, bool explain) {
     if (pl.from_search && !best) best = &pl;
     out += fmt::format("{} '{}'  [{}]\n", pl.from_search ? "plan" : "strategy", pl.name,
                        pl.valid ? "valid" : "invalid");
-    out += fmt::format("  {}\n  grad_accum {}\n", describe(pl.s), pl.grad_accum);
+    out += fmt::format("  {}\n", describe(pl.s));
+    if (pl.grad_accum > 0) out += fmt::format("  grad_accum {}\n", pl.grad_accum);
     for (auto const& d : pl.errors)
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
     if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);

@@ -43,7 +43,7 @@ struct plan {
   bool from_search = false;  ///< found by --optimize (else a strategy written in the file)
   span where;         ///< the strategy block, when it came from the file
   strategy s;         ///< dp derived
-  std::int64_t grad_accum = 1;
+  std::int64_t grad_accum = 0;  ///< micro-batches a step; 0 where the global batch does not split into them
   bool valid = false;
   std::vector<dsl::diagnostic> errors;    ///< why it is not valid (errors) and warnings
   memory_breakdown memory;

@@ -69,7 +69,11 @@ class rules {
       : p_(p), spec_(spec), out_(out) {}
 
   bool apply(strategy& s, std::int64_t& grad_accum) {
-    if (!degrees(s) || !world(s)) return false;
+    bool const placed = degrees(s) && world(s);
+    // A step's micro-batches are arithmetic on the batch alone: known even
+    // where the strategy does not fit the cluster.
+    grad_accum = micro_batches(s);
+    if (!placed) return false;
     splits(s);
     pipeline(s);
     batch(s, grad_accum);
@@ -110,11 +114,13 @@ class rules {
     if (!legal_) return false;
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp}, {"dp", s.dp}})
       if (v > gpus)
-        error(key, [&, key = key, v = v] { return fmt::format("{} = {} exceeds the {} GPUs of cluster '{}'", key, v, gpus, p_.cluster.name); });
+        error(key, [&, key = key, v = v] {
+          return fmt::format("{} = {} exceeds the {} of cluster '{}'", key, v, counted(gpus, "GPU"), p_.cluster.name);
+        });
     if (s.virtual_stages > m.layers)
       error("virtual_stages", [&] {
-        return fmt::format("virtual_stages = {} exceeds the {} layers of model '{}'", s.virtual_stages, m.layers,
-                           m.name);
+        return fmt::format("virtual_stages = {} exceeds the {} of model '{}'", s.virtual_stages,
+                           counted(m.layers, "layer"), m.name);
       });
     if (s.micro_batch > p_.training.global_batch)
       error("micro_batch", [&] {
@@ -133,16 +139,16 @@ class rules {
       if (gpus % model_parallel != 0) {
         error(first_written({"tp", "pp", "cp"}), [&] {
           return fmt::format(
-              "tp x pp x cp = {} x {} x {} = {} does not divide the {} GPUs of cluster '{}', so dp cannot be derived",
-              s.tp, s.pp, s.cp, model_parallel, gpus, p_.cluster.name);
+              "tp x pp x cp = {} x {} x {} = {} does not divide the {} of cluster '{}', so dp cannot be derived",
+              s.tp, s.pp, s.cp, model_parallel, counted(gpus, "GPU"), p_.cluster.name);
         });
         return false;
       }
       s.dp = gpus / model_parallel;
     } else if (sat_mul(s.dp, model_parallel) != gpus) {
       error("dp", [&] {
-        return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {} GPUs", s.dp, s.tp, s.pp,
-                           s.cp, sat_mul(s.dp, model_parallel), p_.cluster.name, gpus);
+        return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {}", s.dp, s.tp, s.pp,
+                           s.cp, sat_mul(s.dp, model_parallel), p_.cluster.name, counted(gpus, "GPU"));
       });
       return false;
     }
@@ -173,12 +179,12 @@ class rules {
     } else if (m.layers < chunks) {
       if (s.virtual_stages > 1)
         error(s.pp > m.layers ? "pp" : "virtual_stages", [&] {
-          return fmt::format("pp x virtual_stages = {} x {} = {} pipeline chunks, but model '{}' has {} layers", s.pp,
-                             s.virtual_stages, chunks, m.name, m.layers);
+          return fmt::format("pp x virtual_stages = {} x {} = {} pipeline chunks, but model '{}' has {}", s.pp,
+                             s.virtual_stages, chunks, m.name, counted(m.layers, "layer"));
         });
       else
         error("pp",
-              [&] { return fmt::format("pp = {} stages, but model '{}' has {} layers", s.pp, m.name, m.layers); });
+              [&] { return fmt::format("pp = {} stages, but model '{}' has {}", s.pp, m.name, counted(m.layers, "layer")); });
     } else if (!splits_layers(p_.framework.limits, m.layers, chunks)) {
       auto const& fw = p_.framework;
       error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
@@ -204,15 +210,23 @@ class rules {
 
   }
 
-  // The global batch splits into whole micro-batches on every dp rank.
-  void batch(strategy const& s, std::int64_t& grad_accum) {
+  // global_batch / (dp x micro_batch), where the batch splits into whole
+  // micro-batches on every dp rank; 0 where it does not (or dp is unknown).
+  std::int64_t micro_batches(strategy const& s) const {
+    if (s.dp < 1 || s.micro_batch < 1) return 0;
     std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
-    if (p_.training.global_batch % per_step != 0 || p_.training.global_batch < per_step) {
+    auto const batch = p_.training.global_batch;
+    return batch >= per_step && batch % per_step == 0 ? batch / per_step : 0;
+  }
+
+  // The global batch splits into whole micro-batches on every dp rank.
+  void batch(strategy const& s, std::int64_t grad_accum) {
+    std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
+    if (grad_accum == 0) {
       error(first_written({"micro_batch", "dp"}), [&] {
         return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch, per_step);
       });
     } else {
-      grad_accum = p_.training.global_batch / per_step;
       if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)
         error("virtual_stages", [&] {
           return fmt::format(
@@ -491,7 +505,7 @@ check_result check(program const& p, strategy_spec const& spec, strategy s) {
 
 bool is_legal(program const& p, strategy const& s) {
   auto copy = s;
-  std::int64_t grad_accum = 1;
+  std::int64_t grad_accum = 0;
   return rules(p, nullptr, nullptr).apply(copy, grad_accum);
 }
 

@@ -11,7 +11,7 @@ namespace dtplan::planner {
 /// The static check of one concrete strategy against the model and cluster.
 struct check_result {
   strategy s;                   ///< with dp derived (when it was 0) and defaults resolved
-  std::int64_t grad_accum = 1;  ///< global_batch / (dp x micro_batch)
+  std::int64_t grad_accum = 0;  ///< global_batch / (dp x micro_batch); 0 where that is not a whole number
   bool legal = false;           ///< divisibility, world size, shard group, ...
   memory_breakdown memory;      ///< computed when legal
   bool fits = false;            ///< legal and memory.total <= memory.usable

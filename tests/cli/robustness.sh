@@ -51,6 +51,31 @@ printf 'model m {\n layers = 99999999999999999999999\n}\n' >"$TMP/overflow.dtp"
 expect_status 2 "$DTPLAN" "$TMP/overflow.dtp"
 expect_contains "$TMP/err" "does not fit in 64 bits"
 
+# One GPU, one layer: counts read as counts ("1 GPU", "1 layer"), and a
+# strategy the cluster cannot hold still says its micro-batches a step;
+# where the batch does not split into them the report says nothing of them.
+cat >"$TMP/one.dtp" <<'EOF2'
+model m : llama2_7b { layers = 1 }
+cluster c { nodes = 1; gpus_per_node = 1; gpu = H100_SXM }
+training { global_batch = 8 }
+strategy s { dp = 2; pp = 2 }
+strategy t { virtual_stages = 2 }
+strategy u { micro_batch = 3 }
+EOF2
+expect_status 1 "$DTPLAN" "$TMP/one.dtp"
+expect_contains "$TMP/err" "one.dtp:4:22: error: pp = 2 exceeds the 1 GPU of cluster 'c'"
+expect_contains "$TMP/err" "one.dtp:5:14: error: virtual_stages = 2 exceeds the 1 layer of model 'm'"
+expect_contains "$TMP/out" "1 layer, hidden 4096, 32 heads (32 kv)"
+expect_contains "$TMP/out" "global batch 8 sequences = "
+sed -n "/^strategy 's'/,/^$/p" "$TMP/out" >"$TMP/s.txt"
+sed -n "/^strategy 'u'/,/^$/p" "$TMP/out" >"$TMP/u.txt"
+expect_contains "$TMP/s.txt" "  grad_accum 4"
+expect_contains "$TMP/u.txt" "  error: global_batch = 8 is not divisible by dp x micro_batch = 3"
+expect_lacks "$TMP/u.txt" "grad_accum"
+expect_status 1 "$DTPLAN" "$TMP/one.dtp" --format json
+grep -A1 '"micro_batch": 3,' "$TMP/out" >"$TMP/u.json"
+expect_contains "$TMP/u.json" '"grad_accum": 0,'
+
 # An error a --set override causes points at the override, not at the
 # file's key it conflicts with (issue 16).
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set model.hidden=4097

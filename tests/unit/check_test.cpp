@@ -101,6 +101,18 @@ TEST_CASE("a legal strategy derives dp and grad_accum", "[check]") {
   CHECK(is_legal(two_nodes_7b(), r.s));
 }
 
+TEST_CASE("an illegal strategy still has its micro-batches a step, or 0 where the batch does not split", "[check]") {
+  // 16 GPUs, global batch 256: dp = 32 is more than the cluster holds.
+  written beyond("strategy current {\n  dp = 32\n  micro_batch = 2\n}\n");
+  auto r = beyond.run(two_nodes_7b());
+  CHECK_FALSE(r.legal);
+  CHECK(r.grad_accum == 4);
+  written odd("strategy current {\n  dp = 16\n  micro_batch = 3\n}\n");
+  auto o = odd.run(two_nodes_7b());
+  CHECK_FALSE(o.legal);
+  CHECK(o.grad_accum == 0);
+}
+
 TEST_CASE("tp must divide heads and ffn", "[check]") {
   written w("strategy current {\n  tp = 3\n}\n");
   auto p = two_nodes_7b();
