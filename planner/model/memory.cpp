@@ -216,8 +216,8 @@ class stage_memory {
     peak_moment();
     b_.total = b_.weights + b_.gradients + b_.optimizer + b_.activations + b_.buffers;
     if (detail_)
-      b_.stage_note = fmt::format("stage {} of {} ({}{}{} layers)", b_.stage, s_.pp, placed_.embedding ? "embedding, " : "",
-                                  placed_.final_norm ? "logits, " : "", placed_.layers);
+      b_.stage_note = fmt::format("stage {} of {} ({}{}{})", b_.stage, s_.pp, placed_.embedding ? "embedding, " : "",
+                                  placed_.final_norm ? "logits, " : "", counted(placed_.layers, "layer"));
     return std::move(b_);
   }
 
@@ -283,8 +283,11 @@ class stage_memory {
     double const held_layers = double(chunks) * double(layers) / double(v);
     b_.in_flight = in_flight;
     add(b_.activations, [&] {
-      return fmt::format("activations ({} layers x {} micro-batches in flight x {} per layer, checkpoint = {})", layers,
-                         v == 1 ? fmt::format("{}", in_flight) : three_digits(held_layers / double(layers)),
+      // Interleaving holds a fraction of a micro-batch's layers in flight
+      // on average ("1.75 micro-batches").
+      return fmt::format("activations ({} x {} in flight x {} per layer, checkpoint = {})", counted(layers, "layer"),
+                         v == 1 ? counted(in_flight, "micro-batch")
+                                : three_digits(held_layers / double(layers)) + " micro-batches",
                          to_string(act_layer_), name(s_.checkpoint));
     }, act_layer_ * held_layers);
     // The embedding's output is the first layer's input, which that layer

@@ -9,6 +9,7 @@ expect_contains "$TMP/out" "strategy 'current'  [valid]"
 expect_contains "$TMP/out" "bottleneck     communication: dp"
 expect_contains "$TMP/out" "over 100 Gbit/s inter-node"
 expect_contains "$TMP/out" "expected error               typically within"
+expect_contains "$TMP/out" "activations (32 layers x 1 micro-batch in flight x 514.0 MiB per layer, checkpoint = selective)"
 expect_contains "$TMP/err" "note: strategy 'search' has free keys: --optimize searches it"
 
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --top 3
