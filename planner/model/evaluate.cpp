@@ -89,8 +89,10 @@ void advise_sharding(program const& p, strategy_spec const& spec, plan const& pl
       "hybrid sharding: ZeRO-3 gathers the weights over the {} link every layer; shard = node keeps the gathers "
       "on the {} link and only the gradient all-reduce crosses nodes",
       link_text(p.cluster, link_kind::inter), link_text(p.cluster, link_kind::intra));
-  // Only a verified fix is advice: the variant must be valid.
-  if (!v.time) return;
+  // Only a verified fix is advice: the variant must be valid, and faster
+  // (on a fast network the gathers hide under the compute, and the
+  // replicas' all-reduce costs more than it saves).
+  if (!v.time || v.time->step >= pl.time->step) return;
   text += fmt::format(" ({})", faster(v.time->step, pl.time->step));
   out.push_back(std::move(text));
 }

@@ -33,4 +33,17 @@ expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --explain
 expect_contains "$TMP/out" "explain"
 expect_contains "$TMP/out" "framework 'megatron' does not run every ZeRO stage (only 0, 1): left out of the space"
 
+# Advice is a verified improvement: on plans/8b_torchtitan_h100.dtp's
+# 400 GB/s network, FSDP over all 64 GPUs hides its gathers, and shard =
+# node (the hybrid sharding the advice would name) is slower, so the report
+# does not suggest it.
+expect_status 0 "$DTPLAN" plans/8b_torchtitan_h100.dtp --strategy fsdp
+expect_lacks "$TMP/out" "hybrid sharding"
+flat=$(sed -n 's/^  time per step *\([0-9.]*\) s$/\1/p' "$TMP/out")
+expect_status 0 "$DTPLAN" plans/8b_torchtitan_h100.dtp --strategy fsdp --set fsdp.shard=node
+hybrid=$(sed -n 's/^  time per step *\([0-9.]*\) s$/\1/p' "$TMP/out")
+checks=$((checks + 1))
+awk -v a="$flat" -v b="$hybrid" 'BEGIN { exit !(a != "" && b != "" && b + 0 > a + 0) }' ||
+  fail "shard = node should be slower than shard = all on the 8B torchtitan plan: $hybrid s against $flat s"
+
 finish
