@@ -25,7 +25,13 @@ std::string link_text(cluster const& c, link_kind k) {
   return k == link_kind::inter ? gbits(c.inter_node) + " inter-node" : to_string(c.intra_node) + " intra-node";
 }
 
-std::string percent(double x) { return three_digits(100 * x) + " %"; }
+// Shares as a person reads them: three digits, and under a thousandth of a
+// per cent "< 0.001 %" rather than an exponent.
+std::string percent(double x) {
+  double const pct = 100 * x;
+  if (pct > 0 && pct < 1e-3) return "< 0.001 %";
+  return three_digits(pct) + " %";
+}
 
 // A variant of the plan's strategy, checked and costed; nothing when it is
 // not valid.
@@ -358,7 +364,7 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
           {"bubble_s", pt.t.bubble.value()}, {"recompute_s", pt.t.recompute.value()}},
          fmt::format("{} GPUs: step {}, {} tokens/s per GPU, {} of the {}-GPU rate; exposed communication {} ({}), "
                      "bubble {} ({}), recomputation {} ({}){}",
-                     pt.gpus, to_string(pt.t.step), three_digits(rate), percent(rate / base_rate), first.gpus,
+                     pt.gpus, to_string(pt.t.step), grouped(std::llround(rate)), percent(rate / base_rate), first.gpus,
                      to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm.value() * share), to_string(pt.t.bubble),
                      percent(pt.t.bubble.value() * share), to_string(pt.t.recompute),
                      percent(pt.t.recompute.value() * share), pt.forced)});

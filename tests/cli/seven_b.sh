@@ -46,4 +46,14 @@ checks=$((checks + 1))
 awk -v a="$flat" -v b="$hybrid" 'BEGIN { exit !(a != "" && b != "" && b + 0 > a + 0) }' ||
   fail "shard = node should be slower than shard = all on the 8B torchtitan plan: $hybrid s against $flat s"
 
+# --explain's scaling lines read as the report does: rates with thousands
+# separators, a share under a thousandth of a per cent as "< 0.001 %", no
+# exponent.
+expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --explain --top 1
+sed -n '/^  2 GPUs: step/p' "$TMP/out" >"$TMP/two.txt"
+checks=$((checks + 1))
+grep -qE '^  2 GPUs: step [0-9.]+ s, [0-9]{1,3},[0-9]{3} tokens/s per GPU, 100 % of the 2-GPU rate; exposed communication [0-9.]+ us \(< 0\.001 %\)' "$TMP/two.txt" ||
+  fail "the 2-GPU scaling line: $(cat "$TMP/two.txt")"
+expect_lacks "$TMP/out" "e-0"
+
 finish
