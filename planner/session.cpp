@@ -125,8 +125,15 @@ std::optional<selection> select_strategies(program const& p, session_options con
     std::vector<std::string> names;
     for (auto const& spec : p.strategies) names.push_back(spec.name);
     auto near = dsl::closest(*options.strategy, names);
-    diags.error({}, fmt::format("no strategy '{}' in '{}'{}", *options.strategy, p.file,
-                                near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+    // Without a close name, the ones it has (the first ten).
+    std::string known;
+    for (std::size_t i = 0; i < names.size() && i < 10; ++i)
+      known += fmt::format("{}'{}'", i == 0 ? "" : ", ", dsl::escaped(names[i]));
+    if (names.size() > 10) known += fmt::format(" and {} more", grouped(static_cast<std::int64_t>(names.size() - 10)));
+    std::string const hint = !near.empty()   ? fmt::format("; did you mean '{}'?", near)
+                             : names.empty() ? std::string("; it has no strategy block")
+                                             : fmt::format("; its strategies: {}", known);
+    diags.error({}, fmt::format("no strategy '{}' in '{}'{}", *options.strategy, p.file, hint));
     return std::nullopt;
   }
   if (!options.optimize && s.fixed.empty()) {

@@ -17,6 +17,12 @@ expect_status 2 "$DTPLAN" does/not/exist.dtp
 expect_contains "$TMP/err" "dtplan: error: cannot read 'does/not/exist.dtp'"
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --strategy curent
 expect_contains "$TMP/err" "no strategy 'curent' in 'plans/7b_2node.dtp'; did you mean 'current'?"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --strategy zzzzzz
+expect_contains "$TMP/err" "no strategy 'zzzzzz' in 'plans/7b_2node.dtp'; its strategies: 'current', 'search'"
+printf 'model m : llama2_7b {}\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\ntraining { global_batch = 8 }\n' \
+  >"$TMP/bare.dtp"
+expect_status 2 "$DTPLAN" "$TMP/bare.dtp" --strategy x
+expect_contains "$TMP/err" "no strategy 'x' in '$TMP/bare.dtp'; it has no strategy block"
 
 # --set goes through the file's grammar and lowering.
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set cluster.nodes=two
