@@ -400,13 +400,14 @@ std::string to_text(report const& r, bool explain) {
   out += fmt::format(
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}, vocab {}, "
       "seq_len {}; {}, {}\n",
-      m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"), m.kv_heads, m.ffn,
-      name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
+      m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
+      m.kv_heads, m.ffn, name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
-  out += fmt::format("  training  global batch {} = {}tokens per step{}\n", counted(p.training.global_batch, "sequence"),
+  out += fmt::format("  training  global batch {} = {}tokens per step{}\n",
+                     counted(p.training.global_batch, "sequence"),
                      count(static_cast<double>(p.training.global_batch * m.seq_len)),
                      p.training.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
   if (r.stats)

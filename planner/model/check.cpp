@@ -183,8 +183,9 @@ class rules {
                              s.virtual_stages, chunks, m.name, counted(m.layers, "layer"));
         });
       else
-        error("pp",
-              [&] { return fmt::format("pp = {} stages, but model '{}' has {}", s.pp, m.name, counted(m.layers, "layer")); });
+        error("pp", [&] {
+          return fmt::format("pp = {} stages, but model '{}' has {}", s.pp, m.name, counted(m.layers, "layer"));
+        });
     } else if (!splits_layers(p_.framework.limits, m.layers, chunks)) {
       auto const& fw = p_.framework;
       error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
