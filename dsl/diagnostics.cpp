@@ -184,6 +184,8 @@ std::string escaped(std::string_view text) {
   return out;
 }
 
+std::string_view character_at(std::string_view text, std::size_t i) { return text.substr(i, decode(text, i).size); }
+
 std::string quoted(std::string_view text) {
   std::string out;
   for (char c : text) {

@@ -72,6 +72,9 @@ std::string location(span where, source_manager const& sources);
 /// everything else, UTF-8 included, is kept. Diagnostics, `--dump ast` and
 /// `--dump ir` pass every string from the input through it.
 std::string escaped(std::string_view text);
+/// The character of `text` that starts at byte `i` (< text.size()): its
+/// whole UTF-8 sequence, or the one byte where none valid starts there.
+std::string_view character_at(std::string_view text, std::size_t i);
 /// A string from the input as the language writes it: between double
 /// quotes, `"` and `\` escaped with a backslash, the rest as `escaped`.
 std::string quoted(std::string_view text);

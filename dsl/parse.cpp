@@ -42,13 +42,6 @@ std::uint32_t skip_blank_lines(std::string_view text, std::uint32_t pos) {
   return pos;
 }
 
-std::uint32_t utf8_length(unsigned char lead) {
-  if (lead >= 0xf0) return 4;
-  if (lead >= 0xe0) return 3;
-  if (lead >= 0xc0) return 2;
-  return 1;
-}
-
 // What the parser found where it expected something: the text shown after
 // "got" and the span the caret underlines.
 struct token {
@@ -71,7 +64,7 @@ token token_at(std::string_view text, std::uint32_t pos) {
     while (end < size && text[end] != '"' && text[end] != '\n') ++end;
     if (end < size && text[end] == '"') ++end;
   } else {
-    end = std::min(size, pos + utf8_length(static_cast<unsigned char>(c)));
+    end = pos + static_cast<std::uint32_t>(character_at(text, pos).size());
   }
   auto word = text.substr(pos, end - pos);
   if (!word.empty() && word.back() == '\r') word.remove_suffix(1);

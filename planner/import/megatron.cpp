@@ -173,16 +173,11 @@ std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::in
       case 't': ++decoders; break;
       case 'm': ++mtp; break;
       case '|': break;
-      default: {
-        // The whole character, where it is one UTF-8 sequence long: its lead
-        // byte says how long (escaped() writes what is not valid as \xNN).
-        auto const lead = static_cast<unsigned char>(c);
-        std::size_t const n = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+      default:
         t.diags.error(at, fmt::format("'--pipeline-model-parallel-layout' has '{}' where Megatron-LM reads E "
                                       "(embedding), t (transformer layer), m (MTP layer), L (loss) and '|'",
-                                      dsl::escaped(std::string_view(*unrolled).substr(i, n))));
+                                      dsl::escaped(dsl::character_at(*unrolled, i))));
         return std::nullopt;
-      }
     }
   }
   auto const chunks = static_cast<std::int64_t>(stages.size());

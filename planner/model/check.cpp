@@ -222,10 +222,10 @@ class rules {
 
   // The global batch splits into whole micro-batches on every dp rank.
   void batch(strategy const& s, std::int64_t grad_accum) {
-    std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
     if (grad_accum == 0) {
       error(first_written({"micro_batch", "dp"}), [&] {
-        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch, per_step);
+        return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch,
+                           sat_mul(s.dp, s.micro_batch));
       });
     } else {
       if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)

@@ -136,3 +136,13 @@ TEST_CASE("a file's name from the input is printed escaped, like a message") {
   CHECK(location({id, 0, 1}, sm) == "ds_config.j\\x0e\\x1b[2J:1:1");
   CHECK(format(ds, sm).rfind("ds_config.j\\x0e\\x1b[2J:1:1: error: expected a key\n", 0) == 0);
 }
+
+TEST_CASE("character_at takes a whole UTF-8 sequence, or one byte where none starts") {
+  std::string const text = "t\xc3\xa9|\xf0\x9f\x98\x80\xc3";
+  CHECK(character_at(text, 0) == "t");
+  CHECK(character_at(text, 1) == "\xc3\xa9");
+  CHECK(character_at(text, 3) == "|");
+  CHECK(character_at(text, 4) == "\xf0\x9f\x98\x80");
+  CHECK(character_at(text, 2) == "\xa9");  // a continuation byte alone
+  CHECK(character_at(text, 8) == "\xc3");  // a sequence the text cuts short
+}
