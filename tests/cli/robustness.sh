@@ -67,6 +67,12 @@ expect_contains "$TMP/err" "one.dtp:4:22: error: pp = 2 exceeds the 1 GPU of clu
 expect_contains "$TMP/err" "one.dtp:5:14: error: virtual_stages = 2 exceeds the 1 layer of model 'm'"
 expect_contains "$TMP/out" "1 layer, hidden 4096, 32 heads (32 kv)"
 expect_contains "$TMP/out" "global batch 8 sequences = "
+printf 'model m : llama2_7b { layers = 2; heads = 1; kv_heads = 1 }\ncluster c { nodes = 1; gpus_per_node = 1; gpu = H100_SXM }\ntraining { global_batch = 1 }\nstrategy s { dp = 1 }\n' \
+  >"$TMP/single.dtp"
+expect_status 0 "$DTPLAN" "$TMP/single.dtp"
+expect_contains "$TMP/out" "2 layers, hidden 4096, 1 head (1 kv)"
+expect_contains "$TMP/out" "global batch 1 sequence = 4.10 k tokens per step"
+expect_status 1 "$DTPLAN" "$TMP/one.dtp"
 sed -n "/^strategy 's'/,/^$/p" "$TMP/out" >"$TMP/s.txt"
 sed -n "/^strategy 'u'/,/^$/p" "$TMP/out" >"$TMP/u.txt"
 expect_contains "$TMP/s.txt" "  grad_accum 4"
