@@ -125,10 +125,10 @@ std::optional<selection> select_strategies(program const& p, session_options con
     std::vector<std::string> names;
     for (auto const& spec : p.strategies) names.push_back(spec.name);
     auto near = dsl::closest(*options.strategy, names);
-    // Without a close name, the ones it has (the first ten).
+    // Without a close name, the ones it has (the first ten; the message is
+    // escaped where it is printed, as every diagnostic is).
     std::string known;
-    for (std::size_t i = 0; i < names.size() && i < 10; ++i)
-      known += fmt::format("{}'{}'", i == 0 ? "" : ", ", dsl::escaped(names[i]));
+    for (std::size_t i = 0; i < names.size() && i < 10; ++i) known += fmt::format("{}'{}'", i == 0 ? "" : ", ", names[i]);
     if (names.size() > 10) known += fmt::format(" and {} more", grouped(static_cast<std::int64_t>(names.size() - 10)));
     std::string const hint = !near.empty()   ? fmt::format("; did you mean '{}'?", near)
                              : names.empty() ? std::string("; it has no strategy block")
