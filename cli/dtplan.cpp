@@ -101,7 +101,7 @@ examples:
   dtplan plans/7b_2node.dtp --optimize
   dtplan plans/7b_2node.dtp --strategy current --format json
   dtplan plans/7b_2node.dtp --set cluster.nodes=4 --set current.dp=32
-  dtplan plans/70b_16node_ib.dtp --optimize --top 3 --emit out/70b
+  dtplan plans/70b_16node_h100_ib.dtp --optimize --top 3 --emit out/70b
 )";
 
 struct options {

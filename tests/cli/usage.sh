@@ -87,4 +87,37 @@ printf 'model m : llama2_7b {}\ncluster c { nodes = 1\n gpus_per_node = 8\n gpu 
 expect_status 2 "$DTPLAN" "$TMP/free.dtp"
 expect_contains "$TMP/err" "has no fixed strategy to check; --optimize searches its free strategies"
 
+# The help's examples run as written (from a directory holding plans/, so
+# that --emit writes there), each to a valid plan.
+expect_status 0 "$DTPLAN" --help
+sed -n '/^examples:$/,$p' "$TMP/out" | sed -n 's/^  dtplan //p' >"$TMP/examples"
+checks=$((checks + 1))
+[ "$(wc -l <"$TMP/examples")" -ge 4 ] || fail "the help has fewer than 4 examples: $(cat "$TMP/examples")"
+mkdir "$TMP/examples-cwd" && ln -s "$root/plans" "$TMP/examples-cwd/plans"
+while IFS= read -r example; do
+  checks=$((checks + 1))
+  # shellcheck disable=SC2086 # an example is words, split as the shell would
+  (cd "$TMP/examples-cwd" && timeout 60 "$DTPLAN" $example >/dev/null 2>"$TMP/err") ||
+    fail "the help's example 'dtplan $example' does not run to a valid plan: $(head -c 600 "$TMP/err")"
+done <"$TMP/examples"
+
+# The README's and DSL.md's synopsis is the help's, and the README's
+# diagnostic is what dtplan prints.
+expect_status 0 "$DTPLAN" --help
+squash() { tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+help_synopsis=$(sed -n '1,/^ *\[--from/p' "$TMP/out" | sed '1s/^usage: //; /^  *--help/d; s/^       dtplan --help.*//' | squash)
+readme_synopsis=$(sed -n '/^dtplan FILE \[--optimize\]/,/^```$/p' README.md | sed '$d' | squash)
+spec_synopsis=$(sed -n '/^dtplan FILE \[--optimize\]/,/^dtplan --help/p' docs/spec/DSL.md | sed '$d' | squash)
+checks=$((checks + 2))
+[ "$help_synopsis" = "$readme_synopsis" ] ||
+  fail "README's synopsis differs from the help's: '$readme_synopsis' against '$help_synopsis'"
+[ "$help_synopsis" = "$spec_synopsis" ] ||
+  fail "docs/spec/DSL.md's synopsis differs from the help's: '$spec_synopsis' against '$help_synopsis'"
+demo=tests/golden/illegal/016_out_of_memory_zero0.dtp
+expect_status 1 "$DTPLAN" "$demo"
+sed -n "\|^\$ build/cli/dtplan $demo\$|,/^\`\`\`\$/p" README.md | sed '1d; $d' >"$TMP/readme-diagnostic"
+checks=$((checks + 1))
+[ -s "$TMP/readme-diagnostic" ] && diff "$TMP/readme-diagnostic" "$TMP/err" >/dev/null ||
+  fail "README's diagnostic for $demo is not what dtplan prints: $(diff "$TMP/readme-diagnostic" "$TMP/err" | head -c 600)"
+
 finish
