@@ -15,7 +15,10 @@ std::string grouped(std::int64_t n) {
 }
 
 std::string counted(std::int64_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+  // English adds "es" after a sibilant: "2 micro-batches", not "micro-batchs".
+  bool const sibilant = noun.ends_with("ch") || noun.ends_with("sh") || noun.ends_with('s') || noun.ends_with('x') ||
+                        noun.ends_with('z');
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : sibilant ? "es" : "s");
 }
 
 std::string three_digits(double v) {

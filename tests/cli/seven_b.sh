@@ -17,6 +17,8 @@ expect_contains "$TMP/out" "plan 'search#1'  [valid]"
 expect_contains "$TMP/out" "plan 'search#3'  [valid]"
 expect_contains "$TMP/out" "versus 'current'"
 expect_contains "$TMP/out" "differs from 'search#1' in"
+expect_contains "$TMP/out" "activations (16 layers x 2 micro-batches in flight x 514.5 MiB per layer, checkpoint = none)"
+expect_lacks "$TMP/out" "batchs"
 checks=$((checks + 1))
 grep -A40 "plan 'search#1'" "$TMP/out" | grep -q "x as fast" || fail "search#1 has no speed-up over 'current'"
 checks=$((checks + 1))

@@ -57,4 +57,7 @@ TEST_CASE("counts read with thousands separators and a noun that agrees") {
   CHECK(counted(1, "GPU") == "1 GPU");
   CHECK(counted(0, "candidate") == "0 candidates");
   CHECK(counted(64, "candidate") == "64 candidates");
+  CHECK(counted(4, "micro-batch") == "4 micro-batches");
+  CHECK(counted(1, "micro-batch") == "1 micro-batch");
+  CHECK(counted(2, "pass") == "2 passes");
 }
