@@ -242,10 +242,19 @@ class stage_memory {
                                       bpp_.moments / (m_.optimizer == optimizer_kind::sgd_momentum ? 1.0 : 2.0));
     add(b_.weights, [&] {
       // fp8 training without fp8 parameters keeps 16-bit weights and casts
-      // them for each GEMM.
-      bool const cast = low_precision(m_.prec) && !(m_.prec == precision::fp8 && p_.training.fp8_param_gather);
-      return fmt::format("weights ({}, {} x {} B{})", cast ? fmt::format("bf16 for {} GEMMs", name(m_.prec)) : name(m_.prec),
-                         params_text(params), bpp_.weights, sharded_text(s_.zero, 3, shard));
+      // them for each GEMM. fp8 parameters are Transformer Engine's
+      // Float8Tensors: a row-wise copy for the forward and a column-wise
+      // (transposed) one for the backward's data gradient, a byte each
+      // (TE 006257e54a transformer_engine/pytorch/tensor/float8_tensor.py,
+      // Float8Quantizer: rowwise and columnwise by default, make_empty
+      // allocates data and data_transpose).
+      bool const fp8_params = m_.prec == precision::fp8 && p_.training.fp8_param_gather;
+      bool const cast = low_precision(m_.prec) && !fp8_params;
+      std::string const kept = cast         ? fmt::format("bf16 for {} GEMMs", name(m_.prec))
+                               : fp8_params ? std::string("fp8 row- and column-wise")
+                                            : std::string(name(m_.prec));
+      return fmt::format("weights ({}, {} x {} B{})", kept, params_text(params), bpp_.weights,
+                         sharded_text(s_.zero, 3, shard));
     }, st.weights);
     add(b_.gradients, [&] {
       return fmt::format("gradients ({}{} x {} B{})",

@@ -515,5 +515,7 @@ TEST_CASE("fp8 training keeps 16-bit weights, and says so, unless its parameters
   CHECK(term(fp8, "weights (bf16 for fp8 GEMMs, ") == 2 * params);
   CHECK(term(fp8, "weights (bf16 for fp8 GEMMs, ") == term(bf16, "weights (bf16, "));
   p.training.fp8_param_gather = true;
-  CHECK(term(estimate_memory(p, s), "weights (fp8, ") == 2 * params);
+  // Float8Tensors: the forward's row-wise byte and the backward's
+  // column-wise one.
+  CHECK(term(estimate_memory(p, s), "weights (fp8 row- and column-wise, ") == 2 * params);
 }
