@@ -34,7 +34,7 @@ std::string describe_expected_error(std::string_view gpu, gpu_generation generat
   if (auto const r = related_expected_error(gpu, generation, framework))
     return fmt::format("no published run of {} on {}; on {}, the same {} generation: {}", framework, gpu, r->gpu,
                        name(generation), figures(*r, ""));
-  return fmt::format("no published run of {} on {} measures this model's error; treat the figure as uncalibrated",
+  return fmt::format("no published run of {} on {} measures dtplan's error there; treat the figure as uncalibrated",
                      framework, gpu);
 }
 

@@ -853,7 +853,7 @@ TEST_CASE("a pair without runs states the error of its framework on a GPU of the
   CHECK(pcie->gpu == "H100_SXM");
   CHECK_FALSE(related_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan"));
   CHECK(describe_expected_error("A100_SXM_80GB", gpu_generation::ampere, "torchtitan") ==
-        "no published run of torchtitan on A100_SXM_80GB measures this model's error; treat the figure as "
+        "no published run of torchtitan on A100_SXM_80GB measures dtplan's error there; treat the figure as "
         "uncalibrated");
   // Megatron on Blackwell: B200 (13 runs) before GB200 and GB300.
   auto const blackwell = related_expected_error("B300_site", gpu_generation::blackwell, "megatron");
