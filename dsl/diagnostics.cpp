@@ -186,6 +186,16 @@ std::string escaped(std::string_view text) {
 
 std::string_view character_at(std::string_view text, std::size_t i) { return text.substr(i, decode(text, i).size); }
 
+std::string grouped(std::int64_t n) {
+  auto const digits = fmt::format("{}", n < 0 ? -static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n));
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string quoted(std::string_view text) {
   std::string out;
   for (char c : text) {

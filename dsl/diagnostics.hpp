@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,8 @@ std::string escaped(std::string_view text);
 /// The character of `text` that starts at byte `i` (< text.size()): its
 /// whole UTF-8 sequence, or the one byte where none valid starts there.
 std::string_view character_at(std::string_view text, std::size_t i);
+/// A count with thousands separators ("12,288"), the same in every locale.
+std::string grouped(std::int64_t n);
 /// A string from the input as the language writes it: between double
 /// quotes, `"` and `\` escaped with a backslash, the rest as `escaped`.
 std::string quoted(std::string_view text);

@@ -139,6 +139,13 @@ bool check_text(source_file const& source, std::uint32_t file, diagnostics& diag
   return true;
 }
 
+// The value of a set past max_set_values: its token, and the limit.
+void report_set_budget(std::string_view text, std::uint32_t file, syntax_error const& err, diagnostics& diags) {
+  auto const t = token_at(text, err.where);
+  diags.error({file, t.begin, t.end},
+              fmt::format("a file's sets hold at most {} values in all; this is one more", grouped(max_set_values)));
+}
+
 class converter {
  public:
   explicit converter(std::uint32_t file) : file_(file) {}
@@ -223,6 +230,12 @@ class file_parser {
  private:
   diagnostic* report(syntax_error const& err) { return report(err.where, err.expected); }
 
+  void report_past_budget(syntax_error const& err) {
+    report_set_budget(text_, file_, err, diags_);
+    ++errors_;
+    stopped_ = true;
+  }
+
   diagnostic* report(std::uint32_t where, std::string_view expected) {
     if (stopped_) return nullptr;
     auto t = token_at(text_, where);
@@ -262,7 +275,13 @@ class file_parser {
       auto const start = pos;
       x3ast::assignment a;
       syntax_error err;
-      if (!detail::parse_assignment(text_, pos, a, err)) {
+      if (!detail::parse_assignment(text_, pos, a, err, budget_)) {
+        if (err.past_set_budget) {
+          // Nothing after it is read: the rest of the file could only add
+          // values past the budget.
+          report_past_budget(err);
+          return false;
+        }
         report(err);
         pos = recover_assignment(start, err.where);
         continue;
@@ -278,6 +297,7 @@ class file_parser {
     }
     return false;
   }
+
 
   // After a bad header: if its line opens a block, continue inside it so the
   // assignments are still checked; otherwise resume on the next line.
@@ -331,11 +351,13 @@ class file_parser {
   diagnostics& diags_;
   converter convert_;
   std::size_t errors_ = 0;
+  detail::set_budget budget_{max_set_values};
   bool stopped_ = false;
 };
 
 void report_single(std::string_view text, std::uint32_t file, syntax_error const& err,
                    diagnostics& diags) {
+  if (err.past_set_budget) return report_set_budget(text, file, err, diags);
   auto t = token_at(text, err.where);
   diags.error({file, t.begin, t.end}, fmt::format("expected {}, got {}", err.expected, t.shown));
 }
@@ -370,7 +392,8 @@ std::optional<ast::value> parse_value(source_manager const& sources, std::uint32
   std::uint32_t pos = 0;
   x3ast::value v;
   syntax_error err;
-  if (!detail::parse_value(text, pos, v, err)) {
+  detail::set_budget budget{max_set_values};
+  if (!detail::parse_value(text, pos, v, err, budget)) {
     report_single(text, file, err, diags);
     return std::nullopt;
   }
@@ -386,7 +409,8 @@ std::optional<ast::setting> parse_setting(source_manager const& sources, std::ui
   std::uint32_t pos = 0;
   x3ast::setting s;
   syntax_error err;
-  if (!detail::parse_setting(text, pos, s, err)) {
+  detail::set_budget budget{max_set_values};
+  if (!detail::parse_setting(text, pos, s, err, budget)) {
     report_single(text, file, err, diags);
     return std::nullopt;
   }

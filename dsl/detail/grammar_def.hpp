@@ -15,6 +15,14 @@ namespace x3 = boost::spirit::x3;
 
 /// `with<>` key of the start of the buffer, so spans are offsets into it.
 struct buffer_start_tag;
+/// `with<>` key of the file's set_budget (a std::reference_wrapper to it).
+struct set_budget_tag;
+
+/// Thrown at the first value of a set past the file's set_budget, with its
+/// offset in the buffer.
+struct set_budget_spent {
+  std::uint32_t where;
+};
 
 /// Stamps every node deriving from `x3ast::tagged` with its byte range; X3
 /// calls it after skipping leading blanks, so the range is the exact token.
@@ -179,9 +187,18 @@ auto const auto_value_body_def = keyword("auto")[([](auto&) {})];
 
 auto const scalar_def = quantity | number | string_literal | boolean | identifier;
 
+// Each value of a set spends one of the file's budget before the next is
+// read, so no set grows the tree past it.
+auto const spend_budget = [](auto& ctx) {
+  auto& budget = x3::get<set_budget_tag>(ctx).get();
+  if (budget.left == 0)
+    throw set_budget_spent{boost::apply_visitor([](auto const& v) { return v.begin; }, x3::_attr(ctx))};
+  --budget.left;
+};
+
 auto const set_close_def = x3::lit('}');
 auto const set_body_def =
-    x3::skip(blank_or_newline)['{' > -(scalar % ',') > -x3::lit(',') > set_close]
+    x3::skip(blank_or_newline)['{' > -(scalar[spend_budget] % ',') > -x3::lit(',') > set_close]
         [([](auto& ctx) {
           if (auto const& items = x3::_attr(ctx)) x3::_val(ctx).items = *items;
         })];

@@ -4,16 +4,6 @@
 
 namespace dtplan::planner {
 
-std::string grouped(std::int64_t n) {
-  auto const digits = fmt::format("{}", n < 0 ? -static_cast<std::uint64_t>(n) : static_cast<std::uint64_t>(n));
-  std::string out = n < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 std::string counted(std::int64_t n, std::string_view noun) {
   // English adds "es" after a sibilant: "2 micro-batches", not "micro-batchs".
   bool const sibilant = noun.ends_with("ch") || noun.ends_with("sh") || noun.ends_with('s') || noun.ends_with('x') ||

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "dsl/diagnostics.hpp"
+
 /// Strong unit types for the planner's interfaces. Bytes, seconds, FLOPs,
 /// FLOP/s and bytes/s are distinct types; only meaningful arithmetic
 /// compiles (bytes / seconds is a bandwidth, flops / flop_rate is seconds).
@@ -111,8 +113,8 @@ std::string to_string(flop_rate v);
 std::string to_string(bandwidth v);
 /// Three significant digits, without trailing exponent noise ("1.96", "118", "0.0312").
 std::string three_digits(double v);
-/// A count with thousands separators ("12,288").
-std::string grouped(std::int64_t n);
+/// A count with thousands separators ("12,288"): the language's own.
+using dsl::grouped;
 /// A count and its noun, plural unless one ("1 GPU", "64 candidates").
 std::string counted(std::int64_t n, std::string_view noun);
 

@@ -344,6 +344,23 @@ TEST_CASE("reporting stops after 20 errors") {
   CHECK(p.diags.list().back().notes[0].message == "stopping after 20 syntax errors");
 }
 
+TEST_CASE("a file's sets hold at most 1,048,576 values in all, and the next is an error at it") {
+  // Two sets: the first at the whole budget (one value a line, so the
+  // error's line says which value), the second one value past it.
+  std::string text = "strategy s {\n  tp = {\n";
+  for (std::size_t i = 0; i + 1 < max_set_values; ++i) text += "1,\n";
+  text += "1}\n  pp = {2, 4}\n}\nstrategy t { dp = {8} }\n";
+  auto p = parse_text(text);
+  CHECK_FALSE(p.file);
+  REQUIRE(p.diags.error_count() == 1);
+  auto const line = max_set_values + 3;  // the block, tp's line, then a value a line
+  CHECK(p.diags.list()[0].message == "a file's sets hold at most 1,048,576 values in all; this is one more");
+  // tp's 1,048,576 values were read; pp's first is one more. Nothing past
+  // it is read (t's set would be an error again).
+  CHECK(p.at(p.diags.list()[0].where) == std::to_string(line) + ":9+1");
+  CHECK(p.errors().starts_with("t.dtp:" + std::to_string(line) + ":9: error: a file's sets hold at most 1,048,576"));
+}
+
 TEST_CASE("files that are not text or are empty") {
   CHECK(error_of(std::string("model m {\n  a = 1\0\n}\n", 20)) ==
         "t.dtp:2:8: error: file is not text: NUL byte at line 2, column 8\n"
