@@ -3,6 +3,7 @@
 #include <boost/spirit/home/x3.hpp>
 
 #include <type_traits>
+#include <utility>
 
 #include "dsl/detail/ast_internal.hpp"
 #include "dsl/detail/grammar.hpp"
@@ -200,7 +201,7 @@ auto const set_close_def = x3::lit('}');
 auto const set_body_def =
     x3::skip(blank_or_newline)['{' > -(scalar[spend_budget] % ',') > -x3::lit(',') > set_close]
         [([](auto& ctx) {
-          if (auto const& items = x3::_attr(ctx)) x3::_val(ctx).items = *items;
+          if (auto& items = x3::_attr(ctx)) x3::_val(ctx).items = std::move(*items);
         })];
 
 auto const range_high_def = number;

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 readme=README.md
 published=tests/data/published
 
-# step_s ROW-MARKER NTH INPUT ARGS...: costs the job and compares its step
+# check_figure ROW-MARKER NTH INPUT ARGS...: costs the job and compares its step
 # with the NTH figure ('2.75 s', '712 ms') of the predicted column of the
 # README row that contains ROW-MARKER.
 check_figure() {
@@ -23,7 +23,7 @@ check_figure() {
   figure=$(printf '%s\n' "$predicted" | grep -oE '[0-9]+(\.[0-9]+)? (s|ms)\b' | sed -n "${nth}p")
   [ -n "$figure" ] || { fail "README row '$marker' has no figure $nth in '$predicted'"; return; }
   local step
-  step=$(HANG_GUARD=60 timeout 60 "$DTPLAN" "$@" --format json 2>/dev/null | grep -o '"step_s": [0-9.e+-]*' | head -1 |
+  step=$(timeout 60 "$DTPLAN" "$@" --format json 2>/dev/null | grep -o '"step_s": [0-9.e+-]*' | head -1 |
     awk '{print $2}')
   [ -n "$step" ] || { fail "'dtplan $*' printed no step"; return; }
   # The figure's value and half a unit of its last digit, in seconds.

@@ -101,9 +101,9 @@ while IFS= read -r example; do
     fail "the help's example 'dtplan $example' does not run to a valid plan: $(head -c 600 "$TMP/err")"
 done <"$TMP/examples"
 
-# The README's and DSL.md's synopsis is the help's, and the README's
-# diagnostic is what dtplan prints.
-expect_status 0 "$DTPLAN" --help
+# The README's and DSL.md's synopsis is the help's ($TMP/out still holds
+# it: the examples wrote elsewhere), and the README's diagnostic is what
+# dtplan prints.
 squash() { tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
 help_synopsis=$(sed -n '1,/^ *\[--from/p' "$TMP/out" | sed '1s/^usage: //; /^  *--help/d; s/^       dtplan --help.*//' | squash)
 readme_synopsis=$(sed -n '/^dtplan FILE \[--optimize\]/,/^```$/p' README.md | sed '$d' | squash)
