@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -84,7 +85,10 @@ std::optional<std::int64_t> job_reader::integer(entry const& e) {
   char* end = nullptr;
   errno = 0;
   double const v = std::strtod(digits.c_str(), &end);
-  bool const whole = !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 && std::isfinite(v) &&
+  // Decimal only: strtod reads C's hexadecimal (`0x10`), which no framework's arguments do.
+  bool const decimal = digits.find_first_not_of("+-0123456789.eE") == std::string::npos;
+  bool const whole = decimal && !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 &&
+                     std::isfinite(v) &&
                      v == std::floor(v) && std::fabs(v) < 9.2e18;
   if (!whole) {
     out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got '{}'", what, e.key, dsl::escaped(*w)));
@@ -108,7 +112,8 @@ std::optional<double> job_reader::real(entry const& e) {
     if (c != '_') digits += c;
   char* end = nullptr;
   double const v = std::strtod(digits.c_str(), &end);
-  if (digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(v)) {
+  bool const decimal = digits.find_first_not_of("+-0123456789.eE") == std::string::npos;
+  if (!decimal || digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(v)) {
     out_.diags.error(e.val->where, fmt::format("expected a number for '{}', got '{}'", e.key, dsl::escaped(*w)));
     return std::nullopt;
   }
@@ -234,13 +239,16 @@ void read_launcher(dsl::config::document const& doc, context const& ctx, std::st
     if (!ctx.prior || !e.val || e.val->unexpanded || e.val->k != dsl::config::value::kind::string ||
         e.val->text.empty() || e.val->text.find_first_not_of("0123456789") != std::string::npos)
       continue;
-    auto const n = std::stoll(e.val->text);
+    // Digits alone; past 2^63 they cannot be the cluster's count either.
+    auto const& text = e.val->text;
+    std::int64_t n = 0;
+    bool const read = std::from_chars(text.data(), text.data() + text.size(), n).ec == std::errc{};
     auto const& c = ctx.prior->cluster;
     auto const want = per_node ? c.gpus_per_node : c.nodes;
-    if (n != want)
+    if (!read || n != want)
       diags.warning(e.val->where, fmt::format("the launcher starts {} {}; cluster '{}' has {}: the {} job is costed on "
                                               "the cluster",
-                                              n, per_node ? "processes per node" : "nodes", c.name, want, called));
+                                              text, per_node ? "processes per node" : "nodes", c.name, want, called));
   }
 }
 

@@ -860,3 +860,27 @@ TEST_CASE("a pair without runs states the error of its framework on a GPU of the
   REQUIRE(blackwell);
   CHECK(blackwell->gpu == "B200");
 }
+
+TEST_CASE("a launcher's count past 2^63 and a number in hexadecimal are reported where they stand, not thrown") {
+  auto const diagnostics = [](std::string const& args) {
+    dsl::source_manager sources;
+    dsl::diagnostics diags;
+    auto const file = sources.add("c.dtp", "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; "
+                                           "inter_node = 8 x 400 Gbit/s }\nmodel m : gpt3_175b { }\n");
+    job_source job{job_format::megatron, sources.add("args.txt", args), {}};
+    load_job(sources, file, job, {}, diags);
+    return dsl::format(diags, sources);
+  };
+  CHECK(diagnostics("torchrun --nproc_per_node 18446744073709551616 pretrain_gpt.py --micro-batch-size 1\n") ==
+        "args.txt:1:27: warning: the launcher starts 18446744073709551616 processes per node; cluster 'c' has 8: "
+        "the Megatron-LM job is costed on the cluster\n"
+        "    1 | torchrun --nproc_per_node 18446744073709551616 pretrain_gpt.py --micro-batch-size 1\n"
+        "      |                           ^~~~~~~~~~~~~~~~~~~~\n");
+  // strtod reads C's hexadecimal; Python's int() and argparse do not.
+  CHECK(diagnostics("pretrain_gpt.py --num-layers 0x18 --micro-batch-size 1\n") ==
+        "args.txt:1:30: error: expected a whole number for '--num-layers', got '0x18'\n"
+        "    1 | pretrain_gpt.py --num-layers 0x18 --micro-batch-size 1\n"
+        "      |                              ^~~~\n");
+  CHECK(diagnostics("pretrain_gpt.py --num-layers 24 --hidden-dropout 0x1p-3 --micro-batch-size 1\n").starts_with(
+      "args.txt:1:50: error: expected a number for '--hidden-dropout', got '0x1p-3'\n"));
+}
