@@ -98,6 +98,13 @@ json_writer& json_writer::value(double v) {
   return *this;
 }
 
+json_writer& json_writer::whole(double v) {
+  before_value();
+  if (!std::isfinite(v)) out_ += "null";
+  else out_ += fmt::format("{:.0f}", std::round(v) + 0.0);  // + 0.0: -0 prints as 0
+  return *this;
+}
+
 json_writer& json_writer::value(bool v) {
   before_value();
   out_ += v ? "true" : "false";

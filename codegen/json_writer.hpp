@@ -21,6 +21,9 @@ class json_writer {
   json_writer& value(std::int64_t v);
   json_writer& value(int v) { return value(static_cast<std::int64_t>(v)); }
   json_writer& value(double v);
+  /// `v` rounded to a whole number, every digit written: sizes and counts
+  /// past 2^63 too, which an int64 cannot hold. null where not finite.
+  json_writer& whole(double v);
   json_writer& value(bool v);
   json_writer& null();
 

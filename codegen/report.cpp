@@ -15,8 +15,6 @@ using namespace planner;
 
 namespace {
 
-std::int64_t whole(bytes b) { return static_cast<std::int64_t>(std::llround(b.value())); }
-
 // "454 k", "1.05 M": counts a user reads at a glance.
 std::string count(double v) {
   if (std::fabs(v) >= 1e9) return three_digits(v / 1e9) + " G ";
@@ -76,19 +74,19 @@ void write_strategy(json_writer& w, plan const& pl) {
 
 void write_memory(json_writer& w, memory_breakdown const& m) {
   w.key("memory").begin_object();
-  w.key("capacity_bytes").value(whole(m.capacity));
-  w.key("usable_bytes").value(whole(m.usable));
-  w.key("total_bytes").value(whole(m.total));
-  w.key("weights_bytes").value(whole(m.weights));
-  w.key("gradients_bytes").value(whole(m.gradients));
-  w.key("optimizer_bytes").value(whole(m.optimizer));
-  w.key("activations_bytes").value(whole(m.activations));
-  w.key("buffers_bytes").value(whole(m.buffers));
+  w.key("capacity_bytes").whole(m.capacity.value());
+  w.key("usable_bytes").whole(m.usable.value());
+  w.key("total_bytes").whole(m.total.value());
+  w.key("weights_bytes").whole(m.weights.value());
+  w.key("gradients_bytes").whole(m.gradients.value());
+  w.key("optimizer_bytes").whole(m.optimizer.value());
+  w.key("activations_bytes").whole(m.activations.value());
+  w.key("buffers_bytes").whole(m.buffers.value());
   w.key("in_flight_micro_batches").value(m.in_flight);
   w.key("peak_moment").value(m.peak_moment);
   w.key("detail").begin_array();
   for (auto const& t : m.detail)
-    w.begin_object().key("term").value(t.name).key("bytes").value(whole(t.size)).end_object();
+    w.begin_object().key("term").value(t.name).key("bytes").whole(t.size.value()).end_object();
   w.end_array();
   w.end_object();
 }
@@ -139,7 +137,7 @@ void write_time(json_writer& w, program const& p, time_breakdown const& t) {
     w.key("collective").value(name(c.op));
     w.key("group").value(name(c.group));
     w.key("ranks").value(c.ranks);
-    w.key("bytes").value(whole(c.size));
+    w.key("bytes").whole(c.size.value());
     w.key("count").value(c.count);
     w.key("seconds").value(c.time.value());
     w.key("exposed_s").value(c.exposed.value());
@@ -171,9 +169,9 @@ void write_shape(json_writer& w, strategy_shape const& sh) {
   for (std::int64_t r = 0; r < sh.s.pp; ++r) w.value(sh.stage_layers(r));
   w.end_array();
   w.key("stage_params_per_gpu").begin_array();
-  for (std::int64_t r = 0; r < sh.s.pp; ++r) w.value(static_cast<std::int64_t>(std::llround(sh.stage(r).params)));
+  for (std::int64_t r = 0; r < sh.s.pp; ++r) w.whole(sh.stage(r).params);
   w.end_array();
-  w.key("layer_params_per_gpu").value(static_cast<std::int64_t>(std::llround(sh.layer_params)));
+  w.key("layer_params_per_gpu").whole(sh.layer_params);
   w.key("shard_ranks").value(sh.shard_ranks());
   w.key("groups").begin_object();
   write_group(w, "tp", sh.tp);
@@ -248,7 +246,7 @@ std::string to_json(report const& r) {
   w.key("nodes").value(p.cluster.nodes);
   w.key("gpus_per_node").value(p.cluster.gpus_per_node);
   w.key("gpu").value(p.cluster.device.name);
-  w.key("gpu_memory_bytes").value(whole(p.cluster.device.memory));
+  w.key("gpu_memory_bytes").whole(p.cluster.device.memory.value());
   w.key("intra_node_bytes_per_s").value(p.cluster.intra_node.value());
   w.key("inter_node_bytes_per_s").value(p.cluster.inter_node.value());
   w.end_object();

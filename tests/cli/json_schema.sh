@@ -31,6 +31,20 @@ cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
 expect_contains "$TMP/imported.json" '"schema_version": 2,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
+# Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
+# not wrapped to a negative int64.
+cat >"$TMP/billion_layers.dtp" <<'DTP'
+model m : llama3_405b { layers = 1000000007 }
+cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { global_batch = 2048 }
+strategy s { dp = 16; zero = 0 }
+DTP
+expect_status 1 "$DTPLAN" "$TMP/billion_layers.dtp" --format json
+cp "$TMP/out" "$TMP/billion_layers.json" && docs+=("$TMP/billion_layers.json")
+expect_contains "$TMP/billion_layers.json" '"total_bytes": 55268868556697960448,'
+expect_contains "$TMP/billion_layers.json" '"optimizer_bytes": 38252446014199627776,'
+expect_lacks "$TMP/billion_layers.json" '-9223372036854775808'
+n=$((n + 1))
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

@@ -198,7 +198,10 @@ void check_json_value(nlohmann::json const& j, std::string const& path, std::str
       return;
     case value_t::number_float:
       if (!finite_non_negative(j.get<double>())) violated(fmt::format("JSON: negative number at {}", path), doc);
-      if (path.ends_with("bytes")) violated(fmt::format("JSON: a size that is not whole bytes at {}", path), doc);
+      // A whole number past 2^64 reads as a double; check_json holds the
+      // text of every size to whole digits.
+      if (path.ends_with("bytes") && j.get<double>() < 0x1p64)
+        violated(fmt::format("JSON: a size that is not whole bytes at {}", path), doc);
       return;
     default: return;
   }
@@ -208,6 +211,15 @@ void check_json(std::string const& doc, std::string_view what) {
   auto j = nlohmann::json::parse(doc, nullptr, false);
   if (j.is_discarded()) violated(fmt::format("{} is not JSON", what), doc);
   check_json_value(j, "$", doc);
+  // Every size is written as whole bytes, digits alone, however large.
+  constexpr std::string_view size_key = "bytes\": ";
+  for (auto at = doc.find(size_key); at != std::string::npos; at = doc.find(size_key, at + 1)) {
+    auto const begin = at + size_key.size();
+    auto const end = doc.find_first_of(",\n}", begin);
+    auto const text = doc.substr(begin, end - begin);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+      violated(fmt::format("JSON: a size written '{}', not whole bytes", text), doc);
+  }
 }
 
 // A generated file is data: printable ASCII and newlines only, whatever the
