@@ -158,7 +158,7 @@ auto const amount_after_x_body_def = (number >> unit)[([](auto& ctx) {
   q.unit_word = boost::fusion::at_c<1>(x3::_attr(ctx));
 })];
 
-auto const quantity_body_def = (number >> keyword("x") > amount_after_x)[([](auto& ctx) {
+auto const quantity_body_def = ((number >> keyword("x")) > amount_after_x)[([](auto& ctx) {
                             auto& q = x3::_val(ctx);
                             q = boost::fusion::at_c<1>(x3::_attr(ctx));
                             q.multiplier = boost::fusion::at_c<0>(x3::_attr(ctx));
@@ -205,7 +205,7 @@ auto const set_body_def =
         })];
 
 auto const range_high_def = number;
-auto const range_def = number >> ".." > range_high;
+auto const range_def = (number >> "..") > range_high;
 
 auto const value_def =
     auto_value | boolean | set | range | quantity | number | string_literal | identifier;
