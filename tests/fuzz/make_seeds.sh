@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Writes the fuzz targets' seed inputs under OUT (scripts/fuzz, and the
+# replay tests of tests/fuzz/replay.sh):
+#   make_seeds.sh OUT
+# OUT/pipeline: every .dtp the repository holds (plans, the catalog, the
+#   golden and codegen tests' inputs) and the programs the shell tests write
+#   in here-documents (<<'DTP' ... DTP);
+# OUT/jobs: each published and golden job behind the byte that picks its
+#   format (0 torchtitan, 1 Megatron-LM, 2 DeepSpeed, 3 NeMo), then a NUL
+#   and the file it names, where it names one.
+set -euo pipefail
+out=$(realpath -m "${1:?usage: make_seeds.sh OUT}")
+cd "$(dirname "$0")/../.."
+
+seeds=$out/pipeline
+rm -rf "$seeds"
+mkdir -p "$seeds"
+n=0
+while IFS= read -r f; do
+  n=$((n + 1))
+  cp "$f" "$seeds/file$n.dtp"
+done < <(find plans planner/catalog tests -name '*.dtp' | sort)
+for script in tests/cli/*.sh tests/codegen/*.sh; do
+  awk -v out="$seeds/$(basename "$script" .sh)" '
+    /<<.?DTP.?$/ { inside = 1; n++; next }
+    inside && /^DTP$/ { inside = 0; next }
+    inside { print > (out "-" n ".dtp") }' "$script"
+done
+
+job_seeds=$out/jobs
+rm -rf "$job_seeds"
+mkdir -p "$job_seeds"
+n=0
+job_seed() {  # FORMAT-BYTE JOB [RELATED]
+  n=$((n + 1))
+  { printf "\\$(printf '%03o' "$1")"; cat "$2"; if [ -n "${3:-}" ]; then printf '\0'; cat "$3"; fi; } \
+    >"$job_seeds/job$n"
+}
+for f in $(find tests/data/published tests/golden/jobs -name '*.toml' | sort); do job_seed 0 "$f"; done
+for f in $(find tests/golden/jobs -path '*megatron*' -name 'args.txt' | sort) $(find tests/data/published -name '*.args' | sort); do
+  job_seed 1 "$f"
+done
+for d in $(find tests/data/published tests/golden/jobs -name ds_config.json -exec dirname {} \; | sort); do
+  job_seed 2 "$d/ds_config.json"
+  if [ -f "$d/args.txt" ]; then job_seed 2 "$d/args.txt" "$d/ds_config.json"; fi
+done
+for f in tests/data/published/mlperf_nemo_gpt3/config_DGXH100_*.sh; do
+  job_seed 3 "$f" tests/data/published/mlperf_nemo_gpt3/config_common.sh
+done
