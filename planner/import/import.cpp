@@ -168,7 +168,11 @@ ast::value string_value(std::string text, span where) { return ast::string_liter
 ast::value bytes_value(double v, span where) {
   ast::quantity q;
   q.where = where;
-  q.amount = ast::number{where, fmt::format("{}", std::llround(v)), true};
+  // Whole bytes where an int64 holds them; past that a real, which lowering
+  // then holds to the key's range (a count of elements times its bytes can
+  // pass 2^63).
+  q.amount = std::fabs(v) < 0x1p62 ? ast::number{where, fmt::format("{}", std::llround(v)), true}
+                                   : ast::number{where, fmt::format("{:e}", v), false};
   q.unit = "B";
   q.unit_where = where;
   return q;

@@ -884,3 +884,24 @@ TEST_CASE("a launcher's count past 2^63 and a number in hexadecimal are reported
   CHECK(diagnostics("pretrain_gpt.py --num-layers 24 --hidden-dropout 0x1p-3 --micro-batch-size 1\n").starts_with(
       "args.txt:1:50: error: expected a number for '--hidden-dropout', got '0x1p-3'\n"));
 }
+
+TEST_CASE("a DeepSpeed reduce bucket whose bytes pass 2^63 is held to the key's range, not wrapped") {
+  dsl::source_manager sources;
+  dsl::diagnostics diags;
+  auto const file = sources.add("c.dtp", "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; "
+                                         "inter_node = 8 x 400 Gbit/s }\nmodel m : gpt3_175b { }\n");
+  job_source job{job_format::deepspeed,
+                 sources.add("args.txt", "pretrain_gpt.py --deepspeed --deepspeed_config ds_config.json "
+                                         "--micro-batch-size 1\n"),
+                 {}};
+  job.open = [&](std::string const& path) -> std::variant<std::uint32_t, std::string> {
+    if (path != "ds_config.json") return fmt::format("cannot read '{}'", path);
+    return sources.add(path, "{\"zero_optimization\": {\"stage\": 1, \"reduce_bucket_size\": 9000000000000000000}}\n");
+  };
+  // 9 x 10^18 fp32 elements: 3.6 x 10^19 B, past what an int64 holds.
+  CHECK_FALSE(load_job(sources, file, job, {}, diags));
+  CHECK(dsl::format(diags, sources) ==
+        "ds_config.json:1:58: error: 'ddp_bucket_size' must be at most 1024 TiB, got 9000000000000000000\n"
+        "    1 | {\"zero_optimization\": {\"stage\": 1, \"reduce_bucket_size\": 9000000000000000000}}\n"
+        "      |                                                          ^~~~~~~~~~~~~~~~~~~\n");
+}
