@@ -733,22 +733,36 @@ TEST_CASE("the MLPerf script without the run's override trains MINIBS 128 x 16 d
 
 namespace {
 
-// A NeMo script and the files it sources, all in memory; the diagnostics.
-std::string nemo_diagnostics(std::vector<std::pair<std::string, std::string>> const& files, int nodes = 2) {
+// A job and the files it names or sources, all in memory (the first is the
+// job), read against a cluster of `nodes` x 8 H100s and GPT-3 175B; the
+// diagnostics, and whether the job loaded.
+struct job_result {
+  bool loaded = false;
+  std::string diagnostics;
+};
+job_result load_in_memory(job_format format, std::vector<std::pair<std::string, std::string>> const& files,
+                          int nodes = 2) {
   dsl::source_manager sources;
   dsl::diagnostics diags;
   auto const file = sources.add(
       "c.dtp", fmt::format("cluster c {{ nodes = {}; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }}\n"
                            "model m : gpt3_175b {{ }}\n",
                            nodes));
-  job_source job{job_format::nemo, sources.add(files.front().first, files.front().second), {}};
+  job_source job{format, sources.add(files.front().first, files.front().second), {}};
   job.open = [&](std::string const& path) -> std::variant<std::uint32_t, std::string> {
     for (auto const& [name, text] : files)
       if (name == path) return sources.add(name, text);
     return fmt::format("cannot read '{}': No such file or directory", path);
   };
-  CHECK_FALSE(load_job(sources, file, job, {}, diags));
-  return dsl::format(diags, sources);
+  bool const loaded = load_job(sources, file, job, {}, diags).has_value();
+  return {loaded, dsl::format(diags, sources)};
+}
+
+// A NeMo script that does not load; its diagnostics.
+std::string nemo_diagnostics(std::vector<std::pair<std::string, std::string>> const& files, int nodes = 2) {
+  auto const r = load_in_memory(job_format::nemo, files, nodes);
+  CHECK_FALSE(r.loaded);
+  return r.diagnostics;
 }
 
 }  // namespace
@@ -863,13 +877,7 @@ TEST_CASE("a pair without runs states the error of its framework on a GPU of the
 
 TEST_CASE("a launcher's count past 2^63 and a number in hexadecimal are reported where they stand, not thrown") {
   auto const diagnostics = [](std::string const& args) {
-    dsl::source_manager sources;
-    dsl::diagnostics diags;
-    auto const file = sources.add("c.dtp", "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; "
-                                           "inter_node = 8 x 400 Gbit/s }\nmodel m : gpt3_175b { }\n");
-    job_source job{job_format::megatron, sources.add("args.txt", args), {}};
-    load_job(sources, file, job, {}, diags);
-    return dsl::format(diags, sources);
+    return load_in_memory(job_format::megatron, {{"args.txt", args}}).diagnostics;
   };
   CHECK(diagnostics("torchrun --nproc_per_node 18446744073709551616 pretrain_gpt.py --micro-batch-size 1\n") ==
         "args.txt:1:27: warning: the launcher starts 18446744073709551616 processes per node; cluster 'c' has 8: "
@@ -886,21 +894,13 @@ TEST_CASE("a launcher's count past 2^63 and a number in hexadecimal are reported
 }
 
 TEST_CASE("a DeepSpeed reduce bucket whose bytes pass 2^63 is held to the key's range, not wrapped") {
-  dsl::source_manager sources;
-  dsl::diagnostics diags;
-  auto const file = sources.add("c.dtp", "cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; "
-                                         "inter_node = 8 x 400 Gbit/s }\nmodel m : gpt3_175b { }\n");
-  job_source job{job_format::deepspeed,
-                 sources.add("args.txt", "pretrain_gpt.py --deepspeed --deepspeed_config ds_config.json "
-                                         "--micro-batch-size 1\n"),
-                 {}};
-  job.open = [&](std::string const& path) -> std::variant<std::uint32_t, std::string> {
-    if (path != "ds_config.json") return fmt::format("cannot read '{}'", path);
-    return sources.add(path, "{\"zero_optimization\": {\"stage\": 1, \"reduce_bucket_size\": 9000000000000000000}}\n");
-  };
   // 9 x 10^18 fp32 elements: 3.6 x 10^19 B, past what an int64 holds.
-  CHECK_FALSE(load_job(sources, file, job, {}, diags));
-  CHECK(dsl::format(diags, sources) ==
+  auto const r = load_in_memory(
+      job_format::deepspeed,
+      {{"args.txt", "pretrain_gpt.py --deepspeed --deepspeed_config ds_config.json --micro-batch-size 1\n"},
+       {"ds_config.json", "{\"zero_optimization\": {\"stage\": 1, \"reduce_bucket_size\": 9000000000000000000}}\n"}});
+  CHECK_FALSE(r.loaded);
+  CHECK(r.diagnostics ==
         "ds_config.json:1:58: error: 'ddp_bucket_size' must be at most 1024 TiB, got 9000000000000000000\n"
         "    1 | {\"zero_optimization\": {\"stage\": 1, \"reduce_bucket_size\": 9000000000000000000}}\n"
         "      |                                                          ^~~~~~~~~~~~~~~~~~~\n");
