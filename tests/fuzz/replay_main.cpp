@@ -15,6 +15,7 @@
 // sanitizer report ends the process, and that file is the input to give
 // the program back to reproduce it.
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -115,8 +116,10 @@ std::vector<std::string> dictionary(std::string const& path) {
     std::string word;
     for (std::size_t i = open + 1; i < close; ++i) {
       if (line[i] == '\\' && i + 1 < close) {
-        if (line[i + 1] == 'x' && i + 3 < close) {
-          word += static_cast<char>(std::stoi(line.substr(i + 2, 2), nullptr, 16));
+        unsigned byte = 0;
+        auto const hex = line.data() + i + 2;
+        if (line[i + 1] == 'x' && i + 3 < close && std::from_chars(hex, hex + 2, byte, 16).ptr == hex + 2) {
+          word += static_cast<char>(byte);
           i += 3;
         } else {
           word += line[++i];
