@@ -63,6 +63,12 @@ std::optional<std::string> job_reader::word(entry const& e, std::string_view wha
   return v.text;
 }
 
+// Decimal only: strtod also reads C's hexadecimal (`0x10`, `0x1p-3`), which
+// no framework's arguments do.
+namespace {
+bool decimal(std::string const& digits) { return digits.find_first_not_of("+-0123456789.eE") == std::string::npos; }
+}  // namespace
+
 std::optional<std::int64_t> job_reader::integer(entry const& e) {
   using kind = dsl::config::value::kind;
   constexpr std::string_view what = "a whole number";
@@ -85,9 +91,7 @@ std::optional<std::int64_t> job_reader::integer(entry const& e) {
   char* end = nullptr;
   errno = 0;
   double const v = std::strtod(digits.c_str(), &end);
-  // Decimal only: strtod reads C's hexadecimal (`0x10`), which no framework's arguments do.
-  bool const decimal = digits.find_first_not_of("+-0123456789.eE") == std::string::npos;
-  bool const whole = decimal && !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 &&
+  bool const whole = decimal(digits) && !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 &&
                      std::isfinite(v) &&
                      v == std::floor(v) && std::fabs(v) < 9.2e18;
   if (!whole) {
@@ -112,8 +116,7 @@ std::optional<double> job_reader::real(entry const& e) {
     if (c != '_') digits += c;
   char* end = nullptr;
   double const v = std::strtod(digits.c_str(), &end);
-  bool const decimal = digits.find_first_not_of("+-0123456789.eE") == std::string::npos;
-  if (!decimal || digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(v)) {
+  if (!decimal(digits) || digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(v)) {
     out_.diags.error(e.val->where, fmt::format("expected a number for '{}', got '{}'", e.key, dsl::escaped(*w)));
     return std::nullopt;
   }
