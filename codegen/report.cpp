@@ -126,6 +126,8 @@ void write_time(json_writer& w, program const& p, time_breakdown const& t) {
   w.key("step_s").value(t.step.value());
   write_expected_error(w, p);
   w.key("compute_s").value(t.compute.value());
+  w.key("slowdown_s").value(t.slowdown.value());
+  w.key("host_wait_s").value(t.host_wait.value());
   w.key("recompute_s").value(t.recompute.value());
   w.key("exposed_comm_s").value(t.exposed_comm.value());
   w.key("bubble_s").value(t.bubble.value());
@@ -343,6 +345,9 @@ void text_time(std::string& out, program const& p, time_breakdown const& t) {
     out += fmt::format("    {:<28} {:>10} {:>7}\n", label, to_string(s), percent(share));
   };
   line("compute", t.compute);
+  // The parts of compute that are not the kernels' own time, where there are.
+  if (t.slowdown > seconds()) line("  slowed by hidden comm", t.slowdown);
+  if (t.host_wait > seconds()) line("  waiting on the host", t.host_wait);
   line("recomputation", t.recompute);
   line("exposed communication", t.exposed_comm);
   line("pipeline bubble", t.bubble);

@@ -160,9 +160,13 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   seconds const stream = per_micro + per_micro_recompute + tp.time;
   seconds const dl = dispatch_latency(p);
   bool const timed = p.training.timing_log_level >= 2;
-  // micro_batch_end is never under the GPU's own time: the rest is the stall.
-  seconds const stall = micro_batch_end(sc, tp, dl, true, timed, blocking) - stream;
-  t.compute = (per_micro + stall) * md + cb.hidden * g.overlap_slowdown;
+  // micro_batch_end is never under the GPU's own time: the rest is the stall
+  // (none where the two sums of the same terms differ in their last bits).
+  seconds const beyond_stream = micro_batch_end(sc, tp, dl, true, timed, blocking) - stream;
+  seconds const stall = beyond_stream > stream * 1e-9 ? beyond_stream : seconds();
+  t.slowdown = cb.hidden * g.overlap_slowdown;
+  t.host_wait = stall * md;
+  t.compute = (per_micro + stall) * md + t.slowdown;
   t.recompute = per_micro_recompute * md;
   // Fill and drain run pp - 1 stage slots, each a micro-batch of a stage
   // ahead of the one that bounds the step: the last stage takes its m slots

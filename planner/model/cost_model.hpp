@@ -30,7 +30,9 @@ struct comm_entry {
 /// exposed_comm + bubble + optimizer + overhead.
 struct time_breakdown {
   seconds step;
-  seconds compute;       ///< forward + backward (no recomputation), incl. overlap slow-down
+  seconds compute;       ///< forward + backward (no recomputation), incl. the two parts below
+  seconds slowdown;      ///< of compute: its slow-down under the communication it hides
+  seconds host_wait;     ///< of compute: the GPU waiting on the host to issue operators
   seconds recompute;     ///< recomputation of checkpointed activations
   seconds exposed_comm;  ///< communication not hidden behind compute
   seconds bubble;        ///< pipeline fill and drain

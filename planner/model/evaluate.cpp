@@ -304,6 +304,51 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   return out;
 }
 
+namespace {
+
+// One part of a step (they sum to it) and what it takes at the largest
+// count beyond its ideal: the smallest count's part, scaled by the counts.
+struct step_part {
+  char const* key;   // the JSON figure's stem
+  char const* text;  // as the sentence names it
+  seconds beyond;
+};
+
+std::vector<step_part> step_parts(time_breakdown const& first, time_breakdown const& last, double ratio) {
+  auto const kernels = [](time_breakdown const& t) { return t.compute - t.slowdown - t.host_wait; };
+  auto const part = [&](char const* key, char const* text, seconds a, seconds b) {
+    return step_part{key, text, b - a * ratio};
+  };
+  return {
+      part("compute", "compute", kernels(first), kernels(last)),
+      part("slowdown", "compute slowed by hidden communication", first.slowdown, last.slowdown),
+      part("host_wait", "the GPU waiting on the host", first.host_wait, last.host_wait),
+      part("recompute", "recomputation", first.recompute, last.recompute),
+      part("exposed_comm", "exposed communication", first.exposed_comm, last.exposed_comm),
+      part("bubble", "the bubble", first.bubble, last.bubble),
+      part("optimizer", "the optimizer step", first.optimizer, last.optimizer),
+      part("overhead", "the per-step overhead", first.overhead, last.overhead),
+  };
+}
+
+// "; the 371 ms beyond it: compute slowed by hidden communication +175 ms,
+// the bubble +128 ms, ...": the parts that move it by a hundredth or more,
+// largest first; nothing when the step is at its ideal or under it.
+std::string where_beyond(seconds beyond, std::vector<step_part> parts) {
+  if (beyond <= seconds()) return {};
+  std::erase_if(parts, [&](step_part const& x) { return std::fabs(x.beyond / beyond) < 0.01; });
+  std::stable_sort(parts.begin(), parts.end(), [](step_part const& a, step_part const& b) {
+    return std::fabs(a.beyond.value()) > std::fabs(b.beyond.value());
+  });
+  std::string out = fmt::format("; the {} beyond the ideal:", to_string(beyond));
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out += fmt::format("{} {} {}{}", i ? "," : "", parts[i].text, parts[i].beyond < seconds() ? "-" : "+",
+                       to_string(seconds(std::fabs(parts[i].beyond.value()))));
+  return out;
+}
+
+}  // namespace
+
 std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_model const& model) {
   std::vector<explanation> lines;
   if (!pl.valid || !pl.time) return lines;
@@ -356,34 +401,45 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
                                first.gpus, points.back().gpus, p.training.global_batch, base.tp, base.pp, base.cp)});
   for (auto const& pt : points) {
     double const rate = tokens / pt.t.step.value() / static_cast<double>(pt.gpus);
-    double const share = [&] { return 1.0 / pt.t.step.value(); }();
     lines.push_back(
         {"scaling_point", fmt::format("{} GPUs", pt.gpus),
          {{"gpus", static_cast<double>(pt.gpus)}, {"step_s", pt.t.step.value()}, {"tokens_per_s_per_gpu", rate},
           {"rate_of_smallest", rate / base_rate}, {"exposed_comm_s", pt.t.exposed_comm.value()},
-          {"bubble_s", pt.t.bubble.value()}, {"recompute_s", pt.t.recompute.value()}},
+          {"bubble_s", pt.t.bubble.value()}, {"recompute_s", pt.t.recompute.value()},
+          {"slowdown_s", pt.t.slowdown.value()}, {"host_wait_s", pt.t.host_wait.value()}},
          fmt::format("{} GPUs: step {}, {} tokens/s per GPU, {} of the {}-GPU rate; exposed communication {} ({}), "
-                     "bubble {} ({}), recomputation {} ({}){}",
+                     "bubble {} ({}), recomputation {} ({}), compute slowed by hidden communication {} ({}){}",
                      pt.gpus, to_string(pt.t.step), grouped(std::llround(rate)), percent(rate / base_rate), first.gpus,
-                     to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm.value() * share), to_string(pt.t.bubble),
-                     percent(pt.t.bubble.value() * share), to_string(pt.t.recompute),
-                     percent(pt.t.recompute.value() * share), pt.forced)});
+                     to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm / pt.t.step), to_string(pt.t.bubble),
+                     percent(pt.t.bubble / pt.t.step), to_string(pt.t.recompute),
+                     percent(pt.t.recompute / pt.t.step), to_string(pt.t.slowdown),
+                     percent(pt.t.slowdown / pt.t.step), pt.forced)});
   }
   auto const& last = points.back();
   if (points.size() > 1) {
     double const lost = 1 - (tokens / last.t.step.value() / static_cast<double>(last.gpus)) / base_rate;
-    seconds const ideal = first.t.step * (static_cast<double>(first.gpus) / static_cast<double>(last.gpus));
+    double const ratio = static_cast<double>(first.gpus) / static_cast<double>(last.gpus);
+    seconds const ideal = first.t.step * ratio;
+    seconds const beyond = last.t.step - ideal;
+    // Where the time beyond the ideal goes: each part of the step against
+    // the same part of the smallest count's, scaled as the ideal is. The
+    // parts sum to the step, so their differences sum to `beyond`.
+    auto const parts = step_parts(first.t, last.t, ratio);
+    std::vector<std::pair<std::string, double>> figures{
+        {"gpus", static_cast<double>(last.gpus)}, {"lost", std::max(0.0, lost)}, {"step_s", last.t.step.value()},
+        {"ideal_step_s", ideal.value()}, {"exposed_comm_share_first", first.t.exposed_comm / first.t.step},
+        {"exposed_comm_share", last.t.exposed_comm / last.t.step},
+        {"bubble_share_first", first.t.bubble / first.t.step}, {"bubble_share", last.t.bubble / last.t.step},
+        {"beyond_ideal_s", beyond.value()}};
+    for (auto const& part : parts) figures.emplace_back(fmt::format("{}_beyond_s", part.key), part.beyond.value());
     lines.push_back(
-        {"scaling_loss", fmt::format("{} GPUs", last.gpus),
-         {{"gpus", static_cast<double>(last.gpus)}, {"lost", std::max(0.0, lost)}, {"step_s", last.t.step.value()},
-          {"ideal_step_s", ideal.value()}, {"exposed_comm_share_first", first.t.exposed_comm / first.t.step},
-          {"exposed_comm_share", last.t.exposed_comm / last.t.step},
-          {"bubble_share_first", first.t.bubble / first.t.step}, {"bubble_share", last.t.bubble / last.t.step}},
+        {"scaling_loss", fmt::format("{} GPUs", last.gpus), std::move(figures),
          fmt::format("at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed "
-                     "communication goes from {} to {} of the step, the bubble from {} to {}",
+                     "communication goes from {} to {} of the step, the bubble from {} to {}{}",
                      last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
                      percent(first.t.exposed_comm / first.t.step), percent(last.t.exposed_comm / last.t.step),
-                     percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step))});
+                     percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step),
+                     where_beyond(beyond, parts))});
   }
   return lines;
 }

@@ -9,6 +9,10 @@ expect_contains "$TMP/out" "strategy 'current'  [valid]"
 expect_contains "$TMP/out" "bottleneck     communication: dp"
 expect_contains "$TMP/out" "over 100 Gbit/s inter-node"
 expect_contains "$TMP/out" "expected error               typically within"
+# The part of compute that is the slow-down under the hidden dp traffic
+# (H100's overlap_slowdown 0.12 of it), shown under compute.
+expect_contains "$TMP/out" "      slowed by hidden comm         36.8 ms   0.5 %"
+expect_lacks "$TMP/out" "waiting on the host"
 expect_contains "$TMP/out" "activations (32 layers x 1 micro-batch in flight x 514.0 MiB per layer, checkpoint = selective)"
 expect_contains "$TMP/err" "note: strategy 'search' has free keys: --optimize searches it"
 
@@ -34,6 +38,8 @@ expect_contains "$TMP/out" "\"params\": 6738415616"
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --explain
 expect_contains "$TMP/out" "explain"
 expect_contains "$TMP/out" "framework 'megatron' does not run every ZeRO stage (only 0, 1): left out of the space"
+# The time the 16-GPU plan takes beyond its 2-GPU rate, part by part.
+expect_contains "$TMP/out" "; the 371 ms beyond the ideal: compute slowed by hidden communication +179 ms, the bubble +128 ms, exposed communication +45.8 ms, the per-step overhead +17.5 ms"
 
 # Advice is a verified improvement: on plans/8b_torchtitan_h100.dtp's
 # 400 GB/s network, FSDP over all 64 GPUs hides its gathers, and shard =

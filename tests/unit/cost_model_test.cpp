@@ -689,9 +689,13 @@ TEST_CASE("a layer too small to keep the GPU busy runs at the host's dispatch ra
   // One micro-batch: forward, backward and recomputation take the host's
   // 233 operators x 100 us, whatever the GPU would need.
   CHECK((t.compute + t.recompute).value() == Approx(233 * 100e-6).epsilon(1e-9));
+  // The GPU's wait is the host's time beyond the GPU's own, part of compute.
+  CHECK(t.host_wait.value() == Approx(233 * 100e-6 - (sc.forward_backward() + sc.recompute()).value()).epsilon(1e-9));
+  CHECK(t.slowdown.value() == 0);
   p.framework.dispatch_latency = seconds(0);
   auto const unbound = model.step_time(p, s);
   CHECK(unbound.compute.value() < t.compute.value() / 5);
+  CHECK(unbound.host_wait.value() == 0);
 }
 
 namespace {
@@ -749,6 +753,26 @@ TEST_CASE("a gradient sync after the backward is exposed whole; under it, only i
       CHECK(sync->exposed.value() == sync->time.value());
     }
   }
+}
+
+TEST_CASE("the compute's slow-down under the communication it hides is overlap_slowdown x the hidden time") {
+  // Two nodes on 100 Gbit/s, dp 16: the gradients' reduce-scatter and the
+  // parameters' all-gather run under the backward and the forward.
+  program p = two_nodes();
+  analytic_cost_model const model;
+  auto const s = data_parallel(16, 1);
+  auto const t = model.step_time(p, s);
+  seconds hidden;
+  for (auto const& e : t.comm) hidden += e.time - e.exposed;
+  REQUIRE(hidden.value() > 0.1);
+  CHECK(p.cluster.device.overlap_slowdown == 0.12);
+  CHECK(t.slowdown.value() == Approx(0.12 * hidden.value()).epsilon(1e-12));
+  CHECK(t.host_wait.value() == 0);  // 4,096 tokens a micro-batch keep the GPU ahead of the host
+  // Without the slow-down the compute is shorter by exactly that part.
+  p.cluster.device.overlap_slowdown = 0;
+  auto const free = model.step_time(p, s);
+  CHECK(free.slowdown.value() == 0);
+  CHECK((t.compute - free.compute).value() == Approx(t.slowdown.value()).epsilon(1e-9));
 }
 
 TEST_CASE("grad_reduce = all_reduce makes ZeRO-1 reduce every gradient everywhere: twice the traffic") {

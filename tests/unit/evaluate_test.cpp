@@ -186,6 +186,44 @@ TEST_CASE("explain_scaling goes from the fewest GPUs that fit to the cluster") {
   CHECK(point.figures[1] == std::pair<std::string, double>{"step_s", pl.time->step.value()});
 }
 
+TEST_CASE("explain_scaling splits the time beyond the ideal into the step's parts, which sum to it") {
+  // 2 GPUs (which hold the model only with ZeRO-3, whose gathers the
+  // compute hides) to 16 on two nodes, where the gradients' traffic crosses
+  // the 100 Gbit/s link, mostly exposed.
+  auto const p = seven_b_two_nodes();
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, strategy_spec{}, current(), model, "current");
+  auto const items = explain_scaling(p, pl, model);
+  std::string all;
+  for (auto const& e : items) all += e.text + "\n";
+  INFO(all);
+  REQUIRE(items.size() == 6);
+  auto const& loss = items.back();
+  REQUIRE(loss.kind == "scaling_loss");
+  auto figure = [](explanation const& e, std::string const& name) {
+    for (auto const& [k, v] : e.figures)
+      if (k == name) return v;
+    FAIL("no figure " << name);
+    return 0.0;
+  };
+  double const beyond = figure(loss, "beyond_ideal_s");
+  CHECK(beyond == Approx(figure(loss, "step_s") - figure(loss, "ideal_step_s")).epsilon(1e-12));
+  double sum = 0;
+  for (auto const* part : {"compute", "slowdown", "host_wait", "recompute", "exposed_comm", "bubble", "optimizer",
+                           "overhead"})
+    sum += figure(loss, fmt::format("{}_beyond_s", part));
+  CHECK(sum == Approx(beyond).epsilon(1e-12));
+  // Each part against the 2-GPU step's, an eighth of it.
+  auto const& two = items[1];
+  REQUIRE(two.subject == "2 GPUs");
+  CHECK(figure(loss, "slowdown_beyond_s") ==
+        Approx(pl.time->slowdown.value() - figure(two, "slowdown_s") / 8).epsilon(1e-12));
+  CHECK(figure(loss, "compute_beyond_s") == Approx(0).margin(1e-9));  // the kernels' own time scales with the GPUs
+  CHECK(loss.text ==
+        "at 16 GPUs 25.4 % of the per-GPU rate is lost: the step is 7.34 s against an ideal 5.48 s; exposed "
+        "communication goes from 0.959 % to 26.8 % of the step, the bubble from 0 % to 0 %; the 1.86 s beyond the "
+        "ideal: exposed communication +1.92 s, compute slowed by hidden communication -73.7 ms");
+}
 
 TEST_CASE("a gradient sync after the backward: the advice says what overlapping it gives, never that the backward hides it") {
   auto p = seven_b_two_nodes();
