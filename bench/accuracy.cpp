@@ -160,15 +160,17 @@ void dump(std::vector<calibration_run> const& runs, cost_model const& model) {
   // The strategy beside the terms: a residual is read against what the run
   // chose (tp, pp, micro-batch, ...), not joined back to its source table.
   fmt::print("id,family,gpu,framework,gpus,tp,pp,vpp,dp,cp,micro_batch,grad_accum,checkpoint,measured_s,predicted_s,"
-             "compute_s,recompute_s,exposed_comm_s,bubble_s,optimizer_s,overhead_s,error\n");
+             "compute_s,recompute_s,exposed_comm_s,bubble_s,optimizer_s,overhead_s,slowdown_s,host_wait_s,error\n");
   for (auto const& r : runs) {
     auto const t = model.step_time(r.prog, r.s);
     auto const& s = r.s;
-    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.4f}\n",
+    fmt::print("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},{:.5f},"
+               "{:.4f}\n",
                r.id, r.family, r.prog.cluster.device.name, r.prog.training.framework, r.prog.cluster.gpus(), s.tp, s.pp,
                s.virtual_stages, s.dp, s.cp, s.micro_batch, r.grad_accum, name(s.checkpoint), r.step_time->value(),
                t.step.value(), t.compute.value(), t.recompute.value(), t.exposed_comm.value(), t.bubble.value(),
-               t.optimizer.value(), t.overhead.value(), (t.step - *r.step_time) / *r.step_time);
+               t.optimizer.value(), t.overhead.value(), t.slowdown.value(), t.host_wait.value(),
+               (t.step - *r.step_time) / *r.step_time);
   }
 }
 
