@@ -126,12 +126,16 @@ void print_in_sample(std::vector<calibration_run> const& runs, cost_model const&
              pct(all.empty() ? 0 : *std::max_element(all.begin(), all.end())));
 }
 
-void print_ranking(std::vector<ranking> const& rk, std::vector<ranking> const& by_difference) {
+void print_ranking(std::vector<ranking> const& rk, std::vector<ranking> const& by_difference,
+                   std::vector<ranking> const& by_gap) {
   fmt::print("\nRanking: pairs of runs of the same job under different strategies, ordered as measured\n");
   for (auto const& r : rk)
     fmt::print("  {:<22} {:>6} pairs  {:>7} agree\n", r.family, r.pairs, pct(r.agreement()));
   fmt::print("  by what the two runs differ in:\n");
   for (auto const& r : by_difference)
+    fmt::print("    {:<40} {:>6} pairs  {:>7} agree\n", r.family, r.pairs, pct(r.agreement()));
+  fmt::print("  by how far apart the model predicted them:\n");
+  for (auto const& r : by_gap)
     fmt::print("    {:<40} {:>6} pairs  {:>7} agree\n", r.family, r.pairs, pct(r.agreement()));
 }
 
@@ -224,7 +228,7 @@ int main(int argc, char** argv) {
   auto const fitted = fit(in_sample, family_weights(in_sample), knobs_for(in_sample, false), model);
   print_in_sample(in_sample, model);
   print_figures(fitted.figures);
-  print_ranking(rank_agreement(cv, runs), rank_by_difference(cv, runs));
+  print_ranking(rank_agreement(cv, runs), rank_by_difference(cv, runs), rank_by_predicted_gap(cv, runs));
   if (!quick) print_picks(plausible_picks(in_sample, model));
   print_skipped(all);
   return 0;

@@ -152,7 +152,7 @@ bool replicates(calibration_run const& a, calibration_run const& b) {
 // Every pair of runs of one job (same_job_group) the held-out predictions
 // cost, measured more than 1 % apart (closer runs are a tie no model can
 // order) and not replicates: f(a, b, measured more than 10 % apart, the
-// model agrees).
+// model agrees, the predicted gap as a fraction of the faster prediction).
 template <class F>
 void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs, F f) {
   std::map<std::string, double> predicted;
@@ -169,7 +169,8 @@ void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run>
         double const measured = a.step_time->value() - b.step_time->value();
         double const faster = std::min(a.step_time->value(), b.step_time->value());
         if (std::fabs(measured) < 0.01 * faster || replicates(a, b)) continue;
-        f(a, b, std::fabs(measured) > 0.10 * faster, (predicted[a.id] - predicted[b.id]) * measured > 0);
+        double const pa = predicted[a.id], pb = predicted[b.id];
+        f(a, b, std::fabs(measured) > 0.10 * faster, (pa - pb) * measured > 0, std::fabs(pa - pb) / std::min(pa, pb));
       }
 }
 
@@ -184,7 +185,7 @@ std::vector<ranking> rank_agreement(std::vector<held_out> const& cv, std::vector
   std::map<std::string, ranking> by_family;
   // The pairs a planner's choice hinges on: measured more than 10 % apart.
   ranking apart{"every pair 10 % apart", 0, 0};
-  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const&, bool far, bool agrees) {
+  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const&, bool far, bool agrees, double) {
     auto& r = by_family[a.family];
     r.family = a.family;
     count(r, agrees);
@@ -229,7 +230,7 @@ std::string what_differs(calibration_run const& a, calibration_run const& b) {
 
 std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
   std::map<std::string, ranking> by;
-  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const& b, bool, bool agrees) {
+  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const& b, bool, bool agrees, double) {
     auto const what = what_differs(a, b);
     auto& r = by[what];
     r.family = what;
@@ -240,6 +241,39 @@ std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::ve
   // Most pairs first; the name orders equal counts, so the table is the
   // same from run to run.
   std::stable_sort(out.begin(), out.end(), [](ranking const& l, ranking const& r) { return l.pairs > r.pairs; });
+  return out;
+}
+
+namespace {
+
+// rank_by_predicted_gap's bins, each with the pairs per GPU and framework.
+struct gap_bin {
+  ranking r;
+  std::map<std::string, std::size_t> owners;  // "framework on GPU" -> pairs
+};
+
+std::vector<gap_bin> gap_bins(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::vector<gap_bin> out;
+  for (std::size_t i = 0; i < predicted_gap_bounds.size(); ++i)
+    out.push_back({{i + 1 < predicted_gap_bounds.size()
+                        ? fmt::format("{:g} to {:g} %", 100 * predicted_gap_bounds[i], 100 * predicted_gap_bounds[i + 1])
+                        : fmt::format("{:g} % or more", 100 * predicted_gap_bounds[i]),
+                    0, 0},
+                   {}});
+  for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const&, bool, bool agrees, double gap) {
+    std::size_t bin = 0;
+    while (bin + 1 < predicted_gap_bounds.size() && gap >= predicted_gap_bounds[bin + 1]) ++bin;
+    count(out[bin].r, agrees);
+    ++out[bin].owners[fmt::format("{} on {}", a.prog.training.framework, a.prog.cluster.device.name)];
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<ranking> rank_by_predicted_gap(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
+  std::vector<ranking> out;
+  for (auto const& b : gap_bins(cv, runs)) out.push_back(b.r);
   return out;
 }
 
@@ -307,6 +341,17 @@ std::string expected_error_source(std::vector<held_out> const& cv, std::vector<c
     out += fmt::format("      {{\"{}\", gpu_generation::{}, \"{}\", {}, {}, {:.4f}, {:.4f}}},\n", key.first,
                        generation_of[key.first], key.second, c.errors.size(), c.families.size(), median_of(c.errors),
                        quantile_of(c.errors, 0.9));
+  out += "  };\n  return table;\n}\n\n";
+  // How often pairs predicted that far apart were ordered as measured.
+  out += "std::vector<order_agreement> const& order_agreements() {\n  static std::vector<order_agreement> const table{\n";
+  auto const bins = gap_bins(cv, runs);
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    auto const& b = bins[i];
+    std::string mostly;
+    for (auto const& [owner, n] : b.owners)
+      if (2 * n > b.r.pairs) mostly = owner;
+    out += fmt::format("      {{{:g}, {}, {}, \"{}\"}},\n", predicted_gap_bounds[i], b.r.pairs, b.r.agree, mostly);
+  }
   out += "  };\n  return table;\n}\n\n}  // namespace dtplan::planner\n";
   return out;
 }

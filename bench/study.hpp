@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,14 @@ std::string what_differs(calibration_run const& a, calibration_run const& b);
 /// what_differs (`family` holds it): which choices the model orders as
 /// measured and which it does not. Most pairs first.
 std::vector<ranking> rank_by_difference(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
+
+/// The lower ends of the bins of rank_by_predicted_gap: how far apart the
+/// model put the two runs of a pair, as a fraction of the faster prediction.
+inline constexpr std::array<double, 5> predicted_gap_bounds{0, 0.02, 0.05, 0.10, 0.20};
+/// The same pairs as rank_agreement, every family together, by how far
+/// apart the model predicted them (`family` holds the bin, "2 to 5 %"):
+/// how much a predicted difference of that size is to be trusted.
+std::vector<ranking> rank_by_predicted_gap(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs);
 
 /// What --optimize claims on a run whose strategy experts tuned: the
 /// published strategy's predicted step over the best plan's, searching the

@@ -121,6 +121,37 @@ void write_expected_error(json_writer& w, program const& p) {
     w.null();
 }
 
+// The first plan of the search `pl` came from ("search#1" for "search#3",
+// "all#1" for "all#2" where a file has two free strategies): the plan a
+// runner-up is compared with. Null for that plan itself, a strategy of the
+// file, or a plan whose best has no time.
+plan const* best_of_search(std::vector<plan> const& plans, plan const& pl) {
+  if (!pl.from_search) return nullptr;
+  auto const search = std::string_view(pl.name).substr(0, pl.name.rfind('#'));
+  for (auto const& p : plans)
+    if (p.from_search && std::string_view(p.name).substr(0, p.name.rfind('#')) == search)
+      return &p == &pl || !p.time ? nullptr : &p;
+  return nullptr;
+}
+
+// A search plan after the first: how much slower than it, and how often
+// published pairs predicted as far apart were ordered as measured (null
+// where none were).
+void write_behind(json_writer& w, plan const& best, plan const& pl) {
+  double const gap = pl.time->step / best.time->step - 1;
+  w.key("behind_best").begin_object();
+  w.key("name").value(best.name);
+  w.key("slower").value(gap);
+  auto const bin = order_agreement_for(gap);
+  w.key("order_agreement");
+  if (bin)
+    w.value(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs));
+  else
+    w.null();
+  w.key("pairs").value(static_cast<std::int64_t>(bin ? bin->pairs : 0));
+  w.end_object();
+}
+
 void write_time(json_writer& w, program const& p, time_breakdown const& t) {
   w.key("time").begin_object();
   w.key("step_s").value(t.step.value());
@@ -282,6 +313,7 @@ std::string to_json(report const& r) {
         for (auto const* b : base) w.key(b->name).value(b->time->step / pl.time->step);
         w.end_object();
       }
+      if (auto const* best = best_of_search(*r.plans, pl)) write_behind(w, *best, pl);
     }
     w.end_object();
   }
@@ -417,10 +449,8 @@ std::string to_text(report const& r, bool explain) {
     out += fmt::format("  search    {}, {} valid, {}\n", counted(r.stats->candidates, "candidate"), r.stats->valid,
                        to_string(r.stats->elapsed));
   auto base = baselines(*r.plans);
-  plan const* best = nullptr;
   for (auto const& pl : *r.plans) {
     out += "\n";
-    if (pl.from_search && !best) best = &pl;
     out += fmt::format("{} '{}'  [{}]\n", pl.from_search ? "plan" : "strategy", pl.name,
                        pl.valid ? "valid" : "invalid");
     out += fmt::format("  {}\n", describe(pl.s));
@@ -436,8 +466,16 @@ std::string to_text(report const& r, bool explain) {
         out += fmt::format("  versus '{}'{:<{}} {}x as fast ({} -> {})\n", b->name, "", std::max<int>(0, 20 - static_cast<int>(b->name.size())),
                            three_digits(b->time->step / pl.time->step), to_string(b->time->step),
                            to_string(pl.time->step));
-    if (best && best != &pl && pl.from_search)
+    if (auto const* best = best_of_search(*r.plans, pl)) {
       out += fmt::format("  differs from '{}' in {}\n", best->name, differences(pl.s, best->s));
+      // How much the order of the two is to be trusted, from published
+      // pairs the model put as far apart.
+      double const gap = pl.time->step / best->time->step - 1;
+      auto const trust = describe_order_agreement(gap);
+      out += fmt::format("  behind '{}'{:<{}} {} % slower{}\n", best->name, "",
+                         std::max<int>(0, 20 - static_cast<int>(best->name.size())), three_digits(100 * gap),
+                         trust.empty() ? std::string() : "; " + trust);
+    }
     if (!pl.bottleneck.empty()) out += fmt::format("  bottleneck     {}\n", pl.bottleneck);
     if (!pl.advice.empty()) {
       out += "  advice\n";

@@ -23,4 +23,15 @@ std::vector<expected_error> const& expected_errors() {
   return table;
 }
 
+std::vector<order_agreement> const& order_agreements() {
+  static std::vector<order_agreement> const table{
+      {0, 540, 334, "deepspeed on A100_SXM_80GB"},
+      {0.02, 817, 556, "deepspeed on A100_SXM_80GB"},
+      {0.05, 1469, 1096, "deepspeed on A100_SXM_80GB"},
+      {0.1, 2266, 1977, "deepspeed on A100_SXM_80GB"},
+      {0.2, 6215, 6146, "deepspeed on A100_SXM_80GB"},
+  };
+  return table;
+}
+
 }  // namespace dtplan::planner

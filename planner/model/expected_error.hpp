@@ -37,6 +37,29 @@ std::optional<expected_error> expected_error_for(std::string_view gpu, std::stri
 std::optional<expected_error> related_expected_error(std::string_view gpu, gpu_generation generation,
                                                      std::string_view framework);
 
+/// How often the model ordered two published runs of one job (the same
+/// model, cluster and batch under two strategies) as they were measured,
+/// by how far apart it predicted them: what a predicted difference between
+/// two plans of that size is worth. From the same held-out predictions,
+/// every pair measured more than 1 % apart.
+struct order_agreement {
+  double gap_from = 0;       ///< predicted gap (a fraction of the faster prediction) from, up to the next bin's
+  std::size_t pairs = 0;     ///< published pairs predicted that far apart
+  std::size_t agree = 0;     ///< of them ordered as measured
+  std::string_view mostly;   ///< "deepspeed on A100_SXM_80GB" where one framework and GPU hold over half, else empty
+};
+
+/// The bins, by gap_from.
+std::vector<order_agreement> const& order_agreements();
+
+/// The bin of a predicted gap (a fraction: 0.011 for 1.1 %), if it has pairs.
+std::optional<order_agreement> order_agreement_for(double gap);
+
+/// "published pairs predicted 0 to 2 % apart were ordered as measured 61.9 %
+/// of the time (540 pairs, mostly deepspeed on A100_SXM_80GB)"; empty where
+/// the bin has no pairs.
+std::string describe_order_agreement(double gap);
+
 /// "typically within 8 % (median of 23 held-out runs of megatron on H100_SXM, 90 % within 14 %)";
 /// where the pair has no runs, the related GPU's figures named as such, or
 /// a plain statement that no published run measures the pair.

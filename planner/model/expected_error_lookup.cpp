@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -36,6 +37,28 @@ std::string describe_expected_error(std::string_view gpu, gpu_generation generat
                        name(generation), figures(*r, ""));
   return fmt::format("no published run of {} on {} measures dtplan's error there; treat the figure as uncalibrated",
                      framework, gpu);
+}
+
+std::optional<order_agreement> order_agreement_for(double gap) {
+  std::optional<order_agreement> bin;
+  if (!std::isfinite(gap) || gap < 0) return bin;
+  for (auto const& b : order_agreements())
+    if (gap >= b.gap_from) bin = b;
+  if (bin && bin->pairs == 0) bin.reset();
+  return bin;
+}
+
+std::string describe_order_agreement(double gap) {
+  auto const bin = order_agreement_for(gap);
+  if (!bin) return {};
+  auto const& all = order_agreements();
+  auto const next = std::find_if(all.begin(), all.end(), [&](auto const& b) { return b.gap_from > bin->gap_from; });
+  auto const pct = [](double x) { return fmt::format("{:g}", std::round(x * 1000) / 10); };
+  std::string const range = next == all.end() ? fmt::format("{} % or more", pct(bin->gap_from))
+                                              : fmt::format("{} to {} %", pct(bin->gap_from), pct(next->gap_from));
+  return fmt::format("published pairs predicted {} apart were ordered as measured {} % of the time ({} pairs{})",
+                     range, pct(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs)), bin->pairs,
+                     bin->mostly.empty() ? std::string() : fmt::format(", mostly {}", bin->mostly));
 }
 
 }  // namespace dtplan::planner

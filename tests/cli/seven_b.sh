@@ -21,6 +21,10 @@ expect_contains "$TMP/out" "plan 'search#1'  [valid]"
 expect_contains "$TMP/out" "plan 'search#3'  [valid]"
 expect_contains "$TMP/out" "versus 'current'"
 expect_contains "$TMP/out" "differs from 'search#1' in"
+# A runner-up 1.13 % behind: how often published pairs that close were
+# ordered as measured (the first bin of planner/model/expected_error.cpp).
+expect_contains "$TMP/out" "  behind 'search#1'             1.13 % slower; published pairs predicted 0 to 2 % apart were ordered as measured "
+expect_contains "$TMP/out" " % of the time (540 pairs, mostly deepspeed on A100_SXM_80GB)"
 expect_contains "$TMP/out" "activations (16 layers x 2 micro-batches in flight x 514.5 MiB per layer, checkpoint = none)"
 expect_lacks "$TMP/out" "batchs"
 checks=$((checks + 1))
@@ -33,6 +37,9 @@ expect_contains "$TMP/out" "\"candidates\": "
 expect_contains "$TMP/out" "\"speedup\": {"
 expect_contains "$TMP/out" "\"name\": \"search#1\""
 expect_contains "$TMP/out" "\"params\": 6738415616"
+expect_contains "$TMP/out" "\"behind_best\": {
+        \"name\": \"search#1\",
+        \"slower\": 0.01127,"
 
 # --explain: the scaling view and why regions were rejected.
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --optimize --explain
