@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bench/calibration.hpp"
+#include "dsl/diagnostics.hpp"
 #include "bench/fit.hpp"
 #include "bench/study.hpp"
 #include "planner/model/check.hpp"
@@ -207,6 +208,14 @@ TEST_CASE("out of sample: each family predicted by figures fitted without it") {
     for (std::size_t i = 1; i < bins.size(); ++i) {
       INFO(bins[i].family);
       CHECK(bins[i].agreement() > bins[i - 1].agreement());  // a wider predicted gap is a surer order
+    }
+    // The README's table is these bins, to the digits it shows.
+    auto const readme = slurp(std::string(DTPLAN_SOURCE_DIR) + "/README.md");
+    for (auto const& b : bins) {
+      auto const row = fmt::format("| {} | {} | {:.1f} % |", b.family, dsl::grouped(static_cast<std::int64_t>(b.pairs)),
+                                   100 * b.agreement());
+      INFO(row);
+      CHECK(readme.find(row) != std::string::npos);
     }
     // The generated table behind the report is these bins.
     auto const& table = order_agreements();
