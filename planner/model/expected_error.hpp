@@ -55,9 +55,13 @@ std::vector<order_agreement> const& order_agreements();
 /// The bin of a predicted gap (a fraction: 0.011 for 1.1 %), if it has pairs.
 std::optional<order_agreement> order_agreement_for(double gap);
 
-/// "published pairs predicted 0 to 2 % apart were ordered as measured 61.9 %
-/// of the time (540 pairs, mostly deepspeed on A100_SXM_80GB)"; empty where
-/// the bin has no pairs.
+/// How far apart two predicted steps are, as the bins count it: the
+/// difference over the shorter.
+double predicted_gap(seconds a, seconds b);
+
+/// "published pairs predicted 0 to 2 % apart: 61.9 % ordered as measured
+/// (540 pairs, mostly deepspeed on A100_SXM_80GB)"; empty where the bin has
+/// no pairs.
 std::string describe_order_agreement(double gap);
 
 /// "typically within 8 % (median of 23 held-out runs of megatron on H100_SXM, 90 % within 14 %)";

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "dsl/diagnostics.hpp"
 #include "planner/model/expected_error.hpp"
 
 namespace dtplan::planner {
@@ -48,6 +49,8 @@ std::optional<order_agreement> order_agreement_for(double gap) {
   return bin;
 }
 
+double predicted_gap(seconds a, seconds b) { return std::fabs(a.value() - b.value()) / std::min(a.value(), b.value()); }
+
 std::string describe_order_agreement(double gap) {
   auto const bin = order_agreement_for(gap);
   if (!bin) return {};
@@ -56,8 +59,8 @@ std::string describe_order_agreement(double gap) {
   auto const pct = [](double x) { return fmt::format("{:g}", std::round(x * 1000) / 10); };
   std::string const range = next == all.end() ? fmt::format("{} % or more", pct(bin->gap_from))
                                               : fmt::format("{} to {} %", pct(bin->gap_from), pct(next->gap_from));
-  return fmt::format("published pairs predicted {} apart were ordered as measured {} % of the time ({} pairs{})",
-                     range, pct(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs)), bin->pairs,
+  return fmt::format("published pairs predicted {} apart: {} % ordered as measured ({} pairs{})", range,
+                     pct(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs)), dsl::grouped(static_cast<std::int64_t>(bin->pairs)),
                      bin->mostly.empty() ? std::string() : fmt::format(", mostly {}", bin->mostly));
 }
 

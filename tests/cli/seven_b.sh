@@ -23,8 +23,10 @@ expect_contains "$TMP/out" "versus 'current'"
 expect_contains "$TMP/out" "differs from 'search#1' in"
 # A runner-up 1.13 % behind: how often published pairs that close were
 # ordered as measured (the first bin of planner/model/expected_error.cpp).
-expect_contains "$TMP/out" "  behind 'search#1'             1.13 % slower; published pairs predicted 0 to 2 % apart were ordered as measured "
-expect_contains "$TMP/out" " % of the time (540 pairs, mostly deepspeed on A100_SXM_80GB)"
+expect_contains "$TMP/out" "  behind 'search#1'             1.13 % slower; published pairs predicted 0 to 2 % apart: "
+expect_contains "$TMP/out" " % ordered as measured (540 pairs, mostly deepspeed on A100_SXM_80GB)"
+# search#1 against 'current', 1.50x: the bin of pairs 20 % or more apart.
+expect_contains "$TMP/out" "  versus 'current'              1.50x as fast (7.90 s -> 5.27 s); published pairs predicted 20 % or more apart: "
 expect_contains "$TMP/out" "activations (16 layers x 2 micro-batches in flight x 514.5 MiB per layer, checkpoint = none)"
 expect_lacks "$TMP/out" "batchs"
 checks=$((checks + 1))
@@ -37,6 +39,8 @@ expect_contains "$TMP/out" "\"candidates\": "
 expect_contains "$TMP/out" "\"speedup\": {"
 expect_contains "$TMP/out" "\"name\": \"search#1\""
 expect_contains "$TMP/out" "\"params\": 6738415616"
+expect_contains "$TMP/out" "\"speedup_order_agreement\": {
+        \"current\": 0.98"
 expect_contains "$TMP/out" "\"behind_best\": {
         \"name\": \"search#1\",
         \"slower\": 0.01127,"

@@ -305,13 +305,16 @@ TEST_CASE("a predicted gap finds its bin of published pairs, and the report's se
     return fmt::format("{:g}", std::round(1000.0 * static_cast<double>(b.agree) / static_cast<double>(b.pairs)) / 10);
   };
   CHECK(describe_order_agreement(0.0113) ==
-        fmt::format("published pairs predicted 0 to 2 % apart were ordered as measured {} % of the time ({} pairs, "
+        fmt::format("published pairs predicted 0 to 2 % apart: {} % ordered as measured ({} pairs, "
                     "mostly deepspeed on A100_SXM_80GB)",
-                    share(first), first.pairs));
+                    share(first), dsl::grouped(static_cast<std::int64_t>(first.pairs))));
   CHECK(describe_order_agreement(0.5) ==
-        fmt::format("published pairs predicted 20 % or more apart were ordered as measured {} % of the time ({} "
-                    "pairs, mostly deepspeed on A100_SXM_80GB)",
-                    share(table.back()), table.back().pairs));
+        fmt::format("published pairs predicted 20 % or more apart: {} % ordered as measured ({} pairs, mostly "
+                    "deepspeed on A100_SXM_80GB)",
+                    share(table.back()), dsl::grouped(static_cast<std::int64_t>(table.back().pairs))));
+  // Two steps' gap as the bins count it: the difference over the shorter.
+  CHECK(predicted_gap(seconds(5.27), seconds(7.905)) == Approx(0.5).epsilon(1e-12));
+  CHECK(predicted_gap(seconds(7.905), seconds(5.27)) == Approx(0.5).epsilon(1e-12));
 }
 
 TEST_CASE("in sample: the catalog's figures on every run") {
