@@ -138,14 +138,14 @@ plan const* best_of_search(std::vector<plan> const& plans, plan const& pl) {
 // published pairs predicted as far apart were ordered as measured (null
 // where none were).
 void write_behind(json_writer& w, plan const& best, plan const& pl) {
-  double const gap = pl.time->step / best.time->step - 1;
+  double const gap = predicted_gap(pl.time->step, best.time->step);
   w.key("behind_best").begin_object();
   w.key("name").value(best.name);
   w.key("slower").value(gap);
   auto const bin = order_agreement_for(gap);
   w.key("order_agreement");
   if (bin)
-    w.value(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs));
+    w.value(bin->share());
   else
     w.null();
   w.key("pairs").value(static_cast<std::int64_t>(bin ? bin->pairs : 0));
@@ -318,7 +318,7 @@ std::string to_json(report const& r) {
         for (auto const* b : base) {
           w.key(b->name);
           if (auto const bin = order_agreement_for(predicted_gap(b->time->step, pl.time->step)))
-            w.value(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs));
+            w.value(bin->share());
           else
             w.null();
         }
@@ -488,7 +488,7 @@ std::string to_text(report const& r, bool explain) {
       out += fmt::format("  differs from '{}' in {}\n", best->name, differences(pl.s, best->s));
       // How much the order of the two is to be trusted, from published
       // pairs the model put as far apart.
-      double const gap = pl.time->step / best->time->step - 1;
+      double const gap = predicted_gap(pl.time->step, best->time->step);
       out += fmt::format("  behind '{}'{:<{}} {} % slower{}\n", best->name, "",
                          std::max<int>(0, 20 - static_cast<int>(best->name.size())), three_digits(100 * gap),
                          trust(gap));

@@ -47,6 +47,8 @@ struct order_agreement {
   std::size_t pairs = 0;     ///< published pairs predicted that far apart
   std::size_t agree = 0;     ///< of them ordered as measured
   std::string_view mostly;   ///< "deepspeed on A100_SXM_80GB" where one framework and GPU hold over half, else empty
+  /// agree / pairs (0 without pairs).
+  [[nodiscard]] double share() const { return pairs ? static_cast<double>(agree) / static_cast<double>(pairs) : 0; }
 };
 
 /// The bins, by gap_from.

@@ -60,7 +60,7 @@ std::string describe_order_agreement(double gap) {
   std::string const range = next == all.end() ? fmt::format("{} % or more", pct(bin->gap_from))
                                               : fmt::format("{} to {} %", pct(bin->gap_from), pct(next->gap_from));
   return fmt::format("published pairs predicted {} apart: {} % ordered as measured ({} pairs{})", range,
-                     pct(static_cast<double>(bin->agree) / static_cast<double>(bin->pairs)), dsl::grouped(static_cast<std::int64_t>(bin->pairs)),
+                     pct(bin->share()), dsl::grouped(static_cast<std::int64_t>(bin->pairs)),
                      bin->mostly.empty() ? std::string() : fmt::format(", mostly {}", bin->mostly));
 }
 
