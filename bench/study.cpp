@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "planner/ir/keys.hpp"
+#include "planner/model/expected_error.hpp"
 #include "planner/lower/complete.hpp"
 #include "planner/lower/lower.hpp"
 #include "planner/lower/lower_values.hpp"
@@ -170,7 +171,8 @@ void for_each_pair(std::vector<held_out> const& cv, std::vector<calibration_run>
         double const faster = std::min(a.step_time->value(), b.step_time->value());
         if (std::fabs(measured) < 0.01 * faster || replicates(a, b)) continue;
         double const pa = predicted[a.id], pb = predicted[b.id];
-        f(a, b, std::fabs(measured) > 0.10 * faster, (pa - pb) * measured > 0, std::fabs(pa - pb) / std::min(pa, pb));
+        f(a, b, std::fabs(measured) > 0.10 * faster, (pa - pb) * measured > 0,
+          planner::predicted_gap(planner::seconds(pa), planner::seconds(pb)));
       }
 }
 
@@ -255,9 +257,9 @@ struct gap_bin {
 std::vector<gap_bin> gap_bins(std::vector<held_out> const& cv, std::vector<calibration_run> const& runs) {
   std::vector<gap_bin> out;
   for (std::size_t i = 0; i < predicted_gap_bounds.size(); ++i)
-    out.push_back({{i + 1 < predicted_gap_bounds.size()
-                        ? fmt::format("{:g} to {:g} %", 100 * predicted_gap_bounds[i], 100 * predicted_gap_bounds[i + 1])
-                        : fmt::format("{:g} % or more", 100 * predicted_gap_bounds[i]),
+    out.push_back({{planner::gap_range(predicted_gap_bounds[i], i + 1 < predicted_gap_bounds.size()
+                                                                    ? std::optional<double>(predicted_gap_bounds[i + 1])
+                                                                    : std::nullopt),
                     0, 0},
                    {}});
   for_each_pair(cv, runs, [&](calibration_run const& a, calibration_run const&, bool, bool agrees, double gap) {

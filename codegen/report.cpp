@@ -137,17 +137,23 @@ plan const* best_of_search(std::vector<plan> const& plans, plan const& pl) {
 // A search plan after the first: how much slower than it, and how often
 // published pairs predicted as far apart were ordered as measured (null
 // where none were).
-void write_behind(json_writer& w, plan const& best, plan const& pl) {
-  double const gap = predicted_gap(pl.time->step, best.time->step);
-  w.key("behind_best").begin_object();
-  w.key("name").value(best.name);
-  w.key("slower").value(gap);
-  auto const bin = order_agreement_for(gap);
-  w.key("order_agreement");
+// The share of a bin's published pairs ordered as measured, or null where
+// no pair was that far apart.
+void write_agreement(json_writer& w, std::optional<order_agreement> const& bin) {
   if (bin)
     w.value(bin->share());
   else
     w.null();
+}
+
+void write_behind(json_writer& w, plan const& best, plan const& pl) {
+  double const gap = predicted_gap(pl.time->step, best.time->step);
+  auto const bin = order_agreement_for(gap);
+  w.key("behind_best").begin_object();
+  w.key("name").value(best.name);
+  w.key("slower").value(gap);
+  w.key("order_agreement");
+  write_agreement(w, bin);
   w.key("pairs").value(static_cast<std::int64_t>(bin ? bin->pairs : 0));
   w.end_object();
 }
@@ -317,10 +323,7 @@ std::string to_json(report const& r) {
         w.key("speedup_order_agreement").begin_object();
         for (auto const* b : base) {
           w.key(b->name);
-          if (auto const bin = order_agreement_for(predicted_gap(b->time->step, pl.time->step)))
-            w.value(bin->share());
-          else
-            w.null();
+          write_agreement(w, order_agreement_for(predicted_gap(b->time->step, pl.time->step)));
         }
         w.end_object();
       }
@@ -415,6 +418,12 @@ void text_rate(std::string& out, program const& p, throughput const& r) {
                      to_string(r.hardware_flops_per_gpu), percent(r.hfu));
 }
 
+// "  versus 'current'              ": a comparison's head, its figure in the
+// report's value column.
+std::string against(char const* word, std::string const& name) {
+  return fmt::format("  {} '{}'{:<{}} ", word, name, "", std::max<int>(0, 20 - static_cast<int>(name.size())));
+}
+
 // "; published pairs predicted 0 to 2 % apart: 61.9 % ordered as measured
 // (...)": how far a predicted difference of `gap` is to be trusted.
 std::string trust(double gap) {
@@ -481,7 +490,7 @@ std::string to_text(report const& r, bool explain) {
     text_rate(out, p, pl.rate);
     if (pl.from_search)
       for (auto const* b : base)
-        out += fmt::format("  versus '{}'{:<{}} {}x as fast ({} -> {}){}\n", b->name, "", std::max<int>(0, 20 - static_cast<int>(b->name.size())),
+        out += fmt::format("{}{}x as fast ({} -> {}){}\n", against("versus", b->name),
                            three_digits(b->time->step / pl.time->step), to_string(b->time->step),
                            to_string(pl.time->step), trust(predicted_gap(b->time->step, pl.time->step)));
     if (auto const* best = best_of_search(*r.plans, pl)) {
@@ -489,9 +498,7 @@ std::string to_text(report const& r, bool explain) {
       // How much the order of the two is to be trusted, from published
       // pairs the model put as far apart.
       double const gap = predicted_gap(pl.time->step, best->time->step);
-      out += fmt::format("  behind '{}'{:<{}} {} % slower{}\n", best->name, "",
-                         std::max<int>(0, 20 - static_cast<int>(best->name.size())), three_digits(100 * gap),
-                         trust(gap));
+      out += fmt::format("{}{} % slower{}\n", against("behind", best->name), three_digits(100 * gap), trust(gap));
     }
     if (!pl.bottleneck.empty()) out += fmt::format("  bottleneck     {}\n", pl.bottleneck);
     if (!pl.advice.empty()) {

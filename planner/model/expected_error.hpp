@@ -57,6 +57,10 @@ std::vector<order_agreement> const& order_agreements();
 /// The bin of a predicted gap (a fraction: 0.011 for 1.1 %), if it has pairs.
 std::optional<order_agreement> order_agreement_for(double gap);
 
+/// A bin's range as the report and bench_accuracy name it: "0 to 2 %", or
+/// "20 % or more" for the last (no `to`).
+std::string gap_range(double from, std::optional<double> to);
+
 /// How far apart two predicted steps are, as the bins count it: the
 /// difference over the shorter.
 double predicted_gap(seconds a, seconds b);

@@ -51,16 +51,24 @@ std::optional<order_agreement> order_agreement_for(double gap) {
 
 double predicted_gap(seconds a, seconds b) { return std::fabs(a.value() - b.value()) / std::min(a.value(), b.value()); }
 
+namespace {
+// A fraction as a per cent to a tenth: 0.619 -> "61.9", 0.02 -> "2".
+std::string tenths(double x) { return fmt::format("{:g}", std::round(x * 1000) / 10); }
+}  // namespace
+
+std::string gap_range(double from, std::optional<double> to) {
+  return to ? fmt::format("{} to {} %", tenths(from), tenths(*to)) : fmt::format("{} % or more", tenths(from));
+}
+
 std::string describe_order_agreement(double gap) {
   auto const bin = order_agreement_for(gap);
   if (!bin) return {};
   auto const& all = order_agreements();
   auto const next = std::find_if(all.begin(), all.end(), [&](auto const& b) { return b.gap_from > bin->gap_from; });
-  auto const pct = [](double x) { return fmt::format("{:g}", std::round(x * 1000) / 10); };
-  std::string const range = next == all.end() ? fmt::format("{} % or more", pct(bin->gap_from))
-                                              : fmt::format("{} to {} %", pct(bin->gap_from), pct(next->gap_from));
+  std::string const range =
+      gap_range(bin->gap_from, next == all.end() ? std::nullopt : std::optional<double>(next->gap_from));
   return fmt::format("published pairs predicted {} apart: {} % ordered as measured ({} pairs{})", range,
-                     pct(bin->share()), dsl::grouped(static_cast<std::int64_t>(bin->pairs)),
+                     tenths(bin->share()), dsl::grouped(static_cast<std::int64_t>(bin->pairs)),
                      bin->mostly.empty() ? std::string() : fmt::format(", mostly {}", bin->mostly));
 }
 
