@@ -272,6 +272,57 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
   return true;
 }
 
+// Megatron's even split, where the job writes neither a layout nor uneven
+// first and last stages: the layers (and the embedding and the loss where
+// the job counts them as layers) divide over the pipeline's ranks, and each
+// rank's over its virtual stages (`chunks`, written at `chunks_at`:
+// --num-virtual-stages-per-pipeline-rank, or with `per_chunk` the layers a
+// chunk, --num-layers-per-virtual-pipeline-stage; nullopt where neither).
+// Megatron-LM asserts each before it builds the model (core_v0.13.0
+// megatron/training/arguments.py:536-540, 549-562; core/transformer/
+// transformer_block.py:131-164; v2.6 asserts the like, of the whole model's
+// layers, in megatron/arguments.py:125-135 and megatron/model/
+// transformer.py:545-556). dtplan's uneven split would cost a job that never
+// starts. False after an error.
+bool even_split(job_reader& job, std::int64_t layers, std::int64_t pp, entry const* chunks_at,
+                std::optional<std::int64_t> chunks, bool per_chunk) {
+  auto& t = job.out();
+  if (per_chunk && chunks && *chunks <= 0) {
+    t.diags.error(job.value_at(chunks_at), fmt::format("'{}' must be larger than 0", chunks_at->key));
+    return false;
+  }
+  if (layers <= 0 || pp <= 1) return true;  // nothing split, or the model's layers are not known here
+  std::int64_t counted = layers;
+  std::string with;
+  for (auto [flag, what] : {std::pair{"--account-for-embedding-in-pipeline-split", "the embedding"},
+                            std::pair{"--account-for-loss-in-pipeline-split", "the loss"}})
+    if (job.find(flag)) {
+      ++counted;
+      with += with.empty() ? fmt::format(" ({} layers and {}", layers, what) : fmt::format(" and {}", what);
+    }
+  if (!with.empty()) with += ")";
+  auto const* at = job.find("--pipeline-model-parallel-size");
+  if (counted % pp != 0) {
+    t.diags.error(job.value_at(at ? at : job.find("--num-layers")),
+                  fmt::format("Megatron-LM splits the layers evenly over the pipeline's ranks: {} layers{} do not "
+                              "divide over {}; '--decoder-first-pipeline-num-layers', "
+                              "'--decoder-last-pipeline-num-layers' or '--pipeline-model-parallel-layout' split them "
+                              "unevenly",
+                              counted, with, pp));
+    return false;
+  }
+  auto const per_rank = counted / pp;
+  if (chunks && *chunks > 0 && per_rank % *chunks != 0) {
+    t.diags.error(job.value_at(chunks_at),
+                  per_chunk ? fmt::format("each pipeline rank's {} layers do not divide into chunks of {} layers",
+                                          per_rank, *chunks)
+                            : fmt::format("each pipeline rank's {} layers do not divide over its {} virtual stages",
+                                          per_rank, *chunks));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void set_megatron_behaviour(job_reader& job, entry const* e, std::string_view key, bool applies, bool value) {
@@ -495,6 +546,12 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     auto [n, e] = integer("--num-layers-per-virtual-pipeline-stage");
     auto [v, ve] = integer("--num-virtual-stages-per-pipeline-rank");
     if ((e && !n) || (ve && !v)) failed = true;
+    if (e && ve) {
+      t.diags.error(ve->key_where, fmt::format("'{}' and '{}' are both written (Megatron-LM takes one; "
+                                               "core_v0.13.0 arguments.py:496-507)",
+                                               e->key, ve->key));
+      failed = true;
+    }
     std::int64_t const layers = c.layers ? *c.layers : ctx.prior ? ctx.prior->model.layers : 0;
     if (v) c.virtual_stages = *v;
     else if (n && layers > 0 && *n > 0 && *c.pp > 0) c.virtual_stages = std::max<std::int64_t>(1, layers / (*c.pp * *n));
@@ -523,6 +580,8 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       auto const* last = job.find("--decoder-last-pipeline-num-layers");
       if ((first || last) && !read_first_last(job, first, last, *c.pp > 0 ? *c.pp : 1,
                                               std::max<std::int64_t>(1, c.virtual_stages), layers, v ? nullptr : e))
+        failed = true;
+      else if (!first && !last && !(e && ve) && !even_split(job, layers, *c.pp, n ? e : ve, n ? n : v, n.has_value()))
         failed = true;
     }
     set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));

@@ -251,6 +251,17 @@ stages 2 "--decoder-first-pipeline-num-layers 12 --decoder-last-pipeline-num-lay
 stages 2 "--decoder-first-pipeline-num-layers 0" "error: '--decoder-first-pipeline-num-layers' must be larger than 0"
 stages 2 "--decoder-first-pipeline-num-layers 13 --num-virtual-stages-per-pipeline-rank 2" "error: the first stage's 13 layers do not divide over its 2 virtual stages"
 stages 2 "--decoder-first-pipeline-num-layers 12 --num-layers-per-virtual-pipeline-stage 2" "error: Megatron-LM takes '--num-virtual-stages-per-pipeline-rank', not '--num-layers-per-virtual-pipeline-stage', with '--decoder-first-pipeline-num-layers'"
+# Without them Megatron-LM splits evenly, and refuses a job that does not
+# divide (dtplan's uneven split would cost a job that never starts).
+stages 2 "--num-layers 31" "stages.txt:23:32: error: Megatron-LM splits the layers evenly over the pipeline's ranks: 31 layers do not divide over 2; '--decoder-first-pipeline-num-layers', '--decoder-last-pipeline-num-layers' or '--pipeline-model-parallel-layout' split them unevenly"
+stages 2 "--account-for-embedding-in-pipeline-split" "error: Megatron-LM splits the layers evenly over the pipeline's ranks: 33 layers (32 layers and the embedding) do not divide over 2;"
+stages 0 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split" ""
+stages 2 "--num-virtual-stages-per-pipeline-rank 3" "stages.txt:25:40: error: each pipeline rank's 16 layers do not divide over its 3 virtual stages"
+stages 2 "--num-layers-per-virtual-pipeline-stage 3" "stages.txt:25:41: error: each pipeline rank's 16 layers do not divide into chunks of 3 layers"
+stages 2 "--num-layers-per-virtual-pipeline-stage 0" "error: '--num-layers-per-virtual-pipeline-stage' must be larger than 0"
+stages 0 "--num-layers-per-virtual-pipeline-stage 4" ""
+expect_contains "$TMP/out" "virtual_stages 4,"
+stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 2" "stages.txt:25:43: error: '--num-layers-per-virtual-pipeline-stage' and '--num-virtual-stages-per-pipeline-rank' are both written (Megatron-LM takes one; core_v0.13.0 arguments.py:496-507)"
 
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,
