@@ -398,6 +398,9 @@ void data_parallel(step_context const& x, comm_builder& out) {
   // With context parallelism the cp ranks hold the same weights too: their
   // gradients sync over dp x cp. Every stage syncs at once; the heaviest
   // takes longest.
+  // (A mixture's expert gradients sum over the dp x cp / ep ranks that hold
+  // the same experts, whose state ZeRO shards there: costed here over the
+  // whole group, which sends about the same bytes a GPU, (n - 1) / n of them.)
   stage_shape const st = sh.stage(sh.heaviest_stage);
   bytes const grads(st.params * x.grad_e);
   if (s.zero == 0) {
@@ -430,7 +433,10 @@ void expert_parallel(step_context const& x, comm_builder& out) {
 
 seconds optimizer_step(step_context const& x) {
   auto const& sh = x.sh;
-  double const updated = sh.stage(sh.heaviest_stage).params / static_cast<double>(sh.shard_ranks());
+  // Each rank updates its shard: the experts' over their fewer ranks.
+  stage_shape const st = sh.stage(sh.heaviest_stage);
+  double const updated = (st.params - st.expert_params) / static_cast<double>(sh.shard_ranks()) +
+                         st.expert_params / static_cast<double>(sh.expert_shard_ranks());
   double const moment = x.sh.prog->training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0;
   return memory_time(x.g, bytes(updated * optimizer_bytes_per_param(x.m.optimizer, moment)));
 }

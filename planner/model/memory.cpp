@@ -234,12 +234,21 @@ class stage_memory {
   }
 
   // Weights, gradients, fp32 master weights and moments under the ZeRO
-  // stage, split over the shard group's dp x cp ranks (shape.hpp).
+  // stage, split over the shard group's dp x cp ranks (shape.hpp); the
+  // experts' over the fewer of them that hold the same experts.
   void model_state() {
-    double const params = placed_.params;
-    auto const shard = sh_.shard_ranks();
-    auto const st = model_state_bytes(params, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients,
-                                      bpp_.moments / (m_.optimizer == optimizer_kind::sgd_momentum ? 1.0 : 2.0));
+    double const params = placed_.params, experts = placed_.expert_params;
+    auto const shard = sh_.shard_ranks(), expert_shard = sh_.expert_shard_ranks();
+    double const moment = bpp_.moments / (m_.optimizer == optimizer_kind::sgd_momentum ? 1.0 : 2.0);
+    auto const dense = model_state_bytes(params - experts, m_.prec, m_.optimizer, s_.zero, shard, bpp_.gradients, moment);
+    auto const routed = model_state_bytes(experts, m_.prec, m_.optimizer, s_.zero, expert_shard, bpp_.gradients, moment);
+    planner::model_state const st{dense.weights + routed.weights, dense.gradients + routed.gradients,
+                                  dense.optimizer + routed.optimizer};
+    auto sharded = [&](int zero, int from_stage, std::int64_t n) {
+      auto text = sharded_text(zero, from_stage, n);
+      if (text.empty() || experts <= 0 || expert_shard == n) return text;
+      return text + (expert_shard > 1 ? fmt::format(", experts over {}", expert_shard) : ", experts unsharded");
+    };
     add(b_.weights, [&] {
       // fp8 training without fp8 parameters keeps 16-bit weights and casts
       // them for each GEMM. fp8 parameters are Transformer Engine's
@@ -254,22 +263,22 @@ class stage_memory {
                                : fp8_params ? std::string("fp8 row- and column-wise")
                                             : std::string(name(m_.prec));
       return fmt::format("weights ({}, {} x {} B{})", kept, params_text(params), bpp_.weights,
-                         sharded_text(s_.zero, 3, shard));
+                         sharded(s_.zero, 3, shard));
     }, st.weights);
     add(b_.gradients, [&] {
       return fmt::format("gradients ({}{} x {} B{})",
                          p_.training.grad_precision ? fmt::format("{}, ", name(*p_.training.grad_precision)) : "",
-                         params_text(params), bpp_.gradients, sharded_text(s_.zero, 2, shard));
+                         params_text(params), bpp_.gradients, sharded(s_.zero, 2, shard));
     }, st.gradients);
     double const opt_per = bpp_.master + bpp_.moments;
     if (opt_per <= 0) return;
     add(b_.optimizer, [&] {
       return fmt::format("optimizer moments ({} x {} B{})", name(m_.optimizer), bpp_.moments,
-                         sharded_text(s_.zero, 1, shard));
+                         sharded(s_.zero, 1, shard));
     }, st.optimizer * (bpp_.moments / opt_per));
     add(b_.optimizer, [&] {
       return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp_.master,
-                         sharded_text(s_.zero, 1, shard));
+                         sharded(s_.zero, 1, shard));
     }, st.optimizer * (bpp_.master / opt_per));
   }
 

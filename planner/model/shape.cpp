@@ -38,6 +38,7 @@ stage_shape strategy_shape::stage(std::int64_t r) const {
   st.output = r == s.pp - 1 && (!m.tied_embeddings || s.pp > 1);
   st.params = static_cast<double>(st.layers) * layer_params + (st.embedding ? vocab_params : 0.0) +
               (st.output ? vocab_params : 0.0) + (st.final_norm ? final_norm_params : 0.0);
+  st.expert_params = static_cast<double>(st.layers) * layer_expert_params;
   return st;
 }
 
@@ -206,6 +207,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.layer_params = static_cast<double>(counts.attention) / static_cast<double>(s.tp) +
                     static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep) +
                     static_cast<double>(counts.norms + counts.router);
+  if (m.experts > 1) sh.layer_expert_params = static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep);
   sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);
   fill_gemms(sh, m);
 

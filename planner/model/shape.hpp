@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -60,6 +61,7 @@ struct stage_shape {
   bool output = false;       ///< holds the logits projection (the last stage, unless tied on one stage)
   bool final_norm = false;   ///< the last stage
   double params = 0;         ///< weights of one GPU of the stage, before ZeRO sharding
+  double expert_params = 0;  ///< the experts' share of `params` (0 for a dense model)
 };
 
 /// The groups of a strategy and the links they cross: what depends on the
@@ -105,6 +107,7 @@ struct strategy_shape : shape_groups {
   std::int64_t padded_vocab = 1;    ///< vocab padded to a multiple of 128 x tp (Megatron)
   std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
   double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
+  double layer_expert_params = 0;  ///< the experts' share of layer_params (0 for a dense model)
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
@@ -128,6 +131,14 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
   [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }
+  /// The experts' ZeRO-sharded state is split over this many ranks: those
+  /// of the shard group that hold the same experts, one in each block of
+  /// ep (Megatron-Core's expert data-parallel group, dp x cp / ep; core_v0.13.0
+  /// megatron/core/parallel_state.py, expert_data_parallel_group). 1 when
+  /// not sharded.
+  [[nodiscard]] std::int64_t expert_shard_ranks() const {
+    return s.ep > 1 ? std::max<std::int64_t>(1, shard_ranks() / s.ep) : shard_ranks();
+  }
   /// `shard = node` or a size whose shard group has one rank: the stage
   /// shards nothing (the check warns).
   [[nodiscard]] bool shards_nothing() const {

@@ -5,6 +5,7 @@
 #include "memory_fixtures.hpp"
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
+#include "planner/model/shape.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -518,4 +519,40 @@ TEST_CASE("fp8 training keeps 16-bit weights, and says so, unless its parameters
   // Float8Tensors: the forward's row-wise byte and the backward's
   // column-wise one.
   CHECK(term(estimate_memory(p, s), "weights (fp8 row- and column-wise, ") == 2 * params);
+}
+
+TEST_CASE("experts' optimizer state is sharded over the ranks that hold the same experts", "[memory][golden]") {
+  // A Mixtral-like model (Llama 3 8B's shapes, 8 experts, top 2) on 32 H100:
+  // dp 32, ep 8, ZeRO-1. The dense weights' state splits over the 32 ranks;
+  // each expert is held by 32 / 8 = 4 of them, over which Megatron-Core's
+  // distributed optimizer shards its state (the expert data-parallel group).
+  auto m = test::llama3_8b();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  auto p = test::program_of(m, test::nodes_of("c", 4, test::h100_sxm()), 512);
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto const sh = shape_of(p, s);
+  CHECK(sh.shard_ranks() == 32);
+  CHECK(sh.expert_shard_ranks() == 4);
+  auto const counts = count_params(m);
+  double const experts = double(m.layers) * double(counts.mlp) / 8;  // one GPU's
+  auto const st = sh.stage(0);
+  CHECK(st.expert_params == experts);
+  double const dense = st.params - experts;
+  // bf16 weights, fp32 main gradients and master weights, two fp32 moments.
+  auto const mem = estimate_memory(sh);
+  CHECK(mem.optimizer.value() == Approx(12 * dense / 32 + 12 * experts / 4).epsilon(1e-12));
+  CHECK(mem.weights.value() == Approx(2 * st.params).epsilon(1e-12));
+  // Not the 12 x params / 32 of a dense model of that size: 12 B x 5.64 B
+  // expert parameters x (1/4 - 1/32) = 13.8 GiB more.
+  CHECK(experts == 32.0 * 3 * 4096 * 14336);
+  CHECK((mem.optimizer.value() - 12 * st.params / 32) / (1 << 30) == Approx(13.78).epsilon(1e-3));
+  auto const detail = std::find_if(mem.detail.begin(), mem.detail.end(),
+                                   [](auto const& d) { return d.name.starts_with("optimizer moments"); });
+  REQUIRE(detail != mem.detail.end());
+  CHECK(detail->name == "optimizer moments (adam x 8 B, ZeRO-1 over 32, experts over 4)");
+  // Without ep every rank holds every expert: one group, as for a dense model.
+  s.ep = 1;
+  CHECK(shape_of(p, s).expert_shard_ranks() == 32);
 }
