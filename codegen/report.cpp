@@ -460,10 +460,13 @@ std::string to_text(report const& r, bool explain) {
   std::string out;
   out += fmt::format("{}\n", p.file);
   out += fmt::format(
-      "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}, vocab {}, "
+      "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
-      m.kv_heads, m.ffn, name(m.mlp), m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
+      m.kv_heads, m.ffn, name(m.mlp),
+      m.experts > 1 ? fmt::format(" x {} experts ({} a token)", m.experts, std::min(m.experts_per_token, m.experts))
+                    : std::string(),
+      m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));

@@ -525,7 +525,38 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   parallel("--pipeline-model-parallel-size", "pp", c.pp);
   if (!deepspeed) parallel("--context-parallel-size", "cp", c.cp);
   else c.cp = 1, set_strategy(t, "cp", integer_value(1, origin), origin);
-  set_strategy(t, "ep", integer_value(1, origin), origin);
+  // A mixture of experts (core_v0.13.0 arguments.py:2700-2755): --num-experts
+  // makes every layer's MLP that many experts, each token routed to
+  // --moe-router-topk of them (2 unless written), spread over
+  // --expert-model-parallel-size ranks of the data-parallel ones. The
+  // experts' tensor parallelism defaults to tp (arguments.py:425-426) and
+  // their MLP's width to --ffn-hidden-size (arguments.py:943-945), which is
+  // what dtplan costs. Megatron-DeepSpeed spells its experts otherwise.
+  if (!deepspeed) {
+    auto [n, e] = integer("--num-experts");
+    if (e && !n) failed = true;
+    if (n) {
+      set(t, "model", "experts", integer_value(*n, value_at(e)), key_at(e));
+      auto [k, ke] = integer("--moe-router-topk");
+      if (ke && !k) failed = true;
+      set(t, "model", "experts_per_token", integer_value(k.value_or(2), value_at(ke ? ke : e)), key_at(ke ? ke : e));
+    } else if (describes) {
+      set(t, "model", "experts", integer_value(1, origin), origin);
+      set(t, "model", "experts_per_token", integer_value(1, origin), origin);
+    }
+    auto [ep, epe] = integer("--expert-model-parallel-size");
+    if (epe && !ep) failed = true;
+    set_strategy(t, "ep", integer_value(ep.value_or(1), value_at(epe)), key_at(epe));
+    if (n) {
+      if (auto [etp, etpe] = integer("--expert-tensor-parallel-size"); etp && *etp != *c.tp)
+        not_modelled(t, *etpe, "expert tensor-parallel size", fmt::format("{}", *etp), fmt::format("{} (tp)", *c.tp));
+      std::int64_t const width = ffn ? *ffn : ctx.prior ? ctx.prior->model.ffn : 0;  // 0: not known here
+      if (auto [f, fe] = integer("--moe-ffn-hidden-size"); f && width > 0 && *f != width)
+        not_modelled(t, *fe, "experts' MLP width", fmt::format("{}", *f), fmt::format("{} (--ffn-hidden-size)", width));
+    }
+  } else {
+    set_strategy(t, "ep", integer_value(1, origin), origin);
+  }
   auto const* sp = job.flag("--sequence-parallel");
   c.sequence_parallel = sp && *c.tp > 1;
   set_strategy(t, "sequence_parallel", boolean_value(c.sequence_parallel, key_at(sp)), key_at(sp));

@@ -263,6 +263,28 @@ stages 0 "--num-layers-per-virtual-pipeline-stage 4" ""
 expect_contains "$TMP/out" "virtual_stages 4,"
 stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 2" "stages.txt:25:43: error: '--num-layers-per-virtual-pipeline-stage' and '--num-virtual-stages-per-pipeline-rank' are both written (Megatron-LM takes one; core_v0.13.0 arguments.py:496-507)"
 
+# A mixture of experts as Megatron-LM's arguments give it (core_v0.13.0
+# arguments.py:2700-2755): the experts, two a token unless written, over ep
+# of the data-parallel ranks, whose distributed optimizer shards each
+# expert's state over the dp / ep ranks that hold it.
+cat >"$TMP/moe.dtp" <<'EOF'
+model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu }
+cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { framework = megatron; global_batch = 512 }
+strategy s { dp = 32 }
+EOF
+printf -- '--num-experts 8 --expert-model-parallel-size 8\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2\n' >"$TMP/moe.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/out" "46.70 B parameters; 32 layers, hidden 4096, 32 heads (8 kv), ffn 14336 swiglu x 8 experts (2 a token),"
+expect_contains "$TMP/out" "10.9 GiB  optimizer moments (adam x 8 B, ZeRO-1 over 16, experts over 2)"
+expect_lacks "$TMP/err" "warning"
+printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
+expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/err" "moe.txt:1:68: warning: Megatron-LM's expert tensor-parallel size '1' is not modelled: costed as '2 (tp)'"
+expect_contains "$TMP/err" "moe.txt:1:100: warning: Megatron-LM's experts' MLP width '2048' is not modelled: costed as '14336 (--ffn-hidden-size)'"
+expect_contains "$TMP/err" "moe.txt:1:37: error: ep = 4 does not divide experts = 6"
+expect_contains "$TMP/out" "x 6 experts (1 a token)"
+
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,
 # and bash parses the launch scripts without running anything of it.
