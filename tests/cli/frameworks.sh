@@ -285,6 +285,22 @@ expect_contains "$TMP/err" "moe.txt:1:100: warning: Megatron-LM's experts' MLP w
 expect_contains "$TMP/err" "moe.txt:1:37: error: ep = 4 does not divide experts = 6"
 expect_contains "$TMP/out" "x 6 experts (1 a token)"
 
+# torchtitan's experts (v0.2.0 parallel_dims.py:57-64): ep of the dp_shard x
+# cp ranks; without tensor parallelism (its default) when tp > 1, which
+# dtplan does not cost and says so.
+sed 's/framework = megatron/framework = torchtitan/; s/strategy s { dp = 32 }/strategy s { dp = 32; zero = 3 }/; s/mlp = swiglu }/mlp = swiglu; experts = 8; experts_per_token = 2 }/' \
+  "$TMP/moe.dtp" >"$TMP/tt_moe.dtp"
+printf '[training]\nlocal_batch_size = 1\nseq_len = 4096\n[parallelism]\nexpert_parallel_degree = 8\n' >"$TMP/moe.toml"
+expect_status 0 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
+expect_contains "$TMP/out" "5.4 GiB  gradients (fp32, 7.24B params x 4 B, ZeRO-3 over 32, experts over 4)"
+expect_lacks "$TMP/err" "expert"
+printf 'tensor_parallel_degree = 2\n' >>"$TMP/moe.toml"
+expect_status 0 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
+expect_contains "$TMP/err" "moe.toml:5:26: warning: torchtitan's experts without tensor parallelism (expert_tensor_parallel_degree = 1, over the tp ranks too) are not modelled: costed split over tp = 2 like the other layers"
+printf 'expert_tensor_parallel_degree = 4\n' >>"$TMP/moe.toml"
+expect_status 2 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
+expect_contains "$TMP/err" "moe.toml:7:33: error: torchtitan runs 'parallelism.expert_tensor_parallel_degree' 1 or the tensor-parallel degree 2, not 4"
+
 # A hostile file name reaches the jobs only as escaped comment text: every
 # line of args.txt is a comment or an argument, the TOML reads back whole,
 # and bash parses the launch scripts without running anything of it.
