@@ -441,6 +441,7 @@ std::string differences(strategy const& s, strategy const& best) {
   add("tp", s.tp, best.tp);
   add("pp", s.pp, best.pp);
   add("cp", s.cp, best.cp);
+  add("ep", s.ep, best.ep);
   add("zero", s.zero, best.zero);
   add("shard", to_string(s.shard), to_string(best.shard));
   add("checkpoint", name(s.checkpoint), name(best.checkpoint));

@@ -555,7 +555,8 @@ struct program {
 /// its unit, defaults filled, each strategy key with its form.
 std::string dump(program const& p);
 
-/// A strategy as one line: "dp 16, tp 1, pp 1, cp 1, zero 1, ...".
+/// A strategy as one line: "dp 16, tp 1, pp 1, cp 1, zero 1, ..." (with "ep 8, " after cp
+/// where it splits experts).
 std::string describe(strategy const& s);
 
 }  // namespace dtplan::planner

@@ -277,6 +277,16 @@ printf -- '--num-experts 8 --expert-model-parallel-size 8\n--micro-batch-size 1 
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/out" "46.70 B parameters; 32 layers, hidden 4096, 32 heads (8 kv), ffn 14336 swiglu x 8 experts (2 a token),"
 expect_contains "$TMP/out" "10.9 GiB  optimizer moments (adam x 8 B, ZeRO-1 over 16, experts over 2)"
+expect_contains "$TMP/out" "dp 16, tp 1, pp 2, cp 1, ep 8, zero 1, shard all,"
+cat >"$TMP/moe_free.dtp" <<'EOF'
+model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
+cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { framework = megatron; global_batch = 512 }
+strategy free { dp = 16; pp = 2; ep = {4, 8}; zero = 1; checkpoint = full; micro_batch = 1 }
+EOF
+expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 2
+expect_contains "$TMP/out" "dp 16, tp 1, pp 2, cp 1, ep 4, zero 1,"
+expect_contains "$TMP/out" "differs from 'free#1' in ep 8 (not 4)"
 expect_lacks "$TMP/err" "warning"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
 expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
