@@ -385,6 +385,7 @@ struct framework_limits {
   bool pipeline_parallel = true;
   bool interleaving = true;     ///< virtual_stages > 1
   bool context_parallel = true;
+  bool expert_parallel = true;    ///< ep > 1
   bool sequence_parallel = true;  ///< sequence_parallel = true with tp > 1
   bool tp_without_sequence_parallel = true;  ///< tp > 1 with sequence_parallel = false (torchtitan: never)
   /// zero = 0 beside tensor, pipeline or context parallelism (torchtitan's

@@ -280,6 +280,7 @@ class rules {
     if (s.tp > 1 && !lim.tensor_parallel) runs("tp", fmt::format("tensor parallelism (tp = {})", s.tp));
     if (s.pp > 1 && !lim.pipeline_parallel) runs("pp", fmt::format("pipeline parallelism (pp = {})", s.pp));
     if (s.cp > 1 && !lim.context_parallel) runs("cp", fmt::format("context parallelism (cp = {})", s.cp));
+    if (s.ep > 1 && !lim.expert_parallel) runs("ep", fmt::format("expert parallelism (ep = {})", s.ep));
     if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
       runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
     if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)

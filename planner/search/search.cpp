@@ -502,10 +502,16 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
     result.stats.candidates += w.candidates;
     ++structures_of_tp[w.tp];
   }
-  if (options.explain && items.empty())
+  if (options.explain && items.empty()) {
+    // A key the framework runs none of the written values of empties the
+    // space before any product of degrees is tried.
+    auto const& emptied = space.emptied_by_framework();
     result.explanations.push_back(
         {"no_structure", "the space", {{"gpus", static_cast<double>(p.cluster.gpus())}},
-         fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus())});
+         emptied.empty()
+             ? fmt::format("no combination of tp x pp x cp x dp in the space multiplies to {} GPUs", p.cluster.gpus())
+             : fmt::format("framework '{}' runs none of the space's values of {}", p.framework.name, emptied)});
+  }
   if (result.stats.candidates > options.max_candidates) {
     result.refused = fmt::format(
         "{} holds {} candidates, more than the {} --optimize searches (--max-candidates); fix some of its keys "

@@ -92,6 +92,9 @@ class space_view {
 
   /// What the framework's limits took out of the space, one line each.
   [[nodiscard]] std::vector<std::string> const& left_out() const { return left_out_; }
+  /// The first key the framework runs none of the space's values of ("zero"),
+  /// which empties the space; empty when there is none.
+  [[nodiscard]] std::string const& emptied_by_framework() const { return emptied_; }
 
   [[nodiscard]] std::vector<std::int64_t> const& tp() const { return tp_; }
   [[nodiscard]] std::vector<std::int64_t> const& pp() const { return pp_; }
@@ -221,15 +224,17 @@ class space_view {
   void keep_what_the_framework_runs() {
     auto const& fw = p_.framework;
     auto const& lim = fw.limits;
-    auto drop = [&](auto& values, auto const& keep, std::string what) {
+    auto drop = [&](char const* key, auto& values, auto const& keep, std::string what) {
       auto const before = values.size();
       std::erase_if(values, [&](auto const& v) { return !keep(v); });
       if (values.size() != before)
         left_out_.push_back(fmt::format("framework '{}' does not run {}: left out of the space", fw.name, what));
+      if (before > 0 && values.empty() && emptied_.empty()) emptied_ = key;
     };
-    if (!lim.tensor_parallel) drop(tp_, [](std::int64_t v) { return v == 1; }, "tensor parallelism");
-    if (!lim.pipeline_parallel) drop(pp_, [](std::int64_t v) { return v == 1; }, "pipeline parallelism");
-    if (!lim.context_parallel) drop(cp_, [](std::int64_t v) { return v == 1; }, "context parallelism");
+    if (!lim.tensor_parallel) drop("tp", tp_, [](std::int64_t v) { return v == 1; }, "tensor parallelism");
+    if (!lim.pipeline_parallel) drop("pp", pp_, [](std::int64_t v) { return v == 1; }, "pipeline parallelism");
+    if (!lim.context_parallel) drop("cp", cp_, [](std::int64_t v) { return v == 1; }, "context parallelism");
+    if (!lim.expert_parallel) drop("ep", ep_, [](std::int64_t v) { return v == 1; }, "expert parallelism");
     if (!lim.sequence_parallel && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
       left_out_.push_back(fmt::format("framework '{}' does not run sequence parallelism: left out of the space", fw.name));
     using sp_form = key_choice<bool>::form;
@@ -237,15 +242,15 @@ class space_view {
         spec_.sequence_parallel.f != sp_form::single && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
       left_out_.push_back(fmt::format(
           "framework '{}' does not run tensor parallelism without sequence parallelism: left out of the space", fw.name));
-    drop(zero_,
+    drop("zero", zero_,
          [&](std::int64_t z) {
            return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();
          },
          "every ZeRO stage (only " + fmt::format("{}", fmt::join(lim.zero_stages, ", ")) + ")");
     if (p_.model.prec == precision::bf16)
-      drop(zero_, [&](std::int64_t z) { return z >= lim.bf16_min_zero; },
+      drop("zero", zero_, [&](std::int64_t z) { return z >= lim.bf16_min_zero; },
            fmt::format("ZeRO below stage {} in bf16", lim.bf16_min_zero));
-    drop(checkpoint_,
+    drop("checkpoint", checkpoint_,
          [&](checkpoint_mode c) {
            return std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), c) != lim.checkpoint_modes.end();
          },
@@ -257,6 +262,7 @@ class space_view {
   }
 
   std::vector<std::string> left_out_;
+  std::string emptied_;  // the first key whose every value the framework does not run
   program const& p_;
   strategy_spec const& spec_;
   search_options const& options_;

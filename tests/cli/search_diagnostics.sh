@@ -52,4 +52,24 @@ checks=$((checks + 1))
 dups=$(grep ': warning: ' "$TMP/err" | sort | uniq -d)
 [ -z "$dups" ] && [ -n "$(grep ': warning: ' "$TMP/err")" ] || fail "warnings repeated or missing: $(cat "$TMP/err")"
 
+# An empty space says why: no product of the degrees fills the cluster, or
+# the framework runs none of a key's written values (a mixture's experts
+# under Megatron-LM 2021, which had no expert parallelism).
+cat >"$TMP/empty.dtp" <<'DTP'
+model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
+cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { framework = megatron; global_batch = 512 }
+strategy free { dp = 16; pp = {4, 8}; ep = {4, 8}; zero = 1; checkpoint = full; micro_batch = 1 }
+DTP
+expect_status 1 "$DTPLAN" "$TMP/empty.dtp" --optimize --explain
+expect_contains "$TMP/out" "  no combination of tp x pp x cp x dp in the space multiplies to 32 GPUs"
+expect_status 1 "$DTPLAN" "$TMP/empty.dtp" --optimize --explain --set free.pp=2 --set training.framework=megatron_2021
+expect_contains "$TMP/out" "  framework 'megatron_2021' runs none of the space's values of ep"
+expect_contains "$TMP/out" "  framework 'megatron_2021' does not run expert parallelism: left out of the space"
+expect_contains "$TMP/out" "  framework 'megatron_2021' does not run every ZeRO stage (only 0): left out of the space"
+expect_lacks "$TMP/out" "multiplies"
+expect_status 1 "$DTPLAN" "$TMP/empty.dtp" --set free.pp=2 --set free.ep=8 --set training.framework=megatron_2021 \
+  --set free.zero=0
+expect_contains "$TMP/err" "<--set>:1:6: error: framework 'megatron_2021' does not run expert parallelism (ep = 8)"
+
 finish
