@@ -153,6 +153,15 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   if (train && micro && accumulation && *micro > 0 && *accumulation > 0 && *train % (*micro * *accumulation) == 0)
     dp = *train / (*micro * *accumulation);
   else dp = dp_world;
+  // With all three written DeepSpeed asserts they multiply out on the
+  // data-parallel ranks (v0.17.5 runtime/config.py:870-885, _batch_assertion).
+  if (train && micro && accumulation && dp_world && *train != *micro * *accumulation * *dp_world) {
+    t.diags.error(value_at(accumulation_at),
+                  fmt::format("DeepSpeed refuses this batch: train_batch_size {} is not train_micro_batch_size_per_gpu "
+                              "{} x gradient_accumulation_steps {} x the {} data-parallel ranks",
+                              *train, *micro, *accumulation, *dp_world));
+    return;
+  }
   if (dp) set_strategy(t, "dp", integer_value(*dp, value_at(train_at ? train_at : micro_at)), key_at(train_at));
   if (!micro) {
     t.diags.error(origin, args ? "the job writes neither '--micro-batch-size' nor ds_config.json's "

@@ -125,6 +125,14 @@ expect_contains "$TMP/out" "  contiguous_gradients false"
 expect_status 0 "$DTPLAN" "$plan" --set training.framework=deepspeed --dump ir
 expect_contains "$TMP/out" "  contiguous_gradients true"
 
+# train_batch_size, the micro-batch and the accumulation written together
+# multiply out on the data-parallel ranks, or DeepSpeed refuses the job
+# (v0.17.5 runtime/config.py:870-885).
+sed 's/"gradient_accumulation_steps": 16,/"gradient_accumulation_steps": 12,/' "$TMP/cg/deepspeed/ds_config.json" \
+  >"$TMP/cg/deepspeed/ds_config.json.new" && mv "$TMP/cg/deepspeed/ds_config.json.new" "$TMP/cg/deepspeed/ds_config.json"
+expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/cg/deepspeed/args.txt" --quiet
+expect_contains "$TMP/err" "ds_config.json:4:34: error: DeepSpeed refuses this batch: train_batch_size 256 is not train_micro_batch_size_per_gpu 1 x gradient_accumulation_steps 12 x the 16 data-parallel ranks"
+
 # NVFP4 (B200's fp4 tensor cores): Megatron-LM says --fp4-format e2m1 and
 # reads it back as fp4; DeepSpeed and torchtitan's TOML cannot say it.
 fp4=(--set model.precision=fp4 --set cluster.gpu=B200 --strategy current)
