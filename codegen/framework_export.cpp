@@ -404,6 +404,14 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--attention-dropout", "0.0");
     a.add("--hidden-dropout", "0.0");
   }
+  if (m.experts > 1 && !deepspeed) {
+    // Every layer's MLP a mixture, its experts the MLP's width, the tokens
+    // sent to them all-to-all as dtplan costs them (core_v0.13.0
+    // arguments.py:2700-2793; the default dispatcher gathers instead).
+    a.add("--num-experts", m.experts);
+    a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
+    a.add("--moe-token-dispatcher-type", "alltoall");
+  }
   a.comment("The batch");
   a.add("--micro-batch-size", s.micro_batch);
   a.add("--global-batch-size", p.training.global_batch);
@@ -429,6 +437,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--account-for-loss-in-pipeline-split");
   }
   if (!deepspeed) a.add("--context-parallel-size", s.cp);
+  if (m.experts > 1 && !deepspeed) a.add("--expert-model-parallel-size", s.ep);
   if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
   switch (s.checkpoint) {
     case checkpoint_mode::selective: a.add("--recompute-granularity", "selective"); break;
@@ -697,7 +706,8 @@ void uncarried_behaviours(job_format f, planner::program const& p, planner::plan
 
 std::optional<std::string> export_refusal(job_format f, planner::program const& p, planner::plan const& pl) {
   if (!pl.valid || !pl.shape || !pl.time) return fmt::format("strategy '{}' is not valid", pl.name);
-  if (p.model.experts > 1) return "dtplan does not write mixture-of-experts jobs yet";
+  if (p.model.experts > 1 && f != job_format::megatron)
+    return fmt::format("dtplan writes mixture-of-experts jobs for megatron only, not {}", name(f));
   if (auto why = preset_refusal(f, p, pl)) return why;
   switch (f) {
     case job_format::torchtitan: return torchtitan_refusal(p, pl);

@@ -547,6 +547,20 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     auto [ep, epe] = integer("--expert-model-parallel-size");
     if (epe && !ep) failed = true;
     set_strategy(t, "ep", integer_value(ep.value_or(1), value_at(epe)), key_at(epe));
+    // dtplan costs the tokens' trip to their experts as an all-to-all,
+    // which Megatron-LM runs with --moe-token-dispatcher-type alltoall; its
+    // default gathers every token of the ep ranks instead
+    // (arguments.py:2790-2793).
+    if (auto const* dispatcher = job.find("--moe-token-dispatcher-type"); n && ep.value_or(1) > 1) {
+      if (!dispatcher) {
+        t.diags.warning(epe->key_where, "Megatron-LM's default token dispatcher 'allgather' is not modelled: costed "
+                                        "as 'alltoall' (--moe-token-dispatcher-type alltoall)");
+      } else if (auto v = job.text(*dispatcher); !v) {
+        failed = true;
+      } else if (*v != "alltoall") {
+        not_modelled(t, *dispatcher, "token dispatcher", *v, "alltoall");
+      }
+    }
     if (n) {
       if (auto [etp, etpe] = integer("--expert-tensor-parallel-size"); etp && *etp != *c.tp)
         not_modelled(t, *etpe, "expert tensor-parallel size", fmt::format("{}", *etp), fmt::format("{} (tp)", *c.tp));

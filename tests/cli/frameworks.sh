@@ -286,6 +286,13 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/out" "46.70 B parameters; 32 layers, hidden 4096, 32 heads (8 kv), ffn 14336 swiglu x 8 experts (2 a token),"
 expect_contains "$TMP/out" "10.9 GiB  optimizer moments (adam x 8 B, ZeRO-1 over 16, experts over 2)"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 2, cp 1, ep 8, zero 1, shard all,"
+expect_contains "$TMP/err" "moe.txt:1:17: warning: Megatron-LM's default token dispatcher 'allgather' is not modelled: costed as 'alltoall' (--moe-token-dispatcher-type alltoall)"
+printf -- '--moe-token-dispatcher-type alltoall\n' >>"$TMP/moe.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_lacks "$TMP/err" "warning"
+printf -- '--moe-token-dispatcher-type flex\n' >>"$TMP/moe.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/err" "moe.txt:4:1: warning: Megatron-LM's token dispatcher 'flex' is not modelled: costed as 'alltoall'"
 cat >"$TMP/moe_free.dtp" <<'EOF'
 model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
 cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
@@ -295,7 +302,20 @@ EOF
 expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 2
 expect_contains "$TMP/out" "dp 16, tp 1, pp 2, cp 1, ep 4, zero 1,"
 expect_contains "$TMP/out" "differs from 'free#1' in ep 8 (not 4)"
+# Written as a Megatron-LM job and read back, the mixture costs the same.
+expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_job" --quiet
+expect_contains "$TMP/moe_job/megatron/args.txt" "--num-experts 8"
+expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-router-topk 2"
+expect_contains "$TMP/moe_job/megatron/args.txt" "--expert-model-parallel-size 4"
+expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-token-dispatcher-type alltoall"
+cp "$TMP/out" "$TMP/moe_planned"
+expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --from megatron "$TMP/moe_job/megatron/args.txt" --quiet
+checks=$((checks + 1))
+[ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_planned")" ] ||
+  fail "the mixture read back costs otherwise: $(cat "$TMP/out") against $(cat "$TMP/moe_planned")"
 expect_lacks "$TMP/err" "warning"
+expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_tt" --framework torchtitan --quiet
+expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: dtplan writes mixture-of-experts jobs for megatron only, not torchtitan"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
 expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/err" "moe.txt:1:68: warning: Megatron-LM's expert tensor-parallel size '1' is not modelled: costed as '2 (tp)'"
