@@ -335,12 +335,13 @@ std::vector<step_part> step_parts(time_breakdown const& first, time_breakdown co
 // the bubble +128 ms, ...": the parts that move it by a hundredth or more,
 // largest first; nothing when the step is at its ideal or under it.
 std::string where_beyond(seconds beyond, std::vector<step_part> parts) {
-  if (beyond <= seconds()) return {};
+  if (beyond == seconds()) return {};
   std::erase_if(parts, [&](step_part const& x) { return std::fabs(x.beyond / beyond) < 0.01; });
   std::stable_sort(parts.begin(), parts.end(), [](step_part const& a, step_part const& b) {
     return std::fabs(a.beyond.value()) > std::fabs(b.beyond.value());
   });
-  std::string out = fmt::format("; the {} beyond the ideal:", to_string(beyond));
+  std::string out = fmt::format("; the {} {} the ideal:", to_string(seconds(std::fabs(beyond.value()))),
+                                beyond > seconds() ? "beyond" : "under");
   for (std::size_t i = 0; i < parts.size(); ++i)
     out += fmt::format("{} {} {}{}", i ? "," : "", parts[i].text, parts[i].beyond < seconds() ? "-" : "+",
                        to_string(seconds(std::fabs(parts[i].beyond.value()))));
@@ -357,7 +358,7 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
   strategy_spec const spec;
   struct point {
     std::int64_t gpus;
-    std::string forced;
+    std::string forced;  // "zero = 3, checkpoint = full": what it needs to fit, where the plan's keys do not
     time_breakdown t;
   };
   std::vector<point> points;
@@ -381,7 +382,7 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
         f.checkpoint = fix.second;
         auto w = try_variant(q, spec, f, model);
         if (w.time) {
-          forced = fmt::format(" (fits only with zero = {}, checkpoint = {})", f.zero, name(f.checkpoint));
+          forced = fmt::format("zero = {}, checkpoint = {}", f.zero, name(f.checkpoint));
           v = std::move(w);
           break;
         }
@@ -413,7 +414,8 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
                      to_string(pt.t.exposed_comm), percent(pt.t.exposed_comm / pt.t.step), to_string(pt.t.bubble),
                      percent(pt.t.bubble / pt.t.step), to_string(pt.t.recompute),
                      percent(pt.t.recompute / pt.t.step), to_string(pt.t.slowdown),
-                     percent(pt.t.slowdown / pt.t.step), pt.forced)});
+                     percent(pt.t.slowdown / pt.t.step),
+                     pt.forced.empty() ? std::string() : fmt::format(" (fits only with {})", pt.forced))});
   }
   auto const& last = points.back();
   if (points.size() > 1) {
@@ -426,20 +428,28 @@ std::vector<explanation> explain_scaling(program const& p, plan const& pl, cost_
     // parts sum to the step, so their differences sum to `beyond`.
     auto const parts = step_parts(first.t, last.t, ratio);
     std::vector<std::pair<std::string, double>> figures{
-        {"gpus", static_cast<double>(last.gpus)}, {"lost", std::max(0.0, lost)}, {"step_s", last.t.step.value()},
+        {"gpus", static_cast<double>(last.gpus)}, {"lost", std::max(0.0, lost)}, {"gained", std::max(0.0, -lost)},
+        {"step_s", last.t.step.value()},
         {"ideal_step_s", ideal.value()}, {"exposed_comm_share_first", first.t.exposed_comm / first.t.step},
         {"exposed_comm_share", last.t.exposed_comm / last.t.step},
         {"bubble_share_first", first.t.bubble / first.t.step}, {"bubble_share", last.t.bubble / last.t.step},
         {"beyond_ideal_s", beyond.value()}};
     for (auto const& part : parts) figures.emplace_back(fmt::format("{}_beyond_s", part.key), part.beyond.value());
+    // More GPUs can raise the per-GPU rate: the smaller counts fit only by
+    // recomputing or sharding more (`forced`), or hide less.
+    std::string const head =
+        lost >= 0 ? fmt::format("at {} GPUs {} of the per-GPU rate is lost", last.gpus, percent(lost))
+                  : fmt::format("at {} GPUs the per-GPU rate is {} above the {}-GPU one", last.gpus, percent(-lost),
+                                first.gpus);
+    std::string const why =
+        lost < 0 && !first.forced.empty() ? fmt::format(", whose step fits only with {}", first.forced) : std::string();
     lines.push_back(
         {"scaling_loss", fmt::format("{} GPUs", last.gpus), std::move(figures),
-         fmt::format("at {} GPUs {} of the per-GPU rate is lost: the step is {} against an ideal {}; exposed "
-                     "communication goes from {} to {} of the step, the bubble from {} to {}{}",
-                     last.gpus, percent(std::max(0.0, lost)), to_string(last.t.step), to_string(ideal),
-                     percent(first.t.exposed_comm / first.t.step), percent(last.t.exposed_comm / last.t.step),
-                     percent(first.t.bubble / first.t.step), percent(last.t.bubble / last.t.step),
-                     where_beyond(beyond, parts))});
+         fmt::format("{}{}: the step is {} against an ideal {}; exposed communication goes from {} to {} of the "
+                     "step, the bubble from {} to {}{}",
+                     head, why, to_string(last.t.step), to_string(ideal), percent(first.t.exposed_comm / first.t.step),
+                     percent(last.t.exposed_comm / last.t.step), percent(first.t.bubble / first.t.step),
+                     percent(last.t.bubble / last.t.step), where_beyond(beyond, parts))});
   }
   return lines;
 }
