@@ -211,7 +211,9 @@ void write_shape(json_writer& w, strategy_shape const& sh) {
   for (std::int64_t r = 0; r < sh.s.pp; ++r) w.whole(sh.stage(r).params);
   w.end_array();
   w.key("layer_params_per_gpu").whole(sh.layer_params);
+  w.key("layer_expert_params_per_gpu").whole(sh.layer_expert_params);
   w.key("shard_ranks").value(sh.shard_ranks());
+  w.key("expert_shard_ranks").value(sh.expert_shard_ranks());
   w.key("groups").begin_object();
   write_group(w, "tp", sh.tp);
   write_group(w, "cp", sh.cp);

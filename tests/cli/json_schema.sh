@@ -36,11 +36,20 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --optimize --explain --top 2 --format j
 cp "$TMP/out" "$TMP/moe.json" && docs+=("$TMP/moe.json")
 expect_contains "$TMP/moe.json" '"ep": 8'
 expect_contains "$TMP/moe.json" '"experts": 8'
+checks=$((checks + 1))
+python3 - "$TMP/moe.json" <<'PY2' || fail "the mixture's shape in the JSON"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for plan in doc["plans"]:
+    shape, s = plan["shape"], plan["strategy"]
+    assert shape["expert_shard_ranks"] == max(1, shape["shard_ranks"] // s["ep"]), (shape, s)
+    assert 0 < shape["layer_expert_params_per_gpu"] < shape["layer_params_per_gpu"], shape
+PY2
 n=$((n + 1))
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 3,'
+expect_contains "$TMP/imported.json" '"schema_version": 4,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
