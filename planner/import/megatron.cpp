@@ -551,8 +551,9 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     // which Megatron-LM runs with --moe-token-dispatcher-type alltoall; its
     // default gathers every token of the ep ranks instead
     // (arguments.py:2790-2793).
-    if (auto const* dispatcher = job.find("--moe-token-dispatcher-type"); n && ep.value_or(1) > 1) {
-      if (!dispatcher) {
+    // Looked up only where it applies: a dense job's is left unread, and said so.
+    if (n && ep.value_or(1) > 1) {
+      if (auto const* dispatcher = job.find("--moe-token-dispatcher-type"); !dispatcher) {
         t.diags.warning(epe->key_where, "Megatron-LM's default token dispatcher 'allgather' is not modelled: costed "
                                         "as 'alltoall' (--moe-token-dispatcher-type alltoall)");
       } else if (auto v = job.text(*dispatcher); !v) {

@@ -197,10 +197,10 @@ void import_torchtitan(job_reader& job, context const& ctx) {
       return;
     }
     t.diags.warning(etp.at ? etp.at->key_where : value_at(ep.at),
-                      fmt::format("torchtitan's experts without tensor parallelism (expert_tensor_parallel_degree = "
-                                  "1, over the tp ranks too) are not modelled: costed split over tp = {} like the "
-                                  "other layers",
-                                  tp.value));
+                    fmt::format("torchtitan's experts without tensor parallelism (expert_tensor_parallel_degree = 1, "
+                                "over the tp ranks too) are not modelled: costed split over tp = {} like the other "
+                                "layers",
+                                tp.value));
   }
   if (shard.value == 0 || shard.value < -1) {
     t.diags.error(value_at(shard.at), fmt::format("torchtitan's 'parallelism.data_parallel_shard_degree' must be -1 "

@@ -244,9 +244,10 @@ class stage_memory {
     auto const routed = model_state_bytes(experts, m_.prec, m_.optimizer, s_.zero, expert_shard, bpp_.gradients, moment);
     planner::model_state const st{dense.weights + routed.weights, dense.gradients + routed.gradients,
                                   dense.optimizer + routed.optimizer};
-    auto sharded = [&](int zero, int from_stage, std::int64_t n) {
-      auto text = sharded_text(zero, from_stage, n);
-      if (text.empty() || experts <= 0 || expert_shard == n) return text;
+    // ", ZeRO-1 over 16, experts over 2" from ZeRO stage `from_stage` on.
+    auto sharded = [&](int from_stage) {
+      auto text = sharded_text(s_.zero, from_stage, shard);
+      if (text.empty() || experts <= 0 || expert_shard == shard) return text;
       return text + (expert_shard > 1 ? fmt::format(", experts over {}", expert_shard) : ", experts unsharded");
     };
     add(b_.weights, [&] {
@@ -263,22 +264,22 @@ class stage_memory {
                                : fp8_params ? std::string("fp8 row- and column-wise")
                                             : std::string(name(m_.prec));
       return fmt::format("weights ({}, {} x {} B{})", kept, params_text(params), bpp_.weights,
-                         sharded(s_.zero, 3, shard));
+                         sharded(3));
     }, st.weights);
     add(b_.gradients, [&] {
       return fmt::format("gradients ({}{} x {} B{})",
                          p_.training.grad_precision ? fmt::format("{}, ", name(*p_.training.grad_precision)) : "",
-                         params_text(params), bpp_.gradients, sharded(s_.zero, 2, shard));
+                         params_text(params), bpp_.gradients, sharded(2));
     }, st.gradients);
     double const opt_per = bpp_.master + bpp_.moments;
     if (opt_per <= 0) return;
     add(b_.optimizer, [&] {
       return fmt::format("optimizer moments ({} x {} B{})", name(m_.optimizer), bpp_.moments,
-                         sharded(s_.zero, 1, shard));
+                         sharded(1));
     }, st.optimizer * (bpp_.moments / opt_per));
     add(b_.optimizer, [&] {
       return fmt::format("fp32 master weights ({} x {} B{})", params_text(params), bpp_.master,
-                         sharded(s_.zero, 1, shard));
+                         sharded(1));
     }, st.optimizer * (bpp_.master / opt_per));
   }
 

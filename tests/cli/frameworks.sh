@@ -293,6 +293,10 @@ expect_lacks "$TMP/err" "warning"
 printf -- '--moe-token-dispatcher-type flex\n' >>"$TMP/moe.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/err" "moe.txt:4:1: warning: Megatron-LM's token dispatcher 'flex' is not modelled: costed as 'alltoall'"
+# A dense job's dispatcher does nothing, and is said to be unread.
+printf -- '--moe-token-dispatcher-type alltoall --micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer\n' >"$TMP/dense.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/dense.txt"
+expect_contains "$TMP/err" "dense.txt:1:1: warning: Megatron-LM's '--moe-token-dispatcher-type' is not modelled: the plan is costed without it"
 cat >"$TMP/moe_free.dtp" <<'EOF'
 model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
 cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }

@@ -25,19 +25,13 @@ expect_status 0 "$DTPLAN" plans/405b_gb200_nvl72.dtp --set model.precision=fp4 -
 cp "$TMP/out" "$TMP/fp4.json" && docs+=("$TMP/fp4.json")
 expect_contains "$TMP/fp4.json" '"precision": "fp4"'
 n=$((n + 1))
-# A mixture of experts searched over ep (ep, experts and the experts'
-# all-to-all in the document).
-cat >"$TMP/moe.dtp" <<'EOF'
-model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
-cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
-training { framework = megatron; global_batch = 512 }
-EOF
-expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --optimize --explain --top 2 --format json
-cp "$TMP/out" "$TMP/moe.json" && docs+=("$TMP/moe.json")
-expect_contains "$TMP/moe.json" '"ep": 8'
-expect_contains "$TMP/moe.json" '"experts": 8'
+# A mixture of experts (plans/mixtral_8x7b_4node_h100.dtp, searched above):
+# ep, the experts and their shard group in the document.
+mixture="$TMP/mixtral_8x7b_4node_h100.explain.json"
+expect_contains "$mixture" '"ep": 8'
+expect_contains "$mixture" '"experts": 8'
 checks=$((checks + 1))
-python3 - "$TMP/moe.json" <<'PY2' || fail "the mixture's shape in the JSON"
+python3 - "$mixture" <<'PY2' || fail "the mixture's shape in the JSON"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for plan in doc["plans"]:
@@ -45,7 +39,6 @@ for plan in doc["plans"]:
     assert shape["expert_shard_ranks"] == max(1, shape["shard_ranks"] // s["ep"]), (shape, s)
     assert 0 < shape["layer_expert_params_per_gpu"] < shape["layer_params_per_gpu"], shape
 PY2
-n=$((n + 1))
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
