@@ -65,6 +65,11 @@ enum class cp_comm_kind { p2p, allgather, alltoall };
 /// one size whose count is ceil(layers / size) (torchtitan's
 /// pipeline_parallel_layers_per_stage), or evenly only.
 enum class pipeline_split_rule { uneven, stage_size, even };
+/// What a framework requires of seq_len: that cp ranks (and, with sequence
+/// parallelism, tp ranks within them) split it evenly; that and, with
+/// cp > 1, 2 x cp chunks for the causal load balance (Megatron-Core); or
+/// 2 x cp x tp always (torchtitan's seq_len_divisor).
+enum class sequence_split_rule { even, balanced, balanced_tp };
 /// Megatron's layer implementation (`--transformer-impl`): Transformer
 /// Engine's modules, or Megatron's own (`local`: every Megatron-LM before
 /// 2023, and Megatron-DeepSpeed). It decides whose fused softmax the
@@ -392,6 +397,10 @@ struct framework_limits {
   /// DDP is 1-D, and its context parallelism shards with FSDP: never).
   bool zero0_with_model_parallel = true;
   pipeline_split_rule pipeline_split = pipeline_split_rule::uneven;
+  sequence_split_rule sequence_split = sequence_split_rule::even;
+  /// virtual_stages > 1 at pp = 2 with overlap_p2p_comm = false (Megatron:
+  /// never, its batched send/receive would pair the two ranks twice).
+  bool interleaving_pp2_batched = true;
   bool hybrid_sharding = true;  ///< a shard group smaller than dp x cp
   /// In the enum's order, as lowering stores a set.
   std::vector<checkpoint_mode> checkpoint_modes{checkpoint_mode::none, checkpoint_mode::selective,

@@ -619,6 +619,16 @@ std::vector<key_info> framework_keys() {
      .default_value = std::int64_t{0}, .default_text = "uneven",
      .meaning = "how it splits the layers over the pipeline's chunks: any way (the first chunks a layer more), in "
                 "stages of one size, ceil(layers / size) of them (torchtitan), or evenly only"},
+    {.block = k::framework, .name = "sequence_split", .dom = d::choice,
+     .field = member<&framework_limits::sequence_split, framework>(), .choices = {"even", "balanced", "balanced_tp"},
+     .default_value = std::int64_t{0}, .default_text = "even",
+     .meaning = "what seq_len must divide into: cp x tp (tp where sequence parallel) even chunks; those and 2 x cp "
+                "chunks where cp > 1 (Megatron-Core's causal load balance); or 2 x cp x tp always (torchtitan)"},
+    {.block = k::framework, .name = "interleaving_pp2_batched", .dom = d::boolean,
+     .field = member<&framework_limits::interleaving_pp2_batched, framework>(), .default_value = true,
+     .default_text = "true",
+     .meaning = "it runs virtual_stages > 1 at pp = 2 with overlap_p2p_comm = false (Megatron: false, its batched "
+                "send and receive would pair the two ranks twice)"},
     {.block = k::framework, .name = "sequence_parallel", .dom = d::boolean,
      .field = member<&framework_limits::sequence_parallel, framework>(), .default_value = true,
      .default_text = "true", .meaning = "it runs sequence_parallel = true (tp > 1); where it does not, a strategy's default is false"},

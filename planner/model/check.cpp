@@ -77,8 +77,6 @@ class rules {
     splits(s);
     pipeline(s);
     batch(s, grad_accum);
-    if (p_.model.seq_len % s.cp != 0)
-      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, p_.model.seq_len); });
     sharding(s);
     if (s.sequence_parallel && s.tp == 1) {
       if (spec_ && spec_->sequence_parallel.is_set())
@@ -88,6 +86,7 @@ class rules {
     // Unwritten, it follows tp where the framework runs it.
     if (s.sequence_parallel && !p_.framework.limits.sequence_parallel && spec_ && !spec_->sequence_parallel.is_set())
       s.sequence_parallel = false;
+    sequence(s);
     experts(s);
     what_the_framework_runs(s);
     if (reporting() && legal_ && s.tp > 1) {
@@ -270,6 +269,51 @@ class rules {
 
   }
 
+  // The sequence's split over cp ranks, and over tp ranks within each where
+  // sequence parallel, as the framework requires it (sequence_split_rule):
+  // the time and memory models split it evenly.
+  void sequence(strategy const& s) {
+    auto const seq = p_.model.seq_len;
+    auto const& fw = p_.framework;
+    if (seq % s.cp != 0) {
+      error("cp", [&] { return fmt::format("cp = {} does not divide seq_len = {}", s.cp, seq); });
+      return;
+    }
+    switch (fw.limits.sequence_split) {
+      case sequence_split_rule::even: break;
+      case sequence_split_rule::balanced:
+        if (s.cp > 1 && seq % (2 * s.cp) != 0) {
+          error("cp", [&] {
+            return fmt::format("framework '{}' balances causal attention over 2 x cp = {} chunks of the sequence, "
+                               "which seq_len = {} does not divide into",
+                               fw.name, 2 * s.cp, seq);
+          });
+          return;
+        }
+        break;
+      case sequence_split_rule::balanced_tp:
+        if (seq % (2 * s.cp * s.tp) != 0) {
+          error(s.cp > 1 ? "cp" : "tp", [&] {
+            return fmt::format("framework '{}' needs seq_len to divide into 2 x cp x tp = 2 x {} x {} = {} chunks, "
+                               "not seq_len = {}",
+                               fw.name, s.cp, s.tp, 2 * s.cp * s.tp, seq);
+          });
+          return;
+        }
+        break;
+    }
+    // Where tp already fails to divide the heads, this would repeat it.
+    if (legal_ && s.sequence_parallel && (seq / s.cp) % s.tp != 0)
+      error("tp", [&] {
+        return s.cp == 1 ? fmt::format("sequence parallelism splits seq_len = {} over tp = {} ranks, which do not "
+                                       "divide it",
+                                       seq, s.tp)
+                         : fmt::format("sequence parallelism splits each cp rank's {} tokens (seq_len = {} / cp = {}) "
+                                       "over tp = {} ranks, which do not divide them",
+                                       seq / s.cp, seq, s.cp, s.tp);
+      });
+  }
+
   // The framework's limits: what it implements (framework_limits).
   void what_the_framework_runs(strategy const& s) {
     auto const& fw = p_.framework;
@@ -293,6 +337,12 @@ class rules {
       });
     if (s.virtual_stages > 1 && !lim.interleaving)
       runs("virtual_stages", fmt::format("interleaved pipelines (virtual_stages = {})", s.virtual_stages));
+    else if (s.virtual_stages > 1 && s.pp == 2 && !lim.interleaving_pp2_batched && !p_.training.overlap_p2p_comm)
+      error("virtual_stages", [&] {
+        return fmt::format("framework '{}' interleaves a pipeline of pp = 2 only with overlap_p2p_comm = true: its "
+                           "batched send and receive would pair the two ranks twice (virtual_stages = {})",
+                           fw.name, s.virtual_stages);
+      });
     if (std::find(lim.zero_stages.begin(), lim.zero_stages.end(), s.zero) == lim.zero_stages.end())
       error("zero", [&] {
         return fmt::format("framework '{}' runs ZeRO stage {}, not zero = {}", fw.name, fmt::join(lim.zero_stages, " or "),

@@ -270,6 +270,16 @@ stages 2 "--num-layers-per-virtual-pipeline-stage 0" "error: '--num-layers-per-v
 stages 0 "--num-layers-per-virtual-pipeline-stage 4" ""
 expect_contains "$TMP/out" "virtual_stages 4,"
 stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 2" "stages.txt:25:43: error: '--num-layers-per-virtual-pipeline-stage' and '--num-virtual-stages-per-pipeline-rank' are both written (Megatron-LM takes one; core_v0.13.0 arguments.py:496-507)"
+# Megatron-LM refuses to interleave two ranks with batched sends
+# (arguments.py:564-573), and a sequence that 2 x cp chunks do not divide
+# (:775-778): the checker says so at the argument.
+stages 1 "--num-virtual-stages-per-pipeline-rank 2 --no-overlap-p2p-communication" "stages.txt:25:1: error: framework 'megatron' interleaves a pipeline of pp = 2 only with overlap_p2p_comm = true: its batched send and receive would pair the two ranks twice (virtual_stages = 2)"
+stages 0 "--num-virtual-stages-per-pipeline-rank 2" ""
+sed -e "s/^--seq-length 4096/--seq-length 4100/" -e "s/^--context-parallel-size 1/--context-parallel-size 4/" \
+  -e "s/^--pipeline-model-parallel-size 2/--pipeline-model-parallel-size 1/" \
+  -e "s/^--pipeline-model-parallel-layout .*//" "$TMP/ue/megatron/args.txt" >"$TMP/cp.txt"
+expect_status 1 "$DTPLAN" "$plan" --from megatron "$TMP/cp.txt"
+expect_contains "$TMP/err" "cp.txt:26:1: error: framework 'megatron' balances causal attention over 2 x cp = 8 chunks of the sequence, which seq_len = 4100 does not divide into"
 
 # A mixture of experts as Megatron-LM's arguments give it (core_v0.13.0
 # arguments.py:2700-2755): the experts, two a token unless written, over ep

@@ -225,6 +225,68 @@ TEST_CASE("context parallel, shard group, ep, zero range", "[check]") {
   CHECK(ep4.run(p).diags.at(0).message == "ep = 4 does not divide experts = 6");
 }
 
+TEST_CASE("the sequence splits as the framework requires it", "[check]") {
+  auto p = two_nodes_7b();
+  // cp = 4 divides 4,100 tokens; Megatron-Core's 2 x cp = 8 chunks do not.
+  p.model.seq_len = 4100;
+  written cp("strategy c {\n  cp = 4\n  zero = 1\n}\n");
+  CHECK(cp.diags(p).empty());
+  p.framework.name = "megatron";
+  p.framework.limits.sequence_split = sequence_split_rule::balanced;
+  CHECK(cp.diags(p) ==
+        "plan.dtp:2:3: error: framework 'megatron' balances causal attention over 2 x cp = 8 chunks of the "
+        "sequence, which seq_len = 4100 does not divide into\n"
+        "    2 |   cp = 4\n"
+        "      |   ^~\n");
+  // Without cp the balance does not apply.
+  written tp("strategy t {\n  tp = 2\n  zero = 1\n}\n");
+  CHECK(tp.diags(p).empty());
+
+  // torchtitan's seq_len_divisor is 2 x cp x tp whatever cp: 4,100 is not a
+  // multiple of 2 x 1 x 8.
+  p.framework.name = "torchtitan";
+  p.framework.limits.sequence_split = sequence_split_rule::balanced_tp;
+  CHECK(tp.diags(p).empty());
+  written tp8("strategy t {\n  tp = 8\n  zero = 1\n}\n");
+  CHECK(tp8.diags(p) ==
+        "plan.dtp:2:3: error: framework 'torchtitan' needs seq_len to divide into 2 x cp x tp = 2 x 1 x 8 = 16 "
+        "chunks, not seq_len = 4100\n"
+        "    2 |   tp = 8\n"
+        "      |   ^~\n");
+
+  // Sequence parallelism splits each cp rank's tokens over tp, in any
+  // framework; without it tp splits no tokens.
+  p = two_nodes_7b();
+  p.model.seq_len = 4098;
+  written both("strategy b {\n  cp = 2\n  tp = 2\n  zero = 1\n}\n");
+  CHECK(both.run(p).diags.at(0).message ==
+        "sequence parallelism splits each cp rank's 2049 tokens (seq_len = 4098 / cp = 2) over tp = 2 ranks, which "
+        "do not divide them");
+  p.model.seq_len = 4097;
+  CHECK(tp.run(p).diags.at(0).message ==
+        "sequence parallelism splits seq_len = 4097 over tp = 2 ranks, which do not divide it");
+  written replicated("strategy t {\n  tp = 2\n  zero = 1\n  sequence_parallel = false\n}\n");
+  CHECK(replicated.diags(p).empty());
+}
+
+TEST_CASE("Megatron interleaves two stages only with its p2p overlap", "[check]") {
+  auto p = two_nodes_7b();
+  written two("strategy i {\n  pp = 2\n  virtual_stages = 2\n  zero = 1\n}\n");
+  CHECK(two.diags(p).empty());
+  p.framework.name = "megatron";
+  p.framework.limits.interleaving_pp2_batched = false;
+  p.training.overlap_p2p_comm = true;
+  CHECK(two.diags(p).empty());
+  p.training.overlap_p2p_comm = false;
+  CHECK(two.diags(p) ==
+        "plan.dtp:3:3: error: framework 'megatron' interleaves a pipeline of pp = 2 only with overlap_p2p_comm = "
+        "true: its batched send and receive would pair the two ranks twice (virtual_stages = 2)\n"
+        "    3 |   virtual_stages = 2\n"
+        "      |   ^~~~~~~~~~~~~~\n");
+  written four("strategy i {\n  pp = 4\n  virtual_stages = 2\n  zero = 1\n}\n");
+  CHECK(four.diags(p).empty());
+}
+
 TEST_CASE("warnings: tp across nodes, sequence parallel without tp", "[check]") {
   auto p = two_nodes_7b();
   written wide("strategy wide {\n  tp = 16\n  zero = 1\n}\n");
