@@ -10,6 +10,11 @@
 
 namespace dtplan::planner::detail {
 
+namespace {
+// "1 candidate", "12,288 candidates".
+std::string candidates(std::int64_t n) { return fmt::format("{} candidate{}", grouped(n), n == 1 ? "" : "s"); }
+}  // namespace
+
 void search_tally::merge(search_tally const& other) {
   valid += other.valid;
   illegal += other.illegal;
@@ -50,7 +55,7 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     std::string at = where.front();
     if (where.size() > 1) at += fmt::format(" and {} more", where.size() - 1);
     out.push_back({"illegal", at, {{"candidates", static_cast<double>(entry.first)}},
-                   fmt::format("{}: {} ({} candidates)", at, why, grouped(entry.first))});
+                   fmt::format("{}: {} ({})", at, why, candidates(entry.first))});
   }
 
   // Structures that fit nowhere: by tp when every structure of that tp is
@@ -74,8 +79,8 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     out.push_back({"memory", fmt::format("tp = {}", tp),
                    {{"bytes_per_gpu", std::round(e.second.value())}, {"usable_bytes", std::round(usable.value())},
                     {"candidates", static_cast<double>(candidates_by_tp[tp])}},
-                   fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({} candidates)",
-                               tp, e.second, usable, grouped(candidates_by_tp[tp]))});
+                   fmt::format("tp = {}: {} per GPU > {} usable, at any pp, cp, dp, zero, checkpoint ({})",
+                               tp, e.second, usable, candidates(candidates_by_tp[tp]))});
   }
   std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
     return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp} <
@@ -86,8 +91,8 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   std::int64_t hidden_candidates = 0;
   std::size_t hidden = 0;
   for (auto const& [w, needs] : rest) {
-    auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({} candidates)",
-                            structure_text(w), needs, usable, grouped(w.candidates));
+    auto text = fmt::format("{}: {} per GPU > {} usable, at any zero, checkpoint ({})",
+                            structure_text(w), needs, usable, candidates(w.candidates));
     if (std::any_of(lines.begin(), lines.end(), [&](explanation const& e) { return e.text == text; })) continue;
     if (lines.size() < shown) {
       lines.push_back({"memory", structure_text(w),
@@ -103,8 +108,8 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
   if (hidden > 0)
     out.push_back({"memory", fmt::format("{} more structures", hidden),
                    {{"usable_bytes", std::round(usable.value())}, {"candidates", static_cast<double>(hidden_candidates)}},
-                   fmt::format("{} more structures do not fit in {} per GPU ({} candidates)", hidden, usable,
-                               grouped(hidden_candidates))});
+                   fmt::format("{} more structures do not fit in {} per GPU ({})", hidden, usable,
+                               candidates(hidden_candidates))});
   if (all.memory_cut > 0)
     out.push_back({"memory_micro_batch", "the space",
                    {{"usable_bytes", std::round(usable.value())}, {"candidates", static_cast<double>(all.memory_cut)}},

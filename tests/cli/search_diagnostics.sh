@@ -72,4 +72,17 @@ expect_status 1 "$DTPLAN" "$TMP/empty.dtp" --set free.pp=2 --set free.ep=8 --set
   --set free.zero=0
 expect_contains "$TMP/err" "<--set>:1:6: error: framework 'megatron_2021' does not run expert parallelism (ep = 8)"
 
+# Regions the framework's sequence split rules out, each with its reason
+# and its count ("1 candidate", not "1 candidates").
+cat >"$TMP/seq.dtp" <<'DTP'
+model m : llama2_7b { seq_len = 4100 }
+cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { framework = megatron; global_batch = 256 }
+strategy s { cp = {1, 2, 4, 8}; tp = auto; zero = 1 }
+DTP
+expect_status 0 "$DTPLAN" "$TMP/seq.dtp" --optimize --explain
+expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 4, dp = 4 and 2 more: framework 'megatron' balances causal attention over 2 x cp = 8 chunks of the sequence, which seq_len = 4100 does not divide into (3 candidates)"
+expect_contains "$TMP/out" "  tp = 8, pp = 1, cp = 1, dp = 2: sequence parallelism splits seq_len = 4100 over tp = 8 ranks, which do not divide it (1 candidate)"
+expect_lacks "$TMP/out" "1 candidates"
+
 finish
