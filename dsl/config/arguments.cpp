@@ -4,6 +4,7 @@
 
 #include "dsl/config/config.hpp"
 #include "dsl/config/scanner.hpp"
+#include "dsl/config/words.hpp"
 #include "dsl/parse.hpp"
 
 namespace dtplan::dsl::config {
@@ -11,15 +12,7 @@ namespace dtplan::dsl::config {
 namespace {
 
 using detail::scanner;
-
-struct word {
-  std::string text;  ///< quotes removed, escapes resolved
-  span where;
-  bool unexpanded = false;
-  /// Where its text begins within `where` for an option's `=VALUE`: the
-  /// offset of the '=' in the source, when it was written unquoted.
-  std::optional<std::uint32_t> equals;
-};
+using word = detail::arg_word;
 
 class splitter {
  public:
@@ -32,6 +25,10 @@ class splitter {
       if (s_.done()) break;
       char c = s_.peek();
       if (c == '|' || c == ';' || c == '&' || c == '>' || c == '<') {
+        // `2>&1`: the digits before a redirection are its descriptor.
+        if ((c == '>' || c == '<') && !words.empty() && words.back().where.end == s_.pos() &&
+            !words.back().text.empty() && words.back().text.find_first_not_of("0123456789") == std::string::npos)
+          words.pop_back();
         auto& d = s_.diags().warning(s_.here(), fmt::format("the rest of the command after '{}' is not read", c));
         d.notes.push_back({{}, "dtplan reads one command's arguments"});
         break;
@@ -175,7 +172,11 @@ void group(std::vector<word> const& words, std::vector<entry>& out, std::vector<
     } else if (j > i + 2) {
       value v;
       v.k = value::kind::array;
-      v.where = {w.where.file, words[i + 1].where.begin, words[j - 1].where.end};
+      // One span over the words where they are written in order in one
+      // file; a launch script's may come from several variables.
+      auto const& first = words[i + 1].where;
+      auto const& last = words[j - 1].where;
+      v.where = first.file == last.file && first.begin <= last.end ? span{first.file, first.begin, last.end} : first;
       for (std::size_t k = i + 1; k < j; ++k) {
         v.items.push_back(as_value(words[k]));
         v.unexpanded = v.unexpanded || words[k].unexpanded;
@@ -189,31 +190,45 @@ void group(std::vector<word> const& words, std::vector<entry>& out, std::vector<
 
 }  // namespace
 
-std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, diagnostics& diags) {
-  if (!check_text(sources, file, diags)) return std::nullopt;
-  auto words = splitter(sources, file, diags).run();
-  if (!words) return std::nullopt;
+document detail::arguments_document(std::vector<word> const& words, std::uint32_t file) {
   document doc;
   doc.file = file;
   doc.format = document::syntax::arguments;
   // The script's arguments follow the script; what comes before it is the
   // launcher's (`torchrun --nproc_per_node 8 pretrain_gpt.py ...`).
-  std::size_t script = words->size();
-  for (std::size_t i = 0; i < words->size(); ++i)
-    if ((*words)[i].text.ends_with(".py") && !is_option((*words)[i].text)) {
+  std::size_t script = words.size();
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (words[i].text.ends_with(".py") && !is_option(words[i].text)) {
       script = i;
       break;
     }
-  if (script < words->size()) {
-    std::vector<word> before(words->begin(), words->begin() + static_cast<std::ptrdiff_t>(script));
+  if (script < words.size()) {
+    std::vector<word> before(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(script));
     group(before, doc.launcher, doc.words);
-    doc.words.push_back(as_value((*words)[script]));
-    std::vector<word> after(words->begin() + static_cast<std::ptrdiff_t>(script) + 1, words->end());
+    doc.words.push_back(as_value(words[script]));
+    std::vector<word> after(words.begin() + static_cast<std::ptrdiff_t>(script) + 1, words.end());
     group(after, doc.entries, doc.words);
   } else {
-    group(*words, doc.entries, doc.words);
+    group(words, doc.entries, doc.words);
   }
   return doc;
+}
+
+std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, open_sourced const& open,
+                                       diagnostics& diags) {
+  if (!check_text(sources, file, diags)) return std::nullopt;
+  if (detail::looks_like_script(sources.file(file).text())) {
+    auto words = detail::launch_command(sources, file, open, diags);
+    if (!words) return std::nullopt;
+    return detail::arguments_document(*words, file);
+  }
+  auto words = splitter(sources, file, diags).run();
+  if (!words) return std::nullopt;
+  return detail::arguments_document(*words, file);
+}
+
+std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, diagnostics& diags) {
+  return read_arguments(sources, file, open_sourced{}, diags);
 }
 
 }  // namespace dtplan::dsl::config

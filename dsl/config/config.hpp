@@ -106,6 +106,16 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
 /// directory of the script first read.
 using open_sourced = std::function<std::variant<std::uint32_t, std::string>(std::string const& path)>;
 
+/// read_arguments for a file that may be a launch script: one that assigns
+/// shell arrays or expands variables (Megatron-LM's examples, core_v0.13.0
+/// examples/*/train_*.sh) is run as read_shell runs a script, with arrays
+/// (`NAME=(...)`, `NAME+=(...)`, `${NAME[@]}`), and its entries are the
+/// arguments of the first command it runs that starts a Python script,
+/// expanded as bash expands them, each at the place its text is written.
+/// The files it sources are opened with `open`.
+std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, open_sourced const& open,
+                                       diagnostics& diags);
+
 /// Reads a shell script of variable assignments as bash would run it, for
 /// the subset NVIDIA's MLPerf configuration scripts use: `#` comments,
 /// `export NAME=WORD` and `NAME=WORD`, `: "${NAME:=WORD}"`, `unset NAME`,
@@ -113,7 +123,10 @@ using open_sourced = std::function<std::variant<std::uint32_t, std::string>(std:
 /// `if [[ A == B ]]; then ... elif ... else ... fi` (also `!=`, `-eq`,
 /// `-ne`) decided on the variables set so far. Words are expanded as the
 /// shell does: quotes, `$NAME`, `${NAME}`, `${NAME:-WORD}`, `${NAME:=WORD}`
-/// and their forms without ':'. No variable is set when the script starts.
+/// and their forms without ':'; `[[ -z A ]]`, `[[ -n A ]]`, and tests
+/// joined by `&&` and `||`. No variable is set when the script starts, and
+/// no positional parameter (`${1:-WORD}` is WORD). Arrays (`NAME=(...)`,
+/// `NAME+=(...)`) are read but are not entries.
 /// Entries are the variables the script leaves set, in the order of the
 /// assignment that set each last: the key at that assignment's name, the
 /// value (a string) where its text is written, through the variables it

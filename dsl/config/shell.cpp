@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 
 #include "dsl/config/config.hpp"
 #include "dsl/config/scanner.hpp"
+#include "dsl/config/words.hpp"
 #include "dsl/parse.hpp"
 
 namespace dtplan::dsl::config {
@@ -35,11 +37,42 @@ struct raw_word {
   std::uint32_t end = 0;
 };
 
+// An array assigned in a command (`NAME=(a b)`, `NAME+=(c)`): the word
+// holding `NAME=` and the elements between the parentheses.
+struct array_literal {
+  std::size_t word = 0;
+  std::vector<raw_word> elements;
+};
+
 // One command's words; `complex` when an operator (a pipe, `&&`, a
-// redirection, parentheses) makes it more than a simple command.
+// redirection, parentheses) makes it more than a simple command, whose
+// first is `op` at `op_at`, after the first `simple_words` words.
 struct command {
   std::vector<raw_word> words;
   bool complex = false;
+  std::size_t simple_words = 0;
+  char op = 0;
+  std::uint32_t op_at = 0;
+  /// Every operator: the words before it, its characters (`||`, `2>&1`
+  /// reads as a word then `>&`), where it ends.
+  struct operator_at {
+    std::size_t word = 0;
+    std::string text;
+    std::uint32_t end = 0;
+  };
+  std::vector<operator_at> ops;
+  std::optional<array_literal> array;
+
+  // The command without its first `n` words (a keyword: `then`, `else`).
+  [[nodiscard]] command after(std::size_t n) const {
+    command c = *this;
+    c.words.erase(c.words.begin(), c.words.begin() + static_cast<std::ptrdiff_t>(n));
+    c.simple_words = simple_words > n ? simple_words - n : 0;
+    if (c.array && c.array->word >= n) c.array->word -= n;
+    else c.array.reset();
+    for (auto& o : c.ops) o.word = o.word > n ? o.word - n : 0;
+    return c;
+  }
 };
 
 // Whether commands run here: yes, no (a branch not taken), or unknown (a
@@ -178,6 +211,46 @@ class shell {
     return true;
   }
 
+  // The length of `NAME` in a word `NAME=` or `NAME+=` that an array's '('
+  // follows, or 0.
+  static std::size_t array_head(std::string_view word) {
+    if (word.empty() || !name_start(word[0])) return 0;
+    std::size_t i = 1;
+    while (i < word.size() && name_char(word[i])) ++i;
+    if (word.substr(i) == "=" || word.substr(i) == "+=") return i;
+    return 0;
+  }
+
+  // The elements of an array from its '(' at f.pos to its ')'.
+  bool read_array(script& f, command& c) {
+    auto const open = f.pos++;
+    array_literal a{c.words.size() - 1, {}};
+    while (true) {
+      if (f.pos >= f.text.size()) return fail(f.span_of(open, open + 1), "this '(' is not closed");
+      char const ch = f.text[f.pos];
+      if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+        ++f.pos;
+      } else if (ch == '\\' && f.pos + 1 < f.text.size() && f.text[f.pos + 1] == '\n') {
+        f.pos += 2;
+      } else if (ch == '#') {
+        while (f.pos < f.text.size() && f.text[f.pos] != '\n') ++f.pos;
+      } else if (ch == ')') {
+        ++f.pos;
+        break;
+      } else if (ends_word(ch)) {
+        return fail(f.span_of(f.pos, f.pos + 1),
+                    fmt::format("'{}' is not read inside an array: write its elements as words", ch));
+      } else {
+        raw_word w{static_cast<std::uint32_t>(f.pos), 0};
+        if (!skip_word(f)) return false;
+        w.end = static_cast<std::uint32_t>(f.pos);
+        a.elements.push_back(w);
+      }
+    }
+    c.array = std::move(a);
+    return true;
+  }
+
   // The next command's words; false at the end of the file or on an error.
   bool next(script& f, command& c) {
     c = {};
@@ -191,17 +264,33 @@ class shell {
         while (f.pos < f.text.size() && f.text[f.pos] != '\n') ++f.pos;
       } else if (ch == '\n' || ch == ';') {
         ++f.pos;
-        if (!c.words.empty()) return true;
+        if (!c.words.empty()) break;
       } else if (ch == '&' || ch == '|' || ch == '<' || ch == '>' || ch == '(' || ch == ')') {
+        // `2>&1`: the digits before a redirection are its descriptor.
+        if ((ch == '<' || ch == '>') && !c.words.empty() && c.words.back().end == f.pos) {
+          auto const w = word_text(f, c.words.back());
+          if (std::all_of(w.begin(), w.end(), [](char d) { return d >= '0' && d <= '9'; })) c.words.pop_back();
+        }
+        if (!c.complex) {
+          c.simple_words = c.words.size();
+          c.op = ch;
+          c.op_at = static_cast<std::uint32_t>(f.pos);
+        }
         c.complex = true;
-        ++f.pos;
+        if (!c.ops.empty() && c.ops.back().word == c.words.size() && c.ops.back().end == f.pos) c.ops.back().text += ch;
+        else c.ops.push_back({c.words.size(), std::string(1, ch), 0});
+        c.ops.back().end = static_cast<std::uint32_t>(++f.pos);
       } else {
         raw_word w{static_cast<std::uint32_t>(f.pos), 0};
         if (!skip_word(f)) return false;
         w.end = static_cast<std::uint32_t>(f.pos);
         c.words.push_back(w);
+        if (!c.complex && !c.array && f.pos < f.text.size() && f.text[f.pos] == '(' &&
+            array_head(f.text.substr(w.begin, w.end - w.begin)) && !read_array(f, c))
+          return false;
       }
     }
+    if (!c.complex) c.simple_words = c.words.size();
     return !c.words.empty();
   }
 
@@ -298,6 +387,7 @@ class shell {
       add(f.text.substr(p + 1, q - p - 1));
       return q;
     }
+    if (n >= '1' && n <= '9') return p + 2;  // a positional parameter: none is set
     if (n != '{') {
       if (n == '(' || n == '@' || n == '*' || n == '#' || n == '?' || n == '$' || n == '!' || n == '-' ||
           std::isdigit(static_cast<unsigned char>(n)))
@@ -315,12 +405,18 @@ class shell {
       return end;
     }
     auto q = p + 2;
-    if (q >= close || !name_start(f.text[q])) {
+    // ${1}, ${2:-WORD}: positional parameters, none set, read as variables
+    // of those names.
+    bool const positional = q < close && f.text[q] >= '1' && f.text[q] <= '9';
+    if (q >= close || (!name_start(f.text[q]) && !positional)) {
       x.ok = false;
       return close;
     }
     auto const name_begin = q;
-    while (q < close && name_char(f.text[q])) ++q;
+    if (positional)
+      while (q < close && std::isdigit(static_cast<unsigned char>(f.text[q]))) ++q;
+    else
+      while (q < close && name_char(f.text[q])) ++q;
     auto const name = std::string(f.text.substr(name_begin, q - name_begin));
     if (f.text[q] == '}') {
       add(name);
@@ -329,8 +425,8 @@ class shell {
     bool const colon = f.text[q] == ':';
     if (colon) ++q;
     char const op = f.text[q];
-    if (op != '-' && op != '=') {
-      x.ok = false;  // ${X:+...}, ${X%...}, ${X[0]}, ...
+    if ((op != '-' && op != '=') || (positional && op == '=')) {
+      x.ok = false;  // ${X:+...}, ${X%...}, ${X[0]}, ${1:=...} (bash refuses it), ...
       return close;
     }
     if (unevaluated(name)) {
@@ -408,6 +504,13 @@ class shell {
   // Every variable the command would set (`NAME=`, `${NAME:=`, `${NAME=`,
   // and the names after `unset`), recorded as not evaluated.
   void not_run(script const& f, command const& c, bool replaces) {
+    if (c.array) {
+      // What it may give the array is not known: its words are not read.
+      auto const& w = c.words[c.array->word];
+      auto const head = word_text(f, w);
+      arrays_[std::string(head.substr(0, array_head(head)))].unread.push_back(f.span_of(w.begin, w.end));
+      return;
+    }
     bool unset = false;
     for (auto const& w : c.words) {
       auto const text = f.text.substr(w.begin, w.end - w.begin);
@@ -438,27 +541,36 @@ class shell {
 
   [[nodiscard]] mode current() const { return frames_.empty() ? mode::run : frames_.back().now; }
 
-  // `[[ A OP B ]]`: true, false, or nothing when it cannot be decided.
-  std::optional<bool> test(script const& f, command const& c, std::size_t from) {
-    if (c.complex || c.words.size() != from + 5 || word_text(f, c.words[from]) != "[[" ||
-        word_text(f, c.words[from + 4]) != "]]")
-      return std::nullopt;
-    auto a = evaluate(f, c.words[from + 1].begin, c.words[from + 1].end);
-    auto b = evaluate(f, c.words[from + 3].begin, c.words[from + 3].end);
-    if (!a || !b) return std::nullopt;
-    auto const op = word_text(f, c.words[from + 2]);
-    if (op == "==" || op == "=") return a->text == b->text;
-    if (op == "!=") return a->text != b->text;
+  // `[[ A OP B ]]`, `[[ -z A ]]`, `[[ -n A ]]` over words [b, e): true,
+  // false, or nothing when it cannot be decided. `[ ... ]` is not decided:
+  // its unquoted words split and vanish as `[[ ]]`'s do not.
+  std::optional<bool> one_test(script const& f, command const& c, std::size_t b, std::size_t e) {
+    if (e <= b || e - b < 4 || e - b > 5) return std::nullopt;
+    auto const open = word_text(f, c.words[b]);
+    auto const close = word_text(f, c.words[e - 1]);
+    if (open != "[[" || close != "]]") return std::nullopt;
+    if (e - b == 4) {
+      auto const op = word_text(f, c.words[b + 1]);
+      auto a = evaluate(f, c.words[b + 2].begin, c.words[b + 2].end);
+      if (!a || (op != "-z" && op != "-n")) return std::nullopt;
+      return (op == "-z") == a->text.empty();
+    }
+    auto a = evaluate(f, c.words[b + 1].begin, c.words[b + 1].end);
+    auto z = evaluate(f, c.words[b + 3].begin, c.words[b + 3].end);
+    if (!a || !z) return std::nullopt;
+    auto const op = word_text(f, c.words[b + 2]);
+    if (op == "==" || op == "=") return a->text == z->text;
+    if (op == "!=") return a->text != z->text;
     // Arithmetic: an empty string is 0, as bash reads it.
-    auto number = [](std::string const& s) -> std::optional<long long> {
-      if (s.empty()) return 0;
+    auto number = [](std::string const& t) -> std::optional<long long> {
+      if (t.empty()) return 0;
       long long v = 0;
-      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (ec != std::errc{} || end != t.data() + t.size()) return std::nullopt;
       return v;
     };
     auto x = number(a->text);
-    auto y = number(b->text);
+    auto y = number(z->text);
     if (!x || !y) return std::nullopt;
     if (op == "-eq") return *x == *y;
     if (op == "-ne") return *x != *y;
@@ -467,6 +579,29 @@ class shell {
     if (op == "-gt") return *x > *y;
     if (op == "-ge") return *x >= *y;
     return std::nullopt;
+  }
+
+  // Tests joined by `&&` and `||` (left to right, as bash runs them, the
+  // right one only where it decides): true, false, or nothing.
+  std::optional<bool> test(script const& f, command const& c, std::size_t from) {
+    std::size_t start = from;
+    std::optional<bool> result;
+    std::string join;
+    auto segment = [&](std::size_t end) -> bool {
+      if (join.empty() || (join == "&&" && result && *result) || (join == "||" && result && !*result)) {
+        result = one_test(f, c, start, end);
+        return result.has_value();
+      }
+      return result.has_value();  // decided without it
+    };
+    for (auto const& o : c.ops) {
+      if (o.word < from || (o.text != "&&" && o.text != "||")) return std::nullopt;
+      if (!segment(o.word)) return std::nullopt;
+      join = o.text;
+      start = o.word;
+    }
+    if (!segment(c.words.size())) return std::nullopt;
+    return result;
   }
 
   void branch(script const& f, command const& c, std::size_t from, frame& fr) {
@@ -607,16 +742,206 @@ class shell {
       from = 1;
     }
     if (from >= c.words.size()) return;
-    command rest{{c.words.begin() + static_cast<std::ptrdiff_t>(from), c.words.end()}, c.complex};
+    command const rest = c.after(from);
     switch (current()) {
       case mode::skip: return;
-      case mode::unknown: not_run(f, rest, false); return;
+      case mode::unknown:
+        if (capture_launch_ && !launch_ && !undecided_launch_ && starts_python(f, rest))
+          undecided_launch_ = span{f.file, rest.words[0].begin, rest.words[0].end};
+        not_run(f, rest, false);
+        return;
       case mode::run: simple(f, rest); return;
     }
   }
 
+  // ---- arrays and a launch script's command ----
+
+  // `${NAME[@]}`, `${NAME[*]}`, either in double quotes: the name, whether
+  // quoted, whether `*`.
+  struct array_ref {
+    std::string name;
+    bool quoted = false;
+    bool star = false;
+  };
+  static std::optional<array_ref> array_reference(std::string_view text) {
+    array_ref r;
+    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') {
+      r.quoted = true;
+      text = text.substr(1, text.size() - 2);
+    }
+    if (!text.starts_with("${") || !text.ends_with("]}") || text.size() < 7) return std::nullopt;
+    auto const inner = text.substr(2, text.size() - 4);  // NAME[@
+    auto const bracket = inner.find('[');
+    if (bracket == std::string_view::npos || bracket + 2 != inner.size() || bracket == 0) return std::nullopt;
+    char const which = inner[bracket + 1];
+    if (which != '@' && which != '*') return std::nullopt;
+    auto const name = inner.substr(0, bracket);
+    if (!name_start(name[0]) || !std::all_of(name.begin(), name.end(), name_char)) return std::nullopt;
+    r.name = std::string(name);
+    r.star = which == '*';
+    return r;
+  }
+
+  // Whether `w`'s text is written as it is at its span, so that a part of it
+  // has a span of its own.
+  [[nodiscard]] bool verbatim(detail::arg_word const& w) const {
+    if (w.where.file == span::no_file || w.where.end < w.where.begin || w.where.size() != w.text.size()) return false;
+    return sources_.text(w.where) == w.text;
+  }
+
+  // The '=' of an option's `=VALUE` where the word is written as it is.
+  void mark_equals(detail::arg_word& w) const {
+    if (auto eq = w.text.find('='); eq != std::string::npos && w.text.starts_with("-") && verbatim(w))
+      w.equals = w.where.begin + static_cast<std::uint32_t>(eq);
+  }
+
+  // Splits `w` at blanks, as bash splits an unquoted expansion.
+  void split(detail::arg_word const& w, std::vector<detail::arg_word>& out) const {
+    if (w.unexpanded) {
+      out.push_back(w);
+      return;
+    }
+    bool const own_spans = verbatim(w);
+    std::size_t p = 0;
+    while (p < w.text.size()) {
+      p = w.text.find_first_not_of(" \t\n", p);
+      if (p == std::string::npos) break;
+      auto q = w.text.find_first_of(" \t\n", p);
+      if (q == std::string::npos) q = w.text.size();
+      detail::arg_word piece{w.text.substr(p, q - p), w.where, false, {}};
+      if (own_spans)
+        piece.where = {w.where.file, w.where.begin + static_cast<std::uint32_t>(p),
+                       w.where.begin + static_cast<std::uint32_t>(q)};
+      mark_equals(piece);
+      out.push_back(std::move(piece));
+      p = q;
+    }
+  }
+
+  // The words `w` expands to, as bash expands a command's word: an array's
+  // elements, a variable's value split at blanks where unquoted. What
+  // cannot be expanded stays one word as written, marked. The lines not
+  // run that may have given an array expanded here words go to `unread`.
+  std::vector<detail::arg_word> fields(script const& f, raw_word w, std::vector<span>& unread) {
+    auto const text = word_text(f, w);
+    span const at{f.file, w.begin, w.end};
+    std::vector<detail::arg_word> out;
+    if (auto ref = array_reference(text)) {
+      auto const it = arrays_.find(ref->name);
+      if (it == arrays_.end()) return {};
+      auto const& elements = it->second.elements;
+      unread.insert(unread.end(), it->second.unread.begin(), it->second.unread.end());
+      if (ref->quoted && ref->star) {
+        if (elements.empty()) return {{{}, at, false, {}}};
+        detail::arg_word joined{{}, elements.size() == 1 ? elements.front().where : at, false, {}};
+        for (auto const& e : elements) {
+          if (e.unexpanded) joined.unexpanded = true;
+          joined.text += (joined.text.empty() ? "" : " ") + e.text;
+        }
+        return {joined};
+      }
+      if (ref->quoted) return elements;
+      for (auto const& e : elements) split(e, out);
+      return out;
+    }
+    auto v = evaluate(f, w.begin, w.end);
+    if (!v) return {{std::string(text), at, true, {}}};
+    detail::arg_word one{v->text, v->where, false, {}};
+    bool const splits = text.find_first_of("'\"") == std::string_view::npos && text.find('$') != std::string_view::npos;
+    if (splits) {
+      split(one, out);
+    } else {
+      mark_equals(one);
+      out.push_back(std::move(one));
+    }
+    return out;
+  }
+
+  void assign_array(script const& f, command const& c) {
+    auto const head = word_text(f, c.words[c.array->word]);
+    auto const n = array_head(head);
+    auto const name = std::string(head.substr(0, n));
+    bool const append = head.substr(n) == "+=";
+    array_value given;
+    for (auto const& w : c.array->elements) {
+      auto more = fields(f, w, given.unread);
+      given.elements.insert(given.elements.end(), std::make_move_iterator(more.begin()),
+                            std::make_move_iterator(more.end()));
+    }
+    forget(name);
+    auto& held = arrays_[name];
+    if (!append) held = {};
+    held.elements.insert(held.elements.end(), std::make_move_iterator(given.elements.begin()),
+                         std::make_move_iterator(given.elements.end()));
+    held.unread.insert(held.unread.end(), given.unread.begin(), given.unread.end());
+  }
+
+  // A simple command's words past its leading assignments (`A=1 cmd`).
+  [[nodiscard]] std::size_t command_start(script const& f, command const& c) const {
+    std::size_t k = 0;
+    while (k < c.simple_words && assignment(word_text(f, c.words[k]))) ++k;
+    return k;
+  }
+
+  // Whether a word of the command is written as a Python script's name.
+  [[nodiscard]] bool starts_python(script const& f, command const& c) const {
+    if (c.array) return false;
+    for (std::size_t i = command_start(f, c); i < c.simple_words; ++i) {
+      auto const t = word_text(f, c.words[i]);
+      if (t.find(".py") != std::string_view::npos && !t.starts_with("-")) return true;
+    }
+    return false;
+  }
+
+  // The command that starts a Python script (a word ending in `.py`, not an
+  // option): its words, the first time; true when `c` is one.
+  bool launch(script const& f, command const& c) {
+    if (c.array) return false;
+    std::vector<detail::arg_word> words;
+    std::vector<span> unread;
+    for (std::size_t i = command_start(f, c); i < c.simple_words; ++i) {
+      auto more = fields(f, c.words[i], unread);
+      words.insert(words.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    bool const python = std::any_of(words.begin(), words.end(), [](detail::arg_word const& w) {
+      return !w.unexpanded && w.text.ends_with(".py") && !w.text.starts_with("-") &&
+             w.text.find_first_of(" \t\n") == std::string::npos;
+    });
+    if (!python) return false;
+    span const at{f.file, c.words[0].begin, c.words[0].end};
+    if (launch_) {
+      diags_.warning(at, "a second command starts a Python script: dtplan reads the first one's arguments");
+      return true;
+    }
+    if (c.complex) {
+      auto& d = diags_.warning(f.span_of(c.op_at, c.op_at + 1),
+                               fmt::format("the rest of the command after '{}' is not read", c.op));
+      d.notes.push_back({{}, "dtplan reads one command's arguments"});
+    }
+    std::vector<span> said;
+    for (auto const& u : unread) {
+      if (std::find(said.begin(), said.end(), u) != said.end()) continue;
+      said.push_back(u);
+      diags_.warning(u, "the words this line gives the array are not read: it runs in a branch dtplan cannot decide");
+    }
+    launch_ = std::move(words);
+    return true;
+  }
+
+ public:
+  void capture_launch() { capture_launch_ = true; }
+  [[nodiscard]] std::optional<std::vector<detail::arg_word>> const& launched() const { return launch_; }
+  [[nodiscard]] std::optional<span> const& undecided_launch() const { return undecided_launch_; }
+
+ private:
+
   void simple(script& f, command const& c) {
     auto word = [&](std::size_t i) { return word_text(f, c.words[i]); };
+    if (c.array) {
+      assign_array(f, c);
+      return;
+    }
+    if (capture_launch_ && launch(f, c)) return;
     if (c.complex) {
       not_run(f, c, false);
       return;
@@ -645,7 +970,9 @@ class shell {
     if (first == ":" || first == "true") {
       running_ = true;
       for (std::size_t i = 1; i < c.words.size(); ++i) {
-        command one_word{{c.words[i]}, false};
+        command one_word;
+        one_word.words = {c.words[i]};
+        one_word.simple_words = 1;
         if (!evaluate(f, c.words[i].begin, c.words[i].end)) not_run(f, one_word, false);
       }
       running_ = false;
@@ -683,9 +1010,65 @@ class shell {
   bool ok_ = true;
   bool exited_ = false;
   bool running_ = false;  // `${X:=...}` assigns only while a command runs
+  // Arrays: their elements, and those a line not run sets.
+  struct array_value {
+    std::vector<detail::arg_word> elements;
+    std::vector<span> unread;  ///< lines not run that may have given it words
+  };
+  std::map<std::string, array_value> arrays_;
+  // A launch script: the command that starts a Python script.
+  bool capture_launch_ = false;
+  std::optional<std::vector<detail::arg_word>> launch_;
+  std::optional<span> undecided_launch_;
 };
 
 }  // namespace
+
+bool detail::looks_like_script(std::string_view text) {
+  bool assigns = false;
+  std::size_t line = 0;
+  while (line < text.size()) {
+    auto end = text.find('\n', line);
+    if (end == std::string_view::npos) end = text.size();
+    auto l = text.substr(line, end - line);
+    auto const first = l.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      l = l.substr(first);
+      if (l.starts_with("export ")) l = l.substr(7);
+      std::size_t i = 0;
+      if (!l.empty() && name_start(l[0])) {
+        while (i < l.size() && name_char(l[i])) ++i;
+        auto const rest = l.substr(i);
+        if (rest.starts_with("=(") || rest.starts_with("+=(")) return true;
+        if (rest.starts_with("=")) assigns = true;
+      }
+    }
+    line = end + 1;
+  }
+  return assigns && text.find('$') != std::string_view::npos;
+}
+
+std::optional<std::vector<detail::arg_word>> detail::launch_command(source_manager const& sources,
+                                                                    std::uint32_t file, open_sourced const& open,
+                                                                    diagnostics& diags) {
+  shell sh(sources, open, diags);
+  sh.capture_launch();
+  sh.doc.file = file;
+  auto const& name = sources.file(file).name();
+  auto const slash = name.rfind('/');
+  if (!sh.read(file, slash == std::string::npos ? name : name.substr(slash + 1))) return std::nullopt;
+  if (sh.launched()) return *sh.launched();
+  if (auto const& at = sh.undecided_launch()) {
+    diags.error(*at, "the command that starts the Python script runs in a branch dtplan cannot decide: write its "
+                     "arguments, or the test as '[[ A == B ]]' on variables the script sets");
+    return std::nullopt;
+  }
+  auto const text = sources.file(file).text();
+  diags.error(span{file, 0, static_cast<std::uint32_t>(std::min<std::size_t>(text.find('\n'), text.size()))},
+              "no command of this script starts a Python script (a word ending in '.py'): dtplan reads that "
+              "command's arguments");
+  return std::nullopt;
+}
 
 std::optional<document> read_shell(source_manager const& sources, std::uint32_t file, open_sourced const& open,
                                    diagnostics& diags) {

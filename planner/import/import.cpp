@@ -222,10 +222,10 @@ std::optional<dsl::config::document> read_job(job_format f, dsl::source_manager 
   switch (f) {
     case job_format::nemo: return dsl::config::read_shell(sources, file, open, diags);
     case job_format::torchtitan: return dsl::config::read_toml(sources, file, diags);
-    case job_format::megatron: return dsl::config::read_arguments(sources, file, diags);
+    case job_format::megatron: return dsl::config::read_arguments(sources, file, open, diags);
     case job_format::deepspeed:
       return dsl::config::looks_like_json(sources.file(file).text()) ? dsl::config::read_json(sources, file, diags)
-                                                                     : dsl::config::read_arguments(sources, file, diags);
+                                                                     : dsl::config::read_arguments(sources, file, open, diags);
   }
   return std::nullopt;
 }

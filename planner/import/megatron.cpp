@@ -26,7 +26,15 @@ constexpr std::string_view not_costed_arguments[] = {
     "--merge-file", "--split", "--data-impl", "--tokenizer-type", "--tokenizer-model", "--log-interval",
     "--save-interval", "--eval-interval", "--eval-iters", "--save", "--load", "--tensorboard-dir", "--seed",
     "--exit-interval", "--distributed-backend", "--loss-scale", "--wandb-project",
-    "--wandb-exp-name", "--wandb-save-dir", "--log-throughput", "--use-mcore-models"};
+    "--wandb-exp-name", "--wandb-save-dir", "--log-throughput", "--use-mcore-models",
+    // Megatron-LM's examples (core_v0.13.0 examples/llama, examples/mixtral):
+    // checkpoint loading and format, run limits, data loading, the
+    // decoupled learning rate, per-token loss averaging, RoPE's base, the
+    // profiler's window.
+    "--no-load-optim", "--no-load-rng", "--ckpt-format", "--exit-duration-in-mins", "--distributed-timeout-minutes",
+    "--mock-data", "--data-cache-path", "--num-workers", "--no-mmap-bin-files", "--tiktoken-pattern",
+    "--no-create-attention-mask-in-dataloader", "--decoupled-lr", "--decoupled-min-lr", "--calculate-per-token-loss",
+    "--rotary-base", "--profile", "--profile-step-start", "--profile-step-end"};
 
 // A value of Megatron-LM's `what` dtplan does not model, at its key.
 void not_modelled(translation& t, entry const& e, std::string_view what, std::string_view value,
@@ -387,6 +395,16 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   auto const ffn = model_int("--ffn-hidden-size", "ffn");
   model_int("--seq-length", "seq_len");
   model_int("--vocab-size", "vocab");
+  // --kv-channels: each head's width, hidden / heads unless written
+  // (arguments.py:771-773); dtplan's heads are that wide.
+  if (auto [kc, e] = integer("--kv-channels"); e && !kc) {
+    failed = true;
+  } else if (e) {
+    std::int64_t const h = hidden ? *hidden : ctx.prior ? ctx.prior->model.hidden : 0;  // 0: not known here
+    std::int64_t const n = heads ? *heads : ctx.prior ? ctx.prior->model.heads : 0;
+    if (h > 0 && n > 0 && *kc != h / n)
+      not_modelled(t, *e, "head width", fmt::format("{}", *kc), fmt::format("{} (hidden / heads)", h / n));
+  }
   job.find("--max-position-embeddings");  // at least --seq-length; Megatron asserts it
   bool const describes = c.layers.has_value();
   if (describes && !ctx.file_has_model) {

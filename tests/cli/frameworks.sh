@@ -270,6 +270,11 @@ stages 2 "--num-layers-per-virtual-pipeline-stage 0" "error: '--num-layers-per-v
 stages 0 "--num-layers-per-virtual-pipeline-stage 4" ""
 expect_contains "$TMP/out" "virtual_stages 4,"
 stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 2" "stages.txt:25:43: error: '--num-layers-per-virtual-pipeline-stage' and '--num-virtual-stages-per-pipeline-rank' are both written (Megatron-LM takes one; core_v0.13.0 arguments.py:496-507)"
+# --kv-channels is each head's width: read where it is hidden / heads, a
+# warning where it is not (dtplan's heads are that wide).
+stages 0 "--kv-channels 128" ""
+expect_lacks "$TMP/err" "kv-channels"
+stages 0 "--kv-channels 64" "stages.txt:25:1: warning: Megatron-LM's head width '64' is not modelled: costed as '128 (hidden / heads)'"
 # Megatron-LM refuses to interleave two ranks with batched sends
 # (arguments.py:564-573), and a sequence that 2 x cp chunks do not divide
 # (:775-778): the checker says so at the argument.

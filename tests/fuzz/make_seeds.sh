@@ -40,6 +40,8 @@ for f in $(find tests/data/published tests/golden/jobs -name '*.toml' | sort); d
 for f in $(find tests/golden/jobs -path '*megatron*' -name 'args.txt' | sort) $(find tests/data/published -name '*.args' | sort); do
   job_seed 1 "$f"
 done
+# Megatron-LM's launch scripts, read whole (their arrays expanded).
+for f in $(find tests/data/published -path '*megatron_examples*' -name '*.sh' | sort); do job_seed 1 "$f"; done
 for d in $(find tests/data/published tests/golden/jobs -name ds_config.json -exec dirname {} \; | sort); do
   job_seed 2 "$d/ds_config.json"
   if [ -f "$d/args.txt" ]; then job_seed 2 "$d/args.txt" "$d/ds_config.json"; fi

@@ -274,6 +274,83 @@ TEST_CASE("an argument list: one per line, or a command line with its launcher")
         "      |             ^~~~~\n");
 }
 
+TEST_CASE("a redirection's descriptor is not an argument") {
+  reading r("run.sh", "torchrun pretrain_gpt.py --seq-length 4096 2>&1 | tee log\n", config::read_arguments);
+  REQUIRE(r.doc);
+  REQUIRE(r.doc->entries.size() == 1);
+  CHECK(r.doc->entries[0].val->text == "4096");
+  CHECK(r.errors().starts_with("run.sh:1:45: warning: the rest of the command after '>' is not read\n"));
+}
+
+TEST_CASE("a launch script's arrays and variables expand into its Python command's arguments, each where written") {
+  // Megatron-LM's examples (core_v0.13.0 examples/*/train_*.sh): arrays of
+  // arguments, defaults for positional parameters, tests on variables.
+  reading r("train.sh",
+            "#!/bin/bash\n"
+            "N=8\n"
+            "TOK=${1:-\"MOCK\"}\n"
+            "BASE=(\n"
+            "    --num-layers 32   # a comment\n"
+            "    --hidden-size=4096\n"
+            ")\n"
+            "EXTRA=()\n"
+            "if [[ \"$TOK\" == \"MOCK\" ]] || [[ -z \"$TOK\" ]]; then\n"
+            "  EXTRA+=(\"--vocab-size 128256\" \"--mock-data\")\n"
+            "else\n"
+            "  EXTRA+=(--tokenizer-model $TOK)\n"
+            "fi\n"
+            "if [ -n \"$WANDB\" ]; then\n"
+            "  EXTRA+=(--wandb-project x)\n"
+            "fi\n"
+            "FLAGS=\"--bf16 --use-flash-attn\"\n"
+            "ALL=(\"${BASE[@]}\" \"${EXTRA[@]}\")\n"
+            "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node $N pretrain_gpt.py ${ALL[@]} $FLAGS \\\n"
+            "    \"--seq-length\" 4096 2>&1 | tee log.txt\n"
+            "python other.py --x 1\n",
+            config::read_arguments);
+  REQUIRE(r.doc);
+  std::vector<std::string> got;
+  for (auto const& e : r.doc->entries)
+    got.push_back(r.at(e.key_where) + (e.val ? " = " + r.at(e.val->where) : ""));
+  CHECK(got == std::vector<std::string>{
+      "train.sh:5:5 --num-layers = train.sh:5:18 32", "train.sh:6:5 --hidden-size = train.sh:6:19 4096",
+      "train.sh:10:12 --vocab-size = train.sh:10:25 128256", "train.sh:10:34 --mock-data",
+      "train.sh:17:8 --bf16", "train.sh:17:15 --use-flash-attn", "train.sh:20:6 --seq-length = train.sh:20:20 4096"});
+  REQUIRE(r.doc->launcher.size() == 1);
+  CHECK(r.at(r.doc->launcher[0].val->where) == "train.sh:2:3 8");
+  CHECK(r.errors() ==
+        "train.sh:20:26: warning: the rest of the command after '>' is not read\n"
+        "   20 |     \"--seq-length\" 4096 2>&1 | tee log.txt\n"
+        "      |                          ^\n"
+        "note: dtplan reads one command's arguments\n"
+        "train.sh:15:3: warning: the words this line gives the array are not read: it runs in a branch dtplan "
+        "cannot decide\n"
+        "   15 |   EXTRA+=(--wandb-project x)\n"
+        "      |   ^~~~~~~\n"
+        "train.sh:21:1: warning: a second command starts a Python script: dtplan reads the first one's arguments\n"
+        "   21 | python other.py --x 1\n"
+        "      | ^~~~~~\n");
+
+  reading none("none.sh", "A=(--x 1)\necho ${A[@]}\n", config::read_arguments);
+  CHECK_FALSE(none.doc);
+  CHECK(none.errors() ==
+        "none.sh:1:1: error: no command of this script starts a Python script (a word ending in '.py'): dtplan "
+        "reads that command's arguments\n"
+        "    1 | A=(--x 1)\n"
+        "      | ^~~~~~~~~\n");
+  reading open("open.sh", "A=(--x 1\ntorchrun pretrain_gpt.py ${A[@]}\n", config::read_arguments);
+  CHECK_FALSE(open.doc);
+  CHECK(open.errors() ==
+        "open.sh:1:3: error: this '(' is not closed\n"
+        "    1 | A=(--x 1\n"
+        "      |   ^\n");
+  reading branch("branch.sh", "A=(--x 1)\nif [ -f a ]; then\n  python pretrain_gpt.py ${A[@]}\nfi\n",
+                 config::read_arguments);
+  CHECK_FALSE(branch.doc);
+  CHECK(branch.errors().starts_with(
+      "branch.sh:3:3: error: the command that starts the Python script runs in a branch dtplan cannot decide"));
+}
+
 TEST_CASE("a configuration that is not text is refused as a .dtp file is") {
   reading r("x.toml", std::string("a = 1\n\0", 7), config::read_toml);
   CHECK_FALSE(r.doc);

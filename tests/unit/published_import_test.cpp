@@ -185,6 +185,62 @@ TEST_CASE("Megatron-LM's GPT-3 175B example (core_v0.13.0) costs on 1,024 A100s"
   CHECK(r.costed->grad_accum == 192);
 }
 
+TEST_CASE("Megatron-LM's GPT-3 175B example script, read whole, is the job of its arguments") {
+  // The script as Megatron-LM ships it: its arrays expanded into the
+  // torchrun command, each argument where the script writes it.
+  imported whole(job_format::megatron, "megatron_gpt3_175b.dtp", "megatron_examples/train_gpt3_175b_distributed.sh");
+  imported args(job_format::megatron, "megatron_gpt3_175b.dtp", "megatron_gpt3_175b.args");
+  INFO(dsl::format(whole.diags, whole.sources));
+  REQUIRE(whole.p);
+  REQUIRE(args.p);
+  check_costed(whole);
+  check_costed(args);
+  CHECK(whole.p->strategies.front().fixed() == args.p->strategies.front().fixed());
+  CHECK(whole.costed->grad_accum == 192);
+  CHECK(whole.costed->time->step.value() == args.costed->time->step.value());
+  auto const w = whole.warnings();
+  auto keys = keys_of(args.warnings());
+  keys.insert(keys.end(), {"dgx_a100_128", "--master_addr", "--master_port"});
+  CHECK(keys_of(w) == keys);
+  CHECK(w.front() == "40:5 Megatron-LM's '--rampup-batch-size' is not modelled: the plan is costed at the full global "
+                     "batch");
+  // --nnodes $NUM_NODES: the value where NUM_NODES=1 writes it.
+  CHECK(w[w.size() - 3] == "11:11 the launcher starts 1 nodes; cluster 'dgx_a100_128' has 128: the Megatron-LM job "
+                           "is costed on the cluster");
+}
+
+TEST_CASE("Megatron-LM's Mixtral 8x7B example script reads as plans/ writes its strategy") {
+  imported r(job_format::megatron, "megatron_examples/mixtral.dtp",
+             "megatron_examples/train_mixtral_8x7b_distributed.sh");
+  INFO(dsl::format(r.diags, r.sources));
+  REQUIRE(r.p);
+  auto const& p = *r.p;
+  CHECK(p.model.experts == 8);
+  CHECK(p.model.experts_per_token == 2);
+  CHECK(p.model.seq_len == 4096);
+  CHECK(p.training.global_batch == 256);
+  CHECK(p.training.overlap_grad_sync);
+  CHECK(p.training.overlap_param_gather);
+  auto const s = p.strategies.front().fixed();
+  CHECK(s.tp == 1);
+  CHECK(s.pp == 4);
+  CHECK(s.ep == 8);
+  CHECK(s.dp == 8);
+  CHECK(s.zero == 1);
+  CHECK(s.micro_batch == 1);
+  check_costed(r);
+  auto const w = r.warnings();
+  // The W&B arguments an `if [ -n ... ]` adds, which dtplan cannot decide.
+  CHECK(std::count(w.begin(), w.end(),
+                   "103:5 the words this line gives the array are not read: it runs in a branch dtplan cannot "
+                   "decide") == 1);
+  CHECK(std::count(w.begin(), w.end(),
+                   "55:5 Megatron-LM's '--moe-grouped-gemm' is not modelled: the plan is costed without it") == 1);
+  CHECK(std::count(w.begin(), w.end(),
+                   "11:25 the launcher starts 1 nodes; cluster 'dgx_h100_4' has 4: the Megatron-LM job is costed "
+                   "on the cluster") == 1);
+}
+
 TEST_CASE("Megatron-DeepSpeed's Llama 2 example with its ds_config.json costs on one node") {
   imported r(job_format::deepspeed, "megatron_deepspeed_llama2/cluster.dtp", "megatron_deepspeed_llama2/args.txt");
   INFO(dsl::format(r.diags, r.sources));

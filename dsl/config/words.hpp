@@ -1,0 +1,42 @@
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsl/config/config.hpp"
+
+/// A command's words as the shell hands them to the program, shared by the
+/// argument-list reader and the shell reader's launch scripts. Internal to
+/// dsl/config/.
+namespace dtplan::dsl::config::detail {
+
+/// One word: its text (quotes removed, expansions resolved) and where that
+/// text is written (a word of a variable's value points there).
+struct arg_word {
+  std::string text;
+  span where;
+  /// A shell expansion dtplan could not resolve, kept as written.
+  bool unexpanded = false;
+  /// For `--option=VALUE` written unquoted: the file offset of the '='.
+  std::optional<std::uint32_t> equals;
+};
+
+/// The entries of a command's words: options with their values, the
+/// launcher's before a word ending in `.py` (config.hpp, read_arguments).
+document arguments_document(std::vector<arg_word> const& words, std::uint32_t file);
+
+/// Whether `text` reads as a launch script rather than an argument list: a
+/// shell array assigned at a line's start (`ARGS=(`, `ARGS+=(`), or a
+/// variable assigned at a line's start and a `$` expansion somewhere.
+bool looks_like_script(std::string_view text);
+
+/// Runs a launch script (the shell subset of read_shell, with arrays) and
+/// returns the words of the first command it runs that starts a Python
+/// script, expanded as bash would expand them; an error, and nullopt, when
+/// no such command runs.
+std::optional<std::vector<arg_word>> launch_command(source_manager const& sources, std::uint32_t file,
+                                                    open_sourced const& open, diagnostics& diags);
+
+}  // namespace dtplan::dsl::config::detail
