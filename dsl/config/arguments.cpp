@@ -110,6 +110,9 @@ class splitter {
       }
     }
     w.where = s_.span_of(begin, s_.pos());
+    // `$EXTRA` alone, unquoted: the shell splits it into any number of words.
+    auto const raw = s_.slice(begin, s_.pos());
+    w.detached = w.unexpanded && raw.starts_with('$') && raw.find_first_of("'\"") == std::string_view::npos;
     return true;
   }
 
@@ -129,6 +132,7 @@ value as_value(word const& w) {
   v.text = w.text;
   v.where = w.where;
   v.unexpanded = w.unexpanded;
+  v.detached = w.detached;
   return v;
 }
 
@@ -166,7 +170,7 @@ void group(std::vector<word> const& words, std::vector<entry>& out, std::vector<
     e.key = w.text;
     e.key_where = w.where;
     std::size_t j = i + 1;
-    while (j < words.size() && !is_option(words[j].text)) ++j;
+    while (j < words.size() && !is_option(words[j].text) && !(words[j].detached && j > i + 1)) ++j;
     if (j == i + 2) {
       e.val = as_value(words[i + 1]);
     } else if (j > i + 2) {
@@ -190,7 +194,7 @@ void group(std::vector<word> const& words, std::vector<entry>& out, std::vector<
 
 }  // namespace
 
-document detail::arguments_document(std::vector<word> const& words, std::uint32_t file) {
+document detail::arguments_document(std::vector<word> const& words, std::uint32_t file, diagnostics& diags) {
   document doc;
   doc.file = file;
   doc.format = document::syntax::arguments;
@@ -207,7 +211,13 @@ document detail::arguments_document(std::vector<word> const& words, std::uint32_
     group(before, doc.launcher, doc.words);
     doc.words.push_back(as_value(words[script]));
     std::vector<word> after(words.begin() + static_cast<std::ptrdiff_t>(script) + 1, words.end());
+    auto const before_script = doc.words.size();
     group(after, doc.entries, doc.words);
+    for (auto i = before_script; i < doc.words.size(); ++i)
+      if (doc.words[i].unexpanded)
+        diags.warning(doc.words[i].where, fmt::format("'{}' is a shell expansion dtplan cannot resolve: the "
+                                                      "arguments it gives are not read",
+                                                      escaped(doc.words[i].text)));
   } else {
     group(words, doc.entries, doc.words);
   }
@@ -220,11 +230,11 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
   if (detail::looks_like_script(sources.file(file).text())) {
     auto words = detail::launch_command(sources, file, open, diags);
     if (!words) return std::nullopt;
-    return detail::arguments_document(*words, file);
+    return detail::arguments_document(*words, file, diags);
   }
   auto words = splitter(sources, file, diags).run();
   if (!words) return std::nullopt;
-  return detail::arguments_document(*words, file);
+  return detail::arguments_document(*words, file, diags);
 }
 
 std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, diagnostics& diags) {

@@ -37,6 +37,9 @@ struct value {
   /// A word of an argument list holding a shell expansion (`$VAR`,
   /// `${VAR}`, `$(...)`, a backquote), which only the shell can resolve.
   bool unexpanded = false;
+  /// Of those, one written unquoted as a whole word, which the shell splits
+  /// into any number of words: perhaps not the value of the option before it.
+  bool detached = false;
 };
 
 /// "a string", "a whole number", "a number", "a boolean", "an array", ...

@@ -251,6 +251,23 @@ class shell {
     return true;
   }
 
+  // The bodies of the here-documents the line just ended opened: each up to
+  // a line that is its delimiter (after leading tabs for `<<-`), or the end.
+  void skip_heredocs(script& f) {
+    for (auto const& [delimiter, tabs] : heredocs_) {
+      while (f.pos < f.text.size()) {
+        auto end = f.text.find('\n', f.pos);
+        if (end == std::string_view::npos) end = f.text.size();
+        auto line = f.text.substr(f.pos, end - f.pos);
+        if (tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        f.pos = std::min(end + 1, f.text.size());
+        if (line == delimiter) break;
+      }
+    }
+    heredocs_.clear();
+  }
+
   // The next command's words; false at the end of the file or on an error.
   bool next(script& f, command& c) {
     c = {};
@@ -264,7 +281,27 @@ class shell {
         while (f.pos < f.text.size() && f.text[f.pos] != '\n') ++f.pos;
       } else if (ch == '\n' || ch == ';') {
         ++f.pos;
+        if (ch == '\n') skip_heredocs(f);
         if (!c.words.empty()) break;
+      } else if (ch == '<' && f.text.substr(f.pos, 2) == "<<" && f.text.substr(f.pos, 3) != "<<<") {
+        // A here-document: its body, from the next line to its delimiter,
+        // is data, not commands.
+        if (!c.complex) {
+          c.simple_words = c.words.size();
+          c.op = ch;
+          c.op_at = static_cast<std::uint32_t>(f.pos);
+        }
+        c.complex = true;
+        f.pos += 2;
+        bool const tabs = f.pos < f.text.size() && f.text[f.pos] == '-';
+        if (tabs) ++f.pos;
+        while (f.pos < f.text.size() && (f.text[f.pos] == ' ' || f.text[f.pos] == '\t')) ++f.pos;
+        auto const begin = f.pos;
+        if (!skip_word(f)) return false;
+        std::string delimiter;
+        for (char d : f.text.substr(begin, f.pos - begin))
+          if (d != '\'' && d != '"' && d != '\\') delimiter += d;
+        heredocs_.push_back({std::move(delimiter), tabs});
       } else if (ch == '&' || ch == '|' || ch == '<' || ch == '>' || ch == '(' || ch == ')') {
         // `2>&1`: the digits before a redirection are its descriptor.
         if ((ch == '<' || ch == '>') && !c.words.empty() && c.words.back().end == f.pos) {
@@ -542,13 +579,19 @@ class shell {
   [[nodiscard]] mode current() const { return frames_.empty() ? mode::run : frames_.back().now; }
 
   // `[[ A OP B ]]`, `[[ -z A ]]`, `[[ -n A ]]` over words [b, e): true,
-  // false, or nothing when it cannot be decided. `[ ... ]` is not decided:
-  // its unquoted words split and vanish as `[[ ]]`'s do not.
+  // false, or nothing when it cannot be decided. `[ ... ]` too where no
+  // operand is an unquoted expansion, which bash splits (or drops, when
+  // empty) inside single brackets as it does not inside double ones.
   std::optional<bool> one_test(script const& f, command const& c, std::size_t b, std::size_t e) {
     if (e <= b || e - b < 4 || e - b > 5) return std::nullopt;
     auto const open = word_text(f, c.words[b]);
     auto const close = word_text(f, c.words[e - 1]);
-    if (open != "[[" || close != "]]") return std::nullopt;
+    auto const one_word = [&](std::size_t i) {
+      auto const t = word_text(f, c.words[i]);
+      return t.find('$') == std::string_view::npos || (t.size() >= 2 && t.front() == '"' && t.back() == '"');
+    };
+    bool const single = open == "[" && close == "]" && one_word(e - 2) && one_word(b + 1);
+    if (!(open == "[[" && close == "]]") && !single) return std::nullopt;
     if (e - b == 4) {
       auto const op = word_text(f, c.words[b + 1]);
       auto a = evaluate(f, c.words[b + 2].begin, c.words[b + 2].end);
@@ -808,7 +851,7 @@ class shell {
       if (p == std::string::npos) break;
       auto q = w.text.find_first_of(" \t\n", p);
       if (q == std::string::npos) q = w.text.size();
-      detail::arg_word piece{w.text.substr(p, q - p), w.where, false, {}};
+      detail::arg_word piece{w.text.substr(p, q - p), w.where, false, {}, false};
       if (own_spans)
         piece.where = {w.where.file, w.where.begin + static_cast<std::uint32_t>(p),
                        w.where.begin + static_cast<std::uint32_t>(q)};
@@ -827,13 +870,14 @@ class shell {
     span const at{f.file, w.begin, w.end};
     std::vector<detail::arg_word> out;
     if (auto ref = array_reference(text)) {
+      if (!ref->quoted && unevaluated(ref->name)) return {{std::string(text), at, true, {}, true}};
       auto const it = arrays_.find(ref->name);
       if (it == arrays_.end()) return {};
       auto const& elements = it->second.elements;
       unread.insert(unread.end(), it->second.unread.begin(), it->second.unread.end());
       if (ref->quoted && ref->star) {
-        if (elements.empty()) return {{{}, at, false, {}}};
-        detail::arg_word joined{{}, elements.size() == 1 ? elements.front().where : at, false, {}};
+        if (elements.empty()) return {{{}, at, false, {}, false}};
+        detail::arg_word joined{{}, elements.size() == 1 ? elements.front().where : at, false, {}, false};
         for (auto const& e : elements) {
           if (e.unexpanded) joined.unexpanded = true;
           joined.text += (joined.text.empty() ? "" : " ") + e.text;
@@ -844,10 +888,10 @@ class shell {
       for (auto const& e : elements) split(e, out);
       return out;
     }
-    auto v = evaluate(f, w.begin, w.end);
-    if (!v) return {{std::string(text), at, true, {}}};
-    detail::arg_word one{v->text, v->where, false, {}};
     bool const splits = text.find_first_of("'\"") == std::string_view::npos && text.find('$') != std::string_view::npos;
+    auto v = evaluate(f, w.begin, w.end);
+    if (!v) return {{std::string(text), at, true, {}, splits}};
+    detail::arg_word one{v->text, v->where, false, {}, false};
     if (splits) {
       split(one, out);
     } else {
@@ -1016,6 +1060,8 @@ class shell {
     std::vector<span> unread;  ///< lines not run that may have given it words
   };
   std::map<std::string, array_value> arrays_;
+  // Here-documents opened on the line being read: delimiter, `<<-`.
+  std::vector<std::pair<std::string, bool>> heredocs_;
   // A launch script: the command that starts a Python script.
   bool capture_launch_ = false;
   std::optional<std::vector<detail::arg_word>> launch_;

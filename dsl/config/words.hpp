@@ -21,11 +21,16 @@ struct arg_word {
   bool unexpanded = false;
   /// For `--option=VALUE` written unquoted: the file offset of the '='.
   std::optional<std::uint32_t> equals;
+  /// An unquoted expansion dtplan could not resolve, which bash splits
+  /// into any number of words: an option's value only as its first word.
+  bool detached = false;
 };
 
 /// The entries of a command's words: options with their values, the
 /// launcher's before a word ending in `.py` (config.hpp, read_arguments).
-document arguments_document(std::vector<arg_word> const& words, std::uint32_t file);
+/// A word after the script that is neither, and that dtplan could not
+/// expand, is a warning: the words it stands for are not read.
+document arguments_document(std::vector<arg_word> const& words, std::uint32_t file, diagnostics& diags);
 
 /// Whether `text` reads as a launch script rather than an argument list: a
 /// shell array assigned at a line's start (`ARGS=(`, `ARGS+=(`), or a

@@ -31,7 +31,12 @@ entry const* job_reader::find(std::string_view key) {
 
 entry const* job_reader::flag(std::string_view key) {
   auto const* e = find(key);
-  if (e && e->val) {
+  if (e && e->val && e->val->detached) {
+    // `--bf16 $EXTRA`: the expansion is more arguments, not a value.
+    out_.diags.warning(e->val->where, fmt::format("'{}' is a shell expansion dtplan cannot resolve: the arguments it "
+                                                  "gives are not read",
+                                                  dsl::escaped(e->val->text)));
+  } else if (e && e->val) {
     out_.diags.error(e->val->where, fmt::format("'{}' takes no value, got '{}'", key, dsl::escaped(e->val->text)));
   }
   return e;

@@ -275,6 +275,13 @@ stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pip
 stages 0 "--kv-channels 128" ""
 expect_lacks "$TMP/err" "kv-channels"
 stages 0 "--kv-channels 64" "stages.txt:25:1: warning: Megatron-LM's head width '64' is not modelled: costed as '128 (hidden / heads)'"
+# A launch script's expansion dtplan cannot resolve, after a flag, is more
+# arguments it does not read, not the flag's value.
+printf 'EXTRA=$(cat extra.txt)\n' >"$TMP/launch.sh"
+grep -v "^--pipeline-model-parallel-layout\|^#" "$TMP/ue/megatron/args.txt" | sed 's/^--bf16$/--bf16 $EXTRA/' |
+  { printf 'python pretrain_gpt.py \\\n'; sed 's/$/ \\/'; echo; } >>"$TMP/launch.sh"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/launch.sh"
+expect_contains "$TMP/err" "warning: '\$EXTRA' is a shell expansion dtplan cannot resolve: the arguments it gives are not read"
 # Megatron-LM refuses to interleave two ranks with batched sends
 # (arguments.py:564-573), and a sequence that 2 x cp chunks do not divide
 # (:775-778): the checker says so at the argument.

@@ -299,7 +299,7 @@ TEST_CASE("a launch script's arrays and variables expand into its Python command
             "else\n"
             "  EXTRA+=(--tokenizer-model $TOK)\n"
             "fi\n"
-            "if [ -n \"$WANDB\" ]; then\n"
+            "if [ -f wandb.key ]; then\n"
             "  EXTRA+=(--wandb-project x)\n"
             "fi\n"
             "FLAGS=\"--bf16 --use-flash-attn\"\n"
@@ -349,6 +349,30 @@ TEST_CASE("a launch script's arrays and variables expand into its Python command
   CHECK_FALSE(branch.doc);
   CHECK(branch.errors().starts_with(
       "branch.sh:3:3: error: the command that starts the Python script runs in a branch dtplan cannot decide"));
+}
+
+TEST_CASE("a launch script's here-documents are data, its tests decided where bash's words are known") {
+  reading r("ds.sh",
+            "A=1\n"
+            "cat <<EOT > cfg.json\n"
+            "{ \"x\": \"$A\" ( }\n"
+            "python fake.py\n"
+            "EOT\n"
+            "if [ \"$A\" = \"1\" ]; then X=\"--fp16\"; fi\n"
+            "if [ $A -eq 1 ]; then Y=\"--bf16\"; fi\n"
+            "python pretrain_gpt.py --lr 1 $X 7 $Y\n",
+            config::read_arguments);
+  REQUIRE(r.doc);
+  std::vector<std::string> got;
+  for (auto const& e : r.doc->entries) got.push_back(e.key + (e.val ? " " + e.val->text : ""));
+  // `[ "$A" = "1" ]` is decided; `[ $A -eq 1 ]`, whose unquoted word bash
+  // would split, is not: $Y stays unexpanded, and as a second word after
+  // --fp16 it is no value of it.
+  CHECK(got == std::vector<std::string>{"--lr 1", "--fp16 7"});
+  CHECK(r.errors() ==
+        "ds.sh:8:36: warning: '$Y' is a shell expansion dtplan cannot resolve: the arguments it gives are not read\n"
+        "    8 | python pretrain_gpt.py --lr 1 $X 7 $Y\n"
+        "      |                                    ^~\n");
 }
 
 TEST_CASE("a configuration that is not text is refused as a .dtp file is") {

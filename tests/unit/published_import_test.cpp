@@ -230,10 +230,10 @@ TEST_CASE("Megatron-LM's Mixtral 8x7B example script reads as plans/ writes its 
   CHECK(s.micro_batch == 1);
   check_costed(r);
   auto const w = r.warnings();
-  // The W&B arguments an `if [ -n ... ]` adds, which dtplan cannot decide.
-  CHECK(std::count(w.begin(), w.end(),
-                   "103:5 the words this line gives the array are not read: it runs in a branch dtplan cannot "
-                   "decide") == 1);
+  // The W&B arguments `if [ -n "${WANDB_API_KEY}" ]` adds: not set, as no
+  // variable is when the script starts, so not added.
+  CHECK(std::none_of(w.begin(), w.end(), [](std::string const& x) { return x.find("--wandb") != std::string::npos; }));
+  CHECK(std::none_of(w.begin(), w.end(), [](std::string const& x) { return x.find("not read: it runs") != std::string::npos; }));
   CHECK(std::count(w.begin(), w.end(),
                    "55:5 Megatron-LM's '--moe-grouped-gemm' is not modelled: the plan is costed without it") == 1);
   CHECK(std::count(w.begin(), w.end(),
