@@ -126,15 +126,16 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
 /// `if [[ A == B ]]; then ... elif ... else ... fi` (also `!=`, `-eq`,
 /// `-ne`) decided on the variables set so far. Words are expanded as the
 /// shell does: quotes, `$NAME`, `${NAME}`, `${NAME:-WORD}`, `${NAME:=WORD}`
-/// and their forms without ':'; `[[ -z A ]]`, `[[ -n A ]]`, and tests
-/// joined by `&&` and `||`. No variable is set when the script starts, and
-/// no positional parameter (`${1:-WORD}` is WORD). Arrays (`NAME=(...)`,
-/// `NAME+=(...)`) are read but are not entries.
+/// and their forms without ':'; `[[ -z A ]]`, `[[ -n A ]]`, tests joined by
+/// `&&` and `||`, and `[ ... ]` where no operand is an unquoted expansion.
+/// No variable is set when the script starts, and no positional parameter
+/// (`${1:-WORD}` is WORD). Arrays (`NAME=(...)`, `NAME+=(...)`) are read
+/// but are not entries; here-documents' bodies are skipped.
 /// Entries are the variables the script leaves set, in the order of the
 /// assignment that set each last: the key at that assignment's name, the
 /// value (a string) where its text is written, through the variables it
 /// was copied from. What it cannot evaluate (command substitutions,
-/// arithmetic, `[ ... ]` tests, pipelines) is not run; the variables such
+/// arithmetic, `[ ... ]` tests on unquoted expansions, pipelines) is not run; the variables such
 /// a line sets are `unevaluated`. A source cycle, a file that cannot be
 /// opened and an unclosed quote are located errors.
 std::optional<document> read_shell(source_manager const& sources, std::uint32_t file, open_sourced const& open,
