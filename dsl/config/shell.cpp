@@ -19,6 +19,11 @@ namespace {
 
 // Sourced files nest at most this deep (MLPerf's nest two).
 constexpr std::size_t max_depth = 32;
+// A value, an array and a command's words hold at most this much text
+// (`X="$X$X"` forty times over would hold a terabyte), and an array or a
+// command at most this many words: a configuration's are a few kilobytes.
+constexpr std::size_t max_text = std::size_t{1} << 20;
+constexpr std::size_t max_words = std::size_t{1} << 16;
 
 bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -413,6 +418,13 @@ class shell {
         return;
       }
       if (auto v = value_of(name); v && !v->first.empty()) {
+        if (x.text.size() + v->first.size() > max_text) {
+          x.ok = false;
+          fail(f.span_of(p, p + 1 + name.size()), fmt::format("this expansion makes a value of more than {} "
+                                                              "bytes: not a configuration dtplan reads",
+                                                              max_text));
+          return;
+        }
         x.text += v->first;
         x.pieces.push_back(v->second);
       }
@@ -799,6 +811,21 @@ class shell {
 
   // ---- arrays and a launch script's command ----
 
+  // The words an array or a command holds, against max_words and max_text.
+  struct words_budget {
+    std::size_t words = 0;
+    std::size_t text = 0;
+    bool add(std::vector<detail::arg_word> const& more) {
+      words += more.size();
+      for (auto const& w : more) text += w.text.size();
+      return words <= max_words && text <= max_text;
+    }
+    [[nodiscard]] std::string message(std::string_view what) const {
+      return fmt::format("{} holds more than {} words or {} bytes: not a configuration dtplan reads", what,
+                         max_words, max_text);
+    }
+  };
+
   // `${NAME[@]}`, `${NAME[*]}`, either in double quotes: the name, whether
   // quoted, whether `*`.
   struct array_ref {
@@ -907,13 +934,20 @@ class shell {
     auto const name = std::string(head.substr(0, n));
     bool const append = head.substr(n) == "+=";
     array_value given;
+    auto& held = arrays_[name];
+    words_budget budget;
+    if (append) budget.add(held.elements);
+    span const at = f.span_of(c.words[c.array->word].begin, c.words[c.array->word].end);
     for (auto const& w : c.array->elements) {
       auto more = fields(f, w, given.unread);
+      if (!budget.add(more)) {
+        fail(at, budget.message("this array"));
+        return;
+      }
       given.elements.insert(given.elements.end(), std::make_move_iterator(more.begin()),
                             std::make_move_iterator(more.end()));
     }
     forget(name);
-    auto& held = arrays_[name];
     if (!append) held = {};
     held.elements.insert(held.elements.end(), std::make_move_iterator(given.elements.begin()),
                          std::make_move_iterator(given.elements.end()));
@@ -943,8 +977,13 @@ class shell {
     if (c.array) return false;
     std::vector<detail::arg_word> words;
     std::vector<span> unread;
+    words_budget budget;
     for (std::size_t i = command_start(f, c); i < c.simple_words; ++i) {
       auto more = fields(f, c.words[i], unread);
+      if (!budget.add(more)) {
+        fail(span{f.file, c.words[0].begin, c.words[0].end}, budget.message("this command"));
+        return true;
+      }
       words.insert(words.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
     bool const python = std::any_of(words.begin(), words.end(), [](detail::arg_word const& w) {

@@ -454,3 +454,26 @@ TEST_CASE("a shell script's unclosed quote is an error; a 'source' without a way
                            "    1 | source $(dirname ${BASH_SOURCE[0]})/other.sh\n"
                            "      |        ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n");
 }
+
+TEST_CASE("a script whose values double on every line is refused at the line that passes the bound") {
+  // Forty doublings would hold a terabyte: the reader stops at a megabyte.
+  std::string grow = "X=ab\n";
+  for (int i = 0; i < 40; ++i) grow += "X=\"$X$X\"\n";
+  reading text("grow.sh", grow, shell_alone);
+  CHECK_FALSE(text.doc);
+  CHECK(text.errors() ==
+        "grow.sh:21:6: error: this expansion makes a value of more than 1048576 bytes: not a configuration dtplan "
+        "reads\n"
+        "   21 | X=\"$X$X\"\n"
+        "      |      ^~\n");
+  std::string words = "A=(a b)\n";
+  for (int i = 0; i < 40; ++i) words += "A+=(\"${A[@]}\")\n";
+  words += "python pretrain_gpt.py ${A[@]}\n";
+  reading array("grow.sh", words, config::read_arguments);
+  CHECK_FALSE(array.doc);
+  CHECK(array.errors() ==
+        "grow.sh:17:1: error: this array holds more than 65536 words or 1048576 bytes: not a configuration dtplan "
+        "reads\n"
+        "   17 | A+=(\"${A[@]}\")\n"
+        "      | ^~~\n");
+}
