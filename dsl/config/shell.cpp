@@ -413,7 +413,9 @@ class shell {
   // One expansion from the '$' at `p`; where it ends.
   std::size_t dollar(script const& f, std::size_t p, std::size_t end, expansion& x) {
     auto add = [&](std::string_view name) {
-      if (unevaluated(name)) {
+      // A command's words: a variable the script never sets comes from the
+      // environment it runs in, which dtplan does not know.
+      if (unevaluated(name) || (words_from_environment_ && !value_of(name))) {
         x.ok = false;
         return;
       }
@@ -916,7 +918,9 @@ class shell {
       return out;
     }
     bool const splits = text.find_first_of("'\"") == std::string_view::npos && text.find('$') != std::string_view::npos;
+    words_from_environment_ = true;
     auto v = evaluate(f, w.begin, w.end);
+    words_from_environment_ = false;
     if (!v) return {{std::string(text), at, true, {}, splits}};
     detail::arg_word one{v->text, v->where, false, {}, false};
     if (splits) {
@@ -1093,6 +1097,7 @@ class shell {
   bool ok_ = true;
   bool exited_ = false;
   bool running_ = false;  // `${X:=...}` assigns only while a command runs
+  bool words_from_environment_ = false;  // expanding a command's or an array's words
   // Arrays: their elements, and those a line not run sets.
   struct array_value {
     std::vector<detail::arg_word> elements;

@@ -360,7 +360,7 @@ TEST_CASE("a launch script's here-documents are data, its tests decided where ba
             "EOT\n"
             "if [ \"$A\" = \"1\" ]; then X=\"--fp16\"; fi\n"
             "if [ $A -eq 1 ]; then Y=\"--bf16\"; fi\n"
-            "python pretrain_gpt.py --lr 1 $X 7 $Y\n",
+            "python pretrain_gpt.py --lr 1 $X 7 $Y --micro-batch-size $MBS --seq-length ${SEQ:-4096}\n",
             config::read_arguments);
   REQUIRE(r.doc);
   std::vector<std::string> got;
@@ -368,10 +368,13 @@ TEST_CASE("a launch script's here-documents are data, its tests decided where ba
   // `[ "$A" = "1" ]` is decided; `[ $A -eq 1 ]`, whose unquoted word bash
   // would split, is not: $Y stays unexpanded, and as a second word after
   // --fp16 it is no value of it.
-  CHECK(got == std::vector<std::string>{"--lr 1", "--fp16 7"});
+  // $MBS, set nowhere in the script, is the environment's: unresolved, as
+  // bash's empty word would hide; ${SEQ:-4096} says its default.
+  CHECK(got == std::vector<std::string>{"--lr 1", "--fp16 7", "--micro-batch-size $MBS", "--seq-length 4096"});
+  CHECK(r.doc->entries[2].val->unexpanded);
   CHECK(r.errors() ==
         "ds.sh:8:36: warning: '$Y' is a shell expansion dtplan cannot resolve: the arguments it gives are not read\n"
-        "    8 | python pretrain_gpt.py --lr 1 $X 7 $Y\n"
+        "    8 | python pretrain_gpt.py --lr 1 $X 7 $Y --micro-batch-size $MBS --seq-length ${SEQ:-4096}\n"
         "      |                                    ^~\n");
 }
 
