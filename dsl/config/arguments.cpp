@@ -228,9 +228,12 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
                                        diagnostics& diags) {
   if (!check_text(sources, file, diags)) return std::nullopt;
   if (detail::looks_like_script(sources.file(file).text())) {
-    auto words = detail::launch_command(sources, file, open, diags);
+    std::vector<document::written_file> written;
+    auto words = detail::launch_command(sources, file, open, diags, written);
     if (!words) return std::nullopt;
-    return detail::arguments_document(*words, file, diags);
+    auto doc = detail::arguments_document(*words, file, diags);
+    doc.written = std::move(written);
+    return doc;
   }
   auto words = splitter(sources, file, diags).run();
   if (!words) return std::nullopt;

@@ -76,6 +76,15 @@ struct document {
   /// cannot decide), each where that line sets it, its value `unexpanded`
   /// and as written. A later assignment dtplan evaluates replaces one.
   std::vector<entry> unevaluated;
+  /// A launch script's files its here-documents write (`cat <<EOF > PATH`,
+  /// run): the path and the body as the shell expands them, and where the
+  /// body is written.
+  struct written_file {
+    std::string path;
+    std::string text;
+    span where;
+  };
+  std::vector<written_file> written;
 };
 
 /// Reads the TOML a torchtitan job configuration is written in: comments,

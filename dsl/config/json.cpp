@@ -23,7 +23,7 @@ class json_reader {
   json_reader(source_manager const& sources, std::uint32_t file, diagnostics& diags) : s_(sources, file, diags) {}
 
   std::optional<document> run() {
-    document doc{document::syntax::json, s_.file(), {}, {}, {}, {}};
+    document doc{document::syntax::json, s_.file(), {}, {}, {}, {}, {}};
     skip_space();
     if (s_.peek() != '{') return s_.expected("a JSON object ('{')"), std::nullopt;
     if (!object(doc, "", 0)) return std::nullopt;

@@ -67,6 +67,16 @@ struct command {
   };
   std::vector<operator_at> ops;
   std::optional<array_literal> array;
+  /// Its here-documents: the delimiter, whether quoted (no expansion in the
+  /// body), the body's [begin, end) in the file.
+  struct heredoc {
+    std::string delimiter;
+    bool tabs = false;
+    bool quoted = false;
+    std::uint32_t begin = 0;
+    std::uint32_t end = 0;
+  };
+  std::vector<heredoc> heredocs;
 
   // The command without its first `n` words (a keyword: `then`, `else`).
   [[nodiscard]] command after(std::size_t n) const {
@@ -258,17 +268,22 @@ class shell {
 
   // The bodies of the here-documents the line just ended opened: each up to
   // a line that is its delimiter (after leading tabs for `<<-`), or the end.
-  void skip_heredocs(script& f) {
-    for (auto const& [delimiter, tabs] : heredocs_) {
+  void skip_heredocs(script& f, command& c) {
+    for (auto& h : heredocs_) {
+      h.begin = h.end = static_cast<std::uint32_t>(f.pos);
       while (f.pos < f.text.size()) {
         auto end = f.text.find('\n', f.pos);
         if (end == std::string_view::npos) end = f.text.size();
         auto line = f.text.substr(f.pos, end - f.pos);
-        if (tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
+        if (h.tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        auto const line_begin = f.pos;
         f.pos = std::min(end + 1, f.text.size());
-        if (line == delimiter) break;
+        if (line == h.delimiter) break;
+        h.end = static_cast<std::uint32_t>(f.pos);
+        (void)line_begin;
       }
+      c.heredocs.push_back(std::move(h));
     }
     heredocs_.clear();
   }
@@ -286,7 +301,7 @@ class shell {
         while (f.pos < f.text.size() && f.text[f.pos] != '\n') ++f.pos;
       } else if (ch == '\n' || ch == ';') {
         ++f.pos;
-        if (ch == '\n') skip_heredocs(f);
+        if (ch == '\n') skip_heredocs(f, c);
         if (!c.words.empty()) break;
       } else if (ch == '<' && f.text.substr(f.pos, 2) == "<<" && f.text.substr(f.pos, 3) != "<<<") {
         // A here-document: its body, from the next line to its delimiter,
@@ -303,10 +318,12 @@ class shell {
         while (f.pos < f.text.size() && (f.text[f.pos] == ' ' || f.text[f.pos] == '\t')) ++f.pos;
         auto const begin = f.pos;
         if (!skip_word(f)) return false;
-        std::string delimiter;
+        command::heredoc h;
         for (char d : f.text.substr(begin, f.pos - begin))
-          if (d != '\'' && d != '"' && d != '\\') delimiter += d;
-        heredocs_.push_back({std::move(delimiter), tabs});
+          if (d != '\'' && d != '"' && d != '\\') h.delimiter += d;
+          else h.quoted = true;
+        h.tabs = tabs;
+        heredocs_.push_back(std::move(h));
       } else if (ch == '&' || ch == '|' || ch == '<' || ch == '>' || ch == '(' || ch == ')') {
         // `2>&1`: the digits before a redirection are its descriptor.
         if ((ch == '<' || ch == '>') && !c.words.empty() && c.words.back().end == f.pos) {
@@ -958,6 +975,23 @@ class shell {
     held.unread.insert(held.unread.end(), given.unread.begin(), given.unread.end());
   }
 
+  // `cat <<EOF > PATH`: the file the first here-document writes, its path
+  // and body expanded (a quoted delimiter's body is literal).
+  void write_heredoc(script const& f, command const& c) {
+    auto const to = std::find_if(c.ops.begin(), c.ops.end(), [&](command::operator_at const& o) {
+      return o.text == ">" && o.word < c.words.size();
+    });
+    if (to == c.ops.end()) return;
+    auto path = evaluate(f, c.words[to->word].begin, c.words[to->word].end);
+    auto const& h = c.heredocs.front();
+    if (!path || path->text.empty()) return;
+    expansion x;
+    if (h.quoted) literal(f, x, h.begin, h.end);
+    else expand(f, h.begin, h.end, true, x);
+    if (!x.ok || x.text.size() > max_text) return;
+    written_.push_back({path->text, std::move(x.text), f.span_of(h.begin, h.end)});
+  }
+
   // A simple command's words past its leading assignments (`A=1 cmd`).
   [[nodiscard]] std::size_t command_start(script const& f, command const& c) const {
     std::size_t k = 0;
@@ -1019,6 +1053,7 @@ class shell {
   void capture_launch() { capture_launch_ = true; }
   [[nodiscard]] std::optional<std::vector<detail::arg_word>> const& launched() const { return launch_; }
   [[nodiscard]] std::optional<span> const& undecided_launch() const { return undecided_launch_; }
+  std::vector<document::written_file> written_;
 
  private:
 
@@ -1029,6 +1064,7 @@ class shell {
       return;
     }
     if (capture_launch_ && launch(f, c)) return;
+    if (capture_launch_ && !c.heredocs.empty()) write_heredoc(f, c);
     if (c.complex) {
       not_run(f, c, false);
       return;
@@ -1105,7 +1141,7 @@ class shell {
   };
   std::map<std::string, array_value> arrays_;
   // Here-documents opened on the line being read: delimiter, `<<-`.
-  std::vector<std::pair<std::string, bool>> heredocs_;
+  std::vector<command::heredoc> heredocs_;
   // A launch script: the command that starts a Python script.
   bool capture_launch_ = false;
   std::optional<std::vector<detail::arg_word>> launch_;
@@ -1140,13 +1176,15 @@ bool detail::looks_like_script(std::string_view text) {
 
 std::optional<std::vector<detail::arg_word>> detail::launch_command(source_manager const& sources,
                                                                     std::uint32_t file, open_sourced const& open,
-                                                                    diagnostics& diags) {
+                                                                    diagnostics& diags,
+                                                                    std::vector<document::written_file>& written) {
   shell sh(sources, open, diags);
   sh.capture_launch();
   sh.doc.file = file;
   auto const& name = sources.file(file).name();
   auto const slash = name.rfind('/');
   if (!sh.read(file, slash == std::string::npos ? name : name.substr(slash + 1))) return std::nullopt;
+  written = std::move(sh.written_);
   if (sh.launched()) return *sh.launched();
   if (auto const& at = sh.undecided_launch()) {
     diags.error(*at, "the command that starts the Python script runs in a branch dtplan cannot decide: write its "

@@ -27,7 +27,7 @@ class toml_reader {
   toml_reader(source_manager const& sources, std::uint32_t file, diagnostics& diags) : s_(sources, file, diags) {}
 
   std::optional<document> run() {
-    document doc{document::syntax::toml, s_.file(), {}, {}, {}, {}};
+    document doc{document::syntax::toml, s_.file(), {}, {}, {}, {}, {}};
     // The first error ends the reading: after an unclosed string or array
     // the rest would only repeat it.
     while (!s_.done()) {

@@ -41,7 +41,9 @@ bool looks_like_script(std::string_view text);
 /// returns the words of the first command it runs that starts a Python
 /// script, expanded as bash would expand them; an error, and nullopt, when
 /// no such command runs.
+/// The files its here-documents write go to `written`.
 std::optional<std::vector<arg_word>> launch_command(source_manager const& sources, std::uint32_t file,
-                                                    open_sourced const& open, diagnostics& diags);
+                                                    open_sourced const& open, diagnostics& diags,
+                                                    std::vector<document::written_file>& written);
 
 }  // namespace dtplan::dsl::config::detail

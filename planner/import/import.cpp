@@ -284,7 +284,23 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
     dsl::config::entry const* named = nullptr;
     for (auto const& e : doc->entries)
       if (e.key == "--deepspeed_config" || e.key == "--deepspeed-config" || e.key == "--deepscale_config") named = &e;
-    if (named && named->val && !named->val->unexpanded) {
+    // A launch script that writes it with a here-document (Megatron-
+    // DeepSpeed's examples: `cat <<EOT > $DS_CONFIG`) gives it as it runs.
+    auto const same = [](std::string_view a, std::string_view b) {
+      while (a.starts_with("./")) a.remove_prefix(2);
+      while (b.starts_with("./")) b.remove_prefix(2);
+      return a == b;
+    };
+    auto const heredoc = !named || !named->val ? doc->written.end()
+                                               : std::find_if(doc->written.begin(), doc->written.end(),
+                                                              [&](auto const& w) { return same(w.path, named->val->text); });
+    if (heredoc != doc->written.end()) {
+      auto const at = sources.file(heredoc->where.file).position_of(heredoc->where.begin);
+      auto const id = sources.add(fmt::format("{}:{} (here-document)", sources.file(heredoc->where.file).name(), at.line),
+                                  heredoc->text);
+      ds_config = dsl::config::read_json(sources, id, diags);
+      if (!ds_config) return std::nullopt;
+    } else if (named && named->val && !named->val->unexpanded) {
       if (!job.open) {
         diags.error(named->val->where, "cannot read the ds_config.json this job names");
         return std::nullopt;

@@ -46,6 +46,8 @@ for d in $(find tests/data/published tests/golden/jobs -name ds_config.json -exe
   job_seed 2 "$d/ds_config.json"
   if [ -f "$d/args.txt" ]; then job_seed 2 "$d/args.txt" "$d/ds_config.json"; fi
 done
+# Megatron-DeepSpeed's launch script, whose here-document writes its ds_config.json.
+for f in $(find tests/data/published -path '*megatron_deepspeed*' -name '*.sh' | sort); do job_seed 2 "$f"; done
 for f in tests/data/published/mlperf_nemo_gpt3/config_DGXH100_*.sh; do
   job_seed 3 "$f" tests/data/published/mlperf_nemo_gpt3/config_common.sh
 done

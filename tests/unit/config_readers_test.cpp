@@ -480,3 +480,25 @@ TEST_CASE("a script whose values double on every line is refused at the line tha
         "   17 | A+=(\"${A[@]}\")\n"
         "      | ^~~\n");
 }
+
+TEST_CASE("a launch script's here-document written to a file is kept, expanded unless its delimiter is quoted") {
+  reading r("ds.sh",
+            "B=8\n"
+            "CFG=./tmp/ds.json\n"
+            "cat <<EOT > $CFG\n"
+            "{ \"train_batch_size\": $B }\n"
+            "EOT\n"
+            "cat <<'EOT' > raw.json\n"
+            "{ \"x\": \"$B\" }\n"
+            "EOT\n"
+            "python pretrain_gpt.py --deepspeed_config $CFG\n",
+            config::read_arguments);
+  REQUIRE(r.doc);
+  REQUIRE(r.doc->written.size() == 2);
+  CHECK(r.doc->written[0].path == "./tmp/ds.json");
+  CHECK(r.doc->written[0].text == "{ \"train_batch_size\": 8 }\n");
+  CHECK(r.at(r.doc->written[0].where).starts_with("ds.sh:4:1 {"));
+  CHECK(r.doc->written[1].path == "raw.json");
+  CHECK(r.doc->written[1].text == "{ \"x\": \"$B\" }\n");
+  CHECK(r.errors().empty());
+}
