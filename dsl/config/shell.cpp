@@ -277,11 +277,9 @@ class shell {
         auto line = f.text.substr(f.pos, end - f.pos);
         if (h.tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        auto const line_begin = f.pos;
         f.pos = std::min(end + 1, f.text.size());
         if (line == h.delimiter) break;
         h.end = static_cast<std::uint32_t>(f.pos);
-        (void)line_begin;
       }
       c.heredocs.push_back(std::move(h));
     }
