@@ -26,9 +26,10 @@ class splitter {
       char c = s_.peek();
       if (c == '|' || c == ';' || c == '&' || c == '>' || c == '<') {
         // `2>&1`: the digits before a redirection are its descriptor.
-        if ((c == '>' || c == '<') && !words.empty() && words.back().where.end == s_.pos() &&
-            !words.back().text.empty() && words.back().text.find_first_not_of("0123456789") == std::string::npos)
-          words.pop_back();
+        if ((c == '>' || c == '<') && !words.empty() && words.back().where.end == s_.pos()) {
+          auto const& at = words.back().where;
+          if (detail::is_descriptor(s_.text().substr(at.begin, at.end - at.begin))) words.pop_back();
+        }
         auto& d = s_.diags().warning(s_.here(), fmt::format("the rest of the command after '{}' is not read", c));
         d.notes.push_back({{}, "dtplan reads one command's arguments"});
         break;

@@ -325,8 +325,7 @@ class shell {
       } else if (ch == '&' || ch == '|' || ch == '<' || ch == '>' || ch == '(' || ch == ')') {
         // `2>&1`: the digits before a redirection are its descriptor.
         if ((ch == '<' || ch == '>') && !c.words.empty() && c.words.back().end == f.pos) {
-          auto const w = word_text(f, c.words.back());
-          if (std::all_of(w.begin(), w.end(), [](char d) { return d >= '0' && d <= '9'; })) c.words.pop_back();
+          if (detail::is_descriptor(word_text(f, c.words.back()))) c.words.pop_back();
         }
         if (!c.complex) {
           c.simple_words = c.words.size();

@@ -12,6 +12,13 @@
 /// dsl/config/.
 namespace dtplan::dsl::config::detail {
 
+/// A word written right before `>` or `<` that is a redirection's file
+/// descriptor (`2>&1`), not an argument: digits, unquoted (`raw` is the
+/// word as written).
+inline bool is_descriptor(std::string_view raw) {
+  return !raw.empty() && raw.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 /// One word: its text (quotes removed, expansions resolved) and where that
 /// text is written (a word of a variable's value points there).
 struct arg_word {

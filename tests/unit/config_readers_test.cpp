@@ -282,6 +282,24 @@ TEST_CASE("a redirection's descriptor is not an argument") {
   CHECK(r.errors().starts_with("run.sh:1:45: warning: the rest of the command after '>' is not read\n"));
 }
 
+TEST_CASE("quoted digits before a redirection are an argument, in both readers") {
+  // bash: `"4096">log` passes the word 4096 and sends stdout to log; only
+  // unquoted digits name a descriptor.
+  reading args("run.sh", "torchrun pretrain_gpt.py --seq-length \"4096\">log\n", config::read_arguments);
+  REQUIRE(args.doc);
+  REQUIRE(args.doc->entries.size() == 1);
+  REQUIRE(args.doc->entries[0].val);
+  CHECK(args.doc->entries[0].val->text == "4096");
+  reading script("run.sh",
+                 "A=(--seq-length)\n"
+                 "torchrun pretrain_gpt.py \"${A[@]}\" \"4096\">log\n",
+                 config::read_arguments);
+  REQUIRE(script.doc);
+  REQUIRE(script.doc->entries.size() == 1);
+  REQUIRE(script.doc->entries[0].val);
+  CHECK(script.doc->entries[0].val->text == "4096");
+}
+
 TEST_CASE("a launch script's arrays and variables expand into its Python command's arguments, each where written") {
   // Megatron-LM's examples (core_v0.13.0 examples/*/train_*.sh): arrays of
   // arguments, defaults for positional parameters, tests on variables.
