@@ -40,8 +40,9 @@
 // Parallel axes, in the order of plan::k_order's values: 0 tp, 1 cp, 2 dp, 3 pp.
 static char const* const k_axis_names[4] = {"tp", "cp", "dp", "pp"};
 // Groups, in the order of plan::comm_spec::group.
-enum group_id { g_tp, g_cp, g_grad, g_pp, g_shard, g_replicate, g_embedding, g_ep, group_count };
-static char const* const k_group_names[group_count] = {"tp", "cp", "grad", "pp", "shard", "replicate", "embedding", "ep"};
+enum group_id { g_tp, g_cp, g_grad, g_pp, g_shard, g_replicate, g_embedding, g_ep, g_expert_grad, group_count };
+static char const* const k_group_names[group_count] = {"tp",        "cp",        "grad", "pp",         "shard",
+                                                       "replicate", "embedding", "ep",   "expert_grad"};
 static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
 static char const* const k_type_names[3] = {"bf16", "fp16", "fp32"};
 static char const* const k_phase_names[5] = {"layer", "layer_backward", "micro_batch", "grad_sync", "after_step"};
@@ -124,6 +125,14 @@ struct layout {
     long long first = at / plan::k_ep * plan::k_ep;
     return std::vector<long long>(sync.begin() + first, sync.begin() + first + plan::k_ep);
   }
+  // The ranks that hold the same experts: the grad group's members at this
+  // rank's position in their blocks of k_ep.
+  std::vector<long long> expert_grad_group(long long rank) const {
+    std::vector<long long> sync = grad_group(rank), out;
+    long long at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+    for (long long i = at % plan::k_ep; i < static_cast<long long>(sync.size()); i += plan::k_ep) out.push_back(sync[i]);
+    return out;
+  }
   std::vector<long long> members(int g, long long rank) const {
     switch (g) {
       case g_tp: return group(0, rank);
@@ -136,7 +145,8 @@ struct layout {
         std::vector<long long> pp = group(3, rank);
         return {pp.front(), pp.back()};
       }
-      default: return expert_group(rank);
+      case g_ep: return expert_group(rank);
+      default: return expert_grad_group(rank);
     }
   }
 };
@@ -367,7 +377,7 @@ static int dry_run(long long world, bool schedule) {
     for (int a = 0; a < 4; ++a) line += std::string(" | ") + k_axis_names[a] + ": " + join(l.group(a, r));
     line += " | grad: " + join(l.grad_group(r));
     if (l.split()) line += " | shard: " + join(l.shard_group(r)) + " | replicate: " + join(l.replicate_group(r));
-    if (plan::k_ep > 1) line += " | ep: " + join(l.expert_group(r));
+    if (plan::k_ep > 1) line += " | ep: " + join(l.expert_group(r)) + " | expert_grad: " + join(l.expert_grad_group(r));
     if (plan::k_embedding_pair) line += " | embedding: " + join(l.members(g_embedding, r));
     std::printf("%s\n", line.c_str());
   }
@@ -1483,7 +1493,8 @@ static void place_buffers(runner& r) {
     // Gradient traffic lives in the gradient buffer, ZeRO-3 gathers in the
     // working buffers, tensor and pipeline messages in the activations. An
     // all-to-all or a ring hop receives as much as it sends.
-    bool grads = c.group == g_grad || c.group == g_shard || c.group == g_replicate || c.group == g_embedding;
+    bool grads = c.group == g_grad || c.group == g_shard || c.group == g_replicate || c.group == g_embedding ||
+                 c.group == g_expert_grad;
     std::initializer_list<int> prefer = grads ? std::initializer_list<int>{b_gradients, b_buffers, b_optimizer, b_weights, b_activations}
                                               : std::initializer_list<int>{b_activations, b_buffers, b_weights, b_gradients, b_optimizer};
     long long want = c.op >= 3 ? 2 * c.bytes : c.bytes;

@@ -7,7 +7,9 @@ namespace dtplan::planner {
 enum class collective { all_reduce, reduce_scatter, all_gather, all_to_all, send_recv };
 /// `embedding`: the first and last pipeline stages, which sum the gradients
 /// of a tied embedding table.
-enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding };
+/// expert_dp: a mixture's expert gradients over the ranks that hold the same
+/// experts (strategy_shape::expert_sync).
+enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding, expert_dp };
 enum class link_kind { intra, inter };
 /// When in the step a collective runs: what the skeleton schedules it
 /// around and what overlap it can hide under.

@@ -1,8 +1,10 @@
 #include "planner/model/cost_axes.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "planner/model/comm.hpp"
 
@@ -267,18 +269,56 @@ seconds bucketed_exposed(step_context const& x, seconds total, std::int64_t buck
   return max(total - capacity, total / n);
 }
 
+// Gradients one group sums: the dense weights' over the sync (or shard)
+// group, a mixture's experts' over their own (Megatron-Core keeps the two
+// in separate buffers and reduces the experts' over the expert
+// data-parallel group: core_v0.13.0 megatron/core/distributed/
+// distributed_data_parallel.py:209-212, 378-384).
+struct flow {
+  comm_group group = comm_group::dp;
+  group_shape const* over = nullptr;
+  bytes size;  // of the stage on one GPU
+};
+
+// The same for the layer-by-layer stages (ZeRO-2/3): one layer's
+// parameters and the stage's others (embedding, logits, final norm; none
+// in the experts' flow).
+struct layer_flow {
+  comm_group group = comm_group::dp;
+  group_shape const* over = nullptr;
+  double layer = 0;
+  double head = 0;
+  bool has_head = true;
+};
+
+// Each flow's share of `total`: all of it for one flow.
+double share(seconds part, seconds total, std::size_t flows) {
+  if (flows == 1) return 1.0;
+  return total.value() > 0 ? part / total : 0.0;
+}
+
 // The gradients of a step in buckets, reduced once a step under the last
 // micro-batch's backward, or after every micro-batch's backward under its
-// own (`sync_per_micro`).
-void bucketed(step_context const& x, comm_builder& out, collective op, comm_group group, group_shape const& over,
-              bytes grads) {
-  auto const buckets = buckets_for(grads, x.grad_bucket);
-  bytes const bucket = grads / static_cast<double>(buckets);
-  seconds const one = call(op, bucket, over) * static_cast<double>(buckets);
+// own (`sync_per_micro`). The flows' buckets run one after another under
+// the same backward: what it does not hide is split over them by time.
+void bucketed(step_context const& x, comm_builder& out, collective op, std::span<flow const> flows) {
+  std::array<std::int64_t, 2> buckets{};
+  std::array<seconds, 2> one{};
+  std::int64_t all_buckets = 0;
+  seconds all;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    buckets[i] = buckets_for(flows[i].size, x.grad_bucket);
+    one[i] = call(op, flows[i].size / static_cast<double>(buckets[i]), *flows[i].over) *
+             static_cast<double>(buckets[i]);
+    all_buckets += buckets[i];
+    all += one[i];
+  }
+  seconds const exposed = bucketed_exposed(x, all, all_buckets);
   std::int64_t const times = x.sync_per_micro ? x.micro : 1;
   double const t = static_cast<double>(times);
-  out.add(op, group, over, bucket, buckets * times, one * t, bucketed_exposed(x, one, buckets) * t,
-          comm_phase::grad_sync);
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    out.add(op, flows[i].group, *flows[i].over, flows[i].size / static_cast<double>(buckets[i]), buckets[i] * times,
+            one[i] * t, exposed * share(one[i], all, flows.size()) * t, comm_phase::grad_sync);
 }
 
 // ZeRO-1 as Megatron's and DeepSpeed's distributed optimizers run it:
@@ -288,18 +328,37 @@ void bucketed(step_context const& x, comm_builder& out, collective op, comm_grou
 // next step's first forward (and, interleaved, the later chunks' under the
 // warmup), the first bucket exposed (M4); in fp8 with
 // fp8 param gather, half the bytes.
-void zero1(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, bytes grads) {
+void zero1(step_context const& x, comm_builder& out, std::span<flow const> flows) {
   auto const& t = x.sh.prog->training;
   auto const op = t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
-  bucketed(x, out, op, group, over, grads);
-  auto const buckets = buckets_for(grads, x.grad_bucket);
-  double const weight_e = x.layer_weight_e;
-  bytes const weights_bucket = grads / static_cast<double>(buckets) * (weight_e / x.grad_e);
-  seconds const one = call(collective::all_gather, weights_bucket, over);
-  seconds const ag = one * static_cast<double>(buckets);
-  seconds const exposed =
-      t.overlap_param_gather ? one + max(seconds(0), ag - one - x.forward_one * (1.0 + interleaved_window(x))) : ag;
-  out.add(collective::all_gather, group, over, weights_bucket, buckets, ag, exposed, comm_phase::after_step);
+  bucketed(x, out, op, flows);
+  std::array<std::int64_t, 2> buckets{};
+  std::array<bytes, 2> weights_bucket{};
+  std::array<seconds, 2> ag{};
+  seconds first, all;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    buckets[i] = buckets_for(flows[i].size, x.grad_bucket);
+    weights_bucket[i] = flows[i].size / static_cast<double>(buckets[i]) * (x.layer_weight_e / x.grad_e);
+    seconds const one = call(collective::all_gather, weights_bucket[i], *flows[i].over);
+    if (i == 0) first = one;
+    ag[i] = one * static_cast<double>(buckets[i]);
+    all += ag[i];
+  }
+  seconds const exposed = t.overlap_param_gather
+                              ? first + max(seconds(0), all - first - x.forward_one * (1.0 + interleaved_window(x)))
+                              : all;
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    out.add(collective::all_gather, flows[i].group, *flows[i].over, weights_bucket[i], buckets[i], ag[i],
+            exposed * share(ag[i], all, flows.size()), comm_phase::after_step);
+}
+
+// One flow's calls for one layer and for the stage's other weights.
+struct layer_calls {
+  seconds layer, head;
+};
+layer_calls calls_of(layer_flow const& f, collective op, double element) {
+  return {call(op, bytes(f.layer * element), *f.over),
+          f.has_head ? call(op, bytes(f.head * element), *f.over) : seconds(0)};
 }
 
 // ZeRO-2 as DeepSpeed's stage 2 and FSDP's SHARD_GRAD_OP run it: a rank
@@ -308,44 +367,58 @@ void zero1(step_context const& x, comm_builder& out, comm_group group, group_sha
 // layer's trails it); nothing accumulates locally across micro-batches
 // (DeepSpeed engine.py:2180-2197; FSDP reduces in every backward). Each
 // layer's updated weights are all-gathered once a step, ahead of its first
-// forward, prefetched under the previous layer.
-void zero2(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, stage_shape const& st) {
+// forward, prefetched under the previous layer. A mixture's experts' calls
+// follow the dense weights' in each layer.
+void zero2(step_context const& x, comm_builder& out, std::span<layer_flow const> flows, stage_shape const& st) {
   auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
   double const md = static_cast<double>(x.micro);
-  double const layer = x.sh.layer_params;
-  double const head = st.params - static_cast<double>(st.layers) * layer;
   double const layers = static_cast<double>(st.layers);
-  bytes const layer_size(layer * x.layer_weight_e);
-  bytes const head_size(head * x.comm_e);
-  bytes const layer_grads(layer * x.grad_e);
-  auto const rs_layer = call(op, layer_grads, over);
-  auto const rs_head = call(op, bytes(head * x.grad_e), over);
-  seconds const rs = rs_layer * layers + rs_head;
+  std::array<layer_calls, 2> rs{}, ag{};
+  layer_calls rs_all{}, ag_all{};
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    rs[i] = calls_of(flows[i], op, x.grad_e);
+    // Layers gathered at their own element size, the rest 16-bit.
+    ag[i] = {call(collective::all_gather, bytes(flows[i].layer * x.layer_weight_e), *flows[i].over),
+             flows[i].has_head ? call(collective::all_gather, bytes(flows[i].head * x.comm_e), *flows[i].over)
+                               : seconds(0)};
+    rs_all = {rs_all.layer + rs[i].layer, rs_all.head + rs[i].head};
+    ag_all = {ag_all.layer + ag[i].layer, ag_all.head + ag[i].head};
+  }
   seconds const bwd_layer = x.sc.layer_backward + x.sc.layer_recompute;
-  seconds const rs_exposed = x.overlap ? rs_head + max(seconds(0), rs_layer - bwd_layer) * (layers - 1) : rs;
-  out.add(op, group, over, layer_grads, (st.layers + 1) * x.micro, rs * md, rs_exposed * md, comm_phase::layer_backward);
-  auto const ag_layer = call(collective::all_gather, layer_size, over);
-  auto const ag_head = call(collective::all_gather, head_size, over);
-  seconds const ag = ag_layer * layers + ag_head;
-  seconds const exposed = ag_head + ag_layer + max(seconds(0), ag_layer - x.sc.layer_forward) * (layers - 1);
-  out.add(collective::all_gather, group, over, layer_size, st.layers + 1, ag, exposed, comm_phase::after_step);
+  auto const total = [&](layer_calls const& c) { return c.layer * layers + c.head; };
+  seconds const rs_exposed =
+      x.overlap ? rs_all.head + max(seconds(0), rs_all.layer - bwd_layer) * (layers - 1) : total(rs_all);
+  seconds const ag_exposed =
+      ag_all.head + ag_all.layer + max(seconds(0), ag_all.layer - x.sc.layer_forward) * (layers - 1);
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    std::int64_t const calls = st.layers + (flows[i].has_head ? 1 : 0);
+    out.add(op, flows[i].group, *flows[i].over, bytes(flows[i].layer * x.grad_e), calls * x.micro,
+            total(rs[i]) * md, rs_exposed * share(total(rs[i]), total(rs_all), flows.size()) * md,
+            comm_phase::layer_backward);
+  }
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    out.add(collective::all_gather, flows[i].group, *flows[i].over, bytes(flows[i].layer * x.layer_weight_e),
+            st.layers + (flows[i].has_head ? 1 : 0), total(ag[i]),
+            ag_exposed * share(total(ag[i]), total(ag_all), flows.size()), comm_phase::after_step);
 }
 
 // ZeRO-3 / FSDP: every micro-batch gathers each layer in the forward and
 // again in the backward and reduce-scatters its gradients; the next layer's
 // gather is prefetched under the current layer's compute.
-void zero3(step_context const& x, comm_builder& out, comm_group group, group_shape const& over, stage_shape const& st) {
+void zero3(step_context const& x, comm_builder& out, std::span<layer_flow const> flows, stage_shape const& st) {
   double const md = static_cast<double>(x.micro);
-  double const layer = x.sh.layer_params;
-  double const head = st.params - static_cast<double>(st.layers) * layer;
   double const layers = static_cast<double>(st.layers);
-  bytes const layer_size(layer * x.layer_weight_e);
-  bytes const head_size(head * x.comm_e);
-  bytes const layer_grads(layer * x.grad_e);
-  auto const ag = call(collective::all_gather, layer_size, over);
-  auto const rs = call(collective::reduce_scatter, layer_grads, over);
-  auto const ag_head = call(collective::all_gather, head_size, over);
-  auto const rs_head = call(collective::reduce_scatter, bytes(head * x.grad_e), over);
+  std::array<layer_calls, 2> ag_of{}, rs_of{};
+  layer_calls ag_sum{}, rs_sum{};
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    ag_of[i] = {call(collective::all_gather, bytes(flows[i].layer * x.layer_weight_e), *flows[i].over),
+                flows[i].has_head ? call(collective::all_gather, bytes(flows[i].head * x.comm_e), *flows[i].over)
+                                  : seconds(0)};
+    rs_of[i] = calls_of(flows[i], collective::reduce_scatter, x.grad_e);
+    ag_sum = {ag_sum.layer + ag_of[i].layer, ag_sum.head + ag_of[i].head};
+    rs_sum = {rs_sum.layer + rs_of[i].layer, rs_sum.head + rs_of[i].head};
+  }
+  seconds const ag = ag_sum.layer, rs = rs_sum.layer, ag_head = ag_sum.head, rs_head = rs_sum.head;
   seconds const fwd_compute = x.sc.layer_forward;
   seconds const bwd_compute = x.sc.layer_backward + x.sc.layer_recompute;
   // The embedding/logits unit is gathered first in each pass and its
@@ -368,15 +441,23 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
   std::int64_t const scatter_passes = once ? 1 : x.micro;
   seconds const exposed_total = once ? fwd_exposed + bwd_exposed(seconds(0), seconds(0))
                                      : (fwd_exposed + bwd_exposed(ag, ag_head)) * md;
-  seconds const ag_total = (ag * layers + ag_head) * static_cast<double>(gather_passes);
-  seconds const rs_total = (rs * layers + rs_head) * static_cast<double>(scatter_passes);
-  // The exposed time splits over the two entries in proportion to their traffic.
-  if (ag_total.value() + rs_total.value() <= 0) return;
-  double const ag_share = ag_total / (ag_total + rs_total);
-  out.add(collective::all_gather, group, over, layer_size, (st.layers + 1) * gather_passes, ag_total,
-          exposed_total * ag_share, comm_phase::layer);
-  out.add(collective::reduce_scatter, group, over, layer_grads, (st.layers + 1) * scatter_passes, rs_total,
-          exposed_total * (1 - ag_share), comm_phase::layer_backward);
+  // The exposed time splits over the entries in proportion to their traffic.
+  std::array<seconds, 2> ag_total{}, rs_total{};
+  seconds traffic;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    ag_total[i] = (ag_of[i].layer * layers + ag_of[i].head) * static_cast<double>(gather_passes);
+    rs_total[i] = (rs_of[i].layer * layers + rs_of[i].head) * static_cast<double>(scatter_passes);
+    traffic += ag_total[i] + rs_total[i];
+  }
+  if (traffic.value() <= 0) return;
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    std::int64_t const units = st.layers + (flows[i].has_head ? 1 : 0);
+    out.add(collective::all_gather, flows[i].group, *flows[i].over, bytes(flows[i].layer * x.layer_weight_e),
+            units * gather_passes, ag_total[i], exposed_total * (ag_total[i] / traffic), comm_phase::layer);
+    double const rs_share = flows.size() == 1 ? 1 - ag_total[i] / traffic : rs_total[i] / traffic;
+    out.add(collective::reduce_scatter, flows[i].group, *flows[i].over, bytes(flows[i].layer * x.grad_e),
+            units * scatter_passes, rs_total[i], exposed_total * rs_share, comm_phase::layer_backward);
+  }
 }
 
 // Hybrid sharding: each shard's gradient slice is all-reduced across the
@@ -385,8 +466,8 @@ void zero3(step_context const& x, comm_builder& out, comm_group group, group_sha
 // through a pipelined step (T10).
 void replicas(step_context const& x, comm_builder& out, bytes grads) {
   auto const& sh = x.sh;
-  bucketed(x, out, collective::all_reduce, comm_group::replicate, sh.replicate,
-           grads / static_cast<double>(sh.shard.size));
+  flow const f{comm_group::replicate, &sh.replicate, grads / static_cast<double>(sh.shard.size)};
+  bucketed(x, out, collective::all_reduce, std::span(&f, 1));
 }
 
 }  // namespace
@@ -397,26 +478,38 @@ void data_parallel(step_context const& x, comm_builder& out) {
   if (sh.sync.size <= 1) return;
   // With context parallelism the cp ranks hold the same weights too: their
   // gradients sync over dp x cp. Every stage syncs at once; the heaviest
-  // takes longest.
-  // (A mixture's expert gradients sum over the dp x cp / ep ranks that hold
-  // the same experts, whose state ZeRO shards there: costed here over the
-  // whole group, which sends about the same bytes a GPU, (n - 1) / n of them.)
+  // takes longest. A mixture's expert gradients sum over the dp x cp / ep
+  // ranks that hold the same experts (and ZeRO shards them there): a flow
+  // of their own, none where each expert has one rank (ep = dp x cp).
   stage_shape const st = sh.stage(sh.heaviest_stage);
-  bytes const grads(st.params * x.grad_e);
-  if (s.zero == 0) {
-    bucketed(x, out, collective::all_reduce, comm_group::dp, sh.sync, grads);
-    return;
-  }
+  bool const apart = sh.experts_sync_apart();
+  double const experts = apart ? st.expert_params : 0.0;
+  double const layer_experts = apart ? sh.layer_expert_params : 0.0;
+  bool const expert_flow = apart && sh.expert_sync.size > 1;
   // ZeRO's collectives run over the shard group ("dp" when it is the whole
   // sync group); a smaller one adds the replicas' all-reduce.
-  bool const hybrid = sh.shard.size < sh.sync.size;
-  comm_group const group = hybrid ? comm_group::shard : comm_group::dp;
-  if (s.zero == 1)
-    zero1(x, out, group, sh.shard, grads);
-  else if (s.zero == 2)
-    zero2(x, out, group, sh.shard, st);
-  else
-    zero3(x, out, group, sh.shard, st);
+  bool const hybrid = s.zero >= 1 && sh.shard.size < sh.sync.size;
+  comm_group const group = s.zero == 0 || !hybrid ? comm_group::dp : comm_group::shard;
+  group_shape const& over = s.zero == 0 ? sh.sync : sh.shard;
+  bytes const grads(st.params * x.grad_e);
+  if (s.zero <= 1) {
+    std::array<flow, 2> flows{flow{group, &over, bytes((st.params - experts) * x.grad_e)},
+                              flow{comm_group::expert_dp, &sh.expert_sync, bytes(experts * x.grad_e)}};
+    auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
+    if (s.zero == 0)
+      bucketed(x, out, collective::all_reduce, used);
+    else
+      zero1(x, out, used);
+  } else {
+    double const head = st.params - static_cast<double>(st.layers) * sh.layer_params;
+    std::array<layer_flow, 2> flows{layer_flow{group, &over, sh.layer_params - layer_experts, head, true},
+                                    layer_flow{comm_group::expert_dp, &sh.expert_sync, layer_experts, 0, false}};
+    auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
+    if (s.zero == 2)
+      zero2(x, out, used, st);
+    else
+      zero3(x, out, used, st);
+  }
   if (hybrid) replicas(x, out, grads);
 }
 

@@ -279,6 +279,14 @@ std::vector<std::int64_t> rank_layout::expert_group_of(std::int64_t rank, std::i
   return {sync.begin() + first, sync.begin() + std::min<std::ptrdiff_t>(first + ep, std::ssize(sync))};
 }
 
+std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, std::int64_t ep) const {
+  auto const sync = sync_group_of(rank);
+  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+  std::vector<std::int64_t> out;
+  for (auto i = at % ep; i < std::ssize(sync); i += ep) out.push_back(sync[static_cast<std::size_t>(i)]);
+  return out;
+}
+
 std::int64_t rank_layout::node_sync_members() const {
   auto const d = static_cast<int>(axis::dp);
   auto const c = static_cast<int>(axis::cp);

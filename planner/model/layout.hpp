@@ -74,6 +74,11 @@ class rank_layout {
   /// same weights outside the experts; with cp > 1 a block can take
   /// context-parallel ranks). `ep` divides the sync group's size.
   [[nodiscard]] std::vector<std::int64_t> expert_group_of(std::int64_t rank, std::int64_t ep) const;
+  /// The ranks that hold the same experts as `rank` and sum their gradients
+  /// (Megatron-Core's expert data-parallel group, dp x cp / ep ranks;
+  /// core_v0.13.0 megatron/core/parallel_state.py): the members of its sync
+  /// group at its position in their blocks of `ep`, ascending.
+  [[nodiscard]] std::vector<std::int64_t> expert_data_group_of(std::int64_t rank, std::int64_t ep) const;
   /// The members of a sync group on one node when every node holds the same
   /// number of every sync group's members, in one run of ranks (or copies
   /// of one on nodes of their own): the size of a `shard = node` group; 0

@@ -112,6 +112,7 @@ shape_groups group_sizes_of(program const& p, strategy const& s) {
   };
   sh.tp = sized(s.tp), sh.cp = sized(s.cp), sh.dp = sized(s.dp), sh.pp = sized(s.pp), sh.ep = sized(s.ep);
   sh.sync = sized(s.dp * s.cp);
+  sh.expert_sync = s.ep > 1 && (s.dp * s.cp) % s.ep == 0 ? sized(s.dp * s.cp / s.ep) : sh.sync;
   sh.embedding = sized(s.pp > 1 && p.model.tied_embeddings ? 2 : 1);
   if (s.zero >= 1) {
     sh.sharding = sharding_of(s);
@@ -154,6 +155,9 @@ shape_groups groups_of(program const& p, strategy const& s) {
   group_placement experts;
   if (s.ep > 1) experts = layout.placement_of(layout.expert_group_of(0, s.ep));
   sh.ep = group(p, experts);
+  sh.expert_sync = s.ep > 1 && (s.dp * s.cp) % s.ep == 0
+                       ? group(p, layout.placement_of(layout.expert_data_group_of(0, s.ep)))
+                       : sh.sync;
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's
     // stages are.

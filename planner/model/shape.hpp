@@ -74,6 +74,10 @@ struct shape_groups {
   shard_layout sharding;  ///< the ZeRO shard group inside `sync`
   group_shape shard;      ///< ZeRO/FSDP shard group: ZeRO-1/2/3 state is split over its ranks (1: none)
   group_shape replicate;  ///< the ranks holding the same shard (sync / shard of them)
+  /// dp x cp / ep: the ranks that hold the same experts and sum their
+  /// gradients, one in each block of ep (rank_layout::expert_data_group_of);
+  /// `sync` itself when ep = 1.
+  group_shape expert_sync;
   group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
 };
 
@@ -138,6 +142,15 @@ struct strategy_shape : shape_groups {
   /// not sharded.
   [[nodiscard]] std::int64_t expert_shard_ranks() const {
     return s.ep > 1 ? std::max<std::int64_t>(1, shard_ranks() / s.ep) : shard_ranks();
+  }
+  /// A mixture's expert gradients are summed over `expert_sync` (and their
+  /// ZeRO shards formed there), apart from the dense weights': with ep > 1
+  /// and no hybrid sharding. Under hybrid sharding they go with the dense
+  /// weights' shard and replicate groups (a simplification: the groups each
+  /// GPU sends over differ, its bytes barely do).
+  [[nodiscard]] bool experts_sync_apart() const {
+    return s.ep > 1 && layer_expert_params > 0 && expert_sync.size < sync.size &&
+           (s.zero == 0 || shard.size == sync.size);
   }
   /// `shard = node` or a size whose shard group has one rank: the stage
   /// shards nothing (the check warns).

@@ -1174,3 +1174,74 @@ TEST_CASE("Blackwell Ultra's doubled exponential rate speeds the tuned attention
   own.attention_efficiency = 0.4;
   CHECK(attention_efficiency(own, attention_backend::fused) == 0.4);
 }
+
+TEST_CASE("a mixture's expert gradients sum over the ranks that hold the same experts", "[comm][golden]") {
+  // Mixtral-like (Llama 3 8B's shapes, 8 experts, top 2) on 4 x 8 H100,
+  // dp 32. With ep 8 each expert is on 32 / 8 = 4 ranks, one per block of
+  // 8: Megatron-Core reduces the experts' gradients over that expert
+  // data-parallel group, from buffers of their own, and the dense weights'
+  // over all 32 (distributed_data_parallel.py:209-212, 378-384).
+  auto m = dtplan::test::llama3_8b();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  auto p = dtplan::test::program_of(m, dtplan::test::nodes_of("c", 4, dtplan::test::h100_sxm()), 512);
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto const sh = shape_of(p, s);
+  CHECK(sh.expert_sync.size == 4);
+  CHECK(sh.experts_sync_apart());
+  // Rank 0's block of ep is ranks 0-7; the ranks that hold its experts are
+  // 0, 8, 16 and 24, one on each node.
+  CHECK(sh.expert_sync.placement.nodes == 4);
+  CHECK(sh.expert_sync.placement.max_per_node == 1);
+  double const grad_e = grad_comm_bytes(p.model, p.training);
+  auto const st = sh.stage(0);
+  auto const on = [](time_breakdown const& t, comm_group g, collective op) {
+    double bytes = 0;
+    std::int64_t calls = 0;
+    for (auto const& e : t.comm)
+      if (e.group == g && e.op == op) bytes += e.size.value() * static_cast<double>(e.count), calls += e.count;
+    return std::pair{bytes, calls};
+  };
+  analytic_cost_model const model;
+  auto const t = model.step_time(p, s);
+  auto const dense = on(t, comm_group::dp, collective::reduce_scatter);
+  auto const experts = on(t, comm_group::expert_dp, collective::reduce_scatter);
+  CHECK(dense.first == Approx((st.params - st.expert_params) * grad_e).epsilon(1e-12));
+  CHECK(experts.first == Approx(st.expert_params * grad_e).epsilon(1e-12));
+  // Their updated weights are gathered over the same groups.
+  CHECK(on(t, comm_group::expert_dp, collective::all_gather).first == Approx(st.expert_params * 2).epsilon(1e-12));
+  auto const entry = find_comm(t, comm_group::expert_dp);
+  REQUIRE(entry);
+  CHECK(entry->ranks == 4);
+
+  // ep = dp: each expert on one rank, nothing to sum its gradients with.
+  s.ep = 32;
+  auto const alone = model.step_time(p, s);
+  CHECK(shape_of(p, s).expert_sync.size == 1);
+  CHECK_FALSE(find_comm(alone, comm_group::expert_dp));
+  auto const st32 = shape_of(p, s).stage(0);
+  CHECK(on(alone, comm_group::dp, collective::reduce_scatter).first ==
+        Approx((st32.params - st32.expert_params) * grad_e).epsilon(1e-12));
+
+  // ZeRO-3: every layer's experts gathered twice and reduce-scattered once a
+  // micro-batch over their group; the embedding and logits only with the
+  // dense weights (32 layers + 1 unit).
+  s.ep = 8, s.zero = 3;
+  auto const z3 = model.step_time(p, s);
+  auto const micro = shape_of(p, s).grad_accum;
+  CHECK(on(z3, comm_group::expert_dp, collective::reduce_scatter).second == 32 * micro);
+  CHECK(on(z3, comm_group::dp, collective::reduce_scatter).second == 33 * micro);
+  CHECK(on(z3, comm_group::expert_dp, collective::all_gather).second == 2 * 32 * micro);
+
+  // Hybrid sharding keeps the experts with the dense weights' groups.
+  s.zero = 1, s.ep = 8;
+  s.shard = shard_group{shard_group::kind::node, 0};
+  CHECK_FALSE(shape_of(p, s).experts_sync_apart());
+  CHECK_FALSE(find_comm(model.step_time(p, s), comm_group::expert_dp));
+  // A dense model has none.
+  s = strategy{};
+  s.dp = 32, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  p.model = dtplan::test::llama3_8b();
+  CHECK_FALSE(find_comm(model.step_time(p, s), comm_group::expert_dp));
+}
