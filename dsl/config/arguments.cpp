@@ -229,11 +229,10 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
                                        diagnostics& diags) {
   if (!check_text(sources, file, diags)) return std::nullopt;
   if (detail::looks_like_script(sources.file(file).text())) {
-    std::vector<document::written_file> written;
-    auto words = detail::launch_command(sources, file, open, diags, written);
-    if (!words) return std::nullopt;
-    auto doc = detail::arguments_document(*words, file, diags);
-    doc.written = std::move(written);
+    auto run = detail::launch_command(sources, file, open, diags);
+    if (!run) return std::nullopt;
+    auto doc = detail::arguments_document(run->words, file, diags);
+    doc.written = std::move(run->written);
     return doc;
   }
   auto words = splitter(sources, file, diags).run();

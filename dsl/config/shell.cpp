@@ -1171,18 +1171,15 @@ bool detail::looks_like_script(std::string_view text) {
   return assigns && text.find('$') != std::string_view::npos;
 }
 
-std::optional<std::vector<detail::arg_word>> detail::launch_command(source_manager const& sources,
-                                                                    std::uint32_t file, open_sourced const& open,
-                                                                    diagnostics& diags,
-                                                                    std::vector<document::written_file>& written) {
+std::optional<detail::launch> detail::launch_command(source_manager const& sources, std::uint32_t file,
+                                                     open_sourced const& open, diagnostics& diags) {
   shell sh(sources, open, diags);
   sh.capture_launch();
   sh.doc.file = file;
   auto const& name = sources.file(file).name();
   auto const slash = name.rfind('/');
   if (!sh.read(file, slash == std::string::npos ? name : name.substr(slash + 1))) return std::nullopt;
-  written = std::move(sh.written_);
-  if (sh.launched()) return *sh.launched();
+  if (sh.launched()) return launch{*sh.launched(), std::move(sh.written_)};
   if (auto const& at = sh.undecided_launch()) {
     diags.error(*at, "the command that starts the Python script runs in a branch dtplan cannot decide: write its "
                      "arguments, or the test as '[[ A == B ]]' on variables the script sets");

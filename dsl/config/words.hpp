@@ -44,13 +44,17 @@ document arguments_document(std::vector<arg_word> const& words, std::uint32_t fi
 /// variable assigned at a line's start and a `$` expansion somewhere.
 bool looks_like_script(std::string_view text);
 
-/// Runs a launch script (the shell subset of read_shell, with arrays) and
-/// returns the words of the first command it runs that starts a Python
-/// script, expanded as bash would expand them; an error, and nullopt, when
-/// no such command runs.
-/// The files its here-documents write go to `written`.
-std::optional<std::vector<arg_word>> launch_command(source_manager const& sources, std::uint32_t file,
-                                                    open_sourced const& open, diagnostics& diags,
-                                                    std::vector<document::written_file>& written);
+/// What a launch script runs: the words of the first command that starts a
+/// Python script, expanded as bash would expand them, and the files its
+/// here-documents write on the way.
+struct launch {
+  std::vector<arg_word> words;
+  std::vector<document::written_file> written;
+};
+
+/// Runs a launch script (the shell subset of read_shell, with arrays) up to
+/// its Python command; an error, and nullopt, when no such command runs.
+std::optional<launch> launch_command(source_manager const& sources, std::uint32_t file, open_sourced const& open,
+                                     diagnostics& diags);
 
 }  // namespace dtplan::dsl::config::detail
