@@ -116,6 +116,15 @@ void import_torchtitan(job_reader& job, context const& ctx) {
       t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's {} '{}' has another shape",
                                              ctx.prior->model.name, dsl::escaped(*name.first),
                                              dsl::escaped(*flavor.first)));
+  } else if (ctx.prior && (name.second || flavor.second) && *flavor.first != ctx.prior->model.name) {
+    // A model the job names that dtplan cannot compare (llama4, qwen3,
+    // deepseek_v3, ...): the user must know which of the two is costed. A
+    // flavor named after the file's model is the one --emit registers.
+    t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's model '{}' flavor '{}' is "
+                                           "not in dtplan's catalog (llama3 '8B', '70B' and '405B' are), so its "
+                                           "shape is not compared",
+                                           ctx.prior->model.name, dsl::escaped(*name.first),
+                                           dsl::escaped(*flavor.first)));
   }
   bool fp8 = false;
   span fp8_at = origin;

@@ -187,6 +187,17 @@ expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 3, shard all, checkpoint full, micro_batch 1"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml" --set torchtitan.checkpoint=none --quiet
 expect_contains "$TMP/out" "torchtitan: valid"
+# A model the job names: compared with the file's when dtplan knows it,
+# else the warning says which of the two is costed (torchtitan v0.2.0's
+# llama4 and qwen3 configurations name theirs).
+printf '%s\n' '[model]' 'name = "qwen3"' 'flavor = "32B"' >"$TMP/named.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
+expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's model 'qwen3' flavor '32B' is not in dtplan's catalog (llama3 '8B', '70B' and '405B' are), so its shape is not compared"
+printf '%s\n' '[model]' 'name = "llama3"' 'flavor = "70B"' >"$TMP/named.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
+expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's llama3 '70B' has another shape"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml"
+expect_lacks "$TMP/err" "is costed"
 printf '%s\n' '[parallelism]' 'tensor_parallel_degree = 3' >"$TMP/bad.toml"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/bad.toml" --quiet
 expect_contains "$TMP/err" "$TMP/bad.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = 3"
