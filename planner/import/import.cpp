@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -264,6 +265,36 @@ void read_launcher(dsl::config::document const& doc, context const& ctx, std::st
   }
 }
 
+// The Python script an argument list starts, by its file name: dtplan
+// costs the decoder-only transformer of Megatron-LM's pretrain_gpt.py (and
+// Megatron-DeepSpeed's). Megatron-LM's other pretrain_*.py (core_v0.13.0's
+// top directory) train encoders, encoder-decoders, Mamba hybrids, retrieval,
+// vision and multimodal models: an error; any other name a warning that the
+// arguments are read as pretrain_gpt.py's. False after an error.
+bool read_script(dsl::config::document const& doc, std::string_view called, dsl::diagnostics& diags) {
+  static constexpr std::array<std::string_view, 9> others{
+      "pretrain_bert.py",           "pretrain_t5.py",           "pretrain_mamba.py",
+      "pretrain_retro.py",          "pretrain_ict.py",          "pretrain_vision_classify.py",
+      "pretrain_vision_dino.py",    "pretrain_vision_inpaint.py", "pretrain_vlm.py"};
+  for (auto const& w : doc.words) {
+    if (w.unexpanded || !w.text.ends_with(".py")) continue;
+    auto const slash = w.text.rfind('/');
+    auto const base = std::string_view(w.text).substr(slash == std::string::npos ? 0 : slash + 1);
+    if (base == "pretrain_gpt.py") return true;
+    if (std::find(others.begin(), others.end(), base) != others.end()) {
+      diags.error(w.where, fmt::format("'{}' trains another kind of model than dtplan costs: dtplan reads the jobs of "
+                                       "{}'s pretrain_gpt.py, decoder-only transformers",
+                                       dsl::escaped(base), called));
+      return false;
+    }
+    diags.warning(w.where, fmt::format("'{}' is not {}'s pretrain_gpt.py: its arguments are read as that script's, "
+                                       "a decoder-only transformer's",
+                                       dsl::escaped(base), called));
+    return true;
+  }
+  return true;
+}
+
 bool has_block(dsl::ast::file const& f, std::string_view kind) {
   return std::any_of(f.blocks.begin(), f.blocks.end(), [&](dsl::ast::block const& b) { return b.kind.name == kind; });
 }
@@ -325,6 +356,10 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
                       : job.format == job_format::nemo     ? "NeMo"
                       : arguments                          ? "Megatron-DeepSpeed"
                                                            : "DeepSpeed";
+
+  if (arguments && (job.format == job_format::megatron || job.format == job_format::deepspeed) &&
+      !read_script(*doc, called, diags))
+    return std::nullopt;
 
   auto pass = [&](program const* prior, dsl::diagnostics& out) -> std::optional<program> {
     translation t;

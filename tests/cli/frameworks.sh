@@ -187,6 +187,20 @@ expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 3, shard all, checkpoint full, micro_batch 1"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml" --set torchtitan.checkpoint=none --quiet
 expect_contains "$TMP/out" "torchtitan: valid"
+# The script a Megatron-LM job starts: Megatron-LM's other pretrain_*.py
+# train models dtplan does not cost (core_v0.13.0 examples/bert/
+# train_bert_340m_distributed.sh, examples/mamba/train.sh); another name is
+# read as pretrain_gpt.py's arguments, with a warning.
+printf '%s\n' 'torchrun --nproc_per_node 8 ../../pretrain_mamba.py --num-layers 2 --micro-batch-size 1' >"$TMP/mamba.sh"
+expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/mamba.sh"
+expect_contains "$TMP/err" "mamba.sh:1:29: error: 'pretrain_mamba.py' trains another kind of model than dtplan costs: dtplan reads the jobs of Megatron-LM's pretrain_gpt.py, decoder-only transformers"
+printf '%s\n' 'torchrun my_train.py --micro-batch-size 1 --global-batch-size 16 --use-distributed-optimizer --tensor-model-parallel-size 2' >"$TMP/mine.sh"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/mine.sh"
+expect_contains "$TMP/err" "mine.sh:1:10: warning: 'my_train.py' is not Megatron-LM's pretrain_gpt.py: its arguments are read as that script's, a decoder-only transformer's"
+printf '%s\n' 'torchrun pretrain_bert.py --micro-batch-size 1' >"$TMP/bert.sh"
+expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/bert.sh"
+expect_contains "$TMP/err" "bert.sh:1:10: error: 'pretrain_bert.py' trains another kind of model than dtplan costs: dtplan reads the jobs of Megatron-DeepSpeed's pretrain_gpt.py, decoder-only transformers"
+
 # A model the job names: compared with the file's when dtplan knows it,
 # else the warning says which of the two is costed (torchtitan v0.2.0's
 # llama4 and qwen3 configurations name theirs).
