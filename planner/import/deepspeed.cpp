@@ -66,10 +66,27 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   }
   precision prec = c.prec.value_or(precision::fp32);
   span prec_at = c.prec ? c.prec_where : origin;
+  // Hugging Face's Trainer writes its own arguments over "auto" before
+  // DeepSpeed reads the file (transformers src/transformers/integrations/
+  // deepspeed.py at 0234833, HfTrainerDeepSpeedConfig.trainer_config_process
+  // and trainer_config_finalize); dtplan does not see those arguments.
+  auto const automatic = [](entry const* e) {
+    return e && e->val && e->val->k == dsl::config::value::kind::string && e->val->text == "auto";
+  };
+  auto const trainer = [&](entry const* e, std::string_view from, std::string const& costed) {
+    t.diags.warning(e->val->where, fmt::format("'{}' is 'auto': Hugging Face's Trainer fills it in {}, which dtplan "
+                                               "does not see: {}",
+                                               e->key, from, costed));
+  };
+  entry const *auto_micro = nullptr, *auto_accumulation = nullptr, *auto_train = nullptr;
+  bool auto_precision = false, precision_from_file = false;
   if (config) {
     auto& j = *config;
-    auto read = [&](std::string_view key, std::optional<std::int64_t>& into, entry const*& at) {
-      if (auto const* e = j.find(key)) {
+    auto read = [&](std::string_view key, std::optional<std::int64_t>& into, entry const*& at,
+                    entry const*& automatic_at) {
+      if (auto const* e = j.find(key); automatic(e)) {
+        automatic_at = e;
+      } else if (e) {
         auto v = j.integer(*e);
         if (!v) return false;
         if (into && *into != *v && args)
@@ -79,12 +96,29 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       }
       return true;
     };
-    if (!read("zero_optimization.stage", zero, zero_at) || !read("train_batch_size", train, train_at) ||
-        !read("train_micro_batch_size_per_gpu", micro, micro_at) ||
-        !read("gradient_accumulation_steps", accumulation, accumulation_at))
+    entry const* auto_stage = nullptr;
+    if (!read("zero_optimization.stage", zero, zero_at, auto_stage) ||
+        !read("train_batch_size", train, train_at, auto_train) ||
+        !read("train_micro_batch_size_per_gpu", micro, micro_at, auto_micro) ||
+        !read("gradient_accumulation_steps", accumulation, accumulation_at, auto_accumulation))
       return;
+    if (auto_stage) {
+      t.diags.error(auto_stage->val->where, "'zero_optimization.stage' is 'auto', which no Trainer fills in: write "
+                                            "the stage, 0 to 3");
+      return;
+    }
+    if (auto_train)
+      trainer(auto_train, "as the world's size x the batch per GPU x the accumulation",
+              "costed as the job's other figures give it");
     auto enabled = [&](std::string_view key) -> std::optional<bool> {
       auto const* e = j.find(key);
+      if (automatic(e)) {
+        // The Trainer's --bf16 / --fp16 (default off): the file's precision.
+        auto_precision = true;
+        trainer(e, fmt::format("from its '--{}' argument", key.substr(0, key.find('.'))),
+                "costed in the .dtp file's precision");
+        return false;
+      }
       return e ? j.boolean(*e) : std::optional<bool>(false);
     };
     auto bf16 = enabled("bf16.enabled");
@@ -100,6 +134,9 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
         prec = from_config;
         prec_at = at->key_where;
       }
+    } else if (auto_precision && !c.prec) {
+      prec = ctx.prior ? ctx.prior->model.prec : precision::bf16;
+      precision_from_file = true;
     } else if (args && c.prec && *c.prec != precision::fp32) {
       t.diags.warning(origin, fmt::format("the arguments train in {} but ds_config.json enables neither 'bf16' nor "
                                           "'fp16': costed in fp32, as DeepSpeed runs it",
@@ -119,7 +156,8 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       }
     }
   }
-  set(t, "model", "precision", identifier_value(name(prec), prec_at), prec_at);
+  // "auto" leaves the file's precision (the first pass's stand-in unset).
+  if (!precision_from_file) set(t, "model", "precision", identifier_value(name(prec), prec_at), prec_at);
   std::int64_t const stage = zero.value_or(0);
   if (stage < 0 || stage > 3) {
     t.diags.error(value_at(zero_at), fmt::format("DeepSpeed's ZeRO stage is 0, 1, 2 or 3, not {}", stage));
@@ -147,6 +185,26 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       set(t, "training", "grad_comm_precision", identifier_value("bf16", key_at(zero_at)), key_at(zero_at));
   }
 
+  // The Trainer's accumulation and batch per GPU where the file says
+  // "auto" (TrainingArguments' defaults 1 and 8): the batch per GPU is the
+  // .dtp file's global batch over the data-parallel ranks where that
+  // divides (the first pass, which knows no world, takes 8).
+  if (auto_accumulation && !accumulation) {
+    accumulation = 1, accumulation_at = auto_accumulation;
+    trainer(auto_accumulation, "from its '--gradient_accumulation_steps' argument (default 1)", "costed at 1");
+  }
+  if (auto_micro && !micro) {
+    std::int64_t const acc = accumulation.value_or(1);
+    std::int64_t const batch = train ? *train : ctx.prior ? ctx.prior->training.global_batch : 0;
+    bool const divides = dp_world && *dp_world > 0 && acc > 0 && batch > 0 && batch % (acc * *dp_world) == 0;
+    micro = divides ? batch / (acc * *dp_world) : 8;
+    micro_at = auto_micro;
+    trainer(auto_micro, "from its '--per_device_train_batch_size' argument (default 8)",
+            divides ? fmt::format("costed at {}, the global batch {} over {} data-parallel ranks{}", *micro, batch,
+                                  *dp_world, acc > 1 ? fmt::format(" and {} accumulation steps", acc) : "")
+                    : std::string("costed at the Trainer's default, 8"));
+  }
+
   // dp: the batch's when ds_config.json gives all three figures, else the
   // ranks the tensor and pipeline degrees leave.
   std::optional<std::int64_t> dp;
@@ -172,6 +230,8 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   set_strategy(t, "micro_batch", integer_value(*micro, value_at(micro_at)), key_at(micro_at));
   if (train) {
     set(t, "training", "global_batch", integer_value(*train, value_at(train_at)), key_at(train_at));
+  } else if (auto_micro && !ctx.prior) {
+    // The first pass leaves the .dtp file's global batch for the second.
   } else if (micro) {
     auto const at = accumulation_at ? accumulation_at : micro_at;
     set(t, "training", "global_batch", integer_value(*micro * accumulation.value_or(1) * dp.value_or(1), value_at(at)),
@@ -197,7 +257,18 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
       auto o = overlap ? j.boolean(*overlap) : std::optional<bool>(stage == 3);  // zero/config.py:354-358
       if (!o) return;
       set(t, "training", "overlap_grad_sync", boolean_value(*o, key_at(overlap)), key_at(overlap));
-      if (auto const* bucket = j.find("zero_optimization.reduce_bucket_size")) {
+      if (auto const* bucket = j.find("zero_optimization.reduce_bucket_size"); automatic(bucket)) {
+        // The Trainer's hidden_size x hidden_size elements.
+        if (ctx.prior) {
+          double const h = static_cast<double>(ctx.prior->model.hidden);
+          t.diags.warning(bucket->val->where,
+                          fmt::format("'zero_optimization.reduce_bucket_size' is 'auto': Hugging Face's Trainer fills "
+                                      "it in as the model's hidden size squared, {} elements: costed so",
+                                      ctx.prior->model.hidden * ctx.prior->model.hidden));
+          set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);
+          set(t, "training", "ddp_bucket_size", bytes_value(h * h * grad_bytes, value_at(bucket)), bucket->key_where);
+        }
+      } else if (bucket) {
         auto n = j.integer(*bucket);
         if (!n) return;
         set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);

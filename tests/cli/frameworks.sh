@@ -201,6 +201,33 @@ printf '%s\n' 'torchrun pretrain_bert.py --micro-batch-size 1' >"$TMP/bert.sh"
 expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/bert.sh"
 expect_contains "$TMP/err" "bert.sh:1:10: error: 'pretrain_bert.py' trains another kind of model than dtplan costs: dtplan reads the jobs of Megatron-DeepSpeed's pretrain_gpt.py, decoder-only transformers"
 
+# Hugging Face's Trainer fills "auto" in a ds_config.json from its own
+# arguments (transformers integrations/deepspeed.py): dtplan says what it
+# costs instead. The batch per GPU is the .dtp file's global batch (256)
+# over the 16 data-parallel ranks; the bucket the hidden size squared.
+cat >"$TMP/hf.json" <<'JSON'
+{
+  "bf16": {"enabled": "auto"},
+  "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"},
+  "gradient_accumulation_steps": "auto",
+  "train_batch_size": "auto",
+  "train_micro_batch_size_per_gpu": "auto"
+}
+JSON
+expect_status 1 "$DTPLAN" "$plan" --from deepspeed "$TMP/hf.json"
+expect_contains "$TMP/err" "hf.json:2:23: warning: 'bf16.enabled' is 'auto': Hugging Face's Trainer fills it in from its '--bf16' argument, which dtplan does not see: costed in the .dtp file's precision"
+expect_contains "$TMP/err" "hf.json:3:59: warning: 'zero_optimization.reduce_bucket_size' is 'auto': Hugging Face's Trainer fills it in as the model's hidden size squared, 16777216 elements: costed so"
+expect_contains "$TMP/err" "hf.json:4:34: warning: 'gradient_accumulation_steps' is 'auto': Hugging Face's Trainer fills it in from its '--gradient_accumulation_steps' argument (default 1), which dtplan does not see: costed at 1"
+expect_contains "$TMP/err" "hf.json:5:23: warning: 'train_batch_size' is 'auto': Hugging Face's Trainer fills it in as the world's size x the batch per GPU x the accumulation, which dtplan does not see: costed as the job's other figures give it"
+expect_contains "$TMP/err" "hf.json:6:37: warning: 'train_micro_batch_size_per_gpu' is 'auto': Hugging Face's Trainer fills it in from its '--per_device_train_batch_size' argument (default 8), which dtplan does not see: costed at 16, the global batch 256 over 16 data-parallel ranks"
+expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 2, shard all, checkpoint none, micro_batch 16"
+expect_contains "$TMP/out" "bf16, adam"
+expect_status 0 "$DTPLAN" "$plan" --from deepspeed "$TMP/hf.json" --dump ir
+expect_contains "$TMP/out" "ddp_bucket_size   32.0 MiB (33554432 B)"
+sed 's/"stage": 2/"stage": "auto"/' "$TMP/hf.json" >"$TMP/hf_stage.json"
+expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/hf_stage.json"
+expect_contains "$TMP/err" "hf_stage.json:3:34: error: 'zero_optimization.stage' is 'auto', which no Trainer fills in: write the stage, 0 to 3"
+
 # A model the job names: compared with the file's when dtplan knows it,
 # else the warning says which of the two is costed (torchtitan v0.2.0's
 # llama4 and qwen3 configurations name theirs).
