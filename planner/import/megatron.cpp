@@ -588,6 +588,25 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
         not_modelled(t, *fe, "experts' MLP width", fmt::format("{}", *f), fmt::format("{} (--ffn-hidden-size)", width));
     }
   } else {
+    // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/
+    // moe/sharded_moe.py: capacity-bound top-k gating, :161-170; dispatch and
+    // combine as dense einsums over [tokens, experts, capacity], :612, :672;
+    // a mixture every --expert-interval-th layer, 2 unless written,
+    // Megatron-DeepSpeed 4efb479 megatron/arguments.py:614): not the
+    // all-to-all of Megatron-LM's that dtplan costs. --num-experts 1 is a
+    // dense model; more is refused rather than costed as a dense one.
+    if (auto [n, e] = integer("--num-experts"); e && !n) {
+      failed = true;
+    } else if (n && *n > 1) {
+      t.diags.error(value_at(e), fmt::format("Megatron-DeepSpeed's mixture of experts (DeepSpeed-MoE's capacity-bound "
+                                             "gating and einsum dispatch) is not modelled: dtplan costs Megatron-LM's "
+                                             "experts (--from megatron), not {} experts here as a dense model",
+                                             *n));
+      return c;
+    }
+    for (auto prefix : {"--topk", "--expert-interval", "--mlp-type", "--moe-", "--disable-moe-token-dropping",
+                        "--create-moe-param-group", "--enable-expert-tensor-parallelism"})
+      job.not_costed(prefix, "it applies only to a mixture of experts (--num-experts above 1)");
     set_strategy(t, "ep", integer_value(1, origin), origin);
   }
   auto const* sp = job.flag("--sequence-parallel");

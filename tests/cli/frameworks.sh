@@ -201,6 +201,19 @@ printf '%s\n' 'torchrun pretrain_bert.py --micro-batch-size 1' >"$TMP/bert.sh"
 expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/bert.sh"
 expect_contains "$TMP/err" "bert.sh:1:10: error: 'pretrain_bert.py' trains another kind of model than dtplan costs: dtplan reads the jobs of Megatron-DeepSpeed's pretrain_gpt.py, decoder-only transformers"
 
+# Megatron-DeepSpeed's experts are DeepSpeed-MoE's, which dtplan does not
+# cost: refused, not costed as the dense model; --num-experts 1 is dense and
+# the MoE arguments beside it apply to nothing.
+mds=tests/data/published/megatron_deepspeed_llama2
+cp "$mds/ds_config.json" "$TMP/ds_config.json"
+{ cat "$mds/args.txt"; printf -- '--num-experts 8\n--topk 2\n'; } >"$TMP/mds_moe.txt"
+n=$(($(wc -l <"$mds/args.txt") + 1))
+expect_status 2 "$DTPLAN" "$mds/cluster.dtp" --from deepspeed "$TMP/mds_moe.txt"
+expect_contains "$TMP/err" "mds_moe.txt:$n:15: error: Megatron-DeepSpeed's mixture of experts (DeepSpeed-MoE's capacity-bound gating and einsum dispatch) is not modelled: dtplan costs Megatron-LM's experts (--from megatron), not 8 experts here as a dense model"
+sed -i 's/^--num-experts 8$/--num-experts 1/' "$TMP/mds_moe.txt"
+expect_status 0 "$DTPLAN" "$mds/cluster.dtp" --from deepspeed "$TMP/mds_moe.txt"
+expect_contains "$TMP/err" "mds_moe.txt:$((n + 1)):1: warning: Megatron-DeepSpeed's '--topk' is not read: it applies only to a mixture of experts (--num-experts above 1)"
+
 # Hugging Face's Trainer fills "auto" in a ds_config.json from its own
 # arguments (transformers integrations/deepspeed.py): dtplan says what it
 # costs instead. The batch per GPU is the .dtp file's global batch (256)
