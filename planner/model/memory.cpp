@@ -317,6 +317,14 @@ class stage_memory {
           bytes(tokens_ * h_ / rep_ * double(in_flight)));
   }
 
+  /// Megatron-Core's tensor-parallel overlap runs on Transformer Engine's
+  /// userbuffers.
+  [[nodiscard]] bool userbuffers() const {
+    auto const& t = p_.training;
+    return t.tp_comm_overlap && t.framework == "megatron" && t.transformer_impl == transformer_impl_kind::transformer_engine;
+  }
+  /// Bytes of a 16-bit element, 4 in an fp32 model.
+  [[nodiscard]] double comm16() const { return m_.prec == precision::fp32 ? 4.0 : 2.0; }
   [[nodiscard]] bool zero3() const { return s_.zero == 3 && sh_.shard_ranks() > 1; }
   [[nodiscard]] double gathered_layer() const {
     return zero3() && !sh_.stage_kept_gathered() ? sh_.layer_params * bpp_.weights : 0.0;
@@ -367,7 +375,26 @@ class stage_memory {
       add(b_.buffers, "FSDP with pipelining: the stage's unsharded gradients, accumulated over the micro-batches",
           bytes(layer_params * bpp_.gradients));
     }
-    if (s_.tp > 1) add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
+    if (s_.tp > 1 && userbuffers()) {
+      // Transformer Engine's userbuffers (Megatron-Core's --tp-comm-overlap):
+      // one buffer of the layer input's global [s.b / cp, h] for each of ten
+      // overlapped GEMMs, registered for the run. With TE v2.5's defaults
+      // (pytorch/module/base.py:109-400, initialize_ub; Megatron-Core
+      // core_v0.13.0 training/initialize.py:238-290 passes that shape) the
+      // four ring-exchange all-gathers and the two bulk all-gathers hold fp8
+      // in an fp8 run (1 B) and the pipelined and bulk reduce-scatters 16-bit
+      // (common/comm_gemm_overlap/comm_gemm_overlap.cpp:254-276, 591-625).
+      // TE gathers into them: no all-gather buffer of its own.
+      double const narrow = m_.prec == precision::fp8 || m_.prec == precision::fp4 ? 1.0 : comm16();
+      double const per_element = 6 * narrow + 4 * comm16();
+      add(b_.buffers, [&] {
+        return fmt::format("Transformer Engine's userbuffers (tp_comm_overlap: 6 all-gather x {} B + 4 reduce-scatter "
+                           "x {} B, each s.b.h)",
+                           narrow, comm16());
+      }, bytes(per_element * tokens_ * h_));
+    } else if (s_.tp > 1) {
+      add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
+    }
     if (s_.pp > 1) pipeline_buffers();
   }
 

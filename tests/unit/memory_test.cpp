@@ -556,3 +556,31 @@ TEST_CASE("experts' optimizer state is sharded over the ranks that hold the same
   s.ep = 1;
   CHECK(shape_of(p, s).expert_shard_ranks() == 32);
 }
+
+TEST_CASE("Megatron-Core's tensor-parallel overlap holds Transformer Engine's ten userbuffers", "[memory][golden]") {
+  // GPT-3 175B at tp 4, seq 2048, one sequence a micro-batch (MLPerf's
+  // shape). TE v2.5's initialize_ub registers a [2048, 12288] buffer for
+  // each of ten GEMMs: in fp8 the six all-gathers' at 1 B, the four
+  // reduce-scatters' at 2 B: 14 x 2048 x 12288 = 352,321,536 B.
+  auto m = test::decoder("gpt3_175b", 96, 12288, 96, 96, 49152, planner::mlp_kind::gelu, 50257, 2048);
+  m.prec = precision::fp8;
+  auto p = test::program_of(m, test::nodes_of("c", 64, test::h100_sxm()), 512);
+  p.training.framework = "megatron";
+  p.training.tp_comm_overlap = true;
+  strategy s;
+  s.dp = 16, s.tp = 4, s.pp = 8, s.zero = 1, s.sequence_parallel = true, s.micro_batch = 1;
+  auto const ub = "Transformer Engine's userbuffers (tp_comm_overlap: 6 all-gather x 1 B + 4 reduce-scatter x 2 B, each "
+                  "s.b.h)";
+  CHECK(term(estimate_memory(p, s), ub) == 352321536.0);
+  CHECK(term(estimate_memory(p, s), "tensor-parallel all-gather buffer") == -1.0);
+  // In bf16 all ten at 2 B.
+  p.model.prec = precision::bf16;
+  CHECK(term(estimate_memory(p, s), "Transformer Engine's userbuffers (tp_comm_overlap: 6 all-gather x 2 B + 4 "
+                                    "reduce-scatter x 2 B, each s.b.h)") == 20.0 * 2048 * 12288);
+  // Without the overlap, or outside Megatron-Core, one all-gather buffer.
+  p.training.tp_comm_overlap = false;
+  CHECK(term(estimate_memory(p, s), "tensor-parallel all-gather buffer (s.b.h)") == 2.0 * 2048 * 12288);
+  p.training.tp_comm_overlap = true;
+  p.training.framework = "torchtitan";
+  CHECK(term(estimate_memory(p, s), "Transformer Engine's userbuffers") == -1.0);
+}
