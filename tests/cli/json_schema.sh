@@ -38,7 +38,21 @@ for plan in doc["plans"]:
     shape, s = plan["shape"], plan["strategy"]
     assert shape["expert_shard_ranks"] == max(1, shape["shard_ranks"] // s["ep"]), (shape, s)
     assert 0 < shape["layer_expert_params_per_gpu"] < shape["layer_params_per_gpu"], shape
+    # No published run of a mixture is behind the expected error: it says so.
+    if plan["time"] is not None:
+        assert plan["time"]["unmeasured"] == ["mixture of experts"], plan["time"]["unmeasured"]
+    # The experts' gradients sum over dp x cp / ep ranks.
+    sync = shape["groups"]["sync"]["ranks"]
+    assert shape["groups"]["expert_sync"]["ranks"] == sync // s["ep"], (shape["groups"], s)
 PY2
+python3 - "$TMP/7b_2node.json" <<'PY3' || fail "a dense plan's time names nothing unmeasured"
+import json, sys
+for plan in json.load(open(sys.argv[1]))["plans"]:
+    assert plan["time"] is None or plan["time"]["unmeasured"] == [], plan["time"]
+PY3
+checks=$((checks + 1))
+expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --strategy example
+expect_contains "$TMP/out" "    not measured                 mixture of experts: no published run behind that figure has one, so its terms are unchecked"
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
