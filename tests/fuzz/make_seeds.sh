@@ -46,6 +46,15 @@ for d in $(find tests/data/published tests/golden/jobs -name ds_config.json -exe
   job_seed 2 "$d/ds_config.json"
   if [ -f "$d/args.txt" ]; then job_seed 2 "$d/args.txt" "$d/ds_config.json"; fi
 done
+# A ds_config.json written for Hugging Face's Trainer: "auto" where the
+# Trainer fills in its own arguments.
+n=$((n + 1))
+{ printf '\002'; cat <<'JSON'; } >"$job_seeds/job$n"
+{"bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+ "zero_optimization": {"stage": 3, "overlap_comm": true, "reduce_bucket_size": "auto",
+  "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto"},
+ "gradient_accumulation_steps": "auto", "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto"}
+JSON
 # Megatron-DeepSpeed's launch script, whose here-document writes its ds_config.json.
 for f in $(find tests/data/published -path '*megatron_deepspeed*' -name '*.sh' | sort); do job_seed 2 "$f"; done
 for f in tests/data/published/mlperf_nemo_gpt3/config_DGXH100_*.sh; do
