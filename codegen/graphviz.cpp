@@ -30,6 +30,8 @@ constexpr edge_style shard_style{"shard", "color=\"#e07b00\", style=dotted, penw
                                  "ZeRO shard group (hybrid)"};
 constexpr edge_style replicate_style{"replicate", "color=\"#2e8b57\", style=dashed, dir=none, constraint=false",
                                      "replicas across shard groups (dp)"};
+constexpr edge_style ep_style{"ep", "color=\"#8c6d1f\", penwidth=1.6, style=dotted, dir=none, constraint=false",
+                              "expert parallel (ep): tokens to their experts, all-to-all"};
 constexpr edge_style pp_style{"pp", "color=\"#c0392b\", penwidth=2.0, arrowsize=0.7", "pipeline (pp), stage to next stage"};
 
 std::string esc(std::string_view s) {
@@ -73,7 +75,20 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   if (stage == s.pp - 1) out.push_back("output layer, loss");
   if (s.tp > 1) out.push_back(fmt::format("1/{} of each weight matrix", s.tp));
   if (s.cp > 1) out.push_back(fmt::format("1/{} of each sequence", s.cp));
+  if (c.p.model.experts > 1 && s.ep > 1) {
+    // Its place in its block of ep holds that slice of every layer's
+    // experts (rank_layout::expert_group_of).
+    auto const block = c.l.expert_group_of(r, s.ep);
+    auto const at = std::find(block.begin(), block.end(), r) - block.begin();
+    auto const per = c.p.model.experts / s.ep;
+    out.push_back(fmt::format("experts {} of {} in each layer", range(at * per, at * per + per - 1), c.p.model.experts));
+  }
   auto of = c.hybrid ? fmt::format(" (shard group of {})", c.shard) : std::string();
+  // The experts' sharded state splits over the ranks that hold them.
+  if (s.zero >= 1 && c.p.model.experts > 1 && s.ep > 1 && c.sh.expert_shard_ranks() != c.shard) {
+    auto const e = c.sh.expert_shard_ranks();
+    of += e == 1 ? std::string("; its experts' whole") : fmt::format("; its experts' 1/{}", e);
+  }
   if (s.zero >= 1 && c.shard == 1 && c.sh.sync.active())
     out.push_back("whole weights, gradients, optimizer state (shard group of 1: shards nothing)");
   else if (s.zero >= 3) out.push_back(fmt::format("1/{} of weights, gradients, optimizer state{}", c.shard, of));
@@ -105,6 +120,9 @@ void chain(std::string& o, std::vector<std::int64_t> const& g, edge_style const&
       o += fmt::format("  r{} -> r{} [{}];\n", g[i], g[i + 1], st.attrs);
 }
 
+// A mixture split over ep > 1 ranks: its expert groups are drawn.
+bool experts(context const& c) { return c.p.model.experts > 1 && c.pl.s.ep > 1; }
+
 // Edges of every group among the drawn ranks, each group once (from its
 // first member), in a fixed order.
 void group_edges(std::string& o, context const& c, std::set<std::int64_t> const& drawn) {
@@ -121,6 +139,7 @@ void group_edges(std::string& o, context const& c, std::set<std::int64_t> const&
       chain(o, c.l.group_of(axis::dp, r), dp_style, drawn);
     }
     if (s.pp > 1 && c.l.group_of(axis::pp, r).front() == r) chain(o, c.l.group_of(axis::pp, r), pp_style, drawn);
+    if (experts(c) && c.l.expert_group_of(r, s.ep).front() == r) chain(o, c.l.expert_group_of(r, s.ep), ep_style, drawn);
   }
 }
 
@@ -136,6 +155,7 @@ std::vector<edge_style> styles_used(context const& c) {
     out.push_back(dp_style);
   }
   if (s.pp > 1) out.push_back(pp_style);
+  if (experts(c)) out.push_back(ep_style);
   return out;
 }
 
@@ -146,6 +166,9 @@ void legend(std::string& o, context const& c, bool condensed) {
                                  s.cp, s.dp, s.pp);
   text += fmt::format("rank order {} (innermost first), zero {}, shard {}\\l", planner::to_string(s.order), s.zero,
                       esc(planner::to_string(s.shard)));
+  if (experts(c))
+    text += fmt::format("{} experts a layer over ep {} of the dp x cp ranks, {} on each\\l", c.p.model.experts, s.ep,
+                        c.p.model.experts / s.ep);
   text += fmt::format("memory: predicted per GPU; weights {}, gradients {}, optimizer {},\\l", planner::to_string(c.pl.memory.weights),
                       planner::to_string(c.pl.memory.gradients), planner::to_string(c.pl.memory.optimizer));
   text += fmt::format("activations {}, buffers {}\\l", planner::to_string(c.pl.memory.activations),
@@ -297,6 +320,7 @@ std::string condensed(context const& c) {
   }
   reach(c.l.group_of(axis::tp, 0), tp_style);
   reach(c.l.group_of(axis::cp, 0), cp_style);
+  if (experts(c)) reach(c.l.expert_group_of(0, c.pl.s.ep), ep_style);
   // The pipeline as a chain from rank 0 through the boxes of its next stages.
   std::string prev = "r0";
   for (auto r : c.l.group_of(axis::pp, 0)) {

@@ -201,6 +201,27 @@ TEST_CASE("the diagram of a hybrid-sharded plan shows shard groups") {
   CHECK(contains(dot, "ZeRO shard group (hybrid)"));
 }
 
+TEST_CASE("the diagram of a mixture shows each GPU's experts and the expert groups") {
+  // 8 experts over ep 4 of the 16 data-parallel ranks: blocks of four
+  // consecutive ranks, two experts each; ZeRO-1 splits the dense state over
+  // 16 ranks and each expert's over the 16 / 4 that hold it.
+  auto f = fx::dp16_zero1();
+  f.program.model.experts = 8;
+  f.program.model.experts_per_token = 2;
+  f.plan.s.ep = 4;
+  auto dot = codegen::sharding_dot(f.program, f.plan);
+  CHECK(contains(dot, "r1 [label=\"rank 1\\ntp 0 cp 0 dp 1 pp 0\\nlayers 0-31 of 32\\nembedding\\noutput layer, loss\\n"
+                      "experts 2-3 of 8 in each layer\\n1/16 of optimizer state; its experts' 1/4\\n"));
+  CHECK(contains(dot, "r6 [label=\"rank 6\\ntp 0 cp 0 dp 6 pp 0\\nlayers 0-31 of 32\\nembedding\\noutput layer, loss\\n"
+                      "experts 4-5 of 8 in each layer\\n"));
+  CHECK(contains(dot, "  r2 -> r3 [color=\"#8c6d1f\""));
+  CHECK_FALSE(contains(dot, "  r3 -> r4 [color=\"#8c6d1f\""));  // the next block
+  CHECK(contains(dot, "8 experts a layer over ep 4 of the dp x cp ranks, 2 on each"));
+  CHECK(contains(dot, "expert parallel (ep): tokens to their experts, all-to-all"));
+  // A dense plan draws none of it.
+  CHECK_FALSE(contains(codegen::sharding_dot(fx::dp16_zero1().program, fx::dp16_zero1().plan), "expert"));
+}
+
 TEST_CASE("the diagram of a large cluster is condensed") {
   auto f = fx::large();
   auto dot = codegen::sharding_dot(f.program, f.plan);
