@@ -269,8 +269,9 @@ void read_launcher(dsl::config::document const& doc, context const& ctx, std::st
 // costs the decoder-only transformer of Megatron-LM's pretrain_gpt.py (and
 // Megatron-DeepSpeed's). Megatron-LM's other pretrain_*.py (core_v0.13.0's
 // top directory) train encoders, encoder-decoders, Mamba hybrids, retrieval,
-// vision and multimodal models: an error; any other name a warning that the
-// arguments are read as pretrain_gpt.py's. False after an error.
+// vision and multimodal models, and its text-generation servers run
+// inference: an error; any other name a warning that the arguments are
+// read as pretrain_gpt.py's. False after an error.
 bool read_script(dsl::config::document const& doc, std::string_view called, dsl::diagnostics& diags) {
   static constexpr std::array<std::string_view, 9> others{
       "pretrain_bert.py",           "pretrain_t5.py",           "pretrain_mamba.py",
@@ -281,6 +282,13 @@ bool read_script(dsl::config::document const& doc, std::string_view called, dsl:
     auto const slash = w.text.rfind('/');
     auto const base = std::string_view(w.text).substr(slash == std::string::npos ? 0 : slash + 1);
     if (base == "pretrain_gpt.py") return true;
+    // Megatron-LM's inference examples start tools/run_text_generation_server.py
+    // and the like (core_v0.13.0 examples/inference/): no training step.
+    if (base.find("text_generation") != std::string_view::npos || base.find("inference") != std::string_view::npos) {
+      diags.error(w.where, fmt::format("'{}' runs inference, not training: dtplan plans a training step",
+                                       dsl::escaped(base)));
+      return false;
+    }
     if (std::find(others.begin(), others.end(), base) != others.end()) {
       diags.error(w.where, fmt::format("'{}' trains another kind of model than dtplan costs: dtplan reads the jobs of "
                                        "{}'s pretrain_gpt.py, decoder-only transformers",
