@@ -362,7 +362,12 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   set_strategy(t, "checkpoint", identifier_value(checkpoint, value_at(mode_at)), key_at(mode_at));
 
   // Compile fuses the element-wise operators; float8's all-gather.
-  auto const compile = flag("compile.enable", false);
+  // torchtitan v0.1.0 spelled them `training.compile` (each transformer
+  // block) and `[float8]` (v0.1.0 torchtitan/config_manager.py:235,
+  // 476-494); v0.2.0 moved them to `[compile]` and `[quantize.linear.float8]`.
+  auto compile = flag("compile.enable", false);
+  if (!compile.second)
+    if (auto older = flag("training.compile", false); older.second) compile = older;
   if (!compile.first) return;
   set(t, "training", "fused_elementwise", boolean_value(*compile.first, value_at(compile.second)),
       key_at(compile.second));
@@ -376,7 +381,9 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   }
   job.not_costed("compile.backend");
   if (fp8) {
-    auto const gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
+    auto gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
+    if (!gather.second)
+      if (auto older = flag("float8.enable_fsdp_float8_all_gather", false); older.second) gather = older;
     if (!gather.first) return;
     set(t, "training", "fp8_param_gather", boolean_value(*gather.first, value_at(gather.second)),
         key_at(gather.second));
@@ -384,8 +391,13 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     // (filter_fqns = ["output"]) are how dtplan costs fp8 already.
     job.find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
     job.find("quantize.linear.float8.filter_fqns");
+    job.find("float8.precompute_float8_dynamic_scale_for_fsdp");
+    job.find("float8.filter_fqns");
   }
-  if (!fp8) job.not_costed("quantize.", "it applies only with the float8 converter in 'model.converters', which this job does not use");
+  if (!fp8)
+    for (auto prefix : {"quantize.", "float8."})
+      job.not_costed(prefix, "it applies only with the float8 converter in 'model.converters', which this job does not "
+                             "use");
 
   // What does not change a step's time or memory.
   for (auto prefix : {"job.", "profiling.", "metrics.", "optimizer.", "lr_scheduler.", "checkpoint.", "validation.",

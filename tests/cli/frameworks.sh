@@ -244,6 +244,17 @@ sed 's/"stage": 2/"stage": "auto"/' "$TMP/hf.json" >"$TMP/hf_stage.json"
 expect_status 2 "$DTPLAN" "$plan" --from deepspeed "$TMP/hf_stage.json"
 expect_contains "$TMP/err" "hf_stage.json:3:34: error: 'zero_optimization.stage' is 'auto', which no Trainer fills in: write the stage, 0 to 3"
 
+# torchtitan v0.1.0's spellings (training.compile, [float8]) read as
+# v0.2.0's [compile] and [quantize.linear.float8].
+printf '%s\n' '[model]' 'converters = ["float8"]' '[training]' 'local_batch_size = 1' 'seq_len = 4096' 'compile = true' \
+  '[parallelism]' 'data_parallel_shard_degree = 16' '[float8]' 'enable_fsdp_float8_all_gather = true' \
+  'precompute_float8_dynamic_scale_for_fsdp = true' 'filter_fqns = ["output"]' >"$TMP/v010.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/v010.toml" --dump ir
+expect_contains "$TMP/out" "  fused_elementwise true"
+expect_contains "$TMP/out" "  fp8_param_gather  true"
+expect_lacks "$TMP/err" "compile"
+expect_lacks "$TMP/err" "float8."
+
 # A model the job names: compared with the file's when dtplan knows it,
 # else the warning says which of the two is costed (torchtitan v0.2.0's
 # llama4 and qwen3 configurations name theirs).
