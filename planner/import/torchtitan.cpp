@@ -45,6 +45,29 @@ constexpr std::array<std::string_view, 2> single_stage{"1F1B", "GPipe"};
 constexpr std::array<std::string_view, 5> multi_stage{"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
                                                       "ZBVZeroBubble", "DualPipeV"};
 
+// Keys that moved. Before v0.1.0 torchtitan kept the batch and the degrees
+// in [training] and [experimental] and fp8 in [float8] (9dec370, 2025-01,
+// the code behind its docs/performance.md: torchtitan/config_manager.py:
+// 219-365, 525-560); v0.1.0 still had [float8] and training.compile
+// (config_manager.py:235, 476-494). Each of v0.2.0's names, and the older
+// one read in its place where the job writes that instead.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> older_names{{
+    {"training.local_batch_size", "training.batch_size"},
+    {"parallelism.data_parallel_replicate_degree", "training.data_parallel_replicate_degree"},
+    {"parallelism.data_parallel_shard_degree", "training.data_parallel_shard_degree"},
+    {"parallelism.tensor_parallel_degree", "training.tensor_parallel_degree"},
+    {"parallelism.enable_async_tensor_parallel", "experimental.enable_async_tensor_parallel"},
+    {"parallelism.pipeline_parallel_degree", "experimental.pipeline_parallel_degree"},
+    {"parallelism.pipeline_parallel_schedule", "experimental.pipeline_parallel_schedule"},
+    {"parallelism.context_parallel_degree", "experimental.context_parallel_degree"},
+    {"parallelism.context_parallel_rotate_method", "experimental.context_parallel_rotate_method"},
+    {"compile.enable", "training.compile"},
+    {"quantize.linear.float8.enable_fsdp_float8_all_gather", "float8.enable_fsdp_float8_all_gather"},
+    {"quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp",
+     "float8.precompute_float8_dynamic_scale_for_fsdp"},
+    {"quantize.linear.float8.filter_fqns", "float8.filter_fqns"},
+}};
+
 struct read_int {
   std::int64_t value = 0;
   entry const* at = nullptr;
@@ -58,8 +81,15 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   auto const origin = job.origin();
   auto key_at = [&](entry const* e) { return job.key_at(e); };
   auto value_at = [&](entry const* e) { return job.value_at(e); };
+  // A key by v0.2.0's name, or by the older one the job writes instead.
+  auto find = [&](std::string_view key) -> entry const* {
+    if (auto const* e = job.find(key)) return e;
+    for (auto const& [now, before] : older_names)
+      if (now == key) return job.find(before);
+    return nullptr;
+  };
   auto integer = [&](std::string_view key, std::int64_t fallback) {
-    read_int r{fallback, job.find(key)};
+    read_int r{fallback, find(key)};
     if (r.at) {
       auto v = job.integer(*r.at);
       r.ok = v.has_value();
@@ -68,12 +98,12 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     return r;
   };
   auto text = [&](std::string_view key, std::string fallback) -> std::pair<std::optional<std::string>, entry const*> {
-    auto const* e = job.find(key);
+    auto const* e = find(key);
     if (!e) return {fallback, nullptr};
     return {job.text(*e), e};
   };
   auto flag = [&](std::string_view key, bool fallback) -> std::pair<std::optional<bool>, entry const*> {
-    auto const* e = job.find(key);
+    auto const* e = find(key);
     if (!e) return {fallback, nullptr};
     return {job.boolean(*e), e};
   };
@@ -143,6 +173,20 @@ void import_torchtitan(job_reader& job, context const& ctx) {
                                                 dsl::escaped(item.text)));
       }
     }
+  }
+  // Before v0.1.0, fp8 was [float8] enable_float8_linear, not a converter.
+  if (auto const enable = flag("float8.enable_float8_linear", false); enable.second) {
+    if (!enable.first) return;
+    if (*enable.first) fp8 = true, fp8_at = enable.second->key_where;
+  }
+  // Before v0.1.0 the model named its norm; "rmsnorm" is Llama's, which
+  // the model costs (another stays a warning: not modelled).
+  if (auto const* norm = find("model.norm_type")) {
+    if (auto v = job.text(*norm); !v) return;
+    else if (*v != "rmsnorm")
+      t.diags.warning(norm->key_where, fmt::format("torchtitan's 'model.norm_type' '{}' is not modelled: costed as "
+                                                   "the model's norm",
+                                                   dsl::escaped(*v)));
   }
   job.not_costed("model.hf_assets_path");
   job.not_costed("model.tokenizer_path");
@@ -279,8 +323,31 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   auto const local = integer("training.local_batch_size", 8);
   auto const global = integer("training.global_batch_size", -1);
   auto const pp_micro = integer("parallelism.pipeline_parallel_microbatch_size", 1);
-  if (!local.ok || !global.ok || !pp_micro.ok || !positive(local)) return;
-  auto const micro = pp.value > 1 ? pp_micro : local;
+  // Before v0.1.0 the pipeline split the local batch into a number of
+  // micro-batches, its stages unless written, the stages set by split
+  // points (9dec370 config_manager.py:293-353).
+  bool const older_pipeline = pp.at && pp.at->key.starts_with("experimental.");
+  auto const old_count = integer("experimental.pipeline_parallel_microbatches", 0);
+  auto const* splits = find("experimental.pipeline_parallel_split_points");
+  std::int64_t old_stages = pp.value;
+  if (splits && splits->val && splits->val->k == dsl::config::value::kind::array)
+    old_stages = static_cast<std::int64_t>(splits->val->items.size()) + 1;
+  if (!local.ok || !global.ok || !pp_micro.ok || !old_count.ok || !positive(local)) return;
+  auto micro = pp.value > 1 ? pp_micro : local;
+  if (pp.value > 1 && older_pipeline && !pp_micro.at) {
+    std::int64_t const n = old_count.at ? old_count.value : old_stages;
+    auto const* at = old_count.at ? old_count.at : local.at;
+    if (n < 1 || local.value % n != 0) {
+      t.diags.error(value_at(at), fmt::format("torchtitan splits the batch of {} into {} micro-batches, which do not "
+                                              "divide it",
+                                              local.value, n));
+      return;
+    }
+    micro = read_int{local.value / n, at, true};
+  }
+  if (splits)
+    t.diags.warning(splits->key_where, "torchtitan's split points place the stage boundaries at named layers: dtplan "
+                                       "splits the layers evenly");
   if (!positive(micro)) return;
   set_strategy(t, "micro_batch", integer_value(micro.value, value_at(micro.at)), key_at(micro.at));
   std::int64_t virtual_stages = 1;
@@ -306,6 +373,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     }
     if (multi) {
       virtual_stages = 2;  // torchtitan's default: two stages per rank
+      if (older_pipeline && splits) virtual_stages = std::max<std::int64_t>(1, old_stages / pp.value);
       if (per_stage.at) {
         if (ctx.prior) {
           auto const stages = (ctx.prior->model.layers + first_less.value + last_less.value + per_stage.value - 1) /
@@ -365,9 +433,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // torchtitan v0.1.0 spelled them `training.compile` (each transformer
   // block) and `[float8]` (v0.1.0 torchtitan/config_manager.py:235,
   // 476-494); v0.2.0 moved them to `[compile]` and `[quantize.linear.float8]`.
-  auto compile = flag("compile.enable", false);
-  if (!compile.second)
-    if (auto older = flag("training.compile", false); older.second) compile = older;
+  auto const compile = flag("compile.enable", false);
   if (!compile.first) return;
   set(t, "training", "fused_elementwise", boolean_value(*compile.first, value_at(compile.second)),
       key_at(compile.second));
@@ -381,18 +447,14 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   }
   job.not_costed("compile.backend");
   if (fp8) {
-    auto gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
-    if (!gather.second)
-      if (auto older = flag("float8.enable_fsdp_float8_all_gather", false); older.second) gather = older;
+    auto const gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);
     if (!gather.first) return;
     set(t, "training", "fp8_param_gather", boolean_value(*gather.first, value_at(gather.second)),
         key_at(gather.second));
     // The scales' precomputation and the output layer kept in bf16
     // (filter_fqns = ["output"]) are how dtplan costs fp8 already.
-    job.find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
-    job.find("quantize.linear.float8.filter_fqns");
-    job.find("float8.precompute_float8_dynamic_scale_for_fsdp");
-    job.find("float8.filter_fqns");
+    find("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp");
+    find("quantize.linear.float8.filter_fqns");
   }
   if (!fp8)
     for (auto prefix : {"quantize.", "float8."})
@@ -402,6 +464,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // What does not change a step's time or memory.
   for (auto prefix : {"job.", "profiling.", "metrics.", "optimizer.", "lr_scheduler.", "checkpoint.", "validation.",
                       "comm.", "experimental.", "memory_estimation.", "training.dataset", "training.steps",
+                      "training.warmup_steps",
                       "training.max_norm", "training.gc_", "training.seed", "training.deterministic"})
     job.not_costed(prefix);
 }

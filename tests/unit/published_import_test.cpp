@@ -512,6 +512,48 @@ TEST_CASE("llama3_8b.toml at torchtitan's own measurement costs within the error
   CHECK(std::abs(memory_error) < 0.15);
 }
 
+TEST_CASE("torchtitan's TOMLs of January 2025 (d4c86e375) read as v0.2.0's") {
+  // The code behind torchtitan's docs/performance.md kept the batch and the
+  // degrees in [training] and [experimental] and fp8 in [float8]. Its
+  // llama3_8b.toml is v0.2.0's but for those names: it costs the same at the
+  // measurement's settings.
+  std::initializer_list<char const*> const measured{"strategy.micro_batch=2", "training.global_batch=256",
+                                                    "training.attention_backend=flash"};
+  imported before(job_format::torchtitan, "torchtitan_2025_01/grand_teton_16.dtp", "torchtitan_2025_01/llama3_8b.toml",
+                  measured);
+  imported now(job_format::torchtitan, "torchtitan_grand_teton.dtp", "torchtitan_llama3_8b.toml", measured);
+  INFO(dsl::format(before.diags, before.sources));
+  REQUIRE(before.p);
+  REQUIRE(now.p);
+  check_costed(before);
+  check_costed(now);
+  CHECK(before.p->strategies.front().fixed() == now.p->strategies.front().fixed());
+  CHECK(before.costed->time->step.value() == now.costed->time->step.value());
+  CHECK(before.costed->memory.total.value() == now.costed->memory.total.value());
+  // Nothing is left "not modelled" but the norm it names (Llama's: read).
+  for (auto const& w : before.warnings()) CHECK(w.find("not modelled") == std::string::npos);
+
+  // llama3_405b.toml: tp 8, Float8 linears with their FSDP all-gather,
+  // async TP, compiled blocks, full recomputation, two sequences a GPU.
+  imported big(job_format::torchtitan, "torchtitan_2025_01/grand_teton_64.dtp", "torchtitan_2025_01/llama3_405b.toml");
+  INFO(dsl::format(big.diags, big.sources));
+  REQUIRE(big.p);
+  auto const s = big.p->strategies.front().fixed();
+  CHECK(s.tp == 8);
+  CHECK(s.dp == 64);
+  CHECK(s.zero == 3);
+  CHECK(s.micro_batch == 2);
+  CHECK(s.checkpoint == checkpoint_mode::full);
+  CHECK(big.p->model.name == "llama3_405b");
+  CHECK(big.p->model.prec == precision::fp8);
+  CHECK(big.p->training.fp8_param_gather);
+  CHECK(big.p->training.tp_comm_overlap);
+  CHECK(big.p->training.fused_elementwise);
+  CHECK(big.p->training.global_batch == 128);
+  check_costed(big);
+  for (auto const& w : big.warnings()) CHECK(w.find("not modelled") == std::string::npos);
+}
+
 TEST_CASE("a job's bad value is reported where the job writes it") {
   dsl::source_manager sources;
   dsl::diagnostics diags;
