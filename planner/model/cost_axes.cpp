@@ -291,6 +291,9 @@ struct layer_flow {
   bool has_head = true;
 };
 
+// At most two flows: the dense weights' and a mixture's experts'.
+constexpr std::size_t max_flows = 2;
+
 // Each flow's share of `total`: all of it for one flow.
 double share(seconds part, seconds total, std::size_t flows) {
   if (flows == 1) return 1.0;
@@ -302,8 +305,8 @@ double share(seconds part, seconds total, std::size_t flows) {
 // own (`sync_per_micro`). The flows' buckets run one after another under
 // the same backward: what it does not hide is split over them by time.
 void bucketed(step_context const& x, comm_builder& out, collective op, std::span<flow const> flows) {
-  std::array<std::int64_t, 2> buckets{};
-  std::array<seconds, 2> one{};
+  std::array<std::int64_t, max_flows> buckets{};
+  std::array<seconds, max_flows> one{};
   std::int64_t all_buckets = 0;
   seconds all;
   for (std::size_t i = 0; i < flows.size(); ++i) {
@@ -332,9 +335,9 @@ void zero1(step_context const& x, comm_builder& out, std::span<flow const> flows
   auto const& t = x.sh.prog->training;
   auto const op = t.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
   bucketed(x, out, op, flows);
-  std::array<std::int64_t, 2> buckets{};
-  std::array<bytes, 2> weights_bucket{};
-  std::array<seconds, 2> ag{};
+  std::array<std::int64_t, max_flows> buckets{};
+  std::array<bytes, max_flows> weights_bucket{};
+  std::array<seconds, max_flows> ag{};
   seconds first, all;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     buckets[i] = buckets_for(flows[i].size, x.grad_bucket);
@@ -373,7 +376,7 @@ void zero2(step_context const& x, comm_builder& out, std::span<layer_flow const>
   auto const op = x.sh.prog->training.grad_reduce_scatter ? collective::reduce_scatter : collective::all_reduce;
   double const md = static_cast<double>(x.micro);
   double const layers = static_cast<double>(st.layers);
-  std::array<layer_calls, 2> rs{}, ag{};
+  std::array<layer_calls, max_flows> rs{}, ag{};
   layer_calls rs_all{}, ag_all{};
   for (std::size_t i = 0; i < flows.size(); ++i) {
     rs[i] = calls_of(flows[i], op, x.grad_e);
@@ -408,7 +411,7 @@ void zero2(step_context const& x, comm_builder& out, std::span<layer_flow const>
 void zero3(step_context const& x, comm_builder& out, std::span<layer_flow const> flows, stage_shape const& st) {
   double const md = static_cast<double>(x.micro);
   double const layers = static_cast<double>(st.layers);
-  std::array<layer_calls, 2> ag_of{}, rs_of{};
+  std::array<layer_calls, max_flows> ag_of{}, rs_of{};
   layer_calls ag_sum{}, rs_sum{};
   for (std::size_t i = 0; i < flows.size(); ++i) {
     ag_of[i] = {call(collective::all_gather, bytes(flows[i].layer * x.layer_weight_e), *flows[i].over),
@@ -442,7 +445,7 @@ void zero3(step_context const& x, comm_builder& out, std::span<layer_flow const>
   seconds const exposed_total = once ? fwd_exposed + bwd_exposed(seconds(0), seconds(0))
                                      : (fwd_exposed + bwd_exposed(ag, ag_head)) * md;
   // The exposed time splits over the entries in proportion to their traffic.
-  std::array<seconds, 2> ag_total{}, rs_total{};
+  std::array<seconds, max_flows> ag_total{}, rs_total{};
   seconds traffic;
   for (std::size_t i = 0; i < flows.size(); ++i) {
     ag_total[i] = (ag_of[i].layer * layers + ag_of[i].head) * static_cast<double>(gather_passes);
@@ -493,7 +496,7 @@ void data_parallel(step_context const& x, comm_builder& out) {
   group_shape const& over = s.zero == 0 ? sh.sync : sh.shard;
   bytes const grads(st.params * x.grad_e);
   if (s.zero <= 1) {
-    std::array<flow, 2> flows{flow{group, &over, bytes((st.params - experts) * x.grad_e)},
+    std::array<flow, max_flows> flows{flow{group, &over, bytes((st.params - experts) * x.grad_e)},
                               flow{comm_group::expert_dp, &sh.expert_sync, bytes(experts * x.grad_e)}};
     auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
     if (s.zero == 0)
@@ -502,7 +505,7 @@ void data_parallel(step_context const& x, comm_builder& out) {
       zero1(x, out, used);
   } else {
     double const head = st.params - static_cast<double>(st.layers) * sh.layer_params;
-    std::array<layer_flow, 2> flows{layer_flow{group, &over, sh.layer_params - layer_experts, head, true},
+    std::array<layer_flow, max_flows> flows{layer_flow{group, &over, sh.layer_params - layer_experts, head, true},
                                     layer_flow{comm_group::expert_dp, &sh.expert_sync, layer_experts, 0, false}};
     auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
     if (s.zero == 2)
