@@ -196,8 +196,10 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   if (auto_micro && !micro) {
     std::int64_t const acc = accumulation.value_or(1);
     std::int64_t const batch = train ? *train : ctx.prior ? ctx.prior->training.global_batch : 0;
-    bool const divides = dp_world && *dp_world > 0 && acc > 0 && batch > 0 && batch % (acc * *dp_world) == 0;
-    micro = divides ? batch / (acc * *dp_world) : 8;
+    // Divided in turn: no product of the file's figures to overflow.
+    bool const divides =
+        dp_world && *dp_world > 0 && acc > 0 && batch > 0 && batch % acc == 0 && (batch / acc) % *dp_world == 0;
+    micro = divides ? batch / acc / *dp_world : 8;
     micro_at = auto_micro;
     trainer(auto_micro, "from its '--per_device_train_batch_size' argument (default 8)",
             divides ? fmt::format("costed at {}, the global batch {} over {} data-parallel ranks{}", *micro, batch,
@@ -263,8 +265,8 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
           double const h = static_cast<double>(ctx.prior->model.hidden);
           t.diags.warning(bucket->val->where,
                           fmt::format("'zero_optimization.reduce_bucket_size' is 'auto': Hugging Face's Trainer fills "
-                                      "it in as the model's hidden size squared, {} elements: costed so",
-                                      ctx.prior->model.hidden * ctx.prior->model.hidden));
+                                      "it in as the model's hidden size squared, {:.0f} elements: costed so",
+                                      h * h));
           set(t, "training", "grad_bucket", identifier_value("fixed", bucket->key_where), bucket->key_where);
           set(t, "training", "ddp_bucket_size", bytes_value(h * h * grad_bytes, value_at(bucket)), bucket->key_where);
         }
