@@ -46,7 +46,7 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   auto const& reader = args ? *args : *config;
   auto key_at = [&](entry const* e) { return reader.key_at(e); };
   auto value_at = [&](entry const* e) { return reader.value_at(e); };
-  auto const dp_world = world(ctx) ? std::optional(*world(ctx) / (*c.tp * *c.pp * *c.cp)) : std::nullopt;
+  auto const dp_world = ranks_left(ctx, {*c.tp, *c.pp, *c.cp});
 
   // ZeRO, the batch and the precision: ds_config.json's where it has them.
   std::optional<std::int64_t> zero;
@@ -210,12 +210,13 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   // dp: the batch's when ds_config.json gives all three figures, else the
   // ranks the tensor and pipeline degrees leave.
   std::optional<std::int64_t> dp;
-  if (train && micro && accumulation && *micro > 0 && *accumulation > 0 && *train % (*micro * *accumulation) == 0)
-    dp = *train / (*micro * *accumulation);
+  auto const per_rank = micro && accumulation ? product({*micro, *accumulation}) : 0;
+  if (train && per_rank > 0 && *train % per_rank == 0)
+    dp = *train / per_rank;
   else dp = dp_world;
   // With all three written DeepSpeed asserts they multiply out on the
   // data-parallel ranks (v0.17.5 runtime/config.py:870-885, _batch_assertion).
-  if (train && micro && accumulation && dp_world && *train != *micro * *accumulation * *dp_world) {
+  if (train && micro && accumulation && dp_world && *train != product({per_rank, *dp_world})) {
     t.diags.error(value_at(accumulation_at),
                   fmt::format("DeepSpeed refuses this batch: train_batch_size {} is not train_micro_batch_size_per_gpu "
                               "{} x gradient_accumulation_steps {} x the {} data-parallel ranks",
@@ -236,8 +237,8 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
     // The first pass leaves the .dtp file's global batch for the second.
   } else if (micro) {
     auto const at = accumulation_at ? accumulation_at : micro_at;
-    set(t, "training", "global_batch", integer_value(*micro * accumulation.value_or(1) * dp.value_or(1), value_at(at)),
-        key_at(at));
+    set(t, "training", "global_batch",
+        integer_value(product({*micro, accumulation.value_or(1), dp.value_or(1)}), value_at(at)), key_at(at));
   }
 
   // What DeepSpeed does with the gradients and the shards.

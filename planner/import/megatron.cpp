@@ -784,8 +784,7 @@ void batch_and_dp(job_reader& job, context const& ctx, megatron_common const& c)
   auto const origin = job.origin();
   auto const* g = job.find("--global-batch-size");
   std::optional<std::int64_t> dp;
-  if (auto w = world(ctx); w && c.tp && c.pp && c.cp && *w % (*c.tp * *c.pp * *c.cp) == 0)
-    dp = *w / (*c.tp * *c.pp * *c.cp);
+  if (c.tp && c.pp && c.cp) dp = ranks_left(ctx, {*c.tp, *c.pp, *c.cp});
   if (dp) set_strategy(t, "dp", integer_value(*dp, origin), origin);
   if (c.global_batch) {
     set(t, "training", "global_batch", integer_value(*c.global_batch, g->val ? g->val->where : g->key_where),
@@ -851,7 +850,7 @@ void import_megatron(job_reader& job, context const& ctx) {
   if (auto const* inst = job.find("--num-distributed-optimizer-instances")) {
     auto k = job.integer(*inst);
     if (!k) return;
-    auto const dp = world(ctx) ? *world(ctx) / (*c.tp * *c.pp * *c.cp) : 0;
+    auto const dp = ranks_left(ctx, {*c.tp, *c.pp, *c.cp}).value_or(0);
     if (*k > 1 && zero == 1 && dp > 0) {
       if (dp % *k != 0) {
         t.diags.error(value_at(inst), fmt::format("{} distributed-optimizer instances do not split the {} "

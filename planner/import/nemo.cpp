@@ -162,8 +162,9 @@ void import_nemo(job_reader& job, context const& ctx) {
   {
     auto const* at = job.find("MINIBS");
     auto const gpus = *nodes * *per_node;
-    auto const ranks = degrees ? gpus / (*tp * *pp) : 1;
-    set(t, "training", "global_batch", integer_value(*minibs * ranks, value_at(at)), key_at(at));
+    auto const model = degrees ? product({*tp, *pp}) : 1;
+    auto const ranks = model > 0 ? gpus / model : 1;
+    set(t, "training", "global_batch", integer_value(product({*minibs, ranks}), value_at(at)), key_at(at));
     if (auto w = world(ctx); w && *w != gpus) {
       auto const* n = job.find("DGXNNODES");
       t.diags.error(value_at(n), fmt::format("the job runs on DGXNNODES x DGXNGPU = {} x {} = {} GPUs; cluster '{}' "
@@ -171,8 +172,8 @@ void import_nemo(job_reader& job, context const& ctx) {
                                              *nodes, *per_node, gpus, ctx.prior->cluster.name, *w));
       return;
     }
-    if (auto w = world(ctx); w && degrees && *w % (*tp * *pp * *cp) == 0)
-      set_strategy(t, "dp", integer_value(*w / (*tp * *pp * *cp), origin), origin);
+    if (auto dp = degrees ? ranks_left(ctx, {*tp, *pp, *cp}) : std::nullopt)
+      set_strategy(t, "dp", integer_value(*dp, origin), origin);
   }
   set_strategy(t, "order", string_value(boolean("TP_PP_DP_MAPPING", false) ? "tp-cp-pp-dp" : "tp-cp-dp-pp",
                                         key_at(job.find("TP_PP_DP_MAPPING"))),

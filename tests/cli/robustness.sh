@@ -82,6 +82,20 @@ expect_status 1 "$DTPLAN" "$TMP/one.dtp" --format json
 grep -A1 '"micro_batch": 3,' "$TMP/out" >"$TMP/u.json"
 expect_contains "$TMP/u.json" '"grad_accum": 0,'
 
+# Degrees and batches whose product passes 2^63 (or wraps to 0) are an
+# error, not a division by zero: each importer multiplies a job's figures.
+printf '{"train_batch_size": 4611686018427387904, "train_micro_batch_size_per_gpu": 4611686018427387904, "gradient_accumulation_steps": 4}\n' \
+  >"$TMP/wrap.json"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from deepspeed "$TMP/wrap.json"
+expect_contains "$TMP/err" "wrap.json:1:2: error: global_batch = 4611686018427387904 sequences of 4096 tokens: more tokens per step than fit in 64 bits"
+printf '[parallelism]\ntensor_parallel_degree = 4294967296\npipeline_parallel_degree = 4294967296\n' >"$TMP/wrap.toml"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from torchtitan "$TMP/wrap.toml"
+expect_contains "$TMP/err" "wrap.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = more than 2^63"
+printf -- '--tensor-model-parallel-size 4294967296\n--pipeline-model-parallel-size 4294967296\n--micro-batch-size 1\n--global-batch-size 16\n' \
+  >"$TMP/wrap.args"
+expect_status 1 "$DTPLAN" plans/7b_2node.dtp --from deepspeed "$TMP/wrap.args"
+expect_contains "$TMP/err" "wrap.args:1:1: error: tp = 4294967296 exceeds the 16 GPUs of cluster 'two_nodes'"
+
 # An error a --set override causes points at the override, not at the
 # file's key it conflicts with (issue 16).
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set model.hidden=4097
