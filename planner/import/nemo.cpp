@@ -161,7 +161,7 @@ void import_nemo(job_reader& job, context const& ctx) {
   // (custom.yaml:45).
   {
     auto const* at = job.find("MINIBS");
-    auto const gpus = *nodes * *per_node;
+    auto const gpus = product({*nodes, *per_node});
     auto const model = degrees ? product({*tp, *pp}) : 1;
     auto const ranks = model > 0 ? gpus / model : 1;
     set(t, "training", "global_batch", integer_value(product({*minibs, ranks}), value_at(at)), key_at(at));

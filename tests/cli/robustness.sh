@@ -95,6 +95,10 @@ printf -- '--tensor-model-parallel-size 4294967296\n--pipeline-model-parallel-si
   >"$TMP/wrap.args"
 expect_status 1 "$DTPLAN" plans/7b_2node.dtp --from deepspeed "$TMP/wrap.args"
 expect_contains "$TMP/err" "wrap.args:1:1: error: tp = 4294967296 exceeds the 16 GPUs of cluster 'two_nodes'"
+printf -- '--pipeline-model-parallel-size 4294967296\n--num-layers-per-virtual-pipeline-stage 4294967296\n--num-layers 32\n--micro-batch-size 1\n--global-batch-size 16\n' \
+  >"$TMP/wrap_vp.args"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from megatron "$TMP/wrap_vp.args"
+expect_contains "$TMP/err" "wrap_vp.args:1:32: error: Megatron-LM splits the layers evenly over the pipeline's ranks: 32 layers do not divide over 4294967296"
 
 # An error a --set override causes points at the override, not at the
 # file's key it conflicts with (issue 16).
