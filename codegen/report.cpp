@@ -91,11 +91,6 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
   w.end_object();
 }
 
-// The cross-validated error of the time model for this GPU and framework
-// (planner/model/expected_error.hpp), or null when no published run
-// measures the pair; then, where the framework has held-out runs on another
-// GPU of the same generation, those figures as `related_expected_error`
-// with the GPU they were measured on (null otherwise).
 // What the plan runs that no published run behind the expected error ran:
 // the model's terms for it are physics and source, never checked against
 // a measured step.
@@ -105,6 +100,12 @@ std::vector<std::string> unmeasured(program const& p) {
   return out;
 }
 
+// The cross-validated error of the time model for this GPU and framework
+// (planner/model/expected_error.hpp), or null when no published run
+// measures the pair; then, where the framework has held-out runs on another
+// GPU of the same generation, those figures as `related_expected_error`
+// with the GPU they were measured on (null otherwise); then what the plan
+// runs that those runs did not (`unmeasured`).
 void write_expected_error(json_writer& w, program const& p) {
   auto figures = [&](expected_error const& e, bool named) {
     w.begin_object();

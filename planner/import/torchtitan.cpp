@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "planner/import/translate.hpp"
 #include "planner/lower/lower.hpp"
