@@ -275,7 +275,10 @@ void read_launcher(dsl::config::document const& doc, context const& ctx, std::st
     if (!read || n != want)
       diags.warning(e.val->where, fmt::format("the launcher starts {} {}; cluster '{}' has {}: the {} job is costed on "
                                               "the cluster",
-                                              text, per_node ? "processes per node" : "nodes", c.name, want, called));
+                                              text,
+                                              per_node ? (n == 1 ? "process per node" : "processes per node")
+                                                       : (n == 1 ? "node" : "nodes"),
+                                              c.name, want, called));
   }
 }
 

@@ -34,7 +34,10 @@ constexpr std::string_view not_costed_arguments[] = {
     "--no-load-optim", "--no-load-rng", "--ckpt-format", "--exit-duration-in-mins", "--distributed-timeout-minutes",
     "--mock-data", "--data-cache-path", "--num-workers", "--no-mmap-bin-files", "--tiktoken-pattern",
     "--no-create-attention-mask-in-dataloader", "--decoupled-lr", "--decoupled-min-lr", "--calculate-per-token-loss",
-    "--rotary-base", "--profile", "--profile-step-start", "--profile-step-end"};
+    "--rotary-base", "--profile", "--profile-step-start", "--profile-step-end",
+    // LayerNorm's weight kept as 1 + gamma: the same kernels. Delayed fp8
+    // scaling's history of amaxes, a few kilobytes a tensor.
+    "--apply-layernorm-1p", "--fp8-amax-history-len", "--fp8-amax-compute-algo"};
 
 // A value of Megatron-LM's `what` dtplan does not model, at its key.
 void not_modelled(translation& t, entry const& e, std::string_view what, std::string_view value,
@@ -419,6 +422,20 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   bool const swiglu = job.flag("--swiglu") != nullptr;
   auto const* untie = job.flag("--untie-embeddings-and-output-weights");
   auto const* swiglu_at = job.flag("--swiglu");
+  // Linear layers without biases are what dtplan counts for a SwiGLU model;
+  // a GELU model is counted with GPT's biases (params.cpp), a few vectors
+  // of the hidden size a layer.
+  bool const gated = describes ? swiglu : ctx.prior && ctx.prior->model.mlp == mlp_kind::swiglu;
+  if (auto const* plain = job.flag("--disable-bias-linear"); plain && !gated)
+    t.diags.warning(plain->key_where, "Megatron-LM's '--disable-bias-linear' with a GELU MLP is not modelled: costed "
+                                      "with GPT's biases, a few vectors of the hidden size a layer");
+  // Rotary embedding over the whole head (1.0) is what dtplan costs.
+  if (auto const* rotary = job.find("--rotary-percent")) {
+    if (auto v = job.real(*rotary); !v)
+      failed = true;
+    else if (*v != 1.0)
+      not_modelled(t, *rotary, "rotary share of each head", fmt::format("{}", *v), "1.0");
+  }
   if (describes) {
     set(t, "model", "mlp", identifier_value(swiglu ? "swiglu" : "gelu", key_at(swiglu_at)), key_at(swiglu_at));
     set(t, "model", "tied_embeddings", boolean_value(untie == nullptr, key_at(untie)), key_at(untie));

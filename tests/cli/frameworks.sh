@@ -255,6 +255,20 @@ expect_contains "$TMP/out" "  fp8_param_gather  true"
 expect_lacks "$TMP/err" "compile"
 expect_lacks "$TMP/err" "float8."
 
+# Megatron-LM's shape arguments that match what dtplan costs are read
+# silently (bias-free linears with SwiGLU, rotary over the whole head);
+# the others say what is costed instead.
+printf -- '--num-layers 2\n--hidden-size 4096\n--num-attention-heads 32\n--seq-length 4096\n--micro-batch-size 1\n--global-batch-size 16\n--disable-bias-linear\n--rotary-percent 0.5\n--apply-layernorm-1p\n' \
+  >"$TMP/shape.args"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/shape.args"
+expect_contains "$TMP/err" "shape.args:7:1: warning: Megatron-LM's '--disable-bias-linear' with a GELU MLP is not modelled: costed with GPT's biases, a few vectors of the hidden size a layer"
+expect_contains "$TMP/err" "shape.args:8:1: warning: Megatron-LM's rotary share of each head '0.5' is not modelled: costed as '1.0'"
+expect_contains "$TMP/err" "shape.args:9:1: warning: Megatron-LM's '--apply-layernorm-1p' is not read: it does not change a step's time or memory"
+printf -- '--swiglu\n--rotary-percent 1.0\n' >>"$TMP/shape.args"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/shape.args"
+expect_lacks "$TMP/err" "disable-bias-linear"
+expect_lacks "$TMP/err" "rotary share"
+
 # A model the job names: compared with the file's when dtplan knows it,
 # else the warning says which of the two is costed (torchtitan v0.2.0's
 # llama4 and qwen3 configurations name theirs).
