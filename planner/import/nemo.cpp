@@ -18,11 +18,12 @@ namespace dtplan::planner::import_detail {
 namespace {
 
 // Variables that do not change a step's time or memory: devices, data,
-// checkpoints, logging, the wall-clock limit.
+// checkpoints, logging, the wall-clock limit, delayed fp8 scaling's amax
+// history (a few kilobytes a tensor).
 constexpr std::string_view not_costed_variables[] = {
     "CUDA_VISIBLE_DEVICES", "TRAIN_ONLY", "CHECKPOINT_NAME", "LOAD_CHECKPOINT", "LOAD_MINIMAL_NUM_SAMPLES",
     "NEMO_MANUAL_GC_IN_VALIDATION", "NEMO_LOG_TRAIN_LOSS", "WALLTIME_MINUTES", "DGXSYSTEM", "SEED",
-    "MAX_STEPS", "LR", "MIN_LR", "WARMUP_STEPS"};
+    "MAX_STEPS", "LR", "MIN_LR", "WARMUP_STEPS", "FP8_AMAX_HISTORY", "FP8_AMAX_ALGO"};
 
 }  // namespace
 

@@ -292,6 +292,7 @@ expect_status 0 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$pub/config_DGXH100_64
   --set training.global_batch=2304
 expect_contains "$TMP/out" "dp 16, tp 4, pp 8, cp 1, zero 1, shard all, checkpoint none, micro_batch 2, virtual_stages 4, sequence_parallel true"
 expect_contains "$TMP/err" "$pub/config_common.sh:14:8: warning: NeMo's 'NCCL_MIN_NCHANNELS' is not read"
+expect_contains "$TMP/err" "$pub/config_fp8.sh:4:8: warning: NeMo's 'FP8_AMAX_HISTORY' is not read: it does not change a step's time or memory"
 mkdir "$TMP/nemo" && cp "$pub/config_DGXH100_64x8x128x4x8_mbs2.sh" "$TMP/nemo/"
 expect_status 2 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh" --quiet
 expect_contains "$TMP/err" "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh:19:12: error: cannot read '$TMP/nemo/config_common.sh'"
