@@ -97,9 +97,16 @@ std::optional<std::int64_t> job_reader::integer(entry const& e) {
   char* end = nullptr;
   errno = 0;
   double const v = std::strtod(digits.c_str(), &end);
-  bool const whole = decimal(digits) && !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 &&
-                     std::isfinite(v) &&
-                     v == std::floor(v) && std::fabs(v) < 9.2e18;
+  bool const number = decimal(digits) && !digits.empty() && end == digits.c_str() + digits.size() && errno == 0 &&
+                      std::isfinite(v) && v == std::floor(v);
+  if (number && std::fabs(v) >= 9.2e18) {
+    // A whole number still, but past what an int64 holds with room to spare.
+    out_.diags.error(e.val->where, fmt::format("'{}' for '{}' is past the whole numbers dtplan reads (below 9.2 x "
+                                               "10^18)",
+                                               dsl::escaped(*w), e.key));
+    return std::nullopt;
+  }
+  bool const whole = number;
   if (!whole) {
     out_.diags.error(e.val->where, fmt::format("expected {} for '{}', got '{}'", what, e.key, dsl::escaped(*w)));
     return std::nullopt;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -249,7 +250,9 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
     t.diags.warning(at->key_where, fmt::format("'{}' applies only with a pipeline: not read", at->key));
     return true;
   }
-  std::int64_t rest = layers, middle = pp;
+  // The first and last stages' layers, summed without overflow (a job can
+  // write 2^63 - 1 for each).
+  std::int64_t placed = 0, middle = pp;
   for (auto [n, e, which] : {std::tuple{f, first, "first"}, std::tuple{l, last, "last"}}) {
     if (!n) continue;
     if (*n <= 0) {
@@ -261,13 +264,14 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
                                                  which, *n, vpp));
       return false;
     }
-    rest -= *n;
+    if (__builtin_add_overflow(placed, *n, &placed)) placed = std::numeric_limits<std::int64_t>::max();
     --middle;
   }
   if (layers <= 0) return true;  // the model's layers are not known here: nothing to compare
+  std::int64_t const rest = placed > layers ? -1 : layers - placed;
   if (rest < 0 || (middle == 0 && rest != 0)) {
-    t.diags.error(job.value_at(at), fmt::format("the first and last stages' {} layers are {} the model's {}",
-                                                layers - rest, rest < 0 ? "more than" : "not", layers));
+    t.diags.error(job.value_at(at), fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
+                                                rest < 0 ? "more than" : "not", layers));
     return false;
   }
   if (middle > 0 && (rest % middle != 0 || (rest / middle) % vpp != 0)) {

@@ -100,6 +100,17 @@ printf -- '--pipeline-model-parallel-size 4294967296\n--num-layers-per-virtual-p
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from megatron "$TMP/wrap_vp.args"
 expect_contains "$TMP/err" "wrap_vp.args:1:32: error: Megatron-LM splits the layers evenly over the pipeline's ranks: 32 layers do not divide over 4294967296"
 
+# A whole number past 9.2 x 10^18 is said to be too large, not to be no
+# number; Megatron's first and last stages of 2^62 layers each sum without
+# overflow.
+printf -- '--num-layers 32\n--micro-batch-size 9223372036854775807\n--global-batch-size 16\n' >"$TMP/huge.args"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from megatron "$TMP/huge.args"
+expect_contains "$TMP/err" "huge.args:2:20: error: '9223372036854775807' for '--micro-batch-size' is past the whole numbers dtplan reads (below 9.2 x 10^18)"
+printf -- '--num-layers 32\n--pipeline-model-parallel-size 4\n--decoder-first-pipeline-num-layers 4611686018427387904\n--decoder-last-pipeline-num-layers 4611686018427387904\n--micro-batch-size 1\n--global-batch-size 16\n' \
+  >"$TMP/stages.args"
+expect_status 2 "$DTPLAN" plans/7b_2node.dtp --from megatron "$TMP/stages.args"
+expect_contains "$TMP/err" "stages.args:3:37: error: the first and last stages' 9223372036854775807 layers are more than the model's 32"
+
 # An error a --set override causes points at the override, not at the
 # file's key it conflicts with (issue 16).
 expect_status 2 "$DTPLAN" plans/7b_2node.dtp --set model.hidden=4097
