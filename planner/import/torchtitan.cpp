@@ -380,8 +380,11 @@ void import_torchtitan(job_reader& job, context const& ctx) {
       if (older_pipeline && splits) virtual_stages = std::max<std::int64_t>(1, old_stages / pp.value);
       if (per_stage.at) {
         if (ctx.prior) {
-          auto const stages = (ctx.prior->model.layers + first_less.value + last_less.value + per_stage.value - 1) /
-                              std::max<std::int64_t>(1, per_stage.value);
+          // Summed in doubles: the job's figures can be near 2^63 each.
+          double const units = static_cast<double>(ctx.prior->model.layers) + static_cast<double>(first_less.value) +
+                               static_cast<double>(last_less.value);
+          double const per = static_cast<double>(std::max<std::int64_t>(1, per_stage.value));
+          auto const stages = static_cast<std::int64_t>(std::clamp(std::ceil(units / per), 1.0, 9.0e18));
           virtual_stages = std::max<std::int64_t>(1, stages / pp.value);
         }
       }
