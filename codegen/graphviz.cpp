@@ -54,6 +54,9 @@ struct context {
   bool hybrid;         // shard groups smaller than the dp x cp group
 };
 
+// A mixture split over ep > 1 ranks: each GPU's experts and their groups are drawn.
+bool experts(context const& c) { return c.p.model.experts > 1 && c.pl.s.ep > 1; }
+
 // What rank `r` holds, one line each (the GPU box's body).
 std::vector<std::string> holdings(context const& c, std::int64_t r) {
   auto const& s = c.pl.s;
@@ -75,7 +78,7 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   if (stage == s.pp - 1) out.push_back("output layer, loss");
   if (s.tp > 1) out.push_back(fmt::format("1/{} of each weight matrix", s.tp));
   if (s.cp > 1) out.push_back(fmt::format("1/{} of each sequence", s.cp));
-  if (c.p.model.experts > 1 && s.ep > 1) {
+  if (experts(c)) {
     // Its place in its block of ep holds that slice of every layer's
     // experts (rank_layout::expert_group_of).
     auto const block = c.l.expert_group_of(r, s.ep);
@@ -85,7 +88,7 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   }
   auto of = c.hybrid ? fmt::format(" (shard group of {})", c.shard) : std::string();
   // The experts' sharded state splits over the ranks that hold them.
-  if (s.zero >= 1 && c.p.model.experts > 1 && s.ep > 1 && c.sh.expert_shard_ranks() != c.shard) {
+  if (s.zero >= 1 && experts(c) && c.sh.expert_shard_ranks() != c.shard) {
     auto const e = c.sh.expert_shard_ranks();
     of += e == 1 ? std::string("; its experts' whole") : fmt::format("; its experts' 1/{}", e);
   }
@@ -119,9 +122,6 @@ void chain(std::string& o, std::vector<std::int64_t> const& g, edge_style const&
     if (drawn.count(g[i]) && drawn.count(g[i + 1]))
       o += fmt::format("  r{} -> r{} [{}];\n", g[i], g[i + 1], st.attrs);
 }
-
-// A mixture split over ep > 1 ranks: its expert groups are drawn.
-bool experts(context const& c) { return c.p.model.experts > 1 && c.pl.s.ep > 1; }
 
 // Edges of every group among the drawn ranks, each group once (from its
 // first member), in a fixed order.

@@ -359,9 +359,11 @@ void zero1(step_context const& x, comm_builder& out, std::span<flow const> flows
 struct layer_calls {
   seconds layer, head;
 };
-layer_calls calls_of(layer_flow const& f, collective op, double element) {
-  return {call(op, bytes(f.layer * element), *f.over),
-          f.has_head ? call(op, bytes(f.head * element), *f.over) : seconds(0)};
+// The weights' gathers move layers at their own element size
+// (`layer_element`, 1 with fp8 param gather) and the rest 16-bit.
+layer_calls calls_of(layer_flow const& f, collective op, double layer_element, double head_element) {
+  return {call(op, bytes(f.layer * layer_element), *f.over),
+          f.has_head ? call(op, bytes(f.head * head_element), *f.over) : seconds(0)};
 }
 
 // ZeRO-2 as DeepSpeed's stage 2 and FSDP's SHARD_GRAD_OP run it: a rank
@@ -379,11 +381,8 @@ void zero2(step_context const& x, comm_builder& out, std::span<layer_flow const>
   std::array<layer_calls, max_flows> rs{}, ag{};
   layer_calls rs_all{}, ag_all{};
   for (std::size_t i = 0; i < flows.size(); ++i) {
-    rs[i] = calls_of(flows[i], op, x.grad_e);
-    // Layers gathered at their own element size, the rest 16-bit.
-    ag[i] = {call(collective::all_gather, bytes(flows[i].layer * x.layer_weight_e), *flows[i].over),
-             flows[i].has_head ? call(collective::all_gather, bytes(flows[i].head * x.comm_e), *flows[i].over)
-                               : seconds(0)};
+    rs[i] = calls_of(flows[i], op, x.grad_e, x.grad_e);
+    ag[i] = calls_of(flows[i], collective::all_gather, x.layer_weight_e, x.comm_e);
     rs_all = {rs_all.layer + rs[i].layer, rs_all.head + rs[i].head};
     ag_all = {ag_all.layer + ag[i].layer, ag_all.head + ag[i].head};
   }
@@ -414,10 +413,8 @@ void zero3(step_context const& x, comm_builder& out, std::span<layer_flow const>
   std::array<layer_calls, max_flows> ag_of{}, rs_of{};
   layer_calls ag_sum{}, rs_sum{};
   for (std::size_t i = 0; i < flows.size(); ++i) {
-    ag_of[i] = {call(collective::all_gather, bytes(flows[i].layer * x.layer_weight_e), *flows[i].over),
-                flows[i].has_head ? call(collective::all_gather, bytes(flows[i].head * x.comm_e), *flows[i].over)
-                                  : seconds(0)};
-    rs_of[i] = calls_of(flows[i], collective::reduce_scatter, x.grad_e);
+    ag_of[i] = calls_of(flows[i], collective::all_gather, x.layer_weight_e, x.comm_e);
+    rs_of[i] = calls_of(flows[i], collective::reduce_scatter, x.grad_e, x.grad_e);
     ag_sum = {ag_sum.layer + ag_of[i].layer, ag_sum.head + ag_of[i].head};
     rs_sum = {rs_sum.layer + rs_of[i].layer, rs_sum.head + rs_of[i].head};
   }
