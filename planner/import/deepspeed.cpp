@@ -210,13 +210,13 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   // dp: the batch's when ds_config.json gives all three figures, else the
   // ranks the tensor and pipeline degrees leave.
   std::optional<std::int64_t> dp;
-  auto const per_rank = micro && accumulation ? product({*micro, *accumulation}) : 0;
+  auto const per_rank = micro && accumulation ? saturating_product({*micro, *accumulation}) : 0;
   if (train && per_rank > 0 && *train % per_rank == 0)
     dp = *train / per_rank;
   else dp = dp_world;
   // With all three written DeepSpeed asserts they multiply out on the
   // data-parallel ranks (v0.17.5 runtime/config.py:870-885, _batch_assertion).
-  if (train && micro && accumulation && dp_world && *train != product({per_rank, *dp_world})) {
+  if (train && micro && accumulation && dp_world && *train != saturating_product({per_rank, *dp_world})) {
     t.diags.error(value_at(accumulation_at),
                   fmt::format("DeepSpeed refuses this batch: train_batch_size {} is not train_micro_batch_size_per_gpu "
                               "{} x gradient_accumulation_steps {} x the {} data-parallel ranks",
@@ -238,7 +238,7 @@ void import_deepspeed(job_reader* args, job_reader* config, context const& ctx) 
   } else if (micro) {
     auto const at = accumulation_at ? accumulation_at : micro_at;
     set(t, "training", "global_batch",
-        integer_value(product({*micro, accumulation.value_or(1), dp.value_or(1)}), value_at(at)), key_at(at));
+        integer_value(saturating_product({*micro, accumulation.value_or(1), dp.value_or(1)}), value_at(at)), key_at(at));
   }
 
   // What DeepSpeed does with the gradients and the shards.

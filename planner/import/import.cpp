@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <limits>
 
 #include "dsl/parse.hpp"
 #include "planner/import/translate.hpp"
@@ -224,16 +223,9 @@ std::optional<std::int64_t> world(context const& ctx) {
   return ctx.prior->cluster.gpus();
 }
 
-std::int64_t product(std::initializer_list<std::int64_t> factors) {
-  std::int64_t out = 1;
-  for (auto f : factors)
-    if (__builtin_mul_overflow(out, f, &out)) return std::numeric_limits<std::int64_t>::max();
-  return out;
-}
-
 std::optional<std::int64_t> ranks_left(context const& ctx, std::initializer_list<std::int64_t> degrees) {
   auto const w = world(ctx);
-  auto const model = product(degrees);
+  auto const model = saturating_product(degrees);
   if (!w || model <= 0 || *w % model != 0) return std::nullopt;
   return *w / model;
 }

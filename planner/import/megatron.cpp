@@ -446,7 +446,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     if (hidden && !ffn) {
       // Megatron's default: 4h, or 2/3 of it rounded down to 64 for SwiGLU
       // (megatron/training/arguments.py, validate_args).
-      auto const f = swiglu ? (product({8, *hidden}) / 3) / 64 * 64 : product({4, *hidden});
+      auto const f = swiglu ? (saturating_product({8, *hidden}) / 3) / 64 * 64 : saturating_product({4, *hidden});
       set(t, "model", "ffn", integer_value(f, value_at(job.find("--hidden-size"))), key_at(job.find("--hidden-size")));
     }
   }
@@ -659,7 +659,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     std::int64_t const layers = c.layers ? *c.layers : ctx.prior ? ctx.prior->model.layers : 0;
     if (v) c.virtual_stages = *v;
     else if (n && layers > 0 && *n > 0 && *c.pp > 0)
-      c.virtual_stages = std::max<std::int64_t>(1, layers / product({*c.pp, *n}));
+      c.virtual_stages = std::max<std::int64_t>(1, layers / saturating_product({*c.pp, *n}));
     auto const* at = ve ? ve : e;
     // A stage a chunk, written out (core_v0.13.0 and later); it names the
     // virtual stages itself and takes no other split argument
@@ -813,7 +813,7 @@ void batch_and_dp(job_reader& job, context const& ctx, megatron_common const& c)
         g->key_where);
   } else if (c.micro_batch) {
     auto const* m = job.find("--micro-batch-size");
-    set(t, "training", "global_batch", integer_value(product({*c.micro_batch, dp.value_or(1)}), m->val->where),
+    set(t, "training", "global_batch", integer_value(saturating_product({*c.micro_batch, dp.value_or(1)}), m->val->where),
         m->key_where);
   }
 }

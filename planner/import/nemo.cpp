@@ -162,10 +162,10 @@ void import_nemo(job_reader& job, context const& ctx) {
   // (custom.yaml:45).
   {
     auto const* at = job.find("MINIBS");
-    auto const gpus = product({*nodes, *per_node});
-    auto const model = degrees ? product({*tp, *pp}) : 1;
+    auto const gpus = saturating_product({*nodes, *per_node});
+    auto const model = degrees ? saturating_product({*tp, *pp}) : 1;
     auto const ranks = model > 0 ? gpus / model : 1;
-    set(t, "training", "global_batch", integer_value(product({*minibs, ranks}), value_at(at)), key_at(at));
+    set(t, "training", "global_batch", integer_value(saturating_product({*minibs, ranks}), value_at(at)), key_at(at));
     if (auto w = world(ctx); w && *w != gpus) {
       auto const* n = job.find("DGXNNODES");
       t.diags.error(value_at(n), fmt::format("the job runs on DGXNNODES x DGXNGPU = {} x {} = {} GPUs; cluster '{}' "

@@ -265,7 +265,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   std::optional<std::int64_t> shard_degree;
   if (shard.value >= 1) shard_degree = shard.value;
   else if (auto w = world(ctx)) {
-    auto const others = product({replicate.value, tp.value, pp.value, cp.value});
+    auto const others = saturating_product({replicate.value, tp.value, pp.value, cp.value});
     if (*w % others != 0) {
       auto const* at = replicate.at ? replicate.at : tp.at ? tp.at : pp.at ? pp.at : cp.at;
       t.diags.error(value_at(at),
@@ -279,7 +279,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   }
   auto const dp_at = shard.at ? shard.at : replicate.at;
   if (shard_degree)
-    set_strategy(t, "dp", integer_value(product({replicate.value, *shard_degree}), value_at(dp_at)), key_at(dp_at));
+    set_strategy(t, "dp", integer_value(saturating_product({replicate.value, *shard_degree}), value_at(dp_at)), key_at(dp_at));
   set_strategy(t, "tp", integer_value(tp.value, value_at(tp.at)), key_at(tp.at));
   set_strategy(t, "pp", integer_value(pp.value, value_at(pp.at)), key_at(pp.at));
   set_strategy(t, "cp", integer_value(cp.value, value_at(cp.at)), key_at(cp.at));
@@ -292,7 +292,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   set_strategy(t, "zero", integer_value(fsdp ? 3 : 0, value_at(dp_at)), key_at(dp_at));
   if (fsdp && replicate.value > 1 && shard_degree) {
     strategy degrees;
-    degrees.dp = product({replicate.value, *shard_degree}), degrees.tp = tp.value, degrees.pp = pp.value,
+    degrees.dp = saturating_product({replicate.value, *shard_degree}), degrees.tp = tp.value, degrees.pp = pp.value,
     degrees.cp = cp.value;
     set_strategy(t, "shard", shard_value(*shard_degree, degrees, ctx, value_at(replicate.at)), key_at(replicate.at));
   }
@@ -400,13 +400,13 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // global batch of -1 is local x dp (training.global_batch_size).
   if (global.value > 0) {
     set(t, "training", "global_batch", integer_value(global.value, value_at(global.at)), key_at(global.at));
-    if (pp.value > 1 && shard_degree && global.value > product({local.value, replicate.value, *shard_degree}))
+    if (pp.value > 1 && shard_degree && global.value > saturating_product({local.value, replicate.value, *shard_degree}))
       t.diags.warning(key_at(global.at), "torchtitan runs one pipeline schedule per gradient accumulation step; "
                                          "dtplan costs one schedule of every micro-batch of the step (one bubble)");
   } else if (global.value == -1) {
     auto const at = local.at ? local.at : global.at;
     set(t, "training", "global_batch",
-        integer_value(shard_degree ? product({local.value, replicate.value, *shard_degree}) : 1, value_at(at)),
+        integer_value(shard_degree ? saturating_product({local.value, replicate.value, *shard_degree}) : 1, value_at(at)),
         key_at(at));
   } else {
     t.diags.error(value_at(global.at), fmt::format("torchtitan's 'training.global_batch_size' must be -1 (local batch "

@@ -11,6 +11,7 @@
 #include "dsl/config/config.hpp"
 #include "dsl/diagnostics.hpp"
 #include "planner/import/import.hpp"
+#include "planner/ir/counts.hpp"
 #include "planner/ir/ir.hpp"
 
 /// What the importers share (internal to planner/import/): reading a
@@ -167,10 +168,6 @@ ast::value shard_value(std::int64_t dp_block, strategy const& degrees, context c
 
 /// The world's size on the second pass (nothing on the first).
 std::optional<std::int64_t> world(context const& ctx);
-
-/// The product of a job's figures, held at 2^63 - 1 where it would pass it
-/// (a file can write degrees whose product wraps to 0).
-std::int64_t product(std::initializer_list<std::int64_t> factors);
 
 /// The ranks of the world a job's model degrees (tp x pp x cp) leave: the
 /// world over their product where that is positive and divides it.

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <string_view>
 
+#include "planner/ir/counts.hpp"
 #include "planner/model/layout.hpp"
 
 namespace dtplan::planner {
@@ -29,14 +29,6 @@ std::string chunk_ranges(std::vector<std::int64_t> const& per_chunk, char const*
     i = j + 1;
   }
   return out;
-}
-
-// Products of user-written values saturate instead of overflowing; a
-// saturated product never equals a GPU count or divides a batch.
-std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<std::int64_t>::max();
-  return r;
 }
 
 std::string gbits(bandwidth b) { return three_digits(b.value() * 8 / 1e9) + " Gbit/s"; }
@@ -133,7 +125,7 @@ class rules {
   // dp x tp x pp x cp = the GPUs, deriving dp when not written.
   bool world(strategy& s) {
     std::int64_t const gpus = p_.cluster.gpus();
-    std::int64_t const model_parallel = sat_mul(sat_mul(s.tp, s.pp), s.cp);
+    std::int64_t const model_parallel = saturating_product({s.tp, s.pp, s.cp});
     if (s.dp == 0) {
       if (gpus % model_parallel != 0) {
         error(first_written({"tp", "pp", "cp"}), [&] {
@@ -144,10 +136,10 @@ class rules {
         return false;
       }
       s.dp = gpus / model_parallel;
-    } else if (sat_mul(s.dp, model_parallel) != gpus) {
+    } else if (saturating_product({s.dp, model_parallel}) != gpus) {
       error("dp", [&] {
         return fmt::format("dp x tp x pp x cp = {} x {} x {} x {} = {}, but cluster '{}' has {}", s.dp, s.tp, s.pp,
-                           s.cp, sat_mul(s.dp, model_parallel), p_.cluster.name, counted(gpus, "GPU"));
+                           s.cp, saturating_product({s.dp, model_parallel}), p_.cluster.name, counted(gpus, "GPU"));
       });
       return false;
     }
@@ -171,7 +163,7 @@ class rules {
   // Pipeline chunks: no more than layers; interleaving needs a pipeline.
   void pipeline(strategy const& s) {
     model const& m = p_.model;
-    std::int64_t const chunks = sat_mul(s.pp, s.virtual_stages);
+    std::int64_t const chunks = saturating_product({s.pp, s.virtual_stages});
     if (s.virtual_stages > 1 && s.pp == 1) {
       error("virtual_stages",
             [&] { return fmt::format("virtual_stages = {} needs pp > 1, got pp = 1", s.virtual_stages); });
@@ -214,7 +206,7 @@ class rules {
   // micro-batches on every dp rank; 0 where it does not (or dp is unknown).
   std::int64_t micro_batches(strategy const& s) const {
     if (s.dp < 1 || s.micro_batch < 1) return 0;
-    std::int64_t const per_step = sat_mul(s.dp, s.micro_batch);
+    std::int64_t const per_step = saturating_product({s.dp, s.micro_batch});
     auto const batch = p_.training.global_batch;
     return batch >= per_step && batch % per_step == 0 ? batch / per_step : 0;
   }
@@ -224,7 +216,7 @@ class rules {
     if (grad_accum == 0) {
       error(first_written({"micro_batch", "dp"}), [&] {
         return fmt::format("global_batch = {} is not divisible by dp x micro_batch = {}", p_.training.global_batch,
-                           sat_mul(s.dp, s.micro_batch));
+                           saturating_product({s.dp, s.micro_batch}));
       });
     } else {
       if (s.virtual_stages > 1 && s.pp > 1 && grad_accum % s.pp != 0)

@@ -1,9 +1,10 @@
 #include "planner/model/pipeline_schedule.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 #include <tuple>
+
+#include "planner/ir/counts.hpp"
 
 namespace dtplan::planner {
 
@@ -15,22 +16,12 @@ namespace {
 constexpr std::int64_t forward_cost = 1;
 constexpr std::int64_t backward_cost = 2;
 
-// Products and sums of counts saturate at 2^63 - 1 instead of overflowing.
-std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-}
-std::int64_t sat_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-}
-
 // Chunk forwards a stage runs before its steady state (one forward, one
 // backward): Megatron's warm-up, of `total` chunk forwards in all.
 std::int64_t warmup_forwards(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t stage, std::int64_t total) {
   if (v == 1) return std::min(pp - stage - 1, m);
   if (m == pp) return total;  // Megatron: every chunk forward first when there are only `pp` micro-batches
-  return std::min(sat_add(sat_mul(pp - stage - 1, 2), sat_mul(v - 1, pp)), total);
+  return std::min(saturating_sum(saturating_product({pp - stage - 1, 2}), saturating_product({v - 1, pp})), total);
 }
 
 void check_arguments(std::int64_t stages, std::int64_t virtual_stages, std::int64_t micro_batches) {
@@ -176,10 +167,10 @@ schedule_counts counts_of(std::int64_t stages, std::int64_t virtual_stages, std:
   // Each stage runs a forward and a backward of each of its chunks for each
   // micro-batch, 1 + 2 time units; every stage waits for the pipeline to
   // fill and drain, 3 (pp - 1) units, interleaved or not.
-  auto const total = sat_mul(m, v);
-  c.slots = sat_mul(2, total);
+  auto const total = saturating_product({m, v});
+  c.slots = saturating_product({2, total});
   c.idle = 3 * (pp - 1);
-  c.makespan = sat_add(sat_mul(3, total), c.idle);
+  c.makespan = saturating_sum(saturating_product({3, total}), c.idle);
   c.bubble_pairs = pp - 1;
   for (std::int64_t st = 0; st < pp; ++st) {
     // The warm-up forwards, then the steady state opens with a forward and
@@ -191,7 +182,7 @@ schedule_counts counts_of(std::int64_t stages, std::int64_t virtual_stages, std:
     // last chunk), every backward but the first chunk's (stage 0's chunk 0).
     c.forward_sends.push_back(total - (st == pp - 1 ? m : 0));
     c.backward_sends.push_back(total - (st == 0 ? m : 0));
-    c.sends = sat_add(c.sends, sat_add(c.forward_sends.back(), c.backward_sends.back()));
+    c.sends = saturating_sum(c.sends, saturating_sum(c.forward_sends.back(), c.backward_sends.back()));
   }
   return c;
 }
