@@ -438,6 +438,8 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   }
   if (!deepspeed) a.add("--context-parallel-size", s.cp);
   if (m.experts > 1 && !deepspeed) a.add("--expert-model-parallel-size", s.ep);
+  // Unwritten, Megatron splits each expert over the tp ranks.
+  if (m.experts > 1 && !deepspeed && s.expert_tp() != s.tp) a.add("--expert-tensor-parallel-size", s.expert_tp());
   if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
   switch (s.checkpoint) {
     case checkpoint_mode::selective: a.add("--recompute-granularity", "selective"); break;

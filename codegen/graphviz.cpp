@@ -54,8 +54,12 @@ struct context {
   bool hybrid;         // shard groups smaller than the dp x cp group
 };
 
-// A mixture split over ep > 1 ranks: each GPU's experts and their groups are drawn.
-bool experts(context const& c) { return c.p.model.experts > 1 && c.pl.s.ep > 1; }
+// A mixture split over ep > 1 ranks, or whole on each tensor-parallel rank
+// (etp < tp): each GPU's experts and their groups are drawn.
+bool experts(context const& c) {
+  auto const& s = c.pl.s;
+  return c.p.model.experts > 1 && (s.ep > 1 || s.expert_tp() != s.tp);
+}
 
 // What rank `r` holds, one line each (the GPU box's body).
 std::vector<std::string> holdings(context const& c, std::int64_t r) {
@@ -81,10 +85,15 @@ std::vector<std::string> holdings(context const& c, std::int64_t r) {
   if (experts(c)) {
     // Its place in its block of ep holds that slice of every layer's
     // experts (rank_layout::expert_group_of).
-    auto const block = c.l.expert_group_of(r, s.ep);
+    auto const block = c.l.expert_group_of(r, s.ep, s.expert_tp());
     auto const at = std::find(block.begin(), block.end(), r) - block.begin();
     auto const per = c.p.model.experts / s.ep;
-    out.push_back(fmt::format("experts {} of {} in each layer", range(at * per, at * per + per - 1), c.p.model.experts));
+    auto const whole = s.expert_tp() != s.tp ? ", each whole" : "";
+    if (s.ep > 1)
+      out.push_back(fmt::format("experts {} of {} in each layer{}", range(at * per, at * per + per - 1),
+                                c.p.model.experts, whole));
+    else
+      out.push_back(fmt::format("all {} experts in each layer{}", c.p.model.experts, whole));
   }
   auto of = c.hybrid ? fmt::format(" (shard group of {})", c.shard) : std::string();
   // The experts' sharded state splits over the ranks that hold them.
@@ -139,7 +148,10 @@ void group_edges(std::string& o, context const& c, std::set<std::int64_t> const&
       chain(o, c.l.group_of(axis::dp, r), dp_style, drawn);
     }
     if (s.pp > 1 && c.l.group_of(axis::pp, r).front() == r) chain(o, c.l.group_of(axis::pp, r), pp_style, drawn);
-    if (experts(c) && c.l.expert_group_of(r, s.ep).front() == r) chain(o, c.l.expert_group_of(r, s.ep), ep_style, drawn);
+    if (experts(c) && s.ep > 1) {
+      auto const block = c.l.expert_group_of(r, s.ep, s.expert_tp());
+      if (block.front() == r) chain(o, block, ep_style, drawn);
+    }
   }
 }
 
@@ -155,7 +167,7 @@ std::vector<edge_style> styles_used(context const& c) {
     out.push_back(dp_style);
   }
   if (s.pp > 1) out.push_back(pp_style);
-  if (experts(c)) out.push_back(ep_style);
+  if (experts(c) && s.ep > 1) out.push_back(ep_style);
   return out;
 }
 
@@ -166,9 +178,12 @@ void legend(std::string& o, context const& c, bool condensed) {
                                  s.cp, s.dp, s.pp);
   text += fmt::format("rank order {} (innermost first), zero {}, shard {}\\l", planner::to_string(s.order), s.zero,
                       esc(planner::to_string(s.shard)));
-  if (experts(c))
+  if (experts(c) && s.expert_tp() == s.tp)
     text += fmt::format("{} experts a layer over ep {} of the dp x cp ranks, {} on each\\l", c.p.model.experts, s.ep,
                         c.p.model.experts / s.ep);
+  else if (experts(c))
+    text += fmt::format("{} experts a layer over ep {} of the tp x dp x cp ranks, {} on each, whole (etp 1)\\l",
+                        c.p.model.experts, s.ep, c.p.model.experts / s.ep);
   text += fmt::format("memory: predicted per GPU; weights {}, gradients {}, optimizer {},\\l", planner::to_string(c.pl.memory.weights),
                       planner::to_string(c.pl.memory.gradients), planner::to_string(c.pl.memory.optimizer));
   text += fmt::format("activations {}, buffers {}\\l", planner::to_string(c.pl.memory.activations),
@@ -320,7 +335,7 @@ std::string condensed(context const& c) {
   }
   reach(c.l.group_of(axis::tp, 0), tp_style);
   reach(c.l.group_of(axis::cp, 0), cp_style);
-  if (experts(c)) reach(c.l.expert_group_of(0, c.pl.s.ep), ep_style);
+  if (experts(c) && c.pl.s.ep > 1) reach(c.l.expert_group_of(0, c.pl.s.ep, c.pl.s.expert_tp()), ep_style);
   // The pipeline as a chain from rank 0 through the boxes of its next stages.
   std::string prev = "r0";
   for (auto r : c.l.group_of(axis::pp, 0)) {

@@ -58,7 +58,7 @@ void write_strategy(json_writer& w, plan const& pl) {
   auto const& s = pl.s;
   w.key("strategy").begin_object();
   w.key("dp").value(s.dp).key("tp").value(s.tp).key("pp").value(s.pp).key("cp").value(s.cp);
-  w.key("ep").value(s.ep);
+  w.key("ep").value(s.ep).key("etp").value(s.expert_tp());
   w.key("zero").value(s.zero);
   w.key("shard");
   if (s.shard.k == shard_group::kind::size) w.value(s.shard.size);
@@ -462,6 +462,7 @@ std::string differences(strategy const& s, strategy const& best) {
   add("pp", s.pp, best.pp);
   add("cp", s.cp, best.cp);
   add("ep", s.ep, best.ep);
+  if (s.expert_tp() != s.tp || best.expert_tp() != best.tp) add("etp", s.expert_tp(), best.expert_tp());
   add("zero", s.zero, best.zero);
   add("shard", to_string(s.shard), to_string(best.shard));
   add("checkpoint", name(s.checkpoint), name(best.checkpoint));

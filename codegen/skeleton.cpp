@@ -134,7 +134,8 @@ void write_groups(line_writer& line, planner::program const& p, planner::strateg
                   std::vector<planner::comm_entry> const& comm) {
   auto const& s = sh.s;
   line("constexpr long long k_world = {};", sh.world);
-  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {}, k_ep = {};", s.tp, s.cp, s.dp, s.pp, s.ep);
+  line("constexpr long long k_tp = {}, k_cp = {}, k_dp = {}, k_pp = {}, k_ep = {}, k_etp = {};", s.tp, s.cp, s.dp, s.pp,
+       s.ep, s.expert_tp());
   line("constexpr long long k_gpus_per_node = {}, k_nodes = {};", sh.gpus_per_node, p.cluster.nodes);
   line("// Rank order, innermost axis first (0 tp, 1 cp, 2 dp, 3 pp).");
   line("constexpr int k_order[4] = {{{}, {}, {}, {}}};", axis_id(s.order[0]), axis_id(s.order[1]), axis_id(s.order[2]),
@@ -151,7 +152,7 @@ void write_groups(line_writer& line, planner::program const& p, planner::strateg
   line("constexpr bool k_embedding_pair = {};  // a tied embedding on the first and last stage", sh.embedding.active());
   line("// Groups: 0 tp, 1 cp, 2 grad (dp x cp, the cost model's 'dp'), 3 pp, 4 shard, 5 replicate,");
   line("// 6 embedding (first and last stage), 7 ep, 8 expert_grad (the ranks holding the same experts,");
-  line("// dp x cp / ep). Elements: 0 bf16, 1 fp16, 2 fp32.");
+  line("// tp / etp x dp x cp / ep). Elements: 0 bf16, 1 fp16, 2 fp32.");
   line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv; phase: 0 every layer");
   line("// (forward and backward), 1 every layer's backward, 2 between pipeline stages, 3 gradient");
   line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
@@ -330,9 +331,9 @@ std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, 
     if (split)
       out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, sharding)),
                          join(l.replicate_group_of(r, sharding)));
-    if (s.ep > 1)
-      out += fmt::format(" | ep: {} | expert_grad: {}", join(l.expert_group_of(r, s.ep)),
-                         join(l.expert_data_group_of(r, s.ep)));
+    if (s.ep > 1) out += fmt::format(" | ep: {}", join(l.expert_group_of(r, s.ep, s.expert_tp())));
+    if (s.ep > 1 || s.expert_tp() < s.tp)
+      out += fmt::format(" | expert_grad: {}", join(l.expert_data_group_of(r, s.ep, s.expert_tp())));
     if (embedding_pair_used) out += fmt::format(" | embedding: {}", join(embedding_pair(l, r)));
     out += '\n';
   }

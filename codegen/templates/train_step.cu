@@ -119,18 +119,34 @@ struct layout {
     }
     return out;
   }
-  std::vector<long long> expert_group(long long rank) const {
-    std::vector<long long> sync = grad_group(rank);
-    long long at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
-    long long first = at / plan::k_ep * plan::k_ep;
-    return std::vector<long long>(sync.begin() + first, sync.begin() + first + plan::k_ep);
+  // The ranks with this rank's slice of the experts, in the expert grid's
+  // order: the grad group, or with k_etp = 1 below k_tp, the grad groups of
+  // every tensor-parallel rank taken member by member.
+  std::vector<long long> expert_members(long long rank) const {
+    if (plan::k_etp >= plan::k_tp) return grad_group(rank);
+    std::vector<std::vector<long long>> syncs;
+    long long const base = rank - coord(rank, 0) * stride[0];
+    for (long long j = coord(rank, 0) % plan::k_etp; j < plan::k_tp; j += plan::k_etp)
+      syncs.push_back(grad_group(base + j * stride[0]));
+    std::vector<long long> out;
+    for (size_t i = 0; i < syncs.front().size(); ++i)
+      for (auto const& g : syncs) out.push_back(g[i]);
+    return out;
   }
-  // The ranks that hold the same experts: the grad group's members at this
+  std::vector<long long> expert_group(long long rank) const {
+    std::vector<long long> members = expert_members(rank);
+    long long at = std::find(members.begin(), members.end(), rank) - members.begin();
+    long long first = at / plan::k_ep * plan::k_ep;
+    return std::vector<long long>(members.begin() + first, members.begin() + first + plan::k_ep);
+  }
+  // The ranks that hold the same experts: the expert members at this
   // rank's position in their blocks of k_ep.
   std::vector<long long> expert_grad_group(long long rank) const {
-    std::vector<long long> sync = grad_group(rank), out;
-    long long at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
-    for (long long i = at % plan::k_ep; i < static_cast<long long>(sync.size()); i += plan::k_ep) out.push_back(sync[i]);
+    std::vector<long long> members = expert_members(rank), out;
+    long long at = std::find(members.begin(), members.end(), rank) - members.begin();
+    for (long long i = at % plan::k_ep; i < static_cast<long long>(members.size()); i += plan::k_ep)
+      out.push_back(members[i]);
+    std::sort(out.begin(), out.end());
     return out;
   }
   std::vector<long long> members(int g, long long rank) const {
@@ -360,9 +376,10 @@ static int dry_run(long long world, bool schedule) {
     return 2;
   }
   layout l(world / inner);
-  if (plan::k_ep > 1 && (l.size[2] * plan::k_cp) % plan::k_ep != 0) {
-    std::fprintf(stderr, "error: ep = %lld does not divide dp x cp = %lld at world size %lld\n", plan::k_ep,
-                 l.size[2] * plan::k_cp, world);
+  long long const expert_ranks = (plan::k_etp < plan::k_tp ? plan::k_tp / plan::k_etp : 1) * l.size[2] * plan::k_cp;
+  if (plan::k_ep > 1 && expert_ranks % plan::k_ep != 0) {
+    std::fprintf(stderr, "error: ep = %lld does not divide %s = %lld at world size %lld\n", plan::k_ep,
+                 plan::k_etp < plan::k_tp ? "tp / etp x dp x cp" : "dp x cp", expert_ranks, world);
     return 2;
   }
   std::printf("# plan %s: world %lld, tp %lld cp %lld dp %lld pp %lld (%lld chunks each), ep %lld, order %s, %lld GPUs per node\n",
@@ -377,7 +394,8 @@ static int dry_run(long long world, bool schedule) {
     for (int a = 0; a < 4; ++a) line += std::string(" | ") + k_axis_names[a] + ": " + join(l.group(a, r));
     line += " | grad: " + join(l.grad_group(r));
     if (l.split()) line += " | shard: " + join(l.shard_group(r)) + " | replicate: " + join(l.replicate_group(r));
-    if (plan::k_ep > 1) line += " | ep: " + join(l.expert_group(r)) + " | expert_grad: " + join(l.expert_grad_group(r));
+    if (plan::k_ep > 1) line += " | ep: " + join(l.expert_group(r));
+    if (plan::k_ep > 1 || plan::k_etp < plan::k_tp) line += " | expert_grad: " + join(l.expert_grad_group(r));
     if (plan::k_embedding_pair) line += " | embedding: " + join(l.members(g_embedding, r));
     std::printf("%s\n", line.c_str());
   }

@@ -602,7 +602,13 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       }
     }
     if (n) {
-      if (auto [etp, etpe] = integer("--expert-tensor-parallel-size"); etp && *etp != *c.tp)
+      // 1: each expert whole on its rank, the expert grid over tp x dp x cp
+      // (core_v0.13.0 arguments.py --expert-tensor-parallel-size, tp when
+      // unwritten; parallel_state.py's expert rank generator). Other sizes
+      // below tp are not modelled.
+      if (auto [etp, etpe] = integer("--expert-tensor-parallel-size"); etp && *etp == 1 && *c.tp > 1)
+        set_strategy(t, "etp", integer_value(1, value_at(etpe)), key_at(etpe));
+      else if (etp && *etp != *c.tp)
         not_modelled(t, *etpe, "expert tensor-parallel size", fmt::format("{}", *etp), fmt::format("{} (tp)", *c.tp));
       std::int64_t const width = ffn ? *ffn : ctx.prior ? ctx.prior->model.ffn : 0;  // 0: not known here
       if (auto [f, fe] = integer("--moe-ffn-hidden-size"); f && width > 0 && *f != width)

@@ -232,7 +232,8 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // Experts over ep ranks of dp_shard x cp, tensor-parallel at tp (etp = tp)
   // or not at all (etp = 1, its default, which also spreads them over the
   // tp ranks) (TT v0.2.0 config/job_config.py:389-411, distributed/
-  // parallel_dims.py:57-64); dtplan costs the first.
+  // parallel_dims.py:57-64, 79-90: the ep mesh is dp_shard_in_ep x cp x tp,
+  // tp fastest, dtplan's expert grid).
   auto const ep = integer("parallelism.expert_parallel_degree", 1);
   auto const etp = integer("parallelism.expert_tensor_parallel_degree", 1);
   if (!replicate.ok || !shard.ok || !tp.ok || !pp.ok || !cp.ok || !ep.ok || !etp.ok) return;
@@ -243,18 +244,25 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   };
   if (!positive(replicate) || !positive(tp) || !positive(pp) || !positive(cp) || !positive(ep) || !positive(etp))
     return;
-  if (ep.value > 1 && etp.value != tp.value) {
+  // etp = 1 (the default) takes the tp ranks into the expert-parallel
+  // group, which then must hold whole tp x cp blocks (parallel_dims.py:58-64).
+  bool const experts_whole = ep.value > 1 && etp.value != tp.value;
+  if (experts_whole) {
     if (etp.value != 1) {
       t.diags.error(value_at(etp.at), fmt::format("torchtitan runs 'parallelism.expert_tensor_parallel_degree' 1 or "
                                                   "the tensor-parallel degree {}, not {}",
                                                   tp.value, etp.value));
       return;
     }
-    t.diags.warning(etp.at ? etp.at->key_where : value_at(ep.at),
-                    fmt::format("torchtitan's experts without tensor parallelism (expert_tensor_parallel_degree = 1, "
-                                "over the tp ranks too) are not modelled: costed split over tp = {} like the other "
-                                "layers",
-                                tp.value));
+    auto const block = saturating_product({tp.value, cp.value});
+    if (ep.value % block != 0) {
+      t.diags.error(value_at(ep.at),
+                    fmt::format("torchtitan's 'parallelism.expert_parallel_degree' {} with experts whole on each rank "
+                                "(expert_tensor_parallel_degree = 1) must be a multiple of tensor x context degrees "
+                                "= {}",
+                                ep.value, block));
+      return;
+    }
   }
   if (shard.value == 0 || shard.value < -1) {
     t.diags.error(value_at(shard.at), fmt::format("torchtitan's 'parallelism.data_parallel_shard_degree' must be -1 "
@@ -284,6 +292,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   set_strategy(t, "pp", integer_value(pp.value, value_at(pp.at)), key_at(pp.at));
   set_strategy(t, "cp", integer_value(cp.value, value_at(cp.at)), key_at(cp.at));
   set_strategy(t, "ep", integer_value(ep.value, value_at(ep.at)), key_at(ep.at));
+  if (experts_whole) set_strategy(t, "etp", integer_value(1, value_at(etp.at)), key_at(etp.at ? etp.at : ep.at));
   set_strategy(t, "sequence_parallel", boolean_value(tp.value > 1, value_at(tp.at)), key_at(tp.at));
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
   // FSDP2 (ZeRO-3) over dp_shard x cp when either is above 1, HSDP with

@@ -465,6 +465,11 @@ struct strategy {
   std::int64_t pp = 1;
   std::int64_t cp = 1;
   std::int64_t ep = 1;
+  /// Tensor-parallel ranks each expert's weights are split over: tp (0, the
+  /// default, reads as tp) or 1, the experts whole on every rank and the
+  /// expert-parallel group spanning the tensor-parallel ranks (Megatron-Core's
+  /// --expert-tensor-parallel-size; torchtitan's expert_tensor_parallel_degree).
+  std::int64_t etp = 0;
   int zero = 0;
   shard_group shard;
   checkpoint_mode checkpoint = checkpoint_mode::none;
@@ -472,6 +477,9 @@ struct strategy {
   bool sequence_parallel = false;
   std::int64_t virtual_stages = 1;
   rank_order order = default_order;
+
+  /// etp as it runs: tp where unset.
+  [[nodiscard]] std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
 
   friend bool operator==(strategy const&, strategy const&) = default;
 };
@@ -533,7 +541,7 @@ struct key_choice : choice_form {
 struct strategy_spec {
   std::string name;  ///< as written; an unnamed block is "strategy#N" (N counts blocks from 1)
   span where;        ///< the block header
-  key_choice<std::int64_t> dp, tp, pp, cp, ep, zero, micro_batch, virtual_stages;
+  key_choice<std::int64_t> dp, tp, pp, cp, ep, etp, zero, micro_batch, virtual_stages;
   key_choice<shard_group> shard;
   key_choice<checkpoint_mode> checkpoint;
   key_choice<bool> sequence_parallel;

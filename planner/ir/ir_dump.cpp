@@ -50,11 +50,14 @@ std::string choice_text(key_info const& k, key_choice<key_value> const& c) {
 }  // namespace
 
 std::string describe(strategy const& s) {
-  // ep only where it splits experts: a dense plan's line is unchanged.
+  // ep only where it splits experts, etp only where it is not tp: a dense
+  // plan's line is unchanged.
+  auto experts = s.ep > 1 ? fmt::format("ep {}, ", s.ep) : std::string();
+  if (s.expert_tp() != s.tp) experts += fmt::format("etp {}, ", s.expert_tp());
   return fmt::format(
       "dp {}, tp {}, pp {}, cp {}, {}zero {}, shard {}, checkpoint {}, micro_batch {}, "
       "virtual_stages {}, sequence_parallel {}, order {}",
-      s.dp, s.tp, s.pp, s.cp, s.ep > 1 ? fmt::format("ep {}, ", s.ep) : std::string(), s.zero, to_string(s.shard),
+      s.dp, s.tp, s.pp, s.cp, experts, s.zero, to_string(s.shard),
       name(s.checkpoint), s.micro_batch, s.virtual_stages, s.sequence_parallel, to_string(s.order));
 }
 

@@ -329,6 +329,7 @@ class strategy_builder {
   DTPLAN_EDSL_COUNT_KEY(pp)
   DTPLAN_EDSL_COUNT_KEY(cp)
   DTPLAN_EDSL_COUNT_KEY(ep)
+  DTPLAN_EDSL_COUNT_KEY(etp)
   DTPLAN_EDSL_COUNT_KEY(zero)
   DTPLAN_EDSL_COUNT_KEY(micro_batch)
   DTPLAN_EDSL_COUNT_KEY(virtual_stages)

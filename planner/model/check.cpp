@@ -97,7 +97,8 @@ class rules {
     model const& m = p_.model;
     std::int64_t const gpus = p_.cluster.gpus();
     for (auto [key, v] : {std::pair<char const*, std::int64_t>{"tp", s.tp}, {"pp", s.pp}, {"cp", s.cp},
-                          {"ep", s.ep}, {"micro_batch", s.micro_batch}, {"virtual_stages", s.virtual_stages}})
+                          {"ep", s.ep}, {"etp", s.expert_tp()}, {"micro_batch", s.micro_batch},
+                          {"virtual_stages", s.virtual_stages}})
       if (v < 1) error(key, [key = key, v = v] { return fmt::format("expected {} of at least 1, got {} = {}", key, key, v); });
     if (s.dp < 0) error("dp", [&] { return fmt::format("expected dp of at least 1, got dp = {}", s.dp); });
     if (s.zero < 0 || s.zero > 3)
@@ -356,7 +357,8 @@ class rules {
       runs("checkpoint", fmt::format("checkpoint = {}", name(s.checkpoint)));
   }
 
-  // Experts split over ep ranks inside the dp x cp group.
+  // Experts split over ep ranks inside the dp x cp group (and, with etp =
+  // 1, the tensor-parallel ranks).
   void experts(strategy const& s) {
     model const& m = p_.model;
     if (s.ep > 1) {
@@ -367,10 +369,47 @@ class rules {
         });
       else if (m.experts % s.ep != 0)
         error("ep", [&] { return fmt::format("ep = {} does not divide experts = {}", s.ep, m.experts); });
-      if ((s.dp * s.cp) % s.ep != 0)
-        error("ep", [&] { return fmt::format("ep = {} does not divide dp x cp = {}", s.ep, s.dp * s.cp); });
     }
-
+    auto const etp = s.expert_tp();
+    if (etp != s.tp) {
+      // Megatron-Core's --expert-tensor-parallel-size 1 with tp > 1: the
+      // experts whole on each rank, the tokens each tensor-parallel rank
+      // holds under sequence parallelism sent to them (core_v0.13.0
+      // megatron/core/transformer/moe/token_dispatcher.py, the tp x ep grid
+      // of parallel_state.py's expert rank generator).
+      if (etp != 1)
+        error("etp", [&] {
+          return fmt::format("etp = {} is neither 1 nor tp = {}: dtplan costs each expert whole on a rank or split "
+                             "over the tensor-parallel ranks",
+                             etp, s.tp);
+        });
+      else if (m.experts <= 1)
+        error("etp", [&] {
+          return fmt::format("etp = 1 below tp = {} needs a model with experts, but model '{}' has experts = {}", s.tp,
+                             m.name, m.experts);
+        });
+      else if (!s.sequence_parallel)
+        error("etp", [&] {
+          return fmt::format("etp = 1 below tp = {} needs sequence_parallel = true: each tensor-parallel rank sends "
+                             "its own tokens to the experts",
+                             s.tp);
+        });
+      else if (!p_.framework.limits.expert_parallel)
+        error("etp", [&] {
+          return fmt::format("framework '{}' does not run a mixture's own expert grid (etp = 1 below tp = {})",
+                             p_.framework.name, s.tp);
+        });
+    }
+    // The experts' grid: tp / etp x dp x cp ranks of a stage hold one
+    // expert slice each, in blocks of ep.
+    if (s.ep > 1 && (etp == 1 || etp == s.tp)) {
+      auto const ranks = s.tp / etp * s.dp * s.cp;
+      if (ranks % s.ep != 0)
+        error("ep", [&] {
+          return etp == s.tp ? fmt::format("ep = {} does not divide dp x cp = {}", s.ep, ranks)
+                             : fmt::format("ep = {} does not divide tp / etp x dp x cp = {}", s.ep, ranks);
+        });
+    }
   }
 
  private:

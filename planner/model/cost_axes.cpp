@@ -96,14 +96,25 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   // collectives feeding recomputed matmuls: the two all-gathers of the norm
   // outputs with sequence parallelism, the all-reduce after the o
   // projection without.
-  std::int64_t const per_pass = 2;  // of each collective, per layer
+  //
+  // A mixture's MLP is the token dispatcher's instead (Megatron-Core
+  // core_v0.13.0 moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher): with
+  // etp = tp it gathers the tokens the all-to-all brought over the tensor-
+  // parallel ranks, top-k of each, and reduce-scatters the experts' output
+  // back (all-reduces it without sequence parallelism), outside Transformer
+  // Engine's userbuffers; with etp = 1 it has no tensor-parallel collective.
+  bool const mixture = x.m.experts > 1;
+  bool const expert_tp = mixture && s.expert_tp() == s.tp;
+  std::int64_t const per_pass = mixture ? 1 : 2;  // of each dense collective, per layer
   std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
   std::int64_t const per_layer = per_pass * passes;
   bool const ops = s.checkpoint == checkpoint_mode::ops;
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
+  double const md = static_cast<double>(x.micro);
+  bytes const routed = x.activation * static_cast<double>(sh.active_experts);
   if (s.sequence_parallel) {
-    std::int64_t const ag_per_layer = per_layer + (ops ? 2 : 0);
+    std::int64_t const ag_per_layer = per_layer + (ops ? per_pass : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;
     auto const ag = call(collective::all_gather, x.activation, tp);
     auto const rs = call(collective::reduce_scatter, x.activation, tp);
@@ -121,8 +132,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
       double const t = static_cast<double>(s.tp);
       auto exposed = [&](seconds c, seconds g) { return c / t + max(seconds(0), c - g) * ((t - 1) / t); };
-      ag_layer = exposed(ag, gf[0]) + exposed(ag, gf[n - 2]);
-      rs_layer = exposed(rs, gf[1]) + exposed(rs, gf[n - 1]);
+      ag_layer = exposed(ag, gf[0]) + (mixture ? seconds(0) : exposed(ag, gf[n - 2]));
+      rs_layer = exposed(rs, gf[1]) + (mixture ? seconds(0) : exposed(rs, gf[n - 1]));
     }
     double const passes_d = static_cast<double>(passes * layers * x.micro);
     seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag * static_cast<double>((ag_per_layer - per_layer) * layers * x.micro));
@@ -130,11 +141,25 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_exposed, comm_phase::layer);
     out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_exposed,
             comm_phase::layer);
-    double const md = static_cast<double>(x.micro);
     stream.time = (ag_exposed + rs_exposed) / md;
     stream.calls = (ag_per_layer + per_layer) * layers;
     stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(layers);
     stream.forward_calls = 2 * per_pass * layers;  // the all-gathers and the reduce-scatters
+    if (expert_tp) {
+      std::int64_t const e_ag_layer = passes + (ops ? 1 : 0), e_rs_layer = passes;
+      auto const e_ag = call(collective::all_gather, routed, tp);
+      auto const e_rs = call(collective::reduce_scatter, routed, tp);
+      auto const e_ag_total = e_ag * static_cast<double>(e_ag_layer * layers * x.micro);
+      auto const e_rs_total = e_rs * static_cast<double>(e_rs_layer * layers * x.micro);
+      out.add(collective::all_gather, comm_group::tp, tp, routed, e_ag_layer * layers * x.micro, e_ag_total, e_ag_total,
+              comm_phase::layer);
+      out.add(collective::reduce_scatter, comm_group::tp, tp, routed, e_rs_layer * layers * x.micro, e_rs_total,
+              e_rs_total, comm_phase::layer);
+      stream.time += (e_ag_total + e_rs_total) / md;
+      stream.calls += (e_ag_layer + e_rs_layer) * layers;
+      stream.forward_time += (e_ag + e_rs) * static_cast<double>(layers);
+      stream.forward_calls += 2 * layers;
+    }
   } else {
     std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
     std::int64_t const ar_count = ar_per_layer * layers * x.micro;
@@ -145,6 +170,16 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     stream.calls = ar_per_layer * layers;
     stream.forward_time = ar * static_cast<double>(per_pass * layers);
     stream.forward_calls = per_pass * layers;
+    if (expert_tp) {
+      auto const e_ar = call(collective::all_reduce, routed, tp);
+      auto const e_total = e_ar * static_cast<double>(passes * layers * x.micro);
+      out.add(collective::all_reduce, comm_group::tp, tp, routed, passes * layers * x.micro, e_total, e_total,
+              comm_phase::layer);
+      stream.time += e_ar * static_cast<double>(passes * layers);
+      stream.calls += passes * layers;
+      stream.forward_time += e_ar * static_cast<double>(layers);
+      stream.forward_calls += layers;
+    }
   }
   return stream;
 }
@@ -516,8 +551,10 @@ void data_parallel(step_context const& x, comm_builder& out) {
 void expert_parallel(step_context const& x, comm_builder& out) {
   auto const& sh = x.sh;
   if (x.m.experts <= 1 || sh.s.ep <= 1) return;
-  // Tokens go to their experts and back, forward and backward.
-  bytes const size = x.activation * static_cast<double>(sh.active_experts);
+  // Tokens go to their experts and back, forward and backward: top-k
+  // copies of the tokens this rank holds (tokens / tp with sequence
+  // parallelism).
+  bytes const size = x.activation * static_cast<double>(sh.active_experts) / static_cast<double>(sh.sp_divisor);
   auto const one = call(collective::all_to_all, size, sh.ep);
   std::int64_t const count = 4 * x.sc.layers * x.micro;
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, one * static_cast<double>(count),

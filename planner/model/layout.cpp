@@ -272,18 +272,39 @@ std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   return out;
 }
 
-std::vector<std::int64_t> rank_layout::expert_group_of(std::int64_t rank, std::int64_t ep) const {
-  auto sync = sync_group_of(rank);
-  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
-  auto const first = at / ep * ep;
-  return {sync.begin() + first, sync.begin() + std::min<std::ptrdiff_t>(first + ep, std::ssize(sync))};
+std::vector<std::int64_t> rank_layout::expert_members_of(std::int64_t rank, std::int64_t etp) const {
+  auto const t = static_cast<int>(axis::tp);
+  auto const tp = sizes_[t];
+  if (etp <= 0 || etp >= tp || tp % etp != 0) return sync_group_of(rank);
+  // The sync groups of the tp / etp ranks with `rank`'s slice, each sorted
+  // the same way (by cp and dp coordinate), interleaved member by member.
+  auto c = of(rank);
+  std::vector<std::vector<std::int64_t>> syncs;
+  for (auto j = c[t] % etp; j < tp; j += etp) {
+    c[t] = j;
+    syncs.push_back(sync_group_of(rank_of(c)));
+  }
+  std::vector<std::int64_t> out;
+  out.reserve(syncs.size() * syncs.front().size());
+  for (std::size_t i = 0; i < syncs.front().size(); ++i)
+    for (auto const& g : syncs) out.push_back(g[i]);
+  return out;
 }
 
-std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, std::int64_t ep) const {
-  auto const sync = sync_group_of(rank);
-  auto const at = std::find(sync.begin(), sync.end(), rank) - sync.begin();
+std::vector<std::int64_t> rank_layout::expert_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp) const {
+  auto const members = expert_members_of(rank, etp);
+  auto const at = std::find(members.begin(), members.end(), rank) - members.begin();
+  auto const first = at / ep * ep;
+  return {members.begin() + first, members.begin() + std::min<std::ptrdiff_t>(first + ep, std::ssize(members))};
+}
+
+std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, std::int64_t ep,
+                                                            std::int64_t etp) const {
+  auto const members = expert_members_of(rank, etp);
+  auto const at = std::find(members.begin(), members.end(), rank) - members.begin();
   std::vector<std::int64_t> out;
-  for (auto i = at % ep; i < std::ssize(sync); i += ep) out.push_back(sync[static_cast<std::size_t>(i)]);
+  for (auto i = at % ep; i < std::ssize(members); i += ep) out.push_back(members[static_cast<std::size_t>(i)]);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

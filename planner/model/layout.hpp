@@ -69,16 +69,26 @@ class rank_layout {
   /// The ranks that hold the same weights as `rank` (every dp and cp
   /// coordinate, its tp and pp ones), ascending.
   [[nodiscard]] std::vector<std::int64_t> sync_group_of(std::int64_t rank) const;
+  /// The ranks of `rank`'s stage that hold the same slice of the experts'
+  /// weights (its tensor-parallel coordinate modulo `etp`) in the order the
+  /// expert grid takes them: for each member of its sync group in turn, the
+  /// tp / etp ranks of its tensor-parallel group with that slice (Megatron-
+  /// Core's expert rank generator, order tp-ep-dp over the stage's tp x cp x
+  /// dp ranks; core_v0.13.0 megatron/core/parallel_state.py). With etp = tp,
+  /// the sync group itself.
+  [[nodiscard]] std::vector<std::int64_t> expert_members_of(std::int64_t rank, std::int64_t etp) const;
   /// The expert-parallel group of `rank`: its block of `ep` consecutive
-  /// members of its sync group (experts spread over the ranks that hold the
-  /// same weights outside the experts; with cp > 1 a block can take
-  /// context-parallel ranks). `ep` divides the sync group's size.
-  [[nodiscard]] std::vector<std::int64_t> expert_group_of(std::int64_t rank, std::int64_t ep) const;
+  /// expert members (with etp = tp, of its sync group: experts spread over
+  /// the ranks that hold the same weights outside the experts; with cp > 1 a
+  /// block can take context-parallel ranks, with etp = 1 tensor-parallel
+  /// ones). `ep` divides the members' count.
+  [[nodiscard]] std::vector<std::int64_t> expert_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp) const;
   /// The ranks that hold the same experts as `rank` and sum their gradients
-  /// (Megatron-Core's expert data-parallel group, dp x cp / ep ranks;
-  /// core_v0.13.0 megatron/core/parallel_state.py): the members of its sync
-  /// group at its position in their blocks of `ep`, ascending.
-  [[nodiscard]] std::vector<std::int64_t> expert_data_group_of(std::int64_t rank, std::int64_t ep) const;
+  /// (Megatron-Core's expert data-parallel group, tp / etp x dp x cp / ep
+  /// ranks): the expert members at its position in their blocks of `ep`,
+  /// ascending.
+  [[nodiscard]] std::vector<std::int64_t> expert_data_group_of(std::int64_t rank, std::int64_t ep,
+                                                               std::int64_t etp) const;
   /// The members of a sync group on one node when every node holds the same
   /// number of every sync group's members, in one run of ranks (or copies
   /// of one on nodes of their own): the size of a `shard = node` group; 0

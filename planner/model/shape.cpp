@@ -44,6 +44,17 @@ stage_shape strategy_shape::stage(std::int64_t r) const {
 
 namespace {
 
+// The ranks of a stage the expert grid lays out: tp / etp x dp x cp (each
+// expert slice's members, rank_layout::expert_members_of).
+std::int64_t expert_ranks(strategy const& s) {
+  auto const etp = s.expert_tp();
+  return (etp >= 1 && s.tp % etp == 0 ? s.tp / etp : 1) * s.dp * s.cp;
+}
+
+// Whether the experts' weights sit on another grid than the dense ones: ep
+// splits them, or they are whole on each tensor-parallel rank.
+bool experts_apart(strategy const& s) { return s.ep > 1 || s.expert_tp() != s.tp; }
+
 group_shape group(program const& p, group_placement const& placed) {
   group_shape g;
   g.size = placed.size;
@@ -71,9 +82,10 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1});
   add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
   if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
-  auto const up = (m.mlp == mlp_kind::swiglu ? 2 * m.ffn : m.ffn) / tp;
+  auto const mlp_tp = m.experts > 1 ? sh.s.expert_tp() : tp;  // an expert's split
+  auto const up = (m.mlp == mlp_kind::swiglu ? 2 * m.ffn : m.ffn) / mlp_tp;
   add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts});
-  add("mlp-down", {sh.mlp_tokens, h, m.ffn / tp, sh.local_experts});
+  add("mlp-down", {sh.mlp_tokens, h, m.ffn / mlp_tp, sh.local_experts});
   auto& qkv = sh.gemms[0];
   auto& o = sh.gemms[1];
   auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];
@@ -112,7 +124,8 @@ shape_groups group_sizes_of(program const& p, strategy const& s) {
   };
   sh.tp = sized(s.tp), sh.cp = sized(s.cp), sh.dp = sized(s.dp), sh.pp = sized(s.pp), sh.ep = sized(s.ep);
   sh.sync = sized(s.dp * s.cp);
-  sh.expert_sync = s.ep > 1 && (s.dp * s.cp) % s.ep == 0 ? sized(s.dp * s.cp / s.ep) : sh.sync;
+  auto const members = expert_ranks(s);
+  sh.expert_sync = experts_apart(s) && members % s.ep == 0 ? sized(members / s.ep) : sh.sync;
   sh.embedding = sized(s.pp > 1 && p.model.tied_embeddings ? 2 : 1);
   if (s.zero >= 1) {
     sh.sharding = sharding_of(s);
@@ -150,13 +163,15 @@ shape_groups groups_of(program const& p, strategy const& s) {
     sh.shard = group(p, group_placement{});
     sh.replicate = sh.sync;
   }
-  // Experts: rank 0's block of ep sync-group members, as the skeleton
-  // lays them out (rank_layout::expert_group_of).
+  // Experts: rank 0's block of ep expert members, as the skeleton lays
+  // them out (rank_layout::expert_group_of).
+  auto const etp = s.expert_tp();
   group_placement experts;
-  if (s.ep > 1) experts = layout.placement_of(layout.expert_group_of(0, s.ep));
+  if (s.ep > 1) experts = layout.placement_of(layout.expert_group_of(0, s.ep, etp));
   sh.ep = group(p, experts);
-  sh.expert_sync = s.ep > 1 && (s.dp * s.cp) % s.ep == 0
-                       ? group(p, layout.placement_of(layout.expert_data_group_of(0, s.ep)))
+  auto const members = expert_ranks(s);
+  sh.expert_sync = experts_apart(s) && members % s.ep == 0
+                       ? group(p, layout.placement_of(layout.expert_data_group_of(0, s.ep, etp)))
                        : sh.sync;
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's
@@ -199,8 +214,13 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.active_experts = std::min(m.experts_per_token, m.experts);
   if (m.experts > 1) {
     sh.local_experts = m.experts / s.ep;
-    // Each expert of a GPU sees the tokens routed to it from the ep ranks.
-    sh.mlp_tokens = std::max<std::int64_t>(1, sh.tokens * sh.active_experts * s.ep / m.experts);
+    // Each expert of a GPU sees the tokens routed to it from the ep ranks:
+    // each rank's tokens, gathered over the etp ranks that split the expert
+    // (with sequence parallelism a rank holds tokens / tp; without it, the
+    // whole micro-batch, and etp = tp).
+    auto const gathered = s.sequence_parallel ? s.expert_tp() : 1;
+    sh.mlp_tokens = std::max<std::int64_t>(
+        1, sh.tokens * gathered * sh.active_experts * s.ep / (sh.sp_divisor * m.experts));
   } else {
     sh.mlp_tokens = sh.tokens;
   }
@@ -208,10 +228,10 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.local_vocab = sh.padded_vocab / s.tp;
   auto const counts = count_params(m);
   sh.final_norm_params = static_cast<double>(counts.final_norm);
+  auto const mlp_split = static_cast<double>(m.experts > 1 ? s.expert_tp() * s.ep : s.tp);
   sh.layer_params = static_cast<double>(counts.attention) / static_cast<double>(s.tp) +
-                    static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep) +
-                    static_cast<double>(counts.norms + counts.router);
-  if (m.experts > 1) sh.layer_expert_params = static_cast<double>(counts.mlp) / static_cast<double>(s.tp * s.ep);
+                    static_cast<double>(counts.mlp) / mlp_split + static_cast<double>(counts.norms + counts.router);
+  if (m.experts > 1) sh.layer_expert_params = static_cast<double>(counts.mlp) / mlp_split;
   sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);
   fill_gemms(sh, m);
 

@@ -69,14 +69,15 @@ struct stage_shape {
 /// search derives it once for every candidate that shares those).
 struct shape_groups {
   group_shape tp, cp, dp, pp;
-  group_shape ep;         ///< experts over the dp x cp ranks inside tp x cp x ep consecutive ranks
+  group_shape ep;         ///< experts over blocks of ep expert members (dp x cp ranks; with etp = 1, tp x dp x cp)
   group_shape sync;       ///< dp x cp: the ranks that hold the same weights and sum their gradients
   shard_layout sharding;  ///< the ZeRO shard group inside `sync`
   group_shape shard;      ///< ZeRO/FSDP shard group: ZeRO-1/2/3 state is split over its ranks (1: none)
   group_shape replicate;  ///< the ranks holding the same shard (sync / shard of them)
-  /// dp x cp / ep: the ranks that hold the same experts and sum their
-  /// gradients, one in each block of ep (rank_layout::expert_data_group_of);
-  /// `sync` itself when ep = 1.
+  /// tp / etp x dp x cp / ep: the ranks that hold the same experts and sum
+  /// their gradients, one in each block of ep
+  /// (rank_layout::expert_data_group_of); `sync` itself when ep = 1 and
+  /// etp = tp.
   group_shape expert_sync;
   group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
 };
@@ -136,21 +137,25 @@ struct strategy_shape : shape_groups {
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
   [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }
   /// The experts' ZeRO-sharded state is split over this many ranks: those
-  /// of the shard group that hold the same experts, one in each block of
-  /// ep (Megatron-Core's expert data-parallel group, dp x cp / ep; core_v0.13.0
-  /// megatron/core/parallel_state.py, expert_data_parallel_group). 1 when
-  /// not sharded.
+  /// of the shard group, widened over the tp / etp ranks that hold the same
+  /// expert slice, that hold the same experts, one in each block of ep
+  /// (Megatron-Core's expert data-parallel group, tp / etp x dp x cp / ep;
+  /// core_v0.13.0 megatron/core/parallel_state.py,
+  /// expert_data_parallel_group). 1 when not sharded.
   [[nodiscard]] std::int64_t expert_shard_ranks() const {
-    return s.ep > 1 ? std::max<std::int64_t>(1, shard_ranks() / s.ep) : shard_ranks();
+    if (s.zero < 1) return 1;
+    auto const etp = s.expert_tp();
+    auto const widened = etp >= 1 && etp < s.tp ? shard_ranks() * (s.tp / etp) : shard_ranks();
+    return s.ep > 1 ? std::max<std::int64_t>(1, widened / s.ep) : widened;
   }
   /// A mixture's expert gradients are summed over `expert_sync` (and their
   /// ZeRO shards formed there), apart from the dense weights': with ep > 1
-  /// and no hybrid sharding. Under hybrid sharding they go with the dense
-  /// weights' shard and replicate groups (a simplification: the groups each
-  /// GPU sends over differ, its bytes barely do).
+  /// or etp < tp, and no hybrid sharding. Under hybrid sharding they go with
+  /// the dense weights' shard and replicate groups (a simplification: the
+  /// groups each GPU sends over differ, its bytes barely do).
   [[nodiscard]] bool experts_sync_apart() const {
-    return s.ep > 1 && layer_expert_params > 0 && expert_sync.size < sync.size &&
-           (s.zero == 0 || shard.size == sync.size);
+    bool const grid = (s.ep > 1 && expert_sync.size < sync.size) || s.expert_tp() != s.tp;
+    return grid && layer_expert_params > 0 && (s.zero == 0 || shard.size == sync.size);
   }
   /// `shard = node` or a size whose shard group has one rank: the stage
   /// shards nothing (the check warns).

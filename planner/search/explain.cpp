@@ -83,8 +83,8 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
                                tp, e.second, usable, candidates(candidates_by_tp[tp]))});
   }
   std::sort(rest.begin(), rest.end(), [](auto const& a, auto const& b) {
-    return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp, a.first.ep} <
-           std::tuple{b.first.tp, b.first.pp, b.first.cp, b.first.dp, b.first.ep};
+    return std::tuple{a.first.tp, a.first.pp, a.first.cp, a.first.dp, a.first.ep, -a.first.etp} <
+           std::tuple{b.first.tp, b.first.pp, b.first.cp, b.first.dp, b.first.ep, -b.first.etp};
   });
   constexpr std::size_t shown = 8;
   std::vector<explanation> lines;

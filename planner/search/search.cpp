@@ -72,7 +72,7 @@ bool better(search_entry const& a, search_entry const& b) {
   };
   auto key = [&](strategy const& s) {
     return std::tuple{s.dp, s.tp, s.pp, s.cp, s.zero, shard_rank(s.shard), recompute_rank(s.checkpoint),
-                      s.micro_batch, s.virtual_stages, s.sequence_parallel, s.order, s.ep};
+                      s.micro_batch, s.virtual_stages, s.sequence_parallel, s.order, s.ep, s.expert_tp()};
   };
   return key(a.s) < key(b.s);
 }
@@ -95,7 +95,7 @@ std::string count_text(std::int64_t n) {
 struct candidate {
   double bound = 0;
   bytes memory;
-  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, micro_batch = 1, virtual_stages = 1;
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1, etp = 1, micro_batch = 1, virtual_stages = 1;
   std::int64_t shard_size = 0;
   std::int8_t zero = 0;
   std::uint8_t checkpoint = 0, shard_kind = 0, order = 0;
@@ -103,7 +103,7 @@ struct candidate {
 
   candidate() = default;
   candidate(double b, strategy const& s, bytes m)
-      : bound(b), memory(m), dp(s.dp), tp(s.tp), pp(s.pp), cp(s.cp), ep(s.ep), micro_batch(s.micro_batch),
+      : bound(b), memory(m), dp(s.dp), tp(s.tp), pp(s.pp), cp(s.cp), ep(s.ep), etp(s.expert_tp()), micro_batch(s.micro_batch),
         virtual_stages(s.virtual_stages), shard_size(s.shard.size), zero(static_cast<std::int8_t>(s.zero)),
         checkpoint(static_cast<std::uint8_t>(s.checkpoint)), shard_kind(static_cast<std::uint8_t>(s.shard.k)),
         sequence_parallel(s.sequence_parallel) {
@@ -114,7 +114,7 @@ struct candidate {
 
   [[nodiscard]] strategy unpacked() const {
     strategy s;
-    s.dp = dp, s.tp = tp, s.pp = pp, s.cp = cp, s.ep = ep;
+    s.dp = dp, s.tp = tp, s.pp = pp, s.cp = cp, s.ep = ep, s.etp = etp == tp ? 0 : etp;
     s.micro_batch = micro_batch, s.virtual_stages = virtual_stages;
     s.zero = zero;
     s.checkpoint = static_cast<checkpoint_mode>(checkpoint);
@@ -423,11 +423,12 @@ std::vector<work_item> structures(program const& p, space_view const& space, sea
         if (cp <= 0 || gpus % (tp * pp) != 0 || (gpus / (tp * pp)) % cp != 0) continue;
         auto dp = gpus / (tp * pp * cp);
         if (!space.dp_allowed(dp)) continue;
-        for (auto ep : space.ep()) {
-          work_item w{tp, pp, cp, dp, ep, space.orders(tp, pp, cp, dp), 0};
-          w.candidates = space.count(w);
-          if (w.candidates > 0) items.push_back(std::move(w));
-        }
+        for (auto ep : space.ep())
+          for (auto etp : space.etp(tp)) {
+            work_item w{tp, pp, cp, dp, ep, etp, space.orders(tp, pp, cp, dp), 0};
+            w.candidates = space.count(w);
+            if (w.candidates > 0) items.push_back(std::move(w));
+          }
       }
     }
   }
@@ -560,7 +561,7 @@ search_result search(program const& p, strategy_spec const& spec, cost_model con
   }
   // Threads finish structures in any order: sort what explain reports.
   auto by_structure = [](work_item const& a, work_item const& b) {
-    return std::tuple{a.tp, a.pp, a.cp, a.dp, a.ep} < std::tuple{b.tp, b.pp, b.cp, b.dp, b.ep};
+    return std::tuple{a.tp, a.pp, a.cp, a.dp, a.ep, -a.etp} < std::tuple{b.tp, b.pp, b.cp, b.dp, b.ep, -b.etp};
   };
   std::sort(all.illegal_structures.begin(), all.illegal_structures.end(), by_structure);
   std::sort(all.memory_structures.begin(), all.memory_structures.end(),

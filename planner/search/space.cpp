@@ -40,7 +40,9 @@ std::vector<std::int64_t> capped(std::vector<std::int64_t> v, std::int64_t cap) 
 
 std::string structure_text(work_item const& w) {
   // A mixture's structures differ in ep too (dense ones are all ep = 1).
-  if (w.ep > 1) return fmt::format("tp = {}, pp = {}, cp = {}, dp = {}, ep = {}", w.tp, w.pp, w.cp, w.dp, w.ep);
+  auto const etp = w.etp != w.tp ? fmt::format(", etp = {}", w.etp) : std::string();
+  if (w.ep > 1 || !etp.empty())
+    return fmt::format("tp = {}, pp = {}, cp = {}, dp = {}, ep = {}{}", w.tp, w.pp, w.cp, w.dp, w.ep, etp);
   return fmt::format("tp = {}, pp = {}, cp = {}, dp = {}", w.tp, w.pp, w.cp, w.dp);
 }
 

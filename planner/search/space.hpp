@@ -38,6 +38,7 @@ std::vector<T> sorted_unique(std::vector<T> v) {
 // other key is enumerated inside it.
 struct work_item {
   std::int64_t tp = 1, pp = 1, cp = 1, dp = 1, ep = 1;
+  std::int64_t etp = 1;  ///< the experts' tensor split: tp or 1
   std::vector<rank_order> orders;
   std::int64_t candidates = 0;  // the size of its sub-tree
 
@@ -49,6 +50,7 @@ struct work_item {
     s.cp = cp;
     s.dp = dp;
     s.ep = ep;
+    s.etp = etp == tp ? 0 : etp;  // unset where it follows tp, as a written strategy has it
     return s;
   }
 };
@@ -100,6 +102,29 @@ class space_view {
   [[nodiscard]] std::vector<std::int64_t> const& pp() const { return pp_; }
   [[nodiscard]] std::vector<std::int64_t> const& cp() const { return cp_; }
   [[nodiscard]] std::vector<std::int64_t> const& ep() const { return ep_; }
+
+  // The experts' tensor split at `tp`: tp unless written; searched, also 1
+  // (the experts whole on each rank) for a mixture where the framework runs
+  // its own expert grid and sequence parallelism, which etp = 1 needs.
+  [[nodiscard]] std::vector<std::int64_t> etp(std::int64_t tp) const {
+    using form = key_choice<std::int64_t>::form;
+    auto const& c = spec_.etp;
+    auto const& lim = p_.framework.limits;
+    bool const whole = tp > 1 && p_.model.experts > 1 && lim.expert_parallel && lim.sequence_parallel;
+    switch (c.f) {
+      case form::unset: return {tp};
+      case form::single: return {c.values.empty() ? tp : c.values.front()};
+      case form::set: return sorted_unique(c.values);
+      case form::range: {
+        std::vector<std::int64_t> out;
+        for (auto v : whole ? std::vector<std::int64_t>{1, tp} : std::vector<std::int64_t>{tp})
+          if (v >= c.low && v <= c.high) out.push_back(v);
+        return out;
+      }
+      case form::any: return whole ? std::vector<std::int64_t>{1, tp} : std::vector<std::int64_t>{tp};
+    }
+    return {tp};
+  }
   [[nodiscard]] std::vector<std::int64_t> const& zero() const { return zero_; }
   [[nodiscard]] std::vector<checkpoint_mode> const& checkpoint() const { return checkpoint_; }
 

@@ -438,14 +438,32 @@ expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/mo
 expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: dtplan writes mixture-of-experts jobs for megatron only, not torchtitan"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
 expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
-expect_contains "$TMP/err" "moe.txt:1:68: warning: Megatron-LM's expert tensor-parallel size '1' is not modelled: costed as '2 (tp)'"
+# --expert-tensor-parallel-size 1: each expert whole on its rank, which needs
+# sequence parallelism (Megatron-LM asserts it for a mixture with tp > 1).
+expect_contains "$TMP/err" "moe.txt:1:68: error: etp = 1 below tp = 2 needs sequence_parallel = true: each tensor-parallel rank sends its own tokens to the experts"
+expect_contains "$TMP/out" "dp 16, tp 2, pp 1, cp 1, ep 4, etp 1, zero 0,"
 expect_contains "$TMP/err" "moe.txt:1:100: warning: Megatron-LM's experts' MLP width '2048' is not modelled: costed as '14336 (--ffn-hidden-size)'"
 expect_contains "$TMP/err" "moe.txt:1:37: error: ep = 4 does not divide experts = 6"
 expect_contains "$TMP/out" "x 6 experts (1 a token)"
+# An expert split other than 1 or tp is costed at tp, and said so.
+printf -- '--num-experts 8 --expert-model-parallel-size 4 --expert-tensor-parallel-size 2 --moe-token-dispatcher-type alltoall\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 4 --sequence-parallel\n' >"$TMP/moe2.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe2.txt"
+expect_contains "$TMP/err" "moe2.txt:1:48: warning: Megatron-LM's expert tensor-parallel size '2' is not modelled: costed as '4 (tp)'"
+expect_contains "$TMP/out" "dp 8, tp 4, pp 1, cp 1, ep 4, zero 0,"
+# etp 1 planned, written as a Megatron-LM job and read back: the same cost.
+sed 's/strategy free { dp = 16; pp = 2; ep = {4, 8};/strategy free { dp = 8; tp = 2; pp = 2; ep = 8; etp = 1;/' "$TMP/moe_free.dtp" >"$TMP/moe_whole.dtp"
+expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --strategy free --emit "$TMP/moe_whole_job" --quiet
+cp "$TMP/out" "$TMP/moe_whole_planned"
+expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--expert-tensor-parallel-size 1"
+expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --from megatron "$TMP/moe_whole_job/megatron/args.txt" --quiet
+checks=$((checks + 1))
+[ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_whole_planned")" ] ||
+  fail "etp 1 read back costs otherwise: $(cat "$TMP/out") against $(cat "$TMP/moe_whole_planned")"
+expect_lacks "$TMP/err" "warning"
 
 # torchtitan's experts (v0.2.0 parallel_dims.py:57-64): ep of the dp_shard x
-# cp ranks; without tensor parallelism (its default) when tp > 1, which
-# dtplan does not cost and says so.
+# cp ranks; without tensor parallelism (its default) when tp > 1, the ep
+# group then spanning the tp ranks too (etp 1), in whole tp x cp blocks.
 sed 's/framework = megatron/framework = torchtitan/; s/strategy s { dp = 32 }/strategy s { dp = 32; zero = 3 }/; s/mlp = swiglu }/mlp = swiglu; experts = 8; experts_per_token = 2 }/' \
   "$TMP/moe.dtp" >"$TMP/tt_moe.dtp"
 printf '[training]\nlocal_batch_size = 1\nseq_len = 4096\n[parallelism]\nexpert_parallel_degree = 8\n' >"$TMP/moe.toml"
@@ -454,7 +472,12 @@ expect_contains "$TMP/out" "5.4 GiB  gradients (fp32, 7.24B params x 4 B, ZeRO-3
 expect_lacks "$TMP/err" "expert"
 printf 'tensor_parallel_degree = 2\n' >>"$TMP/moe.toml"
 expect_status 0 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
-expect_contains "$TMP/err" "moe.toml:5:26: warning: torchtitan's experts without tensor parallelism (expert_tensor_parallel_degree = 1, over the tp ranks too) are not modelled: costed split over tp = 2 like the other layers"
+expect_contains "$TMP/out" "dp 16, tp 2, pp 1, cp 1, ep 8, etp 1, zero 3,"
+expect_contains "$TMP/out" "5.4 GiB  gradients (fp32, 6.44B params x 4 B, ZeRO-3 over 16, experts over 4)"
+expect_lacks "$TMP/err" "expert"
+{ cat "$TMP/moe.toml"; printf 'context_parallel_degree = 8\n'; } >"$TMP/moe_cp.toml"
+expect_status 2 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe_cp.toml"
+expect_contains "$TMP/err" "moe_cp.toml:5:26: error: torchtitan's 'parallelism.expert_parallel_degree' 8 with experts whole on each rank (expert_tensor_parallel_degree = 1) must be a multiple of tensor x context degrees = 16"
 printf 'expert_tensor_parallel_degree = 4\n' >>"$TMP/moe.toml"
 expect_status 2 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
 expect_contains "$TMP/err" "moe.toml:7:33: error: torchtitan runs 'parallelism.expert_tensor_parallel_degree' 1 or the tensor-parallel degree 2, not 4"

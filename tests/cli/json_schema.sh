@@ -34,16 +34,23 @@ checks=$((checks + 1))
 python3 - "$mixture" <<'PY2' || fail "the mixture's shape in the JSON"
 import json, sys
 doc = json.load(open(sys.argv[1]))
+whole = 0
 for plan in doc["plans"]:
     shape, s = plan["shape"], plan["strategy"]
-    assert shape["expert_shard_ranks"] == max(1, shape["shard_ranks"] // s["ep"]), (shape, s)
+    # etp 1 widens the experts' groups over the tp ranks.
+    assert s["etp"] in (1, s["tp"]), s
+    widen = s["tp"] // s["etp"]
+    whole += s["etp"] < s["tp"]
+    assert shape["expert_shard_ranks"] == max(1, shape["shard_ranks"] * widen // s["ep"]), (shape, s)
     assert 0 < shape["layer_expert_params_per_gpu"] < shape["layer_params_per_gpu"], shape
     # No published run of a mixture is behind the expected error: it says so.
     if plan["time"] is not None:
         assert plan["time"]["unmeasured"] == ["mixture of experts"], plan["time"]["unmeasured"]
-    # The experts' gradients sum over dp x cp / ep ranks.
+    # The experts' gradients sum over tp / etp x dp x cp / ep ranks.
     sync = shape["groups"]["sync"]["ranks"]
-    assert shape["groups"]["expert_sync"]["ranks"] == sync // s["ep"], (shape["groups"], s)
+    assert shape["groups"]["expert_sync"]["ranks"] == sync * widen // s["ep"], (shape["groups"], s)
+# The search's third plan holds each expert whole (etp 1 at tp 2).
+assert whole >= 1, whole
 PY2
 python3 - "$TMP/7b_2node.json" <<'PY3' || fail "a dense plan's time names nothing unmeasured"
 import json, sys
@@ -56,7 +63,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 5,'
+expect_contains "$TMP/imported.json" '"schema_version": 6,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,

@@ -117,7 +117,7 @@ TEST_CASE("the skeleton bakes in the plan's numbers and schedule") {
   auto f = fx::tp4_pp2();
   auto cu = codegen::train_step_cu(f.program, f.plan);
   CHECK(contains(cu, "constexpr long long k_world = 16;\n"));
-  CHECK(contains(cu, "constexpr long long k_tp = 4, k_cp = 1, k_dp = 2, k_pp = 2, k_ep = 1;\n"));
+  CHECK(contains(cu, "constexpr long long k_tp = 4, k_cp = 1, k_dp = 2, k_pp = 2, k_ep = 1, k_etp = 4;\n"));
   CHECK(contains(cu, "constexpr int k_order[4] = {0, 1, 2, 3};\n"));
   CHECK(contains(cu, "constexpr long long k_micro_batches = 128;"));
   CHECK(contains(cu, "constexpr long long k_chunk_layers[2] = {20, 20};  // model chunk c runs on stage c % pp\n"));

@@ -422,3 +422,59 @@ TEST_CASE("the skeleton's --dry-run groups are the reference's, for random hybri
   }
   CHECK(built == 4);
 }
+
+TEST_CASE("the skeleton's --dry-run expert groups are Megatron-Core's expert grid, experts whole or split over tp") {
+  // Megatron-Core's expert rank generator over a stage's ranks, etp
+  // fastest, then ep, then the expert data-parallel ranks (core_v0.13.0
+  // parallel_state.py), written out here for the tp-cp-dp-pp order: a
+  // stage's ranks in order, etp x ep x edp of them.
+  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
+  std::filesystem::create_directories(dir);
+  dsl::source_manager sources;
+  auto p = load_text("model m { layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; seq_len = 256;"
+                     " mlp = swiglu; experts = 8; experts_per_token = 2 }\n"
+                     "gpu big : H100_SXM { memory = 1 TB }\n"
+                     "cluster c { nodes = 2; gpus_per_node = 8; gpu = big; inter_node = 100 Gbit/s }\n"
+                     "training { framework = megatron; global_batch = 64 }\n",
+                     sources);
+  analytic_cost_model const model;
+  int built = 0;
+  for (std::int64_t etp : {1, 2}) {
+    strategy s;
+    s.tp = 2, s.cp = 2, s.dp = 2, s.pp = 2, s.ep = 4, s.etp = etp, s.zero = 1, s.sequence_parallel = true;
+    auto const pl = evaluate(p, strategy_spec{}, s, model, "experts");
+    REQUIRE(pl.valid);
+    auto const cu = dir / fmt::format("experts{}.cu", etp);
+    std::ofstream(cu) << codegen::train_step_cu(p, pl);
+    auto const exe = dir / fmt::format("experts{}", etp);
+    auto const out = dir / fmt::format("experts{}.layout", etp);
+    auto const cc = fmt::format("c++ -std=c++17 -O0 -x c++ -DDTPLAN_DRY_RUN_ONLY '{}' -o '{}' && '{}' --dry-run > '{}'",
+                                cu.string(), exe.string(), exe.string(), out.string());
+    REQUIRE(std::system(cc.c_str()) == 0);
+    ++built;
+    std::int64_t const stage = 8;  // tp x cp x dp ranks of a stage
+    std::ifstream in(out);
+    std::string line;
+    std::int64_t ranks = 0;
+    while (std::getline(in, line)) {
+      if (line.rfind("rank ", 0) != 0) continue;
+      auto const r = std::stoll(line.substr(5));
+      INFO("etp " << etp << ": " << line);
+      auto const base = r / stage * stage, i = r % stage;
+      // With etp = tp = 2 the grid's ep coordinate steps over the tp pair.
+      auto const e = i % etp, k = i / etp, ep_at = k % s.ep, edp_at = k / s.ep;
+      std::vector<std::int64_t> ep_group, grad_group;
+      for (std::int64_t j = 0; j < s.ep; ++j) ep_group.push_back(base + e + etp * (j + s.ep * edp_at));
+      for (std::int64_t j = 0; j < stage / (etp * s.ep); ++j) grad_group.push_back(base + e + etp * (ep_at + s.ep * j));
+      CHECK(members(line, "ep") == ep_group);
+      CHECK(members(line, "expert_grad") == grad_group);
+      // The planner's layout says the same.
+      rank_layout const l(pl.s, 8);
+      CHECK(l.expert_group_of(r, s.ep, etp) == ep_group);
+      CHECK(l.expert_data_group_of(r, s.ep, etp) == grad_group);
+      ++ranks;
+    }
+    CHECK(ranks == 16);
+  }
+  CHECK(built == 2);
+}

@@ -1245,3 +1245,62 @@ TEST_CASE("a mixture's expert gradients sum over the ranks that hold the same ex
   p.model = dtplan::test::llama3_8b();
   CHECK_FALSE(find_comm(model.step_time(p, s), comm_group::expert_dp));
 }
+
+TEST_CASE("a mixture's MLP under tensor parallelism: the dispatcher's collectives, none with etp = 1", "[comm][golden]") {
+  // Megatron-Core's all-to-all dispatcher (core_v0.13.0 moe/
+  // token_dispatcher.py) under sequence parallelism: each rank sends top-k
+  // copies of its s / tp tokens over ep; with etp = tp it then gathers what
+  // arrived over the tp ranks (k x the layer's s.b.h) and reduce-scatters
+  // the experts' output back, outside userbuffers; with etp = 1 the MLP has
+  // no tensor-parallel collective. Attention keeps its all-gather and
+  // reduce-scatter per pass. 4 x 8 H100, tp 2, dp 16, ep 8, no recompute.
+  auto m = dtplan::test::llama3_8b();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  auto p = dtplan::test::program_of(m, dtplan::test::nodes_of("c", 4, dtplan::test::h100_sxm()), 512);
+  strategy s;
+  s.dp = 16, s.tp = 2, s.ep = 8, s.zero = 1, s.sequence_parallel = true, s.checkpoint = checkpoint_mode::none;
+  analytic_cost_model const model;
+  auto const sh = shape_of(p, s);
+  double const layer = static_cast<double>(sh.tokens * m.hidden) * 2;  // s.b.h in bf16
+  auto const micro = sh.grad_accum;
+  auto const calls = [](time_breakdown const& t, comm_group g, collective op, double size) {
+    std::int64_t n = 0;
+    for (auto const& e : t.comm)
+      if (e.group == g && e.op == op && e.size.value() == size) n += e.count;
+    return n;
+  };
+  auto const split = model.step_time(p, s);
+  // Attention: one all-gather and one reduce-scatter a layer and pass.
+  CHECK(calls(split, comm_group::tp, collective::all_gather, layer) == 2 * 32 * micro);
+  CHECK(calls(split, comm_group::tp, collective::reduce_scatter, layer) == 2 * 32 * micro);
+  // The dispatcher's, two copies of each token.
+  CHECK(calls(split, comm_group::tp, collective::all_gather, 2 * layer) == 2 * 32 * micro);
+  CHECK(calls(split, comm_group::tp, collective::reduce_scatter, 2 * layer) == 2 * 32 * micro);
+  // Four all-to-alls a layer (dispatch and combine, forward and backward)
+  // of this rank's half of the tokens, twice over.
+  CHECK(calls(split, comm_group::ep, collective::all_to_all, 2 * layer / 2) == 4 * 32 * micro);
+
+  s.etp = 1;
+  auto const whole = model.step_time(p, s);
+  CHECK(calls(whole, comm_group::tp, collective::all_gather, layer) == 2 * 32 * micro);
+  CHECK(calls(whole, comm_group::tp, collective::all_gather, 2 * layer) == 0);
+  CHECK(calls(whole, comm_group::tp, collective::reduce_scatter, 2 * layer) == 0);
+  CHECK(calls(whole, comm_group::ep, collective::all_to_all, 2 * layer / 2) == 4 * 32 * micro);
+  // ep 8 of tp x dp = 32 ranks: blocks of 8 consecutive ranks, one node;
+  // each expert's copies on 32 / 8 = 4 ranks, one a node.
+  auto const a2a = find_comm(whole, comm_group::ep);
+  REQUIRE(a2a);
+  CHECK(a2a->link == link_kind::intra);
+  auto const experts = find_comm(whole, comm_group::expert_dp);
+  REQUIRE(experts);
+  CHECK(experts->ranks == 4);
+  CHECK(experts->link == link_kind::inter);
+  // Without sequence parallelism (etp = tp): whole tokens to the
+  // experts, their output all-reduced over tp at k x s.b.h.
+  s.etp = 0, s.sequence_parallel = false;
+  auto const open = model.step_time(p, s);
+  CHECK(calls(open, comm_group::tp, collective::all_reduce, layer) == 2 * 32 * micro);
+  CHECK(calls(open, comm_group::tp, collective::all_reduce, 2 * layer) == 2 * 32 * micro);
+  CHECK(calls(open, comm_group::ep, collective::all_to_all, 2 * layer) == 4 * 32 * micro);
+}

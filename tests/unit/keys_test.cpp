@@ -77,6 +77,8 @@ std::map<std::string, std::vector<sample>> const& strategy_samples() {
               {"1..2", [](b& s) { s.cp(e::range(1, 2)); }}, {"auto", [](b& s) { s.cp(e::any); }}}},
       {"ep", {{"1", [](b& s) { s.ep(1); }}, {"{1, 2}", [](b& s) { s.ep({1, 2}); }},
               {"1..2", [](b& s) { s.ep(e::range(1, 2)); }}, {"auto", [](b& s) { s.ep(e::any); }}}},
+      {"etp", {{"1", [](b& s) { s.etp(1); }}, {"{1, 2}", [](b& s) { s.etp({1, 2}); }},
+               {"1..2", [](b& s) { s.etp(e::range(1, 2)); }}, {"auto", [](b& s) { s.etp(e::any); }}}},
       {"zero", {{"3", [](b& s) { s.zero(3); }}, {"{0, 1}", [](b& s) { s.zero({0, 1}); }},
                 {"1..3", [](b& s) { s.zero(e::range(1, 3)); }}, {"auto", [](b& s) { s.zero(e::any); }}}},
       {"micro_batch", {{"2", [](b& s) { s.micro_batch(2); }}, {"{1, 4}", [](b& s) { s.micro_batch({1, 4}); }},

@@ -249,6 +249,38 @@ TEST_CASE("checkpoint = auto explores op-level checkpointing") {
   CHECK(two.ranked[0].s.checkpoint == checkpoint_mode::ops);
 }
 
+TEST_CASE("a mixture's search tries each expert whole (etp 1) beside split over tp; a dense model's does not") {
+  auto p = two_nodes();
+  p.model.experts = 4;
+  p.model.experts_per_token = 2;
+  auto g = p.cluster.device;
+  g.memory = 64_GiB;
+  p.cluster.device = g;
+  analytic_cost_model const model;
+  auto const all = search(p, search_everything(), model, with_threads(2, 1000));
+  std::int64_t whole = 0, split = 0;
+  for (auto const& e : all.ranked) {
+    INFO(describe(e.s));
+    // Every ranked entry costs what step_time says of it.
+    CHECK(e.step == model.step_time(p, e.s).step);
+    if (e.s.tp > 1) (e.s.expert_tp() == 1 ? whole : split) += 1;
+    // Unset where it follows tp, as a written strategy has it.
+    CHECK(e.s.etp != e.s.tp);
+  }
+  CHECK(whole > 0);
+  CHECK(split > 0);
+  // Unset, etp follows tp: the etp 1 candidates leave the space.
+  auto fixed = search_everything();
+  fixed.etp.f = choice_form::form::unset;
+  auto const as_tp = search(p, fixed, model, with_threads(2, 1000));
+  CHECK(as_tp.stats.valid < all.stats.valid);
+  CHECK(as_tp.stats.candidates < all.stats.candidates);
+  for (auto const& e : as_tp.ranked) CHECK(e.s.expert_tp() == e.s.tp);
+  p.model.experts = 1;
+  auto const dense = search(p, search_everything(), model, with_threads(2, 1000));
+  for (auto const& e : dense.ranked) CHECK(e.s.expert_tp() == e.s.tp);
+}
+
 TEST_CASE("explain reports the time bound's pruning deterministically") {
   auto p = two_nodes();
   test::fake_cost_model model;

@@ -146,6 +146,62 @@ TEST_CASE("an expert group is a block of ep consecutive members of the sync grou
   CHECK(across.ep.link.kind == link_kind::inter);
 }
 
+TEST_CASE("etp = 1: the expert grid spans the tensor-parallel ranks, tp fastest") {
+  // Megatron-Core's expert rank generator lays a stage's ranks out as etp
+  // x ep x expert-dp, etp fastest (core_v0.13.0 parallel_state.py); with
+  // etp = 1 an ep group is ep consecutive ranks of tp x dp and the ranks
+  // holding the same experts are ep apart. tp = 2, dp = 8 on 2 nodes of 8.
+  strategy s;
+  s.tp = 2, s.dp = 8, s.ep = 4, s.etp = 1, s.sequence_parallel = true;
+  rank_layout const l(s, 8);
+  using v = std::vector<std::int64_t>;
+  CHECK(l.expert_members_of(0, 1) == v{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(l.expert_group_of(0, 4, 1) == v{0, 1, 2, 3});
+  CHECK(l.expert_group_of(6, 4, 1) == v{4, 5, 6, 7});
+  CHECK(l.expert_data_group_of(1, 4, 1) == v{1, 5, 9, 13});
+  // etp = tp: the sync group's blocks, as before (rank 1's tp coordinate).
+  CHECK(l.expert_group_of(1, 4, 2) == v{1, 3, 5, 7});
+  CHECK(l.expert_data_group_of(1, 4, 2) == v{1, 9});
+  // dp outside cp: the cp ranks come first inside each tp pair's blocks.
+  strategy c;
+  c.tp = 2, c.cp = 2, c.dp = 4, c.ep = 8, c.etp = 1, c.sequence_parallel = true;
+  rank_layout const lc(c, 8);
+  CHECK(lc.expert_group_of(9, 8, 1) == v{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(lc.expert_data_group_of(3, 8, 1) == v{3, 11});
+
+  // The shape: each GPU holds 8 / 4 experts whole, twice the weights of
+  // etp = tp, their rows the tokens of its own sequence share (seq / tp)
+  // routed from the ep ranks; the experts' gradients sum over tp x dp / ep.
+  auto p = llama3_8b_on(2);
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  auto const whole = shape_of(p, s);
+  strategy split = s;
+  split.etp = 0;
+  auto const halves = shape_of(p, split);
+  CHECK(whole.layer_expert_params == 2 * halves.layer_expert_params);
+  CHECK(whole.expert_sync.size == 4);
+  CHECK(halves.expert_sync.size == 2);
+  CHECK(whole.ep.placement.nodes == 1);
+  CHECK(whole.experts_sync_apart());
+  auto const& up = whole.gemms[static_cast<std::size_t>(whole.gemm_count - 2)];
+  CHECK(std::string(up.name) == "mlp-up");
+  CHECK(up.forward.n == 2 * p.model.ffn);
+  CHECK(up.forward.batch == 2);
+  // 8192 tokens / tp 2 x top-2 x ep 4 / 8 experts.
+  CHECK(up.forward.m == 8192 / 2 * 2 * 4 / 8);
+  auto const& up_split = halves.gemms[static_cast<std::size_t>(halves.gemm_count - 2)];
+  CHECK(up_split.forward.n == p.model.ffn);
+  CHECK(up_split.forward.m == 8192 * 2 * 4 / 8);
+  // ep = 1 with etp = 1: every expert on every rank, whole; their
+  // gradients over tp x dp, apart from the dense weights' dp.
+  s.ep = 1;
+  auto const everywhere = shape_of(p, s);
+  CHECK(everywhere.expert_sync.size == 16);
+  CHECK(everywhere.sync.size == 8);
+  CHECK(everywhere.experts_sync_apart());
+}
+
 TEST_CASE("a pipeline rank's layers are the sum of its chunks', for every split") {
   for (std::int64_t layers = 1; layers <= 100; ++layers)
     for (std::int64_t pp = 1; pp <= 8; ++pp)
