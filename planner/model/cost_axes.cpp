@@ -556,7 +556,12 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // parallelism).
   bytes const size = x.activation * static_cast<double>(sh.active_experts) / static_cast<double>(sh.sp_divisor);
   auto const one = call(collective::all_to_all, size, sh.ep);
-  std::int64_t const count = 4 * x.sc.layers * x.micro;
+  // Full recomputation dispatches and combines again before the backward;
+  // torchtitan's op-level policy keeps the all-to-alls' outputs (its
+  // mixtures' save lists hold all_to_all_single: TT v0.2.0
+  // models/llama4/infra/parallelize.py:37-43).
+  std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0);
+  std::int64_t const count = 2 * passes * x.sc.layers * x.micro;
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, one * static_cast<double>(count),
           one * static_cast<double>(count), comm_phase::layer);
 }

@@ -1296,6 +1296,10 @@ TEST_CASE("a mixture's MLP under tensor parallelism: the dispatcher's collective
   REQUIRE(experts);
   CHECK(experts->ranks == 4);
   CHECK(experts->link == link_kind::inter);
+  // Full recomputation dispatches and combines again: six a layer.
+  s.checkpoint = checkpoint_mode::full;
+  CHECK(calls(model.step_time(p, s), comm_group::ep, collective::all_to_all, 2 * layer / 2) == 6 * 32 * micro);
+  s.checkpoint = checkpoint_mode::none;
   // Without sequence parallelism (etp = tp): whole tokens to the
   // experts, their output all-reduced over tp at k x s.b.h.
   s.etp = 0, s.sequence_parallel = false;
