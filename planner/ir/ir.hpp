@@ -393,6 +393,9 @@ struct framework_limits {
   bool expert_parallel = true;    ///< ep > 1
   bool sequence_parallel = true;  ///< sequence_parallel = true with tp > 1
   bool tp_without_sequence_parallel = true;  ///< tp > 1 with sequence_parallel = false (torchtitan: never)
+  /// A mixture of experts with tp > 1 and sequence_parallel = false
+  /// (Megatron-Core: refused in training, moe_layer.py:240-244).
+  bool experts_without_sequence_parallel = true;
   /// zero = 0 beside tensor, pipeline or context parallelism (torchtitan's
   /// DDP is 1-D, and its context parallelism shards with FSDP: never).
   bool zero0_with_model_parallel = true;

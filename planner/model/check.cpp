@@ -322,6 +322,9 @@ class rules {
       runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
     if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
       runs("sequence_parallel", "tensor parallelism without sequence parallelism (sequence_parallel = false)");
+    else if (s.tp > 1 && !s.sequence_parallel && p_.model.experts > 1 && !lim.experts_without_sequence_parallel)
+      runs("sequence_parallel",
+           "a mixture of experts with tensor parallelism without sequence parallelism (sequence_parallel = false)");
     if (!lim.zero0_with_model_parallel && zero0_beside_model_parallel(s))
       error("zero", [&] {
         return fmt::format("framework '{}' replicates with zero = 0 only without tensor, pipeline or context "

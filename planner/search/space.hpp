@@ -202,6 +202,7 @@ class space_view {
       case form::any:
         if (tp == 1 || !runs) return {false};
         if (!p_.framework.limits.tp_without_sequence_parallel) return {true};
+        if (p_.model.experts > 1 && !p_.framework.limits.experts_without_sequence_parallel) return {true};
         if (c.f == form::set) return sorted_unique(c.values);
         return {false, true};
     }
@@ -267,6 +268,11 @@ class space_view {
         spec_.sequence_parallel.f != sp_form::single && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
       left_out_.push_back(fmt::format(
           "framework '{}' does not run tensor parallelism without sequence parallelism: left out of the space", fw.name));
+    else if (p_.model.experts > 1 && !lim.experts_without_sequence_parallel && spec_.sequence_parallel.f != sp_form::unset &&
+             spec_.sequence_parallel.f != sp_form::single && std::ranges::any_of(tp_, [](std::int64_t v) { return v > 1; }))
+      left_out_.push_back(fmt::format("framework '{}' does not run a mixture of experts with tensor parallelism "
+                                      "without sequence parallelism: left out of the space",
+                                      fw.name));
     drop("zero", zero_,
          [&](std::int64_t z) {
            return std::find(lim.zero_stages.begin(), lim.zero_stages.end(), static_cast<int>(z)) != lim.zero_stages.end();
