@@ -70,6 +70,12 @@ enum class pipeline_split_rule { uneven, stage_size, even };
 /// cp > 1, 2 x cp chunks for the causal load balance (Megatron-Core); or
 /// 2 x cp x tp always (torchtitan's seq_len_divisor).
 enum class sequence_split_rule { even, balanced, balanced_tp };
+/// The expert grids a framework forms: any block of ep expert members
+/// (Megatron-Core's expert rank generator), or dp2ep: the ep group borrows
+/// whole context-parallel groups (whole tp x cp blocks with etp = 1), and
+/// experts are whole on a rank (etp = 1) only with ep > 1 (torchtitan v0.2.0
+/// distributed/parallel_dims.py:57-64).
+enum class expert_grid_rule { any, dp2ep };
 /// Megatron's layer implementation (`--transformer-impl`): Transformer
 /// Engine's modules, or Megatron's own (`local`: every Megatron-LM before
 /// 2023, and Megatron-DeepSpeed). It decides whose fused softmax the
@@ -401,6 +407,7 @@ struct framework_limits {
   bool zero0_with_model_parallel = true;
   pipeline_split_rule pipeline_split = pipeline_split_rule::uneven;
   sequence_split_rule sequence_split = sequence_split_rule::even;
+  expert_grid_rule expert_grid = expert_grid_rule::any;
   /// virtual_stages > 1 at pp = 2 with overlap_p2p_comm = false (Megatron:
   /// never, its batched send/receive would pair the two ranks twice).
   bool interleaving_pp2_batched = true;

@@ -629,6 +629,11 @@ std::vector<key_info> framework_keys() {
      .default_value = std::int64_t{0}, .default_text = "even",
      .meaning = "what seq_len must divide into: cp x tp (tp where sequence parallel) even chunks; those and 2 x cp "
                 "chunks where cp > 1 (Megatron-Core's causal load balance); or 2 x cp x tp always (torchtitan)"},
+    {.block = k::framework, .name = "expert_grid", .dom = d::choice,
+     .field = member<&framework_limits::expert_grid, framework>(), .choices = {"any", "dp2ep"},
+     .default_value = std::int64_t{0}, .default_text = "any",
+     .meaning = "the expert grids it forms: any block of ep expert members, or dp2ep: ep a multiple of cp (of tp x cp "
+                "with etp = 1), and etp = 1 only with ep > 1 (torchtitan)"},
     {.block = k::framework, .name = "interleaving_pp2_batched", .dom = d::boolean,
      .field = member<&framework_limits::interleaving_pp2_batched, framework>(), .default_value = true,
      .default_text = "true",
