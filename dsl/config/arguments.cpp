@@ -227,7 +227,8 @@ document detail::arguments_document(std::vector<word> const& words, std::uint32_
 
 std::optional<document> read_arguments(source_manager const& sources, std::uint32_t file, open_sourced const& open,
                                        diagnostics& diags) {
-  if (!check_text(sources, file, diags)) return std::nullopt;
+  // A launch script's text is checked as the reader enters it (each file it
+  // sources too); a file of arguments here.
   if (detail::looks_like_script(sources.file(file).text())) {
     auto run = detail::launch_command(sources, file, open, diags);
     if (!run) return std::nullopt;
@@ -235,6 +236,7 @@ std::optional<document> read_arguments(source_manager const& sources, std::uint3
     doc.written = std::move(run->written);
     return doc;
   }
+  if (!check_text(sources, file, diags)) return std::nullopt;
   auto words = splitter(sources, file, diags).run();
   if (!words) return std::nullopt;
   return detail::arguments_document(*words, file, diags);

@@ -49,23 +49,27 @@ struct array_literal {
   std::vector<raw_word> elements;
 };
 
-// One command's words; `complex` when an operator (a pipe, `&&`, a
-// redirection, parentheses) makes it more than a simple command, whose
-// first is `op` at `op_at`, after the first `simple_words` words.
+// One command's words; complex() when an operator (a pipe, `&&`, a
+// redirection, a here-document, parentheses) makes it more than a simple
+// command: its simple_words() are the words before the first operator.
 struct command {
   std::vector<raw_word> words;
-  bool complex = false;
-  std::size_t simple_words = 0;
-  char op = 0;
-  std::uint32_t op_at = 0;
   /// Every operator: the words before it, its characters (`||`, `2>&1`
-  /// reads as a word then `>&`), where it ends.
+  /// reads as a word then `>&`, a here-document `<<`), where it ends.
   struct operator_at {
     std::size_t word = 0;
     std::string text;
     std::uint32_t end = 0;
   };
   std::vector<operator_at> ops;
+
+  [[nodiscard]] bool complex() const { return !ops.empty(); }
+  [[nodiscard]] std::size_t simple_words() const { return ops.empty() ? words.size() : ops.front().word; }
+  /// The first operator's first character and where it starts (complex() only).
+  [[nodiscard]] char op() const { return ops.front().text.front(); }
+  [[nodiscard]] std::uint32_t op_at() const {
+    return ops.front().end - static_cast<std::uint32_t>(ops.front().text.size());
+  }
   std::optional<array_literal> array;
   /// Its here-documents: the delimiter, whether quoted (no expansion in the
   /// body), the body's [begin, end) in the file.
@@ -82,7 +86,6 @@ struct command {
   [[nodiscard]] command after(std::size_t n) const {
     command c = *this;
     c.words.erase(c.words.begin(), c.words.begin() + static_cast<std::ptrdiff_t>(n));
-    c.simple_words = simple_words > n ? simple_words - n : 0;
     if (c.array && c.array->word >= n) c.array->word -= n;
     else c.array.reset();
     for (auto& o : c.ops) o.word = o.word > n ? o.word - n : 0;
@@ -304,12 +307,7 @@ class shell {
       } else if (ch == '<' && f.text.substr(f.pos, 2) == "<<" && f.text.substr(f.pos, 3) != "<<<") {
         // A here-document: its body, from the next line to its delimiter,
         // is data, not commands.
-        if (!c.complex) {
-          c.simple_words = c.words.size();
-          c.op = ch;
-          c.op_at = static_cast<std::uint32_t>(f.pos);
-        }
-        c.complex = true;
+        c.ops.push_back({c.words.size(), "<<", static_cast<std::uint32_t>(f.pos + 2)});
         f.pos += 2;
         bool const tabs = f.pos < f.text.size() && f.text[f.pos] == '-';
         if (tabs) ++f.pos;
@@ -327,12 +325,6 @@ class shell {
         if ((ch == '<' || ch == '>') && !c.words.empty() && c.words.back().end == f.pos) {
           if (detail::is_descriptor(word_text(f, c.words.back()))) c.words.pop_back();
         }
-        if (!c.complex) {
-          c.simple_words = c.words.size();
-          c.op = ch;
-          c.op_at = static_cast<std::uint32_t>(f.pos);
-        }
-        c.complex = true;
         if (!c.ops.empty() && c.ops.back().word == c.words.size() && c.ops.back().end == f.pos) c.ops.back().text += ch;
         else c.ops.push_back({c.words.size(), std::string(1, ch), 0});
         c.ops.back().end = static_cast<std::uint32_t>(++f.pos);
@@ -341,12 +333,11 @@ class shell {
         if (!skip_word(f)) return false;
         w.end = static_cast<std::uint32_t>(f.pos);
         c.words.push_back(w);
-        if (!c.complex && !c.array && f.pos < f.text.size() && f.text[f.pos] == '(' &&
+        if (!c.complex() && !c.array && f.pos < f.text.size() && f.text[f.pos] == '(' &&
             array_head(f.text.substr(w.begin, w.end - w.begin)) && !read_array(f, c))
           return false;
       }
     }
-    if (!c.complex) c.simple_words = c.words.size();
     return !c.words.empty();
   }
 
@@ -992,14 +983,14 @@ class shell {
   // A simple command's words past its leading assignments (`A=1 cmd`).
   [[nodiscard]] std::size_t command_start(script const& f, command const& c) const {
     std::size_t k = 0;
-    while (k < c.simple_words && assignment(word_text(f, c.words[k]))) ++k;
+    while (k < c.simple_words() && assignment(word_text(f, c.words[k]))) ++k;
     return k;
   }
 
   // Whether a word of the command is written as a Python script's name.
   [[nodiscard]] bool starts_python(script const& f, command const& c) const {
     if (c.array) return false;
-    for (std::size_t i = command_start(f, c); i < c.simple_words; ++i) {
+    for (std::size_t i = command_start(f, c); i < c.simple_words(); ++i) {
       auto const t = word_text(f, c.words[i]);
       if (t.find(".py") != std::string_view::npos && !t.starts_with("-")) return true;
     }
@@ -1013,7 +1004,7 @@ class shell {
     std::vector<detail::arg_word> words;
     std::vector<span> unread;
     words_budget budget;
-    for (std::size_t i = command_start(f, c); i < c.simple_words; ++i) {
+    for (std::size_t i = command_start(f, c); i < c.simple_words(); ++i) {
       auto more = fields(f, c.words[i], unread);
       if (!budget.add(more)) {
         fail(span{f.file, c.words[0].begin, c.words[0].end}, budget.message("this command"));
@@ -1031,9 +1022,9 @@ class shell {
       diags_.warning(at, "a second command starts a Python script: dtplan reads the first one's arguments");
       return true;
     }
-    if (c.complex) {
-      auto& d = diags_.warning(f.span_of(c.op_at, c.op_at + 1),
-                               fmt::format("the rest of the command after '{}' is not read", c.op));
+    if (c.complex()) {
+      auto& d = diags_.warning(f.span_of(c.op_at(), c.op_at() + 1),
+                               fmt::format("the rest of the command after '{}' is not read", c.op()));
       d.notes.push_back({{}, "dtplan reads one command's arguments"});
     }
     std::vector<span> said;
@@ -1062,7 +1053,7 @@ class shell {
     }
     if (capture_launch_ && launch(f, c)) return;
     if (capture_launch_ && !c.heredocs.empty()) write_heredoc(f, c);
-    if (c.complex) {
+    if (c.complex()) {
       not_run(f, c, false);
       return;
     }
@@ -1092,7 +1083,6 @@ class shell {
       for (std::size_t i = 1; i < c.words.size(); ++i) {
         command one_word;
         one_word.words = {c.words[i]};
-        one_word.simple_words = 1;
         if (!evaluate(f, c.words[i].begin, c.words[i].end)) not_run(f, one_word, false);
       }
       running_ = false;
