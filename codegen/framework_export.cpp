@@ -405,11 +405,12 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--hidden-dropout", "0.0");
   }
   if (m.experts > 1 && !deepspeed) {
-    // Every layer's MLP a mixture, its experts the MLP's width, the tokens
+    // Every layer's MLP a mixture, its experts expert_ffn wide, the tokens
     // sent to them all-to-all as dtplan costs them (core_v0.13.0
     // arguments.py:2700-2793; the default dispatcher gathers instead).
     a.add("--num-experts", m.experts);
     a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
+    if (m.mlp_width() != m.ffn) a.add("--moe-ffn-hidden-size", m.mlp_width());
     a.add("--moe-token-dispatcher-type", "alltoall");
   }
   a.comment("The batch");

@@ -283,7 +283,7 @@ std::string to_json(report const& r) {
   w.key("hidden").value(p.model.hidden);
   w.key("heads").value(p.model.heads);
   w.key("kv_heads").value(p.model.kv_heads);
-  w.key("ffn").value(p.model.ffn);
+  w.key("ffn").value(p.model.ffn).key("expert_ffn").value(p.model.mlp_width());
   w.key("mlp").value(name(p.model.mlp));
   w.key("vocab").value(p.model.vocab);
   w.key("seq_len").value(p.model.seq_len);
@@ -485,7 +485,7 @@ std::string to_text(report const& r, bool explain) {
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
-      m.kv_heads, m.ffn, name(m.mlp),
+      m.kv_heads, m.mlp_width(), name(m.mlp),
       m.experts > 1 ? fmt::format(" x {} experts ({} a token)", m.experts, std::min(m.experts_per_token, m.experts))
                     : std::string(),
       m.vocab, m.seq_len, name(m.prec), name(m.optimizer));

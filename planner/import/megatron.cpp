@@ -610,9 +610,9 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
         set_strategy(t, "etp", integer_value(1, value_at(etpe)), key_at(etpe));
       else if (etp && *etp != *c.tp)
         not_modelled(t, *etpe, "expert tensor-parallel size", fmt::format("{}", *etp), fmt::format("{} (tp)", *c.tp));
-      std::int64_t const width = ffn ? *ffn : ctx.prior ? ctx.prior->model.ffn : 0;  // 0: not known here
-      if (auto [f, fe] = integer("--moe-ffn-hidden-size"); f && width > 0 && *f != width)
-        not_modelled(t, *fe, "experts' MLP width", fmt::format("{}", *f), fmt::format("{} (--ffn-hidden-size)", width));
+      // Each expert's width, --ffn-hidden-size unless written
+      // (core_v0.13.0 arguments.py:943-945).
+      model_int("--moe-ffn-hidden-size", "expert_ffn");
     }
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/

@@ -169,11 +169,18 @@ struct model {
   optimizer_kind optimizer = optimizer_kind::adam;
   std::int64_t experts = 1;
   std::int64_t experts_per_token = 1;
+  /// A mixture's expert MLP width (0, the default: ffn), Megatron-LM's
+  /// --moe-ffn-hidden-size, Hugging Face's moe_intermediate_size.
+  std::int64_t expert_ffn = 0;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.
   bool dropout = false;
   key_spans keys;
+
+  /// The width of the MLP a token runs through: a mixture's expert width,
+  /// else ffn.
+  [[nodiscard]] std::int64_t mlp_width() const { return experts > 1 && expert_ffn > 0 ? expert_ffn : ffn; }
 };
 
 struct gpu {

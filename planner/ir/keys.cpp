@@ -262,6 +262,10 @@ std::vector<key_info> model_keys() {
      .field = member<&model::experts_per_token>(), .what = "of experts per token",
      .default_value = std::int64_t{1}, .default_text = "1", .aliases = {"num_experts_per_tok", "moe_router_topk", "top_k"},
      .meaning = "experts each token is routed to"},
+    {.block = k::model, .name = "expert_ffn", .dom = d::count, .field = member<&model::expert_ffn>(),
+     .min = 0, .what = "for 'expert_ffn'", .default_value = std::int64_t{0}, .default_text = "ffn (0)",
+     .aliases = {"moe_ffn_hidden_size", "moe_intermediate_size"},
+     .meaning = "a mixture's expert MLP width, each expert's ffn (0: ffn)"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

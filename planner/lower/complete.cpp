@@ -37,6 +37,10 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
   if (m.heads % m.kv_heads != 0)
     problems.push_back(
         {fmt::format("'heads' ({}) must be a multiple of 'kv_heads' ({})", m.heads, m.kv_heads), "kv_heads", "heads"});
+  if (m.keys.count("expert_ffn") && m.experts <= 1)
+    problems.push_back({fmt::format("'expert_ffn' ({}) needs a mixture of experts, but 'experts' is {}", m.expert_ffn,
+                                    m.experts),
+                        "expert_ffn", "experts"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

@@ -152,12 +152,16 @@ class rules {
   void splits(strategy const& s) {
     model const& m = p_.model;
     std::int64_t const kv_heads = m.kv_heads;
-    std::int64_t const ffn = m.ffn;
+    // A mixture's expert width splits over etp (1 or tp).
+    std::int64_t const ffn = m.mlp_width();
+    std::int64_t const ffn_split = m.experts > 1 && s.expert_tp() == 1 ? 1 : s.tp;
+    char const* const ffn_key = m.experts > 1 && m.expert_ffn > 0 ? "expert_ffn" : "ffn";
     if (m.heads % s.tp != 0)
       error("tp", [&] { return fmt::format("tp = {} does not divide heads = {}", s.tp, m.heads); });
     if (kv_heads != m.heads && kv_heads % s.tp != 0)
       error("tp", [&] { return fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads); });
-    if (ffn % s.tp != 0) error("tp", [&] { return fmt::format("tp = {} does not divide ffn = {}", s.tp, ffn); });
+    if (ffn % ffn_split != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide {} = {}", s.tp, ffn_key, ffn); });
 
   }
 

@@ -296,7 +296,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const h = static_cast<double>(m.hidden);
   auto const q_out = sh.q_width;
   auto const kv_out = sh.kv_width;
-  auto const ffn = m.ffn;
+  auto const ffn = m.mlp_width();
 
   stage_compute out;
   out.layers = sh.max_stage_layers;
@@ -463,7 +463,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       double const head_dim = static_cast<double>(m.hidden / m.heads);
       double const kv = static_cast<double>(m.kv_heads) * head_dim;
       double const q = static_cast<double>(m.heads) * head_dim;
-      double const ffn = static_cast<double>(m.ffn);
+      double const ffn = static_cast<double>(m.mlp_width());
       double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
       double const h = static_cast<double>(m.hidden);
       extra = 2.0 * static_cast<double>(m.layers) * (h * kv + q * h + active * h * ffn) * tokens;

@@ -98,7 +98,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   double const h = double(m.hidden);
   double const a = double(m.heads);
   double const kv_width = double(m.kv_heads * (m.hidden / m.heads));
-  double const ffn = double(m.ffn);
+  double const ffn = double(m.mlp_width());
   double const active = double(std::min(m.experts_per_token, m.experts));
   bool const dropout = m.dropout;
   if (s.checkpoint == checkpoint_mode::full) {

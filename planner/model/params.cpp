@@ -26,7 +26,7 @@ param_counts count_params(model const& m) {
   wide const kv_heads = m.kv_heads;
   wide const head_dim = m.hidden / m.heads;
   wide const kv_width = kv_heads * head_dim;
-  wide const ffn = m.ffn;
+  wide const ffn = m.mlp_width();
   wide const experts = m.experts;
   wide const active = std::min<wide>(experts, m.experts_per_token);
   wide const layers = std::max<std::int64_t>(0, m.layers);

@@ -83,9 +83,10 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
   if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
   auto const mlp_tp = m.experts > 1 ? sh.s.expert_tp() : tp;  // an expert's split
-  auto const up = (m.mlp == mlp_kind::swiglu ? 2 * m.ffn : m.ffn) / mlp_tp;
+  auto const width = m.mlp_width();
+  auto const up = (m.mlp == mlp_kind::swiglu ? 2 * width : width) / mlp_tp;
   add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts});
-  add("mlp-down", {sh.mlp_tokens, h, m.ffn / mlp_tp, sh.local_experts});
+  add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts});
   auto& qkv = sh.gemms[0];
   auto& o = sh.gemms[1];
   auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];

@@ -442,7 +442,8 @@ expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 # sequence parallelism (Megatron-LM asserts it for a mixture with tp > 1).
 expect_contains "$TMP/err" "moe.txt:1:68: error: etp = 1 below tp = 2 needs sequence_parallel = true: each tensor-parallel rank sends its own tokens to the experts"
 expect_contains "$TMP/out" "dp 16, tp 2, pp 1, cp 1, ep 4, etp 1, zero 0,"
-expect_contains "$TMP/err" "moe.txt:1:100: warning: Megatron-LM's experts' MLP width '2048' is not modelled: costed as '14336 (--ffn-hidden-size)'"
+expect_lacks "$TMP/err" "MLP width"
+expect_contains "$TMP/out" "ffn 2048 swiglu x 6 experts (1 a token)"
 expect_contains "$TMP/err" "moe.txt:1:37: error: ep = 4 does not divide experts = 6"
 expect_contains "$TMP/out" "x 6 experts (1 a token)"
 # An expert split other than 1 or tp is costed at tp, and said so.
@@ -451,10 +452,13 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe2.txt"
 expect_contains "$TMP/err" "moe2.txt:1:48: warning: Megatron-LM's expert tensor-parallel size '2' is not modelled: costed as '4 (tp)'"
 expect_contains "$TMP/out" "dp 8, tp 4, pp 1, cp 1, ep 4, zero 0,"
 # etp 1 planned, written as a Megatron-LM job and read back: the same cost.
-sed 's/strategy free { dp = 16; pp = 2; ep = {4, 8};/strategy free { dp = 8; tp = 2; pp = 2; ep = 8; etp = 1;/' "$TMP/moe_free.dtp" >"$TMP/moe_whole.dtp"
+# The experts 4096 wide (--moe-ffn-hidden-size), the dense ffn unused.
+sed -e 's/strategy free { dp = 16; pp = 2; ep = {4, 8};/strategy free { dp = 8; tp = 2; pp = 2; ep = 8; etp = 1;/' \
+  -e 's/experts_per_token = 2 }/experts_per_token = 2; expert_ffn = 4096 }/' "$TMP/moe_free.dtp" >"$TMP/moe_whole.dtp"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --strategy free --emit "$TMP/moe_whole_job" --quiet
 cp "$TMP/out" "$TMP/moe_whole_planned"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--expert-tensor-parallel-size 1"
+expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-ffn-hidden-size 4096"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --from megatron "$TMP/moe_whole_job/megatron/args.txt" --quiet
 checks=$((checks + 1))
 [ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_whole_planned")" ] ||

@@ -66,6 +66,26 @@ TEST_CASE("mixture of experts stores every expert, a token uses experts_per_toke
   CHECK(c.matmul == 4 * (4LL * 1024 * 1024 + c.mlp_active + c.router) + 1000 * 1024);
 }
 
+TEST_CASE("a mixture's experts are expert_ffn wide: OLMoE-1B-7B's 6.9B parameters, 1.3B active", "[params]") {
+  // allenai/OLMoE-1B-7B-0924 config.json: 16 layers, hidden 2048, 16 heads,
+  // 64 experts of width 1024, 8 a token, vocab 50304, untied (Muennighoff et
+  // al. 2024: 6.9B total, 1.3B active; its q/k norms, 4k a layer, are not
+  // counted). The dense ffn is another figure, unused by a mixture.
+  auto m = test::decoder("olmoe", 16, 2048, 16, 16, 8192, planner::mlp_kind::swiglu, 50304);
+  m.experts = 64;
+  m.experts_per_token = 8;
+  m.expert_ffn = 1024;
+  auto const c = count_params(m);
+  CHECK(c.mlp == 64LL * 3 * 2048 * 1024);
+  CHECK(c.mlp_active == 8LL * 3 * 2048 * 1024);
+  CHECK(double(c.total) / 1e9 == Approx(6.92).epsilon(0.005));
+  auto const active = c.total - 16 * (c.mlp - c.mlp_active);
+  CHECK(double(active) / 1e9 == Approx(1.28).epsilon(0.01));
+  // Unset, the experts are ffn wide.
+  m.expert_ffn = 0;
+  CHECK(count_params(m).mlp == 64LL * 3 * 2048 * 8192);
+}
+
 TEST_CASE("the catalog presets count as published", "[params][catalog]") {
   auto preset = [](std::string const& name) {
     dsl::source_manager sources;

@@ -193,6 +193,15 @@ TEST_CASE("etp = 1: the expert grid spans the tensor-parallel ranks, tp fastest"
   auto const& up_split = halves.gemms[static_cast<std::size_t>(halves.gemm_count - 2)];
   CHECK(up_split.forward.n == p.model.ffn);
   CHECK(up_split.forward.m == 8192 * 2 * 4 / 8);
+  // Experts of their own width (expert_ffn): the expert GEMMs and weights.
+  auto narrow = p;
+  narrow.model.expert_ffn = 1024;
+  auto const thin = shape_of(narrow, s);
+  auto const& up_thin = thin.gemms[static_cast<std::size_t>(thin.gemm_count - 2)];
+  auto const& down_thin = thin.gemms[static_cast<std::size_t>(thin.gemm_count - 1)];
+  CHECK(up_thin.forward.n == 2 * 1024);
+  CHECK(down_thin.forward.k == 1024);
+  CHECK(thin.layer_expert_params * double(p.model.ffn) == Approx(whole.layer_expert_params * 1024.0));
   // ep = 1 with etp = 1: every expert on every rank, whole; their
   // gradients over tp x dp, apart from the dense weights' dp.
   s.ep = 1;
