@@ -411,6 +411,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--num-experts", m.experts);
     a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
     if (m.mlp_width() != m.ffn) a.add("--moe-ffn-hidden-size", m.mlp_width());
+    if (m.shared_expert_ffn > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_expert_ffn);
     a.add("--moe-token-dispatcher-type", "alltoall");
   }
   a.comment("The batch");

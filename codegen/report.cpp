@@ -284,6 +284,7 @@ std::string to_json(report const& r) {
   w.key("heads").value(p.model.heads);
   w.key("kv_heads").value(p.model.kv_heads);
   w.key("ffn").value(p.model.ffn).key("expert_ffn").value(p.model.mlp_width());
+  w.key("shared_expert_ffn").value(p.model.experts > 1 ? p.model.shared_expert_ffn : 0);
   w.key("mlp").value(name(p.model.mlp));
   w.key("vocab").value(p.model.vocab);
   w.key("seq_len").value(p.model.seq_len);
@@ -486,7 +487,9 @@ std::string to_text(report const& r, bool explain) {
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
       m.kv_heads, m.mlp_width(), name(m.mlp),
-      m.experts > 1 ? fmt::format(" x {} experts ({} a token)", m.experts, std::min(m.experts_per_token, m.experts))
+      m.experts > 1 ? fmt::format(" x {} experts ({} a token){}", m.experts, std::min(m.experts_per_token, m.experts),
+                                  m.shared_expert_ffn > 0 ? fmt::format(" + a shared expert {} wide", m.shared_expert_ffn)
+                                                          : std::string())
                     : std::string(),
       m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,

@@ -613,6 +613,9 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       // Each expert's width, --ffn-hidden-size unless written
       // (core_v0.13.0 arguments.py:943-945).
       model_int("--moe-ffn-hidden-size", "expert_ffn");
+      // A shared expert beside the routed ones (arguments.py
+      // --moe-shared-expert-intermediate-size; none unless written).
+      model_int("--moe-shared-expert-intermediate-size", "shared_expert_ffn");
     }
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/

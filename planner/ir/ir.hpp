@@ -172,6 +172,10 @@ struct model {
   /// A mixture's expert MLP width (0, the default: ffn), Megatron-LM's
   /// --moe-ffn-hidden-size, Hugging Face's moe_intermediate_size.
   std::int64_t expert_ffn = 0;
+  /// A shared expert every token runs beside its routed ones: its MLP width
+  /// (0: none), split over tp like a dense MLP (Megatron-LM's
+  /// --moe-shared-expert-intermediate-size).
+  std::int64_t shared_expert_ffn = 0;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.

@@ -266,6 +266,11 @@ std::vector<key_info> model_keys() {
      .min = 0, .what = "for 'expert_ffn'", .default_value = std::int64_t{0}, .default_text = "ffn (0)",
      .aliases = {"moe_ffn_hidden_size", "moe_intermediate_size"},
      .meaning = "a mixture's expert MLP width, each expert's ffn (0: ffn)"},
+    {.block = k::model, .name = "shared_expert_ffn", .dom = d::count, .field = member<&model::shared_expert_ffn>(),
+     .min = 0, .what = "for 'shared_expert_ffn'", .default_value = std::int64_t{0}, .default_text = "0 (none)",
+     .aliases = {"moe_shared_expert_intermediate_size", "shared_expert_intermediate_size"},
+     .meaning = "a mixture's shared expert: an MLP this wide every token runs beside its routed experts, split over tp "
+                "(0: none)"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

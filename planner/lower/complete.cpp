@@ -41,6 +41,10 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
     problems.push_back({fmt::format("'expert_ffn' ({}) needs a mixture of experts, but 'experts' is {}", m.expert_ffn,
                                     m.experts),
                         "expert_ffn", "experts"});
+  if (m.keys.count("shared_expert_ffn") && m.shared_expert_ffn > 0 && m.experts <= 1)
+    problems.push_back({fmt::format("'shared_expert_ffn' ({}) needs a mixture of experts, but 'experts' is {}",
+                                    m.shared_expert_ffn, m.experts),
+                        "shared_expert_ffn", "experts"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

@@ -162,6 +162,8 @@ class rules {
       error("tp", [&] { return fmt::format("tp = {} does not divide kv_heads = {}", s.tp, kv_heads); });
     if (ffn % ffn_split != 0)
       error("tp", [&] { return fmt::format("tp = {} does not divide {} = {}", s.tp, ffn_key, ffn); });
+    if (m.experts > 1 && m.shared_expert_ffn % s.tp != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide shared_expert_ffn = {}", s.tp, m.shared_expert_ffn); });
 
   }
 

@@ -358,7 +358,11 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   bool const rotary = m.position == position_kind::rotary;
   double const norm_bytes = 2 * 2 * sp_tokens * h * (eager && rms ? eager_rmsnorm_bytes : 1.0);
   double const residual_bytes = 2 * 3 * sp_tokens * h;
-  double const act_bytes = t * act_out * mlp_share * (eager && swiglu ? eager_swiglu_bytes : 1.0);
+  // A shared expert's activation too, over tp like a dense MLP's.
+  double const shared_out = m.experts > 1 ? static_cast<double>((swiglu ? 3 : 2) * m.shared_expert_ffn) /
+                                                static_cast<double>(tp)
+                                          : 0.0;
+  double const act_bytes = t * (act_out * mlp_share + shared_out) * (eager && swiglu ? eager_swiglu_bytes : 1.0);
   // Rotary in complex numbers stays eager under torch.compile: Inductor
   // does not lower complex tensors and runs their operators as fallback
   // kernels (torch/_inductor unsupported_input_tensor), so the
@@ -372,7 +376,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // Fused, one kernel each: the two norms, the two residual adds, the
   // activation, and q's and k's rotation together.
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
-                             (eager && swiglu ? eager_swiglu_kernels : 1.0) +
+                             (eager && swiglu ? eager_swiglu_kernels : 1.0) * (shared_out > 0 ? 2.0 : 1.0) +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
   seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
                           g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));

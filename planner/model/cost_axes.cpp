@@ -103,9 +103,16 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   // parallel ranks, top-k of each, and reduce-scatters the experts' output
   // back (all-reduces it without sequence parallelism), outside Transformer
   // Engine's userbuffers; with etp = 1 it has no tensor-parallel collective.
+  //
+  // A mixture's shared expert is a dense MLP of Transformer Engine linears
+  // on the layer's tokens (core_v0.13.0 moe/shared_experts.py:35-48): its
+  // all-gather and reduce-scatter are a dense MLP's, under its own GEMMs
+  // with userbuffers (--moe-shared-expert-overlap, which runs it beside the
+  // dispatcher instead, is not modelled).
   bool const mixture = x.m.experts > 1;
   bool const expert_tp = mixture && s.expert_tp() == s.tp;
-  std::int64_t const per_pass = mixture ? 1 : 2;  // of each dense collective, per layer
+  bool const shared = mixture && x.m.shared_expert_ffn > 0;
+  std::int64_t const per_pass = mixture && !shared ? 1 : 2;  // of each dense collective, per layer
   std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
   std::int64_t const per_layer = per_pass * passes;
   bool const ops = s.checkpoint == checkpoint_mode::ops;
@@ -132,8 +139,12 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
       double const t = static_cast<double>(s.tp);
       auto exposed = [&](seconds c, seconds g) { return c / t + max(seconds(0), c - g) * ((t - 1) / t); };
-      ag_layer = exposed(ag, gf[0]) + (mixture ? seconds(0) : exposed(ag, gf[n - 2]));
-      rs_layer = exposed(rs, gf[1]) + (mixture ? seconds(0) : exposed(rs, gf[n - 1]));
+      // The dense MLP's first and last GEMMs; a mixture's shared expert's
+      // follow the router (shape.cpp fill_gemms).
+      auto const up = mixture ? std::size_t{3} : n - 2, down = mixture ? std::size_t{4} : n - 1;
+      bool const mlp = !mixture || shared;
+      ag_layer = exposed(ag, gf[0]) + (mlp ? exposed(ag, gf[up]) : seconds(0));
+      rs_layer = exposed(rs, gf[1]) + (mlp ? exposed(rs, gf[down]) : seconds(0));
     }
     double const passes_d = static_cast<double>(passes * layers * x.micro);
     seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag * static_cast<double>((ag_per_layer - per_layer) * layers * x.micro));

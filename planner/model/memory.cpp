@@ -133,6 +133,9 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     if (m.mlp == mlp_kind::swiglu)
       add("mlp down projection output (7th matmul; partial sums under tp)", e * active * tokens * h);
     if (sp) add("mlp output after its reduce-scatter", e * tokens * h / t);
+    if (m.experts > 1 && m.shared_expert_ffn > 0)
+      add(m.mlp == mlp_kind::gelu ? "shared expert up projection output" : "shared expert gate and up outputs",
+          e * double(m.mlp == mlp_kind::gelu ? 1 : 2) * tokens * double(m.shared_expert_ffn) / t);
     if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
     return;
   }
@@ -167,6 +170,18 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     add("swiglu gate output", e * active * tokens * ffn / t);
     add("swiglu up output", e * active * tokens * ffn / t);
     add("swiglu product (down projection input)", e * active * tokens * ffn / t);
+  }
+  if (m.experts > 1 && m.shared_expert_ffn > 0) {
+    // The shared expert: a dense MLP on the same input, split over tp.
+    double const shared = double(m.shared_expert_ffn);
+    if (m.mlp == mlp_kind::gelu) {
+      add("shared expert gelu input", e * tokens * shared / t);
+      add("shared expert gelu output", e * tokens * shared / t);
+    } else {
+      add("shared expert swiglu gate output", e * tokens * shared / t);
+      add("shared expert swiglu up output", e * tokens * shared / t);
+      add("shared expert swiglu product", e * tokens * shared / t);
+    }
   }
   if (dropout) add("mlp residual dropout mask", tokens * h / rep);
   if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));

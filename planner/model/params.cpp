@@ -35,14 +35,15 @@ param_counts count_params(model const& m) {
   // The largest product below, estimated in double: beyond 2^120 the
   // 128-bit arithmetic itself could overflow, and every count saturates.
   double const estimate = double(layers) * (4.0 * double(h) * double(h) + 3.0 * double(experts) * double(h) * double(ffn) +
+                                            3.0 * double(h) * double(std::max<std::int64_t>(0, m.shared_expert_ffn)) +
                                             double(h) * double(experts) + 6.0 * double(h)) +
                           2.0 * double(vocab) * double(h) + 3.0 * double(experts) * (double(ffn) + double(h));
   if (estimate > 0x1p120) {
     constexpr auto most = std::numeric_limits<std::int64_t>::max();
-    c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = most;
+    c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = c.shared = most;
     c.per_layer = c.total = c.matmul = most;
     if (m.tied_embeddings) c.output = 0;
-    if (experts == 1) c.router = 0;
+    if (experts == 1) c.router = c.shared = 0;
     c.saturated = true;
     return c;
   }
@@ -55,7 +56,10 @@ param_counts count_params(model const& m) {
   wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
   wide const norm = gpt_style ? 2 * h : h;
   wide const router = experts > 1 ? h * experts : 0;
-  wide const per_layer = attention + experts * expert_params + 2 * norm + router;
+  wide const shared_ffn = experts > 1 ? std::max<std::int64_t>(0, m.shared_expert_ffn) : 0;
+  wide const shared_matrices = (gpt_style ? 2 : 3) * h * shared_ffn;
+  wide const shared = shared_ffn > 0 ? shared_matrices + (gpt_style ? shared_ffn + h : 0) : 0;
+  wide const per_layer = attention + experts * expert_params + 2 * norm + router + shared;
 
   c.embedding = clamp64(embedding);
   c.output = clamp64(output);
@@ -65,11 +69,12 @@ param_counts count_params(model const& m) {
   c.norms = clamp64(2 * norm);
   c.final_norm = clamp64(norm);
   c.router = clamp64(router);
+  c.shared = clamp64(shared);
   c.per_layer = clamp64(per_layer);
   wide const total = layers * per_layer + embedding + output + norm;
   c.total = clamp64(total);
   // The logits are a matrix product whether or not the output is tied.
-  wide const matmul = layers * (attention_matrices + active * expert_matrices + router) + vocab * h;
+  wide const matmul = layers * (attention_matrices + active * expert_matrices + router + shared_matrices) + vocab * h;
   c.matmul = clamp64(matmul);
   // The totals bound every other count.
   c.saturated = total > top64 || matmul > top64;

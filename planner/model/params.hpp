@@ -17,7 +17,8 @@ struct param_counts {
   std::int64_t norms = 0;       ///< per layer: the two norms
   std::int64_t final_norm = 0;
   std::int64_t router = 0;      ///< per layer: MoE router, 0 without experts
-  std::int64_t per_layer = 0;   ///< attention + mlp + norms + router
+  std::int64_t shared = 0;      ///< per layer: a mixture's shared expert MLP, 0 without one
+  std::int64_t per_layer = 0;   ///< attention + mlp + norms + router + shared
   std::int64_t total = 0;       ///< every parameter
   std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
                                 ///< (layers' matrices with active experts + output/logits)

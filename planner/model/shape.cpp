@@ -82,6 +82,11 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1});
   add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
   if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
+  // A shared expert: a dense MLP beside the routed ones, split over tp.
+  if (auto const shared = m.experts > 1 ? m.shared_expert_ffn : 0; shared > 0) {
+    add("shared-up", {sh.tokens, (m.mlp == mlp_kind::swiglu ? 2 * shared : shared) / tp, h, 1});
+    add("shared-down", {sh.tokens, h, shared / tp, 1});
+  }
   auto const mlp_tp = m.experts > 1 ? sh.s.expert_tp() : tp;  // an expert's split
   auto const width = m.mlp_width();
   auto const up = (m.mlp == mlp_kind::swiglu ? 2 * width : width) / mlp_tp;
@@ -230,7 +235,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   auto const counts = count_params(m);
   sh.final_norm_params = static_cast<double>(counts.final_norm);
   auto const mlp_split = static_cast<double>(m.experts > 1 ? s.expert_tp() * s.ep : s.tp);
-  sh.layer_params = static_cast<double>(counts.attention) / static_cast<double>(s.tp) +
+  sh.layer_params = static_cast<double>(counts.attention + counts.shared) / static_cast<double>(s.tp) +
                     static_cast<double>(counts.mlp) / mlp_split + static_cast<double>(counts.norms + counts.router);
   if (m.experts > 1) sh.layer_expert_params = static_cast<double>(counts.mlp) / mlp_split;
   sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);

@@ -28,7 +28,7 @@ struct gemm_shape {
 /// A weight GEMM of a transformer layer, forward, on one GPU: `tokens`
 /// rows times the layer's input width into its (tp-split) output width.
 struct layer_gemm {
-  char const* name = "";  ///< "qkv", "o-proj", "router", "mlp-up", "mlp-down"
+  char const* name = "";  ///< "qkv", "o-proj", "router", "shared-up", "shared-down", "mlp-up", "mlp-down"
   gemm_shape forward;     ///< [rows, in] x [in, out]
   /// Output columns (n) the backward recomputes first under the
   /// strategy's checkpointing: all of them under `full`; under `ops` the k
@@ -117,7 +117,7 @@ struct strategy_shape : shape_groups {
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
   /// The layer's weight GEMMs on one GPU, in the order they run.
-  std::array<layer_gemm, 5> gemms{};
+  std::array<layer_gemm, 7> gemms{};
   int gemm_count = 0;
   gemm_shape logits;  ///< [tokens, hidden] x [hidden, local_vocab]
 

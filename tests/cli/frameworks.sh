@@ -452,13 +452,15 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe2.txt"
 expect_contains "$TMP/err" "moe2.txt:1:48: warning: Megatron-LM's expert tensor-parallel size '2' is not modelled: costed as '4 (tp)'"
 expect_contains "$TMP/out" "dp 8, tp 4, pp 1, cp 1, ep 4, zero 0,"
 # etp 1 planned, written as a Megatron-LM job and read back: the same cost.
-# The experts 4096 wide (--moe-ffn-hidden-size), the dense ffn unused.
+# The experts 4096 wide (--moe-ffn-hidden-size), the dense ffn unused, and a
+# shared expert (--moe-shared-expert-intermediate-size).
 sed -e 's/strategy free { dp = 16; pp = 2; ep = {4, 8};/strategy free { dp = 8; tp = 2; pp = 2; ep = 8; etp = 1;/' \
-  -e 's/experts_per_token = 2 }/experts_per_token = 2; expert_ffn = 4096 }/' "$TMP/moe_free.dtp" >"$TMP/moe_whole.dtp"
+  -e 's/experts_per_token = 2 }/experts_per_token = 2; expert_ffn = 4096; shared_expert_ffn = 2048 }/' "$TMP/moe_free.dtp" >"$TMP/moe_whole.dtp"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --strategy free --emit "$TMP/moe_whole_job" --quiet
 cp "$TMP/out" "$TMP/moe_whole_planned"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--expert-tensor-parallel-size 1"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-ffn-hidden-size 4096"
+expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-shared-expert-intermediate-size 2048"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --from megatron "$TMP/moe_whole_job/megatron/args.txt" --quiet
 checks=$((checks + 1))
 [ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_whole_planned")" ] ||

@@ -1296,6 +1296,22 @@ TEST_CASE("a mixture's MLP under tensor parallelism: the dispatcher's collective
   REQUIRE(experts);
   CHECK(experts->ranks == 4);
   CHECK(experts->link == link_kind::inter);
+  // A shared expert is a dense MLP beside them: its own all-gather and
+  // reduce-scatter a layer and pass, and its weights on every rank / tp.
+  {
+    auto q = p;
+    q.model.shared_expert_ffn = 4096;
+    auto const with_shared = model.step_time(q, s);
+    CHECK(calls(with_shared, comm_group::tp, collective::all_gather, layer) == 2 * 2 * 32 * micro);
+    CHECK(calls(with_shared, comm_group::tp, collective::reduce_scatter, layer) == 2 * 2 * 32 * micro);
+    auto const shq = shape_of(q, s);
+    auto const without = shape_of(p, s);
+    CHECK(shq.layer_params - without.layer_params == Approx(3.0 * 4096 * 4096 / 2));
+    CHECK(std::string(shq.gemms[3].name) == "shared-up");
+    CHECK(shq.gemms[3].forward.n == 2 * 4096 / 2);
+    CHECK(std::string(shq.gemms[static_cast<std::size_t>(shq.gemm_count - 2)].name) == "mlp-up");
+    CHECK(estimate_memory(shq, false).activations > estimate_memory(without, false).activations);
+  }
   // Full recomputation dispatches and combines again: six a layer.
   s.checkpoint = checkpoint_mode::full;
   CHECK(calls(model.step_time(p, s), comm_group::ep, collective::all_to_all, 2 * layer / 2) == 6 * 32 * micro);

@@ -86,6 +86,26 @@ TEST_CASE("a mixture's experts are expert_ffn wide: OLMoE-1B-7B's 6.9B parameter
   CHECK(count_params(m).mlp == 64LL * 3 * 2048 * 8192);
 }
 
+TEST_CASE("a shared expert beside the routed ones: Qwen1.5-MoE-A2.7B's 14.3B parameters, 2.7B active", "[params]") {
+  // Qwen/Qwen1.5-MoE-A2.7B config.json: 24 layers, hidden 2048, 16 heads,
+  // 60 experts of width 1408, 4 a token, a shared expert of 5632, vocab
+  // 151936, untied (its model card: 14.3B in all, 2.7B activated; its q, k,
+  // v biases and the shared expert's one-row gate, 8k a layer, are not
+  // counted).
+  auto m = test::decoder("qwen_moe", 24, 2048, 16, 16, 5632, planner::mlp_kind::swiglu, 151936);
+  m.experts = 60;
+  m.experts_per_token = 4;
+  m.expert_ffn = 1408;
+  m.shared_expert_ffn = 5632;
+  auto const c = count_params(m);
+  CHECK(c.shared == 3LL * 2048 * 5632);
+  CHECK(c.per_layer == c.attention + c.mlp + c.norms + c.router + c.shared);
+  CHECK(double(c.total) / 1e9 == Approx(14.32).epsilon(0.005));
+  auto const active = c.total - 24 * (c.mlp - c.mlp_active);
+  CHECK(double(active) / 1e9 == Approx(2.69).epsilon(0.01));
+  CHECK(c.matmul == 24 * (4LL * 2048 * 2048 + c.mlp_active + c.router + c.shared) + 151936LL * 2048);
+}
+
 TEST_CASE("the catalog presets count as published", "[params][catalog]") {
   auto preset = [](std::string const& name) {
     dsl::source_manager sources;
