@@ -1,6 +1,7 @@
 #include "planner/model/shape.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "planner/model/kernels.hpp"
 #include "planner/model/memory.hpp"
@@ -224,9 +225,12 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
     // each rank's tokens, gathered over the etp ranks that split the expert
     // (with sequence parallelism a rank holds tokens / tp; without it, the
     // whole micro-batch, and etp = tp).
+    // In long double: exact for any real job, and no overflow for any other.
     auto const gathered = s.sequence_parallel ? s.expert_tp() : 1;
-    sh.mlp_tokens = std::max<std::int64_t>(
-        1, sh.tokens * gathered * sh.active_experts * s.ep / (sh.sp_divisor * m.experts));
+    long double const rows = std::floor(static_cast<long double>(sh.tokens) * static_cast<long double>(gathered) *
+                                        static_cast<long double>(sh.active_experts) * static_cast<long double>(s.ep) /
+                                        (static_cast<long double>(sh.sp_divisor) * static_cast<long double>(m.experts)));
+    sh.mlp_tokens = rows >= 0x1p62L ? std::int64_t{1} << 62 : std::max<std::int64_t>(1, static_cast<std::int64_t>(rows));
   } else {
     sh.mlp_tokens = sh.tokens;
   }
