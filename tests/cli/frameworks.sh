@@ -387,6 +387,13 @@ sed -e "s/^--seq-length 4096/--seq-length 4100/" -e "s/^--context-parallel-size 
 expect_status 1 "$DTPLAN" "$plan" --from megatron "$TMP/cp.txt"
 expect_contains "$TMP/err" "cp.txt:26:1: error: framework 'megatron' balances causal attention over 2 x cp = 8 chunks of the sequence, which seq_len = 4100 does not divide into"
 
+# Two --quiet lines (plan: figures) give the same figures, whatever the
+# plans are called.
+expect_same_cost() {
+  checks=$((checks + 1))
+  [ "$(sed 's/^[^:]*://' "$1")" = "$(sed 's/^[^:]*://' "$2")" ] || fail "$3: $(cat "$1") against $(cat "$2")"
+}
+
 # A mixture of experts as Megatron-LM's arguments give it (core_v0.13.0
 # arguments.py:2700-2755): the experts, two a token unless written, over ep
 # of the data-parallel ranks, whose distributed optimizer shards each
@@ -430,9 +437,7 @@ expect_contains "$TMP/moe_job/megatron/args.txt" "--expert-model-parallel-size 4
 expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-token-dispatcher-type alltoall"
 cp "$TMP/out" "$TMP/moe_planned"
 expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --from megatron "$TMP/moe_job/megatron/args.txt" --quiet
-checks=$((checks + 1))
-[ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_planned")" ] ||
-  fail "the mixture read back costs otherwise: $(cat "$TMP/out") against $(cat "$TMP/moe_planned")"
+expect_same_cost "$TMP/out" "$TMP/moe_planned" "the mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
 expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_tt" --framework torchtitan --quiet
 expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: dtplan writes mixture-of-experts jobs for megatron only, not torchtitan"
@@ -462,9 +467,7 @@ expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--expert-tensor-parallel
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-ffn-hidden-size 4096"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-shared-expert-intermediate-size 2048"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --from megatron "$TMP/moe_whole_job/megatron/args.txt" --quiet
-checks=$((checks + 1))
-[ "$(sed 's/^[^:]*://' "$TMP/out")" = "$(sed 's/^[^:]*://' "$TMP/moe_whole_planned")" ] ||
-  fail "etp 1 read back costs otherwise: $(cat "$TMP/out") against $(cat "$TMP/moe_whole_planned")"
+expect_same_cost "$TMP/out" "$TMP/moe_whole_planned" "etp 1 read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
 
 # torchtitan's experts (v0.2.0 parallel_dims.py:57-64): ep of the dp_shard x

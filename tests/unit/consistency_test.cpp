@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -354,6 +355,20 @@ TEST_CASE("200 random strategies on random clusters agree across the models, the
 
 namespace {
 
+// The generated program built host-only (no CUDA needed) as dir/stem and
+// run with --dry-run: its layout listing, or nothing where either failed.
+std::optional<std::filesystem::path> dry_run(std::filesystem::path const& dir, std::string const& stem,
+                                             std::string const& cu_text) {
+  auto const cu = dir / (stem + ".cu");
+  std::ofstream(cu) << cu_text;
+  auto const exe = dir / stem;
+  auto const out = dir / (stem + ".layout");
+  auto const cc = fmt::format("c++ -std=c++17 -O0 -x c++ -DDTPLAN_DRY_RUN_ONLY '{}' -o '{}' && '{}' --dry-run > '{}'",
+                              cu.string(), exe.string(), exe.string(), out.string());
+  if (std::system(cc.c_str()) != 0) return std::nullopt;
+  return out;
+}
+
 // The members after "NAME: " in one --dry-run rank line.
 std::vector<std::int64_t> members(std::string const& line, std::string const& name) {
   std::vector<std::int64_t> out;
@@ -398,15 +413,10 @@ TEST_CASE("the skeleton's --dry-run groups are the reference's, for random hybri
     auto const pl = evaluate(p, strategy_spec{}, s, model, "random");
     if (!pl.valid || s.cp == 1 || pl.shape->shard.size >= pl.shape->sync.size) continue;
     ++built;
-    auto const cu = dir / fmt::format("random{}.cu", built);
-    std::ofstream(cu) << codegen::train_step_cu(p, pl);
-    auto const exe = dir / fmt::format("random{}", built);
-    auto const out = dir / fmt::format("random{}.layout", built);
-    auto const cc = fmt::format("c++ -std=c++17 -O0 -x c++ -DDTPLAN_DRY_RUN_ONLY '{}' -o '{}' && '{}' --dry-run > '{}'",
-                                cu.string(), exe.string(), exe.string(), out.string());
-    REQUIRE(std::system(cc.c_str()) == 0);
+    auto const out = dry_run(dir, fmt::format("random{}", built), codegen::train_step_cu(p, pl));
+    REQUIRE(out);
     reference const ref(pl.s, gpn);
-    std::ifstream in(out);
+    std::ifstream in(*out);
     std::string line;
     std::int64_t ranks = 0;
     INFO(describe(pl.s) << ", shard " << to_string(pl.s.shard) << ", " << nodes << " x " << gpn);
@@ -444,16 +454,11 @@ TEST_CASE("the skeleton's --dry-run expert groups are Megatron-Core's expert gri
     s.tp = 2, s.cp = 2, s.dp = 2, s.pp = 2, s.ep = 4, s.etp = etp, s.zero = 1, s.sequence_parallel = true;
     auto const pl = evaluate(p, strategy_spec{}, s, model, "experts");
     REQUIRE(pl.valid);
-    auto const cu = dir / fmt::format("experts{}.cu", etp);
-    std::ofstream(cu) << codegen::train_step_cu(p, pl);
-    auto const exe = dir / fmt::format("experts{}", etp);
-    auto const out = dir / fmt::format("experts{}.layout", etp);
-    auto const cc = fmt::format("c++ -std=c++17 -O0 -x c++ -DDTPLAN_DRY_RUN_ONLY '{}' -o '{}' && '{}' --dry-run > '{}'",
-                                cu.string(), exe.string(), exe.string(), out.string());
-    REQUIRE(std::system(cc.c_str()) == 0);
+    auto const out = dry_run(dir, fmt::format("experts{}", etp), codegen::train_step_cu(p, pl));
+    REQUIRE(out);
     ++built;
     std::int64_t const stage = 8;  // tp x cp x dp ranks of a stage
-    std::ifstream in(out);
+    std::ifstream in(*out);
     std::string line;
     std::int64_t ranks = 0;
     while (std::getline(in, line)) {

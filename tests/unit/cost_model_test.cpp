@@ -1175,16 +1175,25 @@ TEST_CASE("Blackwell Ultra's doubled exponential rate speeds the tuned attention
   CHECK(attention_efficiency(own, attention_backend::fused) == 0.4);
 }
 
+namespace {
+
+// Mixtral-like: Llama 3 8B's shapes, 8 experts, top 2, on 4 x 8 H100, 512 sequences a step.
+program mixtral_like_on_4x8() {
+  auto m = dtplan::test::llama3_8b();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  return dtplan::test::program_of(m, dtplan::test::nodes_of("c", 4, dtplan::test::h100_sxm()), 512);
+}
+
+}  // namespace
+
 TEST_CASE("a mixture's expert gradients sum over the ranks that hold the same experts", "[comm][golden]") {
   // Mixtral-like (Llama 3 8B's shapes, 8 experts, top 2) on 4 x 8 H100,
   // dp 32. With ep 8 each expert is on 32 / 8 = 4 ranks, one per block of
   // 8: Megatron-Core reduces the experts' gradients over that expert
   // data-parallel group, from buffers of their own, and the dense weights'
   // over all 32 (distributed_data_parallel.py:209-212, 378-384).
-  auto m = dtplan::test::llama3_8b();
-  m.experts = 8;
-  m.experts_per_token = 2;
-  auto p = dtplan::test::program_of(m, dtplan::test::nodes_of("c", 4, dtplan::test::h100_sxm()), 512);
+  auto p = mixtral_like_on_4x8();
   strategy s;
   s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
   auto const sh = shape_of(p, s);
@@ -1254,10 +1263,8 @@ TEST_CASE("a mixture's MLP under tensor parallelism: the dispatcher's collective
   // the experts' output back, outside userbuffers; with etp = 1 the MLP has
   // no tensor-parallel collective. Attention keeps its all-gather and
   // reduce-scatter per pass. 4 x 8 H100, tp 2, dp 16, ep 8, no recompute.
-  auto m = dtplan::test::llama3_8b();
-  m.experts = 8;
-  m.experts_per_token = 2;
-  auto p = dtplan::test::program_of(m, dtplan::test::nodes_of("c", 4, dtplan::test::h100_sxm()), 512);
+  auto p = mixtral_like_on_4x8();
+  auto const& m = p.model;
   strategy s;
   s.dp = 16, s.tp = 2, s.ep = 8, s.zero = 1, s.sequence_parallel = true, s.checkpoint = checkpoint_mode::none;
   analytic_cost_model const model;
