@@ -118,6 +118,23 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
     return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
            "= true, compile.enable)";
+  if (m.experts > 1) {
+    // Its dp2ep mesh (v0.2.0 distributed/parallel_dims.py:57-64) and its
+    // shared experts, num_shared_experts of moe_inter_dim each
+    // (models/moe/moe.py:378-381).
+    auto const etp = s.expert_tp();
+    if (etp != s.tp && s.ep == 1)
+      return fmt::format("torchtitan keeps experts whole on a rank (expert_tensor_parallel_degree = 1) only with "
+                         "expert parallelism; the plan has etp = 1 and ep = 1 at tp = {}",
+                         s.tp);
+    if (s.ep > 1 && s.ep % (etp == s.tp ? s.cp : s.tp * s.cp) != 0)
+      return fmt::format("torchtitan's expert-parallel group takes whole {} groups: ep = {} is not a multiple of {}",
+                         etp == s.tp ? "context-parallel" : "tp x cp", s.ep, etp == s.tp ? s.cp : s.tp * s.cp);
+    if (m.shared_expert_ffn % m.mlp_width() != 0)
+      return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
+                         "not a multiple of the experts' {}",
+                         m.shared_expert_ffn, m.mlp_width());
+  }
   return std::nullopt;
 }
 
@@ -266,10 +283,23 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  o.string("name", "llama3");
-  if (auto const* f = llama3_flavor(m)) {
+  if (m.experts > 1) {
+    // torchtitan's mixtures are model code of their own; Qwen3's is the one
+    // with dtplan's attention (GQA, rotary; its q/k norms aside).
+    o.string("name", "qwen3");
+    o.comment(fmt::format("Register a Qwen3ModelArgs flavor named '{}' in torchtitan/models/qwen3/__init__.py:", m.name));
+    o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, moe_enabled=True,",
+                          m.hidden, m.layers, m.heads, m.kv_heads, m.hidden / m.heads, m.vocab));
+    o.comment(fmt::format("moe_inter_dim={}, moe_args=MoEArgs(num_experts={}, num_shared_experts={}, top_k={})); "
+                          "dtplan costs it without q/k norms.",
+                          m.mlp_width(), m.experts, m.shared_expert_ffn / m.mlp_width(),
+                          std::min(m.experts_per_token, m.experts)));
+    o.string("flavor", m.name);
+  } else if (auto const* f = llama3_flavor(m)) {
+    o.string("name", "llama3");
     o.string("flavor", f->name);
   } else {
+    o.string("name", "llama3");
     o.comment(fmt::format("No torchtitan llama3 flavor has this shape: register one named '{}' in "
                           "torchtitan/models/llama3/__init__.py",
                           m.name));
@@ -299,6 +329,10 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.number("tensor_parallel_degree", s.tp);
   o.number("pipeline_parallel_degree", s.pp);
   o.number("context_parallel_degree", s.cp);
+  if (m.experts > 1 && s.ep > 1) {
+    o.number("expert_parallel_degree", s.ep);
+    o.number("expert_tensor_parallel_degree", s.expert_tp());
+  }
   o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
   // Said where it matters or differs from torchtitan's default (allgather).
   if (t.cp_comm_type != planner::cp_comm_kind::p2p && (s.cp > 1 || t.cp_comm_type != planner::cp_comm_kind::allgather))
@@ -710,8 +744,8 @@ void uncarried_behaviours(job_format f, planner::program const& p, planner::plan
 
 std::optional<std::string> export_refusal(job_format f, planner::program const& p, planner::plan const& pl) {
   if (!pl.valid || !pl.shape || !pl.time) return fmt::format("strategy '{}' is not valid", pl.name);
-  if (p.model.experts > 1 && f != job_format::megatron)
-    return fmt::format("dtplan writes mixture-of-experts jobs for megatron only, not {}", name(f));
+  if (p.model.experts > 1 && f != job_format::megatron && f != job_format::torchtitan)
+    return fmt::format("dtplan writes mixture-of-experts jobs for megatron and torchtitan only, not {}", name(f));
   if (auto why = preset_refusal(f, p, pl)) return why;
   switch (f) {
     case job_format::torchtitan: return torchtitan_refusal(p, pl);

@@ -372,7 +372,7 @@ class rules {
   void dp2ep(strategy const& s) {
     auto const& fw = p_.framework;
     auto const etp = s.expert_tp();
-    if (etp != s.tp && s.ep == 1)
+    if (etp == 1 && s.tp > 1 && s.ep == 1)
       error("etp", [&] {
         return fmt::format("framework '{}' keeps experts whole on a rank (etp = 1) only with ep > 1; with ep = 1 it "
                            "splits them over tp = {}",

@@ -440,7 +440,7 @@ expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --from megatron "$TMP/moe_job/mega
 expect_same_cost "$TMP/out" "$TMP/moe_planned" "the mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
 expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_tt" --framework torchtitan --quiet
-expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: dtplan writes mixture-of-experts jobs for megatron only, not torchtitan"
+expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: torchtitan does not run ZeRO-1 (zero = 1): it runs zero = 0 or 3"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
 expect_status 1 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 # --expert-tensor-parallel-size 1: each expert whole on its rank, which needs
@@ -487,6 +487,22 @@ expect_lacks "$TMP/err" "expert"
 { cat "$TMP/moe.toml"; printf 'context_parallel_degree = 8\n'; } >"$TMP/moe_cp.toml"
 expect_status 2 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe_cp.toml"
 expect_contains "$TMP/err" "moe_cp.toml:5:26: error: torchtitan's 'parallelism.expert_parallel_degree' 8 with experts whole on each rank (expert_tensor_parallel_degree = 1) must be a multiple of tensor x context degrees = 16"
+# Planned for torchtitan and written as its job: Qwen3's mixture code, the
+# dp2ep degrees; read back, the same cost.
+sed 's/strategy s { dp = 32; zero = 3 }/strategy s { tp = 2; ep = 8; etp = 1; zero = 3 }/' "$TMP/tt_moe.dtp" >"$TMP/tt_moe_plan.dtp"
+expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --emit "$TMP/tt_moe_job" --framework torchtitan --quiet
+cp "$TMP/out" "$TMP/tt_moe_planned"
+expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" 'name = "qwen3"'
+expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "# moe_inter_dim=14336, moe_args=MoEArgs(num_experts=8, num_shared_experts=0, top_k=2)); dtplan costs it without q/k norms."
+expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_parallel_degree = 8"
+expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_tensor_parallel_degree = 1"
+expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --from torchtitan "$TMP/tt_moe_job/torchtitan/job.toml" --quiet
+expect_same_cost "$TMP/out" "$TMP/tt_moe_planned" "the torchtitan mixture read back costs otherwise"
+expect_lacks "$TMP/err" "warning"
+# A shared expert torchtitan cannot build: not a multiple of the experts' width.
+sed 's/experts_per_token = 2 }/experts_per_token = 2; shared_expert_ffn = 1000 }/' "$TMP/tt_moe_plan.dtp" >"$TMP/tt_moe_shared.dtp"
+expect_status 2 "$DTPLAN" "$TMP/tt_moe_shared.dtp" --emit "$TMP/tt_moe_shared_job" --framework torchtitan --quiet
+expect_contains "$TMP/err" "torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = 1000 is not a multiple of the experts' 14336"
 printf 'expert_tensor_parallel_degree = 4\n' >>"$TMP/moe.toml"
 expect_status 2 "$DTPLAN" "$TMP/tt_moe.dtp" --from torchtitan "$TMP/moe.toml"
 expect_contains "$TMP/err" "moe.toml:7:33: error: torchtitan runs 'parallelism.expert_tensor_parallel_degree' 1 or the tensor-parallel degree 2, not 4"

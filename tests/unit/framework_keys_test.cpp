@@ -137,9 +137,10 @@ TEST_CASE("every key of every exported job is in the framework's source at the r
         }
     }
   }
-  CHECK(jobs == 60);
+  CHECK(jobs == 61);
   // The keys the jobs use, so a change that stops writing one shows here.
-  CHECK(written["torchtitan/job.toml"].size() == 28);  // with fsdp_reshard_after_forward, the cp rotate method
+  CHECK(written["torchtitan/job.toml"].size() == 30);  // with fsdp_reshard_after_forward, the cp rotate method,
+  // the mixture's expert_parallel_degree and expert_tensor_parallel_degree (mixtral_8x7b_4node_h100)
   CHECK(written["megatron/args.txt"].size() == 55);  // with the padded split's two flags, RMSNorm, rope, --cp-comm-type,
   // --use-tp-pp-dp-mapping and --num-virtual-stages-per-pipeline-rank (405b_gb200_nvl72),
   // --fp4-format and --fp4-recipe (its fp4 variant), the mixture's four (mixtral_8x7b_4node_h100)
