@@ -334,6 +334,7 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
     o.number("expert_tensor_parallel_degree", s.expert_tp());
   }
   o.boolean("enable_async_tensor_parallel", t.tp_comm_overlap);
+  if (s.tp > 1 && !t.loss_parallel) o.boolean("disable_loss_parallel", true);
   // Said where it matters or differs from torchtitan's default (allgather).
   if (t.cp_comm_type != planner::cp_comm_kind::p2p && (s.cp > 1 || t.cp_comm_type != planner::cp_comm_kind::allgather))
     o.string("context_parallel_rotate_method", planner::name(t.cp_comm_type));
@@ -652,7 +653,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
              (key == "cp_comm_type" && t.cp_comm_type != planner::cp_comm_kind::p2p) ||
              (key == "grad_precision" && grad_precision(p) == precision::fp32) ||
              (key == "fp8_param_gather" && prec == precision::fp8 && s.zero == 3) ||
-             (key == "fsdp_reshard_with_pp" && s.pp > 1 && s.zero == 3);
+             (key == "fsdp_reshard_with_pp" && s.pp > 1 && s.zero == 3) || key == "loss_parallel";
     case job_format::megatron:
       if (key == "attention_backend")
         return t.attention_kernel == attention_backend::flash || t.attention_kernel == attention_backend::fused ||
@@ -696,6 +697,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "p2p_scatter_gather") return s.pp > 1 && s.tp > 1;
   if (key == "tp_comm_overlap") return s.tp > 1;
   if (key == "cp_comm_type") return s.cp > 1;
+  if (key == "loss_parallel") return s.tp > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
   // Whose fused softmax matters on the unfused attention path only.
   if (key == "transformer_impl")

@@ -315,6 +315,12 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     if (!async.first) return;
     set(t, "training", "tp_comm_overlap", boolean_value(*async.first, value_at(async.second)), key_at(async.second));
   }
+  // The logits gathered over tp before the loss (T17: v0.2.0
+  // config/job_config.py:312, models/llama3/infra/parallelize.py:172-176).
+  if (auto off = flag("parallelism.disable_loss_parallel", false); off.second) {
+    if (!off.first) return;
+    set(t, "training", "loss_parallel", boolean_value(!*off.first, value_at(off.second)), key_at(off.second));
+  }
   if (auto reshard = text("parallelism.fsdp_reshard_after_forward", "default"); reshard.second) {
     if (!choice(reshard, {"default", "always", "never"})) return;
     // "default" is not pp_enabled: the preset's fsdp_reshard_with_pp = false.

@@ -293,6 +293,11 @@ struct training {
   std::optional<std::int64_t> base_batch;
   /// How the loss is computed (what the loss moment holds).
   cross_entropy_kind cross_entropy = cross_entropy_kind::fused;
+  /// With tp > 1 the loss runs on the vocabulary-split logits (Megatron's
+  /// vocab-parallel cross entropy, DTensor's loss_parallel); false: the
+  /// logits are all-gathered over tp and every rank computes the whole
+  /// vocabulary's loss (torchtitan's parallelism.disable_loss_parallel).
+  bool loss_parallel = true;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

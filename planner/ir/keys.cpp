@@ -452,6 +452,10 @@ std::vector<key_info> behaviour_keys() {
      .dump_default = false,
      .meaning = "the loss as Megatron's fused kernel or PyTorch's unfused one computes it (with tp > 1, DTensor's "
                 "loss_parallel)"},
+    {.block = k, .name = "loss_parallel", .dom = d::boolean, .field = member<&training::loss_parallel, B>(),
+     .default_value = true, .default_text = "true", .dump_default = false,
+     .meaning = "with tp > 1 the loss on the vocabulary-split logits; false: the logits gathered over tp first, the "
+                "whole vocabulary's loss on every rank (torchtitan's parallelism.disable_loss_parallel)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},

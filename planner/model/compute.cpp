@@ -426,7 +426,10 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
   auto const vocab_local = sh.local_vocab;
   auto const logits = weight_op(g, tokens, m.hidden, vocab_local, 1, unquantized(prec));
-  double const logit_elems = t * static_cast<double>(vocab_local);
+  // Without loss parallelism every rank runs the whole vocabulary's loss
+  // on the gathered logits.
+  bool const gathered = tp > 1 && !p.training.loss_parallel;
+  double const logit_elems = t * static_cast<double>(gathered ? sh.padded_vocab : vocab_local);
   seconds const embed = memory_time(g, bytes(2 * e * sp_tokens * h));
   seconds const norm = memory_time(g, bytes(2 * e * sp_tokens * h));
   seconds const loss = memory_time(g, bytes(logit_elems * (2 * e + 4)));

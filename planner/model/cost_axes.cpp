@@ -192,6 +192,20 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       stream.forward_calls += layers;
     }
   }
+  // Without loss parallelism the last stage all-gathers each micro-batch's
+  // 16-bit logits over tp before the loss (torchtitan's output layer then
+  // returns Replicate, models/llama3/infra/parallelize.py apply_tp); the
+  // backward takes its slice of the gradient without a collective.
+  if (!x.sh.prog->training.loss_parallel) {
+    bytes const logits(static_cast<double>(sh.tokens) * static_cast<double>(sh.padded_vocab) *
+                       element_bytes(unquantized(x.m.prec)));
+    auto const one = call(collective::all_gather, logits, tp);
+    out.add(collective::all_gather, comm_group::tp, tp, logits, x.micro, one * md, one * md, comm_phase::layer);
+    stream.time += one;
+    stream.calls += 1;
+    stream.forward_time += one;
+    stream.forward_calls += 1;
+  }
   return stream;
 }
 

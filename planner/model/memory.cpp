@@ -464,8 +464,11 @@ class stage_memory {
   void peak_moment() {
     bool const unfused = p_.training.cross_entropy == cross_entropy_kind::unfused;
     // PyTorch's cross entropy on vocab-sharded logits is DTensor's
-    // loss_parallel (torchtitan's default with tensor parallelism).
-    bool const loss_parallel = unfused && s_.tp > 1;
+    // loss_parallel (torchtitan's default with tensor parallelism). Without
+    // it the logits are gathered over tp: every rank holds and computes the
+    // whole vocabulary's.
+    bool const gathered_logits = s_.tp > 1 && !p_.training.loss_parallel;
+    bool const loss_parallel = unfused && s_.tp > 1 && !gathered_logits;
     double const unfused_buffers = loss_parallel ? 4.0 : 3.0;
     // Bytes per logit element taken at the loss: the 16-bit logits (alive,
     // or their block kept by the allocator: below) and the fp32 bytes, the
@@ -479,7 +482,8 @@ class stage_memory {
         s_.checkpoint == checkpoint_mode::none
             ? bytes{}
             : max(bytes{}, activations_per_layer(m_, no_recompute, sh_.softmax_fp32) - act_layer_);
-    double const vocab_elems = tokens_ * double(sh_.local_vocab);
+    double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
+    char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
     double const at_loss = !placed_.final_norm ? 0.0
                                                : e_ * tokens_ * h_ / rep_ + loss_bytes * vocab_elems +
@@ -518,12 +522,12 @@ class stage_memory {
       // forward peaks lower (the 16-bit logits, their fp32 copy, the shifted
       // logits and exp or the result: 3.5 buffers).
       add(b_.activations, [&] {
-        return fmt::format("{} ({} x fp32 x s.b.vocab/t, vocab padded to {})",
+        return fmt::format("{} ({} x fp32 x {}, vocab padded to {})",
                            loss_parallel ? "loss-parallel cross entropy backward: log_softmax output, the one-hot "
                                            "gradient and two temporaries of (one_hot + exp) x grad"
                                          : "unfused cross entropy backward: log_softmax output, its gradient and "
                                            "the logits' gradient",
-                           unfused_buffers, vocab);
+                           unfused_buffers, per_rank, vocab);
       }, bytes(fp32_loss_bytes * vocab_elems));
       // The 16-bit logits' memory stays taken at the backward's peak either
       // way: Composer holds them (state.outputs, through the backward:
@@ -542,7 +546,8 @@ class stage_memory {
           bytes(e_ * vocab_elems));
     } else {
       // The LM head stays 16-bit in fp8 and fp4 training.
-      add(b_.activations, [&] { return fmt::format("logits (s.b.vocab/t, vocab padded to {}, {})", vocab, name(unquantized(m_.prec))); },
+      add(b_.activations,
+          [&] { return fmt::format("logits ({}, vocab padded to {}, {})", per_rank, vocab, name(unquantized(m_.prec))); },
           bytes(e_ * vocab_elems));
       add(b_.activations, "logits in fp32 for the loss (softmax kept for backward)",
           bytes(fp32_loss_bytes * vocab_elems));

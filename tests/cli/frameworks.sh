@@ -499,6 +499,21 @@ expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_tensor_parallel_de
 expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --from torchtitan "$TMP/tt_moe_job/torchtitan/job.toml" --quiet
 expect_same_cost "$TMP/out" "$TMP/tt_moe_planned" "the torchtitan mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
+# disable_loss_parallel (T17): the logits gathered over tp, the whole
+# vocabulary's loss on every rank; written back by --emit, the same cost.
+sed 's/strategy s { dp = 32; zero = 3 }/strategy s { tp = 2; dp = 16; zero = 3 }/; s/; experts = 8; experts_per_token = 2//' \
+  "$TMP/tt_moe.dtp" >"$TMP/tt_dense.dtp"
+printf '[training]\nlocal_batch_size = 1\nseq_len = 4096\n[parallelism]\ntensor_parallel_degree = 2\ndisable_loss_parallel = true\n' >"$TMP/lp.toml"
+expect_status 0 "$DTPLAN" "$TMP/tt_dense.dtp" --from torchtitan "$TMP/lp.toml"
+expect_contains "$TMP/out" "1.5 GiB  unfused cross entropy backward: log_softmax output, its gradient and the logits' gradient (3 x fp32 x s.b.vocab, gathered over tp, vocab padded to 32000)"
+expect_contains "$TMP/out" "    all-gather      tp            2   250.0 MiB      1 intra"
+expect_lacks "$TMP/err" "disable_loss_parallel"
+sed 's/training { framework = torchtitan;/training { framework = torchtitan; loss_parallel = false;/' "$TMP/tt_dense.dtp" >"$TMP/tt_gathered.dtp"
+expect_status 0 "$DTPLAN" "$TMP/tt_gathered.dtp" --emit "$TMP/tt_gathered_job" --quiet
+cp "$TMP/out" "$TMP/tt_gathered_planned"
+expect_contains "$TMP/tt_gathered_job/torchtitan/job.toml" "disable_loss_parallel = true"
+expect_status 0 "$DTPLAN" "$TMP/tt_dense.dtp" --from torchtitan "$TMP/tt_gathered_job/torchtitan/job.toml" --quiet
+expect_same_cost "$TMP/out" "$TMP/tt_gathered_planned" "disable_loss_parallel read back costs otherwise"
 # A shared expert torchtitan cannot build: not a multiple of the experts' width.
 sed 's/experts_per_token = 2 }/experts_per_token = 2; shared_expert_ffn = 1000 }/' "$TMP/tt_moe_plan.dtp" >"$TMP/tt_moe_shared.dtp"
 expect_status 2 "$DTPLAN" "$TMP/tt_moe_shared.dtp" --emit "$TMP/tt_moe_shared_job" --framework torchtitan --quiet
