@@ -75,6 +75,7 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
     return fmt::format("{} always runs sequence parallelism with tensor parallelism (sequence_parallel = true)", fw);
   if (!lim.zero0_with_model_parallel && planner::zero0_beside_model_parallel(s))
     return fmt::format("{} replicates with zero = 0 only without tensor, pipeline or context parallelism", fw);
+  if (auto grid = planner::expert_grid_refusal(lim, p.model, s)) return fmt::format("{} {}", fw, grid->does);
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
@@ -118,23 +119,12 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   if (p.training.tp_comm_overlap && s.tp > 1 && !p.training.fused_elementwise)
     return "torchtitan runs asynchronous tensor parallelism only compiled (tp_comm_overlap needs fused_elementwise "
            "= true, compile.enable)";
-  if (m.experts > 1) {
-    // Its dp2ep mesh (v0.2.0 distributed/parallel_dims.py:57-64) and its
-    // shared experts, num_shared_experts of moe_inter_dim each
-    // (models/moe/moe.py:378-381).
-    auto const etp = s.expert_tp();
-    if (etp != s.tp && s.ep == 1)
-      return fmt::format("torchtitan keeps experts whole on a rank (expert_tensor_parallel_degree = 1) only with "
-                         "expert parallelism; the plan has etp = 1 and ep = 1 at tp = {}",
-                         s.tp);
-    if (s.ep > 1 && s.ep % (etp == s.tp ? s.cp : s.tp * s.cp) != 0)
-      return fmt::format("torchtitan's expert-parallel group takes whole {} groups: ep = {} is not a multiple of {}",
-                         etp == s.tp ? "context-parallel" : "tp x cp", s.ep, etp == s.tp ? s.cp : s.tp * s.cp);
-    if (m.shared_expert_ffn % m.mlp_width() != 0)
-      return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
-                         "not a multiple of the experts' {}",
-                         m.shared_expert_ffn, m.mlp_width());
-  }
+  // Its shared experts are num_shared_experts of moe_inter_dim each
+  // (models/moe/moe.py:378-381); its expert mesh is preset_refusal's.
+  if (m.experts > 1 && m.shared_expert_ffn % m.mlp_width() != 0)
+    return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
+                       "not a multiple of the experts' {}",
+                       m.shared_expert_ffn, m.mlp_width());
   return std::nullopt;
 }
 

@@ -85,6 +85,24 @@ bool zero0_beside_model_parallel(strategy const& s) {
   return s.zero == 0 && (s.cp > 1 || (s.dp > 1 && (s.tp > 1 || s.pp > 1)));
 }
 
+std::optional<grid_refusal> expert_grid_refusal(framework_limits const& lim, model const& m, strategy const& s) {
+  if (m.experts <= 1 || lim.expert_grid != expert_grid_rule::dp2ep) return std::nullopt;
+  auto const etp = s.expert_tp();
+  if (etp == 1 && s.tp > 1 && s.ep == 1)
+    return grid_refusal{"etp", fmt::format("keeps experts whole on a rank (etp = 1) only with ep > 1; with ep = 1 it "
+                                           "splits them over tp = {}",
+                                           s.tp)};
+  if (s.ep > 1 && etp == s.tp && s.ep % s.cp != 0)
+    return grid_refusal{"ep", fmt::format("forms its expert-parallel group from whole context-parallel groups: ep = {} "
+                                          "is not a multiple of cp = {}",
+                                          s.ep, s.cp)};
+  if (s.ep > 1 && etp == 1 && s.ep % (s.tp * s.cp) != 0)
+    return grid_refusal{"ep", fmt::format("forms its expert-parallel group from whole tp x cp blocks with etp = 1: ep "
+                                          "= {} is not a multiple of tp x cp = {}",
+                                          s.ep, s.tp * s.cp)};
+  return std::nullopt;
+}
+
 char const* name(cp_comm_kind c) {
   switch (c) {
     case cp_comm_kind::p2p: return "p2p";

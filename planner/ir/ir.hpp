@@ -527,6 +527,14 @@ bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_
 /// zero = 0 replicating beside tensor or pipeline parallelism, or with
 /// context parallelism (what `zero0_with_model_parallel` permits).
 bool zero0_beside_model_parallel(strategy const& s);
+/// What a framework with `lim` cannot form of a mixture's expert grid
+/// (expert_grid = dp2ep, torchtitan's mesh): the key at fault and what the
+/// framework does, worded to follow its name; nothing where it forms it.
+struct grid_refusal {
+  char const* key;
+  std::string does;
+};
+std::optional<grid_refusal> expert_grid_refusal(framework_limits const& lim, model const& m, strategy const& s);
 
 /// What a strategy block says of one key, whatever the key's type: nothing
 /// (the default), one value, a set `{...}`, a range `a..b` (integer keys

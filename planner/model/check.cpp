@@ -324,7 +324,8 @@ class rules {
     if (s.pp > 1 && !lim.pipeline_parallel) runs("pp", fmt::format("pipeline parallelism (pp = {})", s.pp));
     if (s.cp > 1 && !lim.context_parallel) runs("cp", fmt::format("context parallelism (cp = {})", s.cp));
     if (s.ep > 1 && !lim.expert_parallel) runs("ep", fmt::format("expert parallelism (ep = {})", s.ep));
-    if (p_.model.experts > 1 && lim.expert_grid == expert_grid_rule::dp2ep) dp2ep(s);
+    if (auto grid = expert_grid_refusal(lim, p_.model, s))
+      error(grid->key, [&] { return fmt::format("framework '{}' {}", fw.name, grid->does); });
     if (s.tp > 1 && s.sequence_parallel && !lim.sequence_parallel)
       runs("sequence_parallel", "sequence parallelism (sequence_parallel = true)");
     if (s.tp > 1 && !s.sequence_parallel && !lim.tp_without_sequence_parallel)
@@ -365,31 +366,6 @@ class rules {
       runs("shard", fmt::format("hybrid sharding (shard = {})", to_string(s.shard)));
     if (std::find(lim.checkpoint_modes.begin(), lim.checkpoint_modes.end(), s.checkpoint) == lim.checkpoint_modes.end())
       runs("checkpoint", fmt::format("checkpoint = {}", name(s.checkpoint)));
-  }
-
-  // torchtitan's dp2ep mesh: ep borrows whole cp groups, with etp = 1 whole
-  // tp x cp blocks; etp = 1 only where ep > 1.
-  void dp2ep(strategy const& s) {
-    auto const& fw = p_.framework;
-    auto const etp = s.expert_tp();
-    if (etp == 1 && s.tp > 1 && s.ep == 1)
-      error("etp", [&] {
-        return fmt::format("framework '{}' keeps experts whole on a rank (etp = 1) only with ep > 1; with ep = 1 it "
-                           "splits them over tp = {}",
-                           fw.name, s.tp);
-      });
-    else if (s.ep > 1 && etp == s.tp && s.ep % s.cp != 0)
-      error("ep", [&] {
-        return fmt::format("framework '{}' forms its expert-parallel group from whole context-parallel groups: ep = {} "
-                           "is not a multiple of cp = {}",
-                           fw.name, s.ep, s.cp);
-      });
-    else if (s.ep > 1 && etp == 1 && s.ep % (s.tp * s.cp) != 0)
-      error("ep", [&] {
-        return fmt::format("framework '{}' forms its expert-parallel group from whole tp x cp blocks with etp = 1: ep = "
-                           "{} is not a multiple of tp x cp = {}",
-                           fw.name, s.ep, s.tp * s.cp);
-      });
   }
 
   // Experts split over ep ranks inside the dp x cp group (and, with etp =

@@ -499,6 +499,12 @@ expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_tensor_parallel_de
 expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --from torchtitan "$TMP/tt_moe_job/torchtitan/job.toml" --quiet
 expect_same_cost "$TMP/out" "$TMP/tt_moe_planned" "the torchtitan mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
+# A grid torchtitan's dp2ep mesh cannot form, planned under another
+# framework: its job is refused with the checker's rule.
+sed 's/framework = torchtitan/framework = generic/; s/strategy s { tp = 2; ep = 8; etp = 1; zero = 3 }/strategy s { tp = 2; etp = 1; zero = 3 }/' \
+  "$TMP/tt_moe_plan.dtp" >"$TMP/generic_whole.dtp"
+expect_status 2 "$DTPLAN" "$TMP/generic_whole.dtp" --emit "$TMP/generic_whole_job" --framework torchtitan --quiet
+expect_contains "$TMP/err" "torchtitan keeps experts whole on a rank (etp = 1) only with ep > 1; with ep = 1 it splits them over tp = 2"
 # disable_loss_parallel (T17): the logits gathered over tp, the whole
 # vocabulary's loss on every rank; written back by --emit, the same cost.
 sed 's/strategy s { dp = 32; zero = 3 }/strategy s { tp = 2; dp = 16; zero = 3 }/; s/; experts = 8; experts_per_token = 2//' \
