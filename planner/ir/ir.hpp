@@ -506,6 +506,12 @@ struct strategy {
 
   /// etp as it runs: tp where unset.
   [[nodiscard]] std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  /// The tensor-parallel ranks of a group that hold the same expert slice:
+  /// tp / etp (1 where etp does not divide tp, which the check refuses).
+  [[nodiscard]] std::int64_t expert_slice_ranks() const {
+    auto const e = expert_tp();
+    return e >= 1 && e <= tp && tp % e == 0 ? tp / e : 1;
+  }
 
   friend bool operator==(strategy const&, strategy const&) = default;
 };

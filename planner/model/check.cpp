@@ -414,7 +414,7 @@ class rules {
     // The experts' grid: tp / etp x dp x cp ranks of a stage hold one
     // expert slice each, in blocks of ep.
     if (s.ep > 1 && (etp == 1 || etp == s.tp)) {
-      auto const ranks = s.tp / etp * s.dp * s.cp;
+      auto const ranks = s.expert_slice_ranks() * s.dp * s.cp;
       if (ranks % s.ep != 0)
         error("ep", [&] {
           return etp == s.tp ? fmt::format("ep = {} does not divide dp x cp = {}", s.ep, ranks)

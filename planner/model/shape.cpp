@@ -47,10 +47,7 @@ namespace {
 
 // The ranks of a stage the expert grid lays out: tp / etp x dp x cp (each
 // expert slice's members, rank_layout::expert_members_of).
-std::int64_t expert_ranks(strategy const& s) {
-  auto const etp = s.expert_tp();
-  return (etp >= 1 && s.tp % etp == 0 ? s.tp / etp : 1) * s.dp * s.cp;
-}
+std::int64_t expert_ranks(strategy const& s) { return s.expert_slice_ranks() * s.dp * s.cp; }
 
 // Whether the experts' weights sit on another grid than the dense ones: ep
 // splits them, or they are whole on each tensor-parallel rank.

@@ -144,8 +144,7 @@ struct strategy_shape : shape_groups {
   /// expert_data_parallel_group). 1 when not sharded.
   [[nodiscard]] std::int64_t expert_shard_ranks() const {
     if (s.zero < 1) return 1;
-    auto const etp = s.expert_tp();
-    auto const widened = etp >= 1 && etp < s.tp ? shard_ranks() * (s.tp / etp) : shard_ranks();
+    auto const widened = shard_ranks() * s.expert_slice_ranks();
     return s.ep > 1 ? std::max<std::int64_t>(1, widened / s.ep) : widened;
   }
   /// A mixture's expert gradients are summed over `expert_sync` (and their
