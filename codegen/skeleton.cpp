@@ -191,21 +191,29 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   line("constexpr int k_precision = {};  // {}", precision_id(prec), planner::name(prec));
   line("constexpr int k_activation_type = {};", activation_type(prec));
 
-  line("// One layer's weight GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n], `batch` of them;");
+  line("// One layer's weight GEMMs per GPU, row-major C[m, n] = A[m, k] B[k, n], `batch` of them a call,");
+  line("// `calls` calls (a mixture's experts one after another: a call per local expert);");
   line("// recompute_n: output columns the backward recomputes first (checkpoint = {}); the plan's", name(s.checkpoint));
   line("// roofline seconds of one forward, backward (input and weight gradient) and recomputation.");
-  line("struct gemm_spec {{ char const* name; long long m, n, k, batch, recompute_n; double forward_s, backward_s, "
-       "recompute_s; }};");
+  line("struct gemm_spec {{ char const* name; long long m, n, k, batch, calls, recompute_n; double forward_s, "
+       "backward_s, recompute_s; }};");
   line("constexpr int k_gemm_count = {};", sh.gemm_count);
   line("constexpr gemm_spec k_gemms[{}] = {{", sh.gemm_count);
   double gemm_forward = 0, gemm_backward = 0;
+  std::int64_t gemm_calls = 0;
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& x = sh.gemms[static_cast<std::size_t>(i)];
-    auto const t = weight_gemm(g, x.forward, x.recompute_n, prec);
+    auto const calls = x.expert ? sh.expert_gemm_calls() : std::int64_t{1};
+    auto const call = planner::gemm_shape{x.forward.m, x.forward.n, x.forward.k, x.forward.batch / calls};
+    auto t = weight_gemm(g, call, x.recompute_n, prec);
+    t.forward *= static_cast<double>(calls);
+    t.backward *= static_cast<double>(calls);
+    t.recompute *= static_cast<double>(calls);
     gemm_forward += t.forward;
     gemm_backward += t.backward;
-    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), x.forward.m, x.forward.n, x.forward.k,
-         x.forward.batch, x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
+    gemm_calls += calls;
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), call.m, call.n, call.k, call.batch, calls,
+         x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
   }
   line("}};");
   // The LM head runs at 16 bits in fp8 and fp4 training (the cost model's choice).
@@ -213,7 +221,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
   line("// The LM head on the last stage: [tokens, hidden] x [hidden, vocab / tp] ({} bits).",
        head_prec == planner::precision::fp32 ? 32 : 16);
-  line("constexpr gemm_spec k_logits = {{\"logits\", {}, {}, {}, 1, 0, {}, {}, 0}};", sh.logits.m, sh.logits.n,
+  line("constexpr gemm_spec k_logits = {{\"logits\", {}, {}, {}, 1, 1, 0, {}, {}, 0}};", sh.logits.m, sh.logits.n,
        sh.logits.k, real(logits.forward), real(logits.backward));
 
   // Attention core: per (sample, local head) the local queries against the
@@ -244,8 +252,8 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   // Memory-bound work of a layer (norms, residual adds, activation, rotary;
   // standard attention's softmax and dropout are in the attention core).
   auto const core_kernels = flash ? 1 : 4;
-  auto const fwd_kernels = sc.layer_kernels - sh.gemm_count - core_kernels;
-  auto const bwd_kernels = sc.layer_kernels_backward - 2 * sh.gemm_count - (flash ? 1 : 8);
+  auto const fwd_kernels = sc.layer_kernels - gemm_calls - core_kernels;
+  auto const bwd_kernels = sc.layer_kernels_backward - 2 * gemm_calls - (flash ? 1 : 8);
   double const mem_fwd = sc.layer_forward.value() - gemm_forward - sc.layer_attention_core.value();
   double const mem_bwd = sc.layer_backward.value() - gemm_backward - sc.layer_attention_core_backward.value();
   line("// Memory-bound work per layer: bytes moved and kernels, forward and backward, and their roofline.");

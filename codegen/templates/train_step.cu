@@ -1130,15 +1130,18 @@ struct runner {
     if (backward) {
       for (int i = 0; i < g; ++i) {
         plan::gemm_spec const& x = plan::k_gemms[i];
-        if (x.recompute_n > 0) gemm(x.m, x.recompute_n, x.k, x.batch, 0);
+        if (x.recompute_n > 0)
+          for (long long c = 0; c < x.calls; ++c) gemm(x.m, x.recompute_n, x.k, x.batch, 0);
       }
       if (plan::k_recompute_attention) attention(false, 0);
       if (plan::k_recompute_memory) stream(mem.forward_bytes, mem.forward_kernels, compute);
       for (int ii = 0; ii < g; ++ii) {
         int i = g - 1 - ii;
         plan::gemm_spec const& x = plan::k_gemms[i];
-        gemm(x.m, x.k, x.n, x.batch, 1);  // input gradient
-        gemm(x.k, x.n, x.m, x.batch, 2);  // weight gradient
+        for (long long c = 0; c < x.calls; ++c) {
+          gemm(x.m, x.k, x.n, x.batch, 1);  // input gradient
+          gemm(x.k, x.n, x.m, x.batch, 2);  // weight gradient
+        }
         if (i == 1) {
           stream(mem.backward_bytes, mem.backward_kernels, compute);
           attention(true, hops);
@@ -1152,7 +1155,7 @@ struct runner {
     } else {
       for (int i = 0; i < g; ++i) {
         plan::gemm_spec const& x = plan::k_gemms[i];
-        gemm(x.m, x.n, x.k, x.batch, 0);
+        for (long long c = 0; c < x.calls; ++c) gemm(x.m, x.n, x.k, x.batch, 0);
         if (i == 0) attention(false, hops);
         if (i == 1) stream(mem.forward_bytes, mem.forward_kernels, compute);
         issue_after_gemm(0, slot, layer_slots, i, g);
@@ -1564,10 +1567,12 @@ static std::vector<double> measure(runner& r, double wall) {
   for (int i = 0; i < plan::k_gemm_count; ++i) {
     plan::gemm_spec const& x = plan::k_gemms[i];
     m.push_back(r.probe([&] {
-      r.gemm(x.m, x.n, x.k, x.batch, 0);
-      r.gemm(x.m, x.k, x.n, x.batch, 1);
-      r.gemm(x.k, x.n, x.m, x.batch, 2);
-      if (x.recompute_n > 0) r.gemm(x.m, x.recompute_n, x.k, x.batch, 0);
+      for (long long c = 0; c < x.calls; ++c) {
+        r.gemm(x.m, x.n, x.k, x.batch, 0);
+        r.gemm(x.m, x.k, x.n, x.batch, 1);
+        r.gemm(x.k, x.n, x.m, x.batch, 2);
+        if (x.recompute_n > 0) r.gemm(x.m, x.recompute_n, x.k, x.batch, 0);
+      }
     }));
   }
   m.push_back(r.probe([&] {

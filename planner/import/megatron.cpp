@@ -617,6 +617,11 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       // --moe-shared-expert-intermediate-size; none unless written).
       model_int("--moe-shared-expert-intermediate-size", "shared_expert_ffn");
     }
+    // The local experts as one grouped GEMM (TEGroupedMLP) with
+    // --moe-grouped-gemm; one after another (SequentialMLP) without it
+    // (core_v0.13.0 transformer_config.py:461, arguments.py:2725).
+    auto const* grouped = job.flag("--moe-grouped-gemm");
+    set_megatron_behaviour(job, grouped, "grouped_gemm", n && *n > 1, grouped != nullptr);
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/
     // moe/sharded_moe.py: capacity-bound top-k gating, :161-170; dispatch and

@@ -298,6 +298,12 @@ struct training {
   /// logits are all-gathered over tp and every rank computes the whole
   /// vocabulary's loss (torchtitan's parallelism.disable_loss_parallel).
   bool loss_parallel = true;
+  /// A mixture's local experts run as one grouped GEMM per matrix
+  /// (Megatron-Core's TEGroupedMLP with --moe-grouped-gemm, torchtitan's
+  /// torch._grouped_mm); false: one expert after another, each its own
+  /// GEMMs and activation (Megatron-Core's SequentialMLP, torchtitan's
+  /// for-loop).
+  bool grouped_gemm = true;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

@@ -456,6 +456,11 @@ std::vector<key_info> behaviour_keys() {
      .default_value = true, .default_text = "true", .dump_default = false,
      .meaning = "with tp > 1 the loss on the vocabulary-split logits; false: the logits gathered over tp first, the "
                 "whole vocabulary's loss on every rank (torchtitan's parallelism.disable_loss_parallel)"},
+    {.block = k, .name = "grouped_gemm", .dom = d::boolean, .field = member<&training::grouped_gemm, B>(),
+     .default_value = true, .default_text = "true", .aliases = {"moe_grouped_gemm", "use_grouped_mm"},
+     .dump_default = false,
+     .meaning = "a mixture's local experts as one grouped GEMM per matrix; false: one expert after another, each its "
+                "own GEMMs and activation (Megatron-Core's SequentialMLP, torchtitan's for-loop)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},

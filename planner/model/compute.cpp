@@ -307,11 +307,23 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   seconds weights_fwd, weights_bwd, ops_recompute;
   double cast_bytes = 0;  // fp8, fp4: each linear's input and weight cast (and transposed), forward
   double cast_bytes_bwd = 0;  // and its output gradient, backward
+  // A mixture's local experts one after another (grouped_gemm = false): each
+  // expert's GEMMs are calls of their own on its rows (Megatron-Core
+  // core_v0.13.0 moe/experts.py:954-970 SequentialMLP, torchtitan v0.2.0
+  // models/moe/moe.py:72-100); grouped, one call for all of them.
+  auto const expert_calls = sh.expert_gemm_calls();
+  std::int64_t gemm_calls = 0;       // weight GEMM calls of a layer's forward
+  std::int64_t recompute_calls = 0;  // and of what checkpoint = ops recomputes
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
     bool const router = std::string_view(gm.name) == "router";
     precision const gp = router ? unquantized(prec) : prec;
-    auto const w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, gm.forward.batch, gp);
+    auto const calls = gm.expert ? expert_calls : std::int64_t{1};
+    gemm_calls += calls;
+    auto const per_call = gm.forward.batch / calls;
+    auto w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, per_call, gp);
+    w.forward = w.forward * static_cast<double>(calls);
+    w.backward = w.backward * static_cast<double>(calls);
     if (low_precision(gp)) {
       // Read 16-bit, write fp8 twice (row- and column-wise for the backward):
       // 4 bytes per element of the input and the weight, then of the
@@ -330,10 +342,13 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
     weights_fwd += w.forward;
     out.gemm_forward[static_cast<std::size_t>(i)] = w.forward;
     weights_bwd += w.backward;
-    if (gm.recompute_n > 0)
-      ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, gm.forward.batch}, prec);
+    if (gm.recompute_n > 0) {
+      ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, per_call}, prec) *
+                       static_cast<double>(calls);
+      recompute_calls += calls;
+    }
   }
-  auto const n_ops = static_cast<std::size_t>(sh.gemm_count);
+  auto const n_ops = static_cast<std::size_t>(gemm_calls);
   auto const active = sh.active_experts;
 
   auto const [flash_fwd, flash_bwd] = attention_core(sh);
@@ -373,13 +388,22 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
                                            (eager_rotary ? eager_rotary_bytes : 1.0)
                                      : 0.0;
   double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
+  // Experts one after another concatenate their outputs (torch.cat, a copy;
+  // its backward splits views).
+  double const concat_bytes = expert_calls > 1 ? 2 * e * static_cast<double>(sh.mlp_tokens) *
+                                                     static_cast<double>(expert_calls) * h
+                                               : 0.0;
+  double const concat_kernels = expert_calls > 1 ? 1.0 : 0.0;
   // Fused, one kernel each: the two norms, the two residual adds, the
-  // activation, and q's and k's rotation together.
+  // activation (each expert's of experts one after another, and the shared
+  // expert's), and q's and k's rotation together.
+  double const activations = static_cast<double>(expert_calls) + (shared_out > 0 ? 1.0 : 0.0);
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
-                             (eager && swiglu ? eager_swiglu_kernels : 1.0) * (shared_out > 0 ? 2.0 : 1.0) +
+                             (eager && swiglu ? eager_swiglu_kernels : 1.0) * activations +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
-  seconds const mem_fwd = seconds((mem_fwd_bytes + cast_bytes) / hbm) +
-                          g.kernel_latency * (fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
+  seconds const mem_fwd =
+      seconds((mem_fwd_bytes + concat_bytes + cast_bytes) / hbm) +
+      g.kernel_latency * (fwd_kernels + concat_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
   seconds const mem_bwd = seconds((2 * mem_fwd_bytes + cast_bytes_bwd) / hbm) +
                           g.kernel_latency * (2 * fwd_kernels + (cast_bytes > 0 ? static_cast<double>(n_ops) : 0.0));
 
@@ -395,7 +419,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   auto const n = static_cast<std::int64_t>(n_ops);
   bool const flash = uses_flash(p);
   std::int64_t const core_kernels = flash ? 1 : 4 + (sh.softmax_fp32 ? softmax_fallback_kernels : 0);
-  out.layer_kernels = n + core_kernels + static_cast<std::int64_t>(fwd_kernels + ring.kernels_forward);
+  out.layer_kernels = n + core_kernels + static_cast<std::int64_t>(fwd_kernels + concat_kernels + ring.kernels_forward);
   out.layer_kernels_backward =
       2 * n + (flash ? 1 : core_kernels + 4) + static_cast<std::int64_t>(2 * fwd_kernels + ring.kernels_backward);
   if (cast_bytes > 0) {
@@ -419,7 +443,8 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
       // (norms, rotary, activation, residual adds); the standard attention
       // core too (batched matmuls are not in the list).
       out.layer_recompute = ops_recompute + mem_fwd + (flash ? seconds() : core_fwd);
-      out.layer_kernels_recompute = 3 + static_cast<std::int64_t>(fwd_kernels) + (flash ? 0 : core_kernels);
+      out.layer_kernels_recompute =
+          recompute_calls + static_cast<std::int64_t>(fwd_kernels + concat_kernels) + (flash ? 0 : core_kernels);
       break;
   }
 

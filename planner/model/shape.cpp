@@ -76,7 +76,9 @@ shard_layout sharding_of(strategy const& s) {
 void fill_gemms(strategy_shape& sh, model const& m) {
   auto const tp = sh.s.tp;
   auto const h = m.hidden;
-  auto const add = [&](char const* name, gemm_shape g) { sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0}; };
+  auto const add = [&](char const* name, gemm_shape g, bool expert = false) {
+    sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0, expert};
+  };
   add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1});
   add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
   if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
@@ -88,8 +90,8 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   auto const mlp_tp = m.experts > 1 ? sh.s.expert_tp() : tp;  // an expert's split
   auto const width = m.mlp_width();
   auto const up = (m.mlp == mlp_kind::swiglu ? 2 * width : width) / mlp_tp;
-  add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts});
-  add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts});
+  add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts}, m.experts > 1);
+  add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts}, m.experts > 1);
   auto& qkv = sh.gemms[0];
   auto& o = sh.gemms[1];
   auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];

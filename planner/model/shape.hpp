@@ -34,6 +34,7 @@ struct layer_gemm {
   /// strategy's checkpointing: all of them under `full`; under `ops` the k
   /// slice of qkv, the o projection and the MLP's second matmul.
   std::int64_t recompute_n = 0;
+  bool expert = false;  ///< a mixture's routed experts' matrix: `batch` is the local experts
 };
 
 /// One communication group of the strategy: how many ranks, where its
@@ -134,6 +135,12 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] std::vector<layer_range> stage_ranges(std::int64_t r) const;
   /// Stage `r` as one of its GPUs holds it.
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
+  /// Calls of each expert GEMM (`layer_gemm::expert`) a layer issues: one,
+  /// or a call per local expert where they run one after another
+  /// (training.grouped_gemm = false).
+  [[nodiscard]] std::int64_t expert_gemm_calls() const {
+    return prog->training.grouped_gemm ? 1 : local_experts;
+  }
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
   [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }
   /// The experts' ZeRO-sharded state is split over this many ranks: those

@@ -416,10 +416,26 @@ expect_lacks "$TMP/err" "warning"
 printf -- '--moe-token-dispatcher-type flex\n' >>"$TMP/moe.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/err" "moe.txt:4:1: warning: Megatron-LM's token dispatcher 'flex' is not modelled: costed as 'alltoall'"
+# Without --moe-grouped-gemm Megatron-LM runs the local experts one after
+# another (SequentialMLP; core_v0.13.0 transformer_config.py:461): read as
+# grouped_gemm = false, which costs 4 experts a GPU (ep 2) more than the flag.
+printf -- '--num-experts 8 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 4 --recompute-granularity full --recompute-method uniform --recompute-num-layers 1\n' >"$TMP/moe_seq.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt" --dump ir
+expect_contains "$TMP/out" "  grouped_gemm      false"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt"
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "time per step                      12.6 s"
+printf -- '--moe-grouped-gemm\n' >>"$TMP/moe_seq.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt"
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "time per step                      12.4 s"
 # A dense job's dispatcher does nothing, and is said to be unread.
 printf -- '--moe-token-dispatcher-type alltoall --micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer\n' >"$TMP/dense.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/dense.txt"
 expect_contains "$TMP/err" "dense.txt:1:1: warning: Megatron-LM's '--moe-token-dispatcher-type' is not modelled: the plan is costed without it"
+printf -- '--moe-grouped-gemm\n' >>"$TMP/dense.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/dense.txt"
+expect_contains "$TMP/err" "dense.txt:2:1: warning: '--moe-grouped-gemm' does not apply to this job: not read"
 cat >"$TMP/moe_free.dtp" <<'EOF'
 model m { layers = 32; hidden = 4096; heads = 32; kv_heads = 8; ffn = 14336; vocab = 32000; seq_len = 4096; mlp = swiglu; experts = 8; experts_per_token = 2 }
 cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
@@ -435,10 +451,16 @@ expect_contains "$TMP/moe_job/megatron/args.txt" "--num-experts 8"
 expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-router-topk 2"
 expect_contains "$TMP/moe_job/megatron/args.txt" "--expert-model-parallel-size 4"
 expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-token-dispatcher-type alltoall"
+expect_contains "$TMP/moe_job/megatron/args.txt" "--moe-grouped-gemm"
 cp "$TMP/out" "$TMP/moe_planned"
 expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --from megatron "$TMP/moe_job/megatron/args.txt" --quiet
 expect_same_cost "$TMP/out" "$TMP/moe_planned" "the mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
+# torchtitan's experts are grouped unless the model's flavor says otherwise,
+# which its job file cannot: a plan costed one after another says so.
+expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"
+expect_contains "$TMP/err" "<--set>:1:10: warning: the plan was costed with grouped_gemm = false; a torchtitan job cannot say it and runs true"
+expect_contains "$TMP/out" "time per step                      4.54 s"
 expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_tt" --framework torchtitan --quiet
 expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: torchtitan does not run ZeRO-1 (zero = 1): it runs zero = 0 or 3"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"

@@ -78,11 +78,11 @@ TEST_CASE("the skeleton's compute comes from the shape: every GEMM, the LM head,
   f.plan.s.checkpoint = planner::checkpoint_mode::ops;
   auto cu = codegen::train_step_cu(f.program, f.plan);
   // k (4096 of qkv's 12288 columns), o, and SwiGLU's up half of mlp-up.
-  CHECK(contains(cu, "    {\"qkv\", 4096, 12288, 4096, 1, 4096, "));
-  CHECK(contains(cu, "    {\"o-proj\", 4096, 4096, 4096, 1, 4096, "));
-  CHECK(contains(cu, "    {\"mlp-up\", 4096, 22016, 4096, 1, 11008, "));
-  CHECK(contains(cu, "    {\"mlp-down\", 4096, 4096, 11008, 1, 0, "));
-  CHECK(contains(cu, "constexpr gemm_spec k_logits = {\"logits\", 4096, 32000, 4096, 1, 0, "));
+  CHECK(contains(cu, "    {\"qkv\", 4096, 12288, 4096, 1, 1, 4096, "));
+  CHECK(contains(cu, "    {\"o-proj\", 4096, 4096, 4096, 1, 1, 4096, "));
+  CHECK(contains(cu, "    {\"mlp-up\", 4096, 22016, 4096, 1, 1, 11008, "));
+  CHECK(contains(cu, "    {\"mlp-down\", 4096, 4096, 11008, 1, 1, 0, "));
+  CHECK(contains(cu, "constexpr gemm_spec k_logits = {\"logits\", 4096, 32000, 4096, 1, 1, 0, "));
   // Flash attention: 32 heads of 4096 queries against the 2112 keys a causal
   // kernel visits on average ((32 + 1) / (2 x 32) of 32 blocks of 128), head_dim 128.
   CHECK(contains(cu, "constexpr attention_spec k_attention = {32, 4096, 2112, 128, 1, "));
@@ -123,7 +123,7 @@ TEST_CASE("the skeleton bakes in the plan's numbers and schedule") {
   CHECK(contains(cu, "constexpr long long k_chunk_layers[2] = {20, 20};  // model chunk c runs on stage c % pp\n"));
   CHECK(contains(cu, "constexpr long long k_weights_bytes = 3300000000;\n"));
   CHECK(contains(cu, "constexpr long long k_activations_bytes = 21000000000;\n"));
-  CHECK(contains(cu, "    {\"qkv\", 4096, 3840, 5120, 1, 0, "));
+  CHECK(contains(cu, "    {\"qkv\", 4096, 3840, 5120, 1, 1, 0, "));
   CHECK(contains(cu, "    {2, 0, \"tp\", 4, 41900000, 10240, 2.9, 2.9, 0, 0, 0, \"intra\"},  // all-gather 40.0 MiB over 4 ranks\n"));
   CHECK(contains(cu, "constexpr double k_predicted_step_s = 41.2;\n"));
   // 1F1B over 2 stages: 256 ops a stage, 1 x (1 + 2) units idle, 128 sends each way.

@@ -1331,3 +1331,48 @@ TEST_CASE("a mixture's MLP under tensor parallelism: the dispatcher's collective
   CHECK(calls(open, comm_group::tp, collective::all_reduce, 2 * layer) == 2 * 32 * micro);
   CHECK(calls(open, comm_group::ep, collective::all_to_all, 2 * layer) == 4 * 32 * micro);
 }
+
+TEST_CASE("a mixture's experts one after another: a call per local expert", "[compute][golden]") {
+  // Mixtral-like on 4 x 8 H100, dp 32, ep 2: 8 / 2 = 4 experts on each GPU.
+  // Grouped (TEGroupedMLP, torch._grouped_mm) each expert matrix is one
+  // call over the 4; one after another (Megatron-Core's SequentialMLP,
+  // torchtitan's for-loop) it is 4 calls, each on one expert's rows, with
+  // an activation of its own and a concatenation of their outputs.
+  auto p = mixtral_like_on_4x8();
+  strategy s;
+  s.dp = 32, s.ep = 2, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto const grouped = shape_of(p, s);
+  REQUIRE(grouped.local_experts == 4);
+  CHECK(grouped.expert_gemm_calls() == 1);
+  auto const up_at = static_cast<std::size_t>(grouped.gemm_count - 2);
+  auto const up = grouped.gemms[up_at];
+  CHECK(up.expert);
+  CHECK_FALSE(grouped.gemms[0].expert);
+  CHECK(up.forward.batch == 4);
+  auto const one = compute_per_micro_batch(grouped);
+
+  p.training.grouped_gemm = false;
+  auto const sequential = shape_of(p, s);
+  CHECK(sequential.expert_gemm_calls() == 4);
+  auto const four = compute_per_micro_batch(sequential);
+  auto const& g = p.cluster.device;
+  gemm_shape const call{up.forward.m, up.forward.n, up.forward.k, 1};
+  CHECK(one.gemm_forward[up_at].value() == Approx(gemm_time(g, up.forward, precision::bf16).value()).epsilon(1e-12));
+  CHECK(four.gemm_forward[up_at].value() == Approx(4 * gemm_time(g, call, precision::bf16).value()).epsilon(1e-12));
+  CHECK(four.gemm_forward[up_at] > one.gemm_forward[up_at]);
+  // Forward: 3 more calls of each of the two expert GEMMs, 3 more
+  // activations, the concatenation; backward: two GEMMs a call, each
+  // activation's backward twice.
+  CHECK(four.layer_kernels - one.layer_kernels == 2 * 3 + 3 + 1);
+  CHECK(four.layer_kernels_backward - one.layer_kernels_backward == 2 * 2 * 3 + 2 * 3);
+  CHECK(four.layer_forward > one.layer_forward);
+  CHECK(four.layer_backward > one.layer_backward);
+
+  // One expert on each GPU (ep 8): the same either way.
+  s.ep = 8;
+  auto const alone = compute_per_micro_batch(shape_of(p, s));
+  p.training.grouped_gemm = true;
+  auto const alone_grouped = compute_per_micro_batch(shape_of(p, s));
+  CHECK(alone.layer_forward == alone_grouped.layer_forward);
+  CHECK(alone.layer_kernels == alone_grouped.layer_kernels);
+}

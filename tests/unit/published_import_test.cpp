@@ -234,8 +234,10 @@ TEST_CASE("Megatron-LM's Mixtral 8x7B example script reads as plans/ writes its 
   // variable is when the script starts, so not added.
   CHECK(std::none_of(w.begin(), w.end(), [](std::string const& x) { return x.find("--wandb") != std::string::npos; }));
   CHECK(std::none_of(w.begin(), w.end(), [](std::string const& x) { return x.find("not read: it runs") != std::string::npos; }));
-  CHECK(std::count(w.begin(), w.end(),
-                   "55:5 Megatron-LM's '--moe-grouped-gemm' is not modelled: the plan is costed without it") == 1);
+  // --moe-grouped-gemm: the local experts as one grouped GEMM (TEGroupedMLP), read.
+  CHECK(p.training.grouped_gemm);
+  CHECK(p.training.keys.count("grouped_gemm") == 1);
+  CHECK(std::none_of(w.begin(), w.end(), [](std::string const& x) { return x.find("--moe-grouped-gemm") != std::string::npos; }));
   CHECK(std::count(w.begin(), w.end(),
                    "11:25 the launcher starts 1 node; cluster 'dgx_h100_4' has 4: the Megatron-LM job is costed "
                    "on the cluster") == 1);
