@@ -136,7 +136,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     if (m.experts > 1 && m.shared_expert_ffn > 0)
       add(m.mlp == mlp_kind::gelu ? "shared expert up projection output" : "shared expert gate and up outputs",
           e * double(m.mlp == mlp_kind::gelu ? 1 : 2) * tokens * double(m.shared_expert_ffn) / t);
-    if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+    if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts) / rep);
     return;
   }
   add("attention norm input", e * tokens * h / rep);
@@ -163,6 +163,16 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   if (dropout) add("attention residual dropout mask", tokens * h / rep);
   add("mlp norm input", e * tokens * h / rep);
   add("mlp input", e * tokens * h / rep);
+  if (m.experts > 1) {
+    // The experts' first GEMM keeps its input for its weight gradient: the
+    // top-k copies of the tokens routed to this GPU's experts, as the
+    // dispatcher hands them over (gathered over the etp ranks that split
+    // an expert under sequence parallelism), not the layer's own tokens
+    // (core_v0.13.0 moe/token_dispatcher.py:602-660 gathers them; the
+    // expert linears run without a collective of their own).
+    double const gathered = sp ? double(s.expert_tp()) : 1.0;
+    add("experts' input (top-k copies of the tokens routed to this GPU)", e * active * tokens * h * gathered / rep);
+  }
   if (m.mlp == mlp_kind::gelu) {
     add("gelu input", e * active * tokens * ffn / t);
     add("gelu output (second matrix input)", e * active * tokens * ffn / t);
@@ -184,7 +194,9 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     }
   }
   if (dropout) add("mlp residual dropout mask", tokens * h / rep);
-  if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts));
+  // The router runs on the layer's own tokens: tokens / tp under sequence
+  // parallelism.
+  if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts) / rep);
 }
 
 }  // namespace

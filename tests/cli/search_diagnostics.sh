@@ -88,8 +88,8 @@ expect_lacks "$TMP/out" "1 candidates"
 # A mixture's structures differ in ep: --explain names it, so the memory
 # each needs reads against the right split of the experts.
 expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --optimize --explain --top 1
-expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32: 279.1 GiB per GPU > 75.6 GiB usable"
-expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32, ep = 2: 153.1 GiB per GPU > 75.6 GiB usable"
+expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32: 279.2 GiB per GPU > 75.6 GiB usable"
+expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32, ep = 2: 153.2 GiB per GPU > 75.6 GiB usable"
 expect_contains "$TMP/out" "  tp = 1, pp = 8, cp = 1, dp = 4, ep = 8 and 2 more: ep = 8 does not divide dp x cp = 4 (36 candidates)"
 
 finish

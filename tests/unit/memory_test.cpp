@@ -557,6 +557,43 @@ TEST_CASE("experts' optimizer state is sharded over the ranks that hold the same
   CHECK(shape_of(p, s).expert_shard_ranks() == 32);
 }
 
+TEST_CASE("a mixture's experts keep the top-k copies of the tokens routed to them", "[memory][golden]") {
+  // Llama 3 8B's shapes, 8 experts, top 2, one sequence of 8192 tokens: the
+  // experts' first GEMM keeps its input, 2 x 8192 rows of 4096 in bf16,
+  // beside the MLP's own input; the router's fp32 logits, 8 a token.
+  auto m = test::llama3_8b();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  strategy s;
+  s.dp = 8, s.ep = 8, s.checkpoint = checkpoint_mode::selective;
+  auto const routed = "experts' input (top-k copies of the tokens routed to this GPU)";
+  auto const of = [&](char const* name) {
+    for (auto const& t : activation_terms(m, s))
+      if (t.name == name) return t.size.value();
+    return -1.0;
+  };
+  double const tokens = 8192, h = 4096;
+  CHECK(of(routed) == 2 * 2 * tokens * h);
+  CHECK(of("mlp input") == 2 * tokens * h);
+  CHECK(of("router logits (fp32)") == 4 * tokens * 8);
+  // tp 2 with sequence parallelism, each expert split over both (etp = tp):
+  // the dispatcher gathers the copies over tp, so each GPU keeps them all;
+  // the router sees the GPU's half of the tokens.
+  s.dp = 4, s.tp = 2, s.ep = 4, s.sequence_parallel = true;
+  CHECK(of(routed) == 2 * 2 * tokens * h);
+  CHECK(of("mlp input") == 2 * tokens * h / 2);
+  CHECK(of("router logits (fp32)") == 4 * tokens * 8 / 2);
+  // Each expert whole on a GPU (etp = 1): the GPU's own tokens' copies.
+  s.etp = 1;
+  CHECK(of(routed) == 2 * 2 * tokens * h / 2);
+  // Full recomputation keeps the layer input alone; a dense model has none.
+  s.checkpoint = checkpoint_mode::full;
+  CHECK(of(routed) == -1.0);
+  s.checkpoint = checkpoint_mode::selective;
+  m.experts = 1;
+  CHECK(of(routed) == -1.0);
+}
+
 TEST_CASE("Megatron-Core's tensor-parallel overlap holds Transformer Engine's ten userbuffers", "[memory][golden]") {
   // GPT-3 175B at tp 4, seq 2048, one sequence a micro-batch (MLPerf's
   // shape). TE v2.5's initialize_ub registers a [2048, 12288] buffer for
