@@ -622,6 +622,10 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     // (core_v0.13.0 transformer_config.py:461, arguments.py:2725).
     auto const* grouped = job.flag("--moe-grouped-gemm");
     set_megatron_behaviour(job, grouped, "grouped_gemm", n && *n > 1, grouped != nullptr);
+    // Transformer Engine's fused permutation with --moe-permute-fusion,
+    // PyTorch's indexing operators without (transformer_config.py:513).
+    auto const* fusion = job.flag("--moe-permute-fusion");
+    set_megatron_behaviour(job, fusion, "permute_fusion", n && *n > 1, fusion != nullptr);
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/
     // moe/sharded_moe.py: capacity-bound top-k gating, :161-170; dispatch and

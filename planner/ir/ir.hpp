@@ -304,6 +304,10 @@ struct training {
   /// GEMMs and activation (Megatron-Core's SequentialMLP, torchtitan's
   /// for-loop).
   bool grouped_gemm = true;
+  /// A mixture's tokens put into expert order and summed back by fused
+  /// kernels (Transformer Engine's, Megatron-Core's --moe-permute-fusion);
+  /// false: by PyTorch's indexing operators, more kernels for the same bytes.
+  bool permute_fusion = true;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

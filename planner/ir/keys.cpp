@@ -461,6 +461,10 @@ std::vector<key_info> behaviour_keys() {
      .dump_default = false,
      .meaning = "a mixture's local experts as one grouped GEMM per matrix; false: one expert after another, each its "
                 "own GEMMs and activation (Megatron-Core's SequentialMLP, torchtitan's for-loop)"},
+    {.block = k, .name = "permute_fusion", .dom = d::boolean, .field = member<&training::permute_fusion, B>(),
+     .default_value = true, .default_text = "true", .aliases = {"moe_permute_fusion"}, .dump_default = false,
+     .meaning = "a mixture's tokens put into expert order and summed back by fused kernels; false: by PyTorch's "
+                "indexing operators (Megatron-Core without --moe-permute-fusion, torchtitan)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},

@@ -1376,3 +1376,50 @@ TEST_CASE("a mixture's experts one after another: a call per local expert", "[co
   CHECK(alone.layer_forward == alone_grouped.layer_forward);
   CHECK(alone.layer_kernels == alone_grouped.layer_kernels);
 }
+
+TEST_CASE("a mixture's tokens put into expert order and summed back", "[compute][golden]") {
+  // Mixtral-like on 4 x 8 H100, one 8192-token sequence a micro-batch, dp
+  // 32, ep 8: one expert a GPU. The dispatcher copies each token's two
+  // routes into expert order (2 x 2 x 8192 rows of 4096 read and written)
+  // and sums them back (2 x 8192 read, 8192 written into 8192 zeroed):
+  // (8 + 4) x 8192 x 4096 x 2 B each way.
+  auto p = mixtral_like_on_4x8();
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto const fused = compute_per_micro_batch(shape_of(p, s));
+  auto dense = p;
+  dense.model.experts = 1;
+  // Against the same layer's memory-bound work with every token to one
+  // expert: only the activation differs beside the dispatch, so compare
+  // kernel counts, which do not depend on sizes.
+  auto const plain = compute_per_micro_batch(shape_of(dense, s));
+  // Fused (Transformer Engine): a row map and the copy, one sum back;
+  // backward one each. Plus the router's GEMM (one forward, two backward).
+  CHECK(fused.layer_kernels - plain.layer_kernels == 3 + 1);
+  CHECK(fused.layer_kernels_backward - plain.layer_kernels_backward == 2 + 2);
+  // PyTorch's operators: 8 to permute and 2 to sum back; backward 3.
+  p.training.permute_fusion = false;
+  auto const unfused = compute_per_micro_batch(shape_of(p, s));
+  CHECK(unfused.layer_kernels - fused.layer_kernels == 7);
+  CHECK(unfused.layer_kernels_backward - fused.layer_kernels_backward == 1);
+  auto const& g = p.cluster.device;
+  double const latency = g.kernel_latency.value();
+  CHECK(unfused.layer_forward.value() - fused.layer_forward.value() == Approx(7 * latency).epsilon(1e-9));
+  // Two experts a GPU (ep 4): the rows that arrived are sorted by expert
+  // and back, two more copies of 2 x 8192 rows, a kernel each, each way.
+  p.training.permute_fusion = true;
+  s.ep = 4;
+  auto const two = compute_per_micro_batch(shape_of(p, s));
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const sort_bytes = 2 * 2 * (2 * 8192.0) * 4096 * 2;
+  CHECK(two.layer_kernels - fused.layer_kernels == 2);
+  CHECK(two.layer_kernels_backward - fused.layer_kernels_backward == 2);
+  // The expert GEMMs differ too (two experts of half the rows each): take
+  // the memory-bound part alone, the layer less its GEMMs and attention.
+  auto const memory_part = [](stage_compute const& c) {
+    double gemms = 0;
+    for (auto const& t : c.gemm_forward) gemms += t.value();
+    return c.layer_forward.value() - gemms - c.layer_attention_core.value();
+  };
+  CHECK(memory_part(two) - memory_part(fused) == Approx(sort_bytes / hbm + 2 * latency).epsilon(1e-9));
+}
