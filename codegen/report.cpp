@@ -238,6 +238,7 @@ void write_shape(json_writer& w, strategy_shape const& sh) {
   write_group(w, "replicate", sh.replicate);
   write_group(w, "embedding", sh.embedding);
   write_group(w, "expert_sync", sh.expert_sync);
+  write_group(w, "expert_shard", sh.expert_shard);
   w.end_object();
   w.key("layer_gemms").begin_array();
   for (int i = 0; i < sh.gemm_count; ++i) {

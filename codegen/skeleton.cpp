@@ -72,7 +72,7 @@ int element_type(planner::comm_entry const& e, planner::program const& p) {
   bool const reduces = e.op == collective::reduce_scatter || e.op == collective::all_reduce;
   bool const gradients = reduces && (e.group == comm_group::dp || e.group == comm_group::shard ||
                                      e.group == comm_group::replicate || e.group == comm_group::embedding ||
-                                     e.group == comm_group::expert_dp);
+                                     e.group == comm_group::expert_dp || e.group == comm_group::expert_shard);
   if (gradients) return planner::grad_element_bytes(p.model, p.training) == 4 ? 2 : sixteen_bit(p.model.prec);
   return activation_type(p.model.prec);
 }
@@ -152,7 +152,8 @@ void write_groups(line_writer& line, planner::program const& p, planner::strateg
   line("constexpr bool k_embedding_pair = {};  // a tied embedding on the first and last stage", sh.embedding.active());
   line("// Groups: 0 tp, 1 cp, 2 grad (dp x cp, the cost model's 'dp'), 3 pp, 4 shard, 5 replicate,");
   line("// 6 embedding (first and last stage), 7 ep, 8 expert_grad (the ranks holding the same experts,");
-  line("// tp / etp x dp x cp / ep). Elements: 0 bf16, 1 fp16, 2 fp32.");
+  line("// tp / etp x dp x cp / ep), 9 expert_shard (those of them in the rank's shard group, under");
+  line("// hybrid sharding). Elements: 0 bf16, 1 fp16, 2 fp32.");
   line("// op: 0 all-reduce 1 reduce-scatter 2 all-gather 3 all-to-all 4 send-recv; phase: 0 every layer");
   line("// (forward and backward), 1 every layer's backward, 2 between pipeline stages, 3 gradient");
   line("// sync, 4 after the optimizer; overlapped: on the communication stream.");
@@ -305,6 +306,7 @@ skeleton_group group_of(comm_group g) {
     case comm_group::embedding: return skeleton_group::embedding;
     case comm_group::ep: return skeleton_group::ep;
     case comm_group::expert_dp: return skeleton_group::expert_grad;
+    case comm_group::expert_shard: return skeleton_group::expert_shard;
   }
   return skeleton_group::grad;
 }
@@ -320,6 +322,7 @@ char const* name(skeleton_group g) {
     case skeleton_group::embedding: return "embedding";
     case skeleton_group::ep: return "ep";
     case skeleton_group::expert_grad: return "expert_grad";
+    case skeleton_group::expert_shard: return "expert_shard";
   }
   return "?";
 }
@@ -340,8 +343,10 @@ std::string layout_text(planner::strategy const& s, std::int64_t gpus_per_node, 
       out += fmt::format(" | shard: {} | replicate: {}", join(l.shard_group_of(r, sharding)),
                          join(l.replicate_group_of(r, sharding)));
     if (s.ep > 1) out += fmt::format(" | ep: {}", join(l.expert_group_of(r, s.ep, s.expert_tp())));
-    if (s.ep > 1 || s.expert_tp() < s.tp)
+    if (s.ep > 1 || s.expert_tp() < s.tp) {
       out += fmt::format(" | expert_grad: {}", join(l.expert_data_group_of(r, s.ep, s.expert_tp())));
+      if (split) out += fmt::format(" | expert_shard: {}", join(l.expert_shard_group_of(r, s.ep, s.expert_tp(), sharding)));
+    }
     if (embedding_pair_used) out += fmt::format(" | embedding: {}", join(embedding_pair(l, r)));
     out += '\n';
   }

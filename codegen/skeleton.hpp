@@ -23,7 +23,7 @@ bool overlapped(planner::comm_entry const& e);
 /// tp, cp, the gradient group (every dp and cp rank of the same weights,
 /// the cost model's `dp`), pp, the ZeRO shard and replicate groups, the
 /// tied-embedding pair, the expert group.
-enum class skeleton_group { tp, cp, grad, pp, shard, replicate, embedding, ep, expert_grad };
+enum class skeleton_group { tp, cp, grad, pp, shard, replicate, embedding, ep, expert_grad, expert_shard };
 skeleton_group group_of(planner::comm_group g);
 char const* name(skeleton_group g);
 

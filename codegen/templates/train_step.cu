@@ -40,9 +40,11 @@
 // Parallel axes, in the order of plan::k_order's values: 0 tp, 1 cp, 2 dp, 3 pp.
 static char const* const k_axis_names[4] = {"tp", "cp", "dp", "pp"};
 // Groups, in the order of plan::comm_spec::group.
-enum group_id { g_tp, g_cp, g_grad, g_pp, g_shard, g_replicate, g_embedding, g_ep, g_expert_grad, group_count };
-static char const* const k_group_names[group_count] = {"tp",        "cp",        "grad", "pp",         "shard",
-                                                       "replicate", "embedding", "ep",   "expert_grad"};
+enum group_id {
+  g_tp, g_cp, g_grad, g_pp, g_shard, g_replicate, g_embedding, g_ep, g_expert_grad, g_expert_shard, group_count
+};
+static char const* const k_group_names[group_count] = {"tp",        "cp",        "grad", "pp",          "shard",
+                                                       "replicate", "embedding", "ep",   "expert_grad", "expert_shard"};
 static char const* const k_op_names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send-recv"};
 static char const* const k_type_names[3] = {"bf16", "fp16", "fp32"};
 static char const* const k_phase_names[5] = {"layer", "layer_backward", "micro_batch", "grad_sync", "after_step"};
@@ -149,6 +151,18 @@ struct layout {
     std::sort(out.begin(), out.end());
     return out;
   }
+  // Under hybrid sharding, those of them in this rank's shard group (the
+  // same position in their replicate groups).
+  std::vector<long long> expert_shard_group(long long rank) const {
+    auto shard_index = [&](long long q) {
+      std::vector<long long> replicas = replicate_group(q);
+      return std::find(replicas.begin(), replicas.end(), q) - replicas.begin();
+    };
+    std::vector<long long> out;
+    for (long long q : expert_grad_group(rank))
+      if (shard_index(q) == shard_index(rank)) out.push_back(q);
+    return out;
+  }
   std::vector<long long> members(int g, long long rank) const {
     switch (g) {
       case g_tp: return group(0, rank);
@@ -162,6 +176,7 @@ struct layout {
         return {pp.front(), pp.back()};
       }
       case g_ep: return expert_group(rank);
+      case g_expert_shard: return expert_shard_group(rank);
       default: return expert_grad_group(rank);
     }
   }
@@ -395,7 +410,10 @@ static int dry_run(long long world, bool schedule) {
     line += " | grad: " + join(l.grad_group(r));
     if (l.split()) line += " | shard: " + join(l.shard_group(r)) + " | replicate: " + join(l.replicate_group(r));
     if (plan::k_ep > 1) line += " | ep: " + join(l.expert_group(r));
-    if (plan::k_ep > 1 || plan::k_etp < plan::k_tp) line += " | expert_grad: " + join(l.expert_grad_group(r));
+    if (plan::k_ep > 1 || plan::k_etp < plan::k_tp) {
+      line += " | expert_grad: " + join(l.expert_grad_group(r));
+      if (l.split()) line += " | expert_shard: " + join(l.expert_shard_group(r));
+    }
     if (plan::k_embedding_pair) line += " | embedding: " + join(l.members(g_embedding, r));
     std::printf("%s\n", line.c_str());
   }
@@ -1515,7 +1533,7 @@ static void place_buffers(runner& r) {
     // working buffers, tensor and pipeline messages in the activations. An
     // all-to-all or a ring hop receives as much as it sends.
     bool grads = c.group == g_grad || c.group == g_shard || c.group == g_replicate || c.group == g_embedding ||
-                 c.group == g_expert_grad;
+                 c.group == g_expert_grad || c.group == g_expert_shard;
     std::initializer_list<int> prefer = grads ? std::initializer_list<int>{b_gradients, b_buffers, b_optimizer, b_weights, b_activations}
                                               : std::initializer_list<int>{b_activations, b_buffers, b_weights, b_gradients, b_optimizer};
     long long want = c.op >= 3 ? 2 * c.bytes : c.bytes;

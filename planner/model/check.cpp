@@ -420,7 +420,36 @@ class rules {
           return etp == s.tp ? fmt::format("ep = {} does not divide dp x cp = {}", s.ep, ranks)
                              : fmt::format("ep = {} does not divide tp / etp x dp x cp = {}", s.ep, ranks);
         });
+      else if (auto const shard = hybrid_shard_ranks(s); shard > 0 && shard * s.expert_slice_ranks() % s.ep != 0)
+        // Under hybrid sharding each shard group holds whole blocks of ep:
+        // Megatron-Core asserts the expert data-parallel size divides by
+        // the optimizer instances (core_v0.13.0 parallel_state.py:1277-1279),
+        // torchtitan builds ep inside dp_shard x cp.
+        error("ep", [&] {
+          return etp == s.tp ? fmt::format("ep = {} does not divide the {} ranks of a shard group (shard = {}): under "
+                                           "hybrid sharding each shard group holds whole blocks of ep",
+                                           s.ep, shard, to_string(s.shard))
+                             : fmt::format("ep = {} does not divide tp / etp x the {} ranks of a shard group (shard = "
+                                           "{}) = {}: under hybrid sharding each shard group holds whole blocks of ep",
+                                           s.ep, shard, to_string(s.shard), shard * s.expert_slice_ranks());
+        });
     }
+  }
+
+  // Ranks in a ZeRO shard group smaller than dp x cp (hybrid sharding); 0
+  // without one (or where the shard key is illegal, which sharding() says).
+  std::int64_t hybrid_shard_ranks(strategy const& s) const {
+    if (s.zero < 1) return 0;
+    switch (s.shard.k) {
+      case shard_group::kind::all: return 0;
+      case shard_group::kind::size:
+        return s.shard.size >= 1 && s.shard.size < s.dp && s.dp % s.shard.size == 0 ? s.shard.size * s.cp : 0;
+      case shard_group::kind::node: {
+        auto const n = rank_layout(s, p_.cluster.gpus_per_node).node_sync_members();
+        return n > 0 && n < s.dp * s.cp ? n : 0;
+      }
+    }
+    return 0;
   }
 
  private:

@@ -8,8 +8,10 @@ enum class collective { all_reduce, reduce_scatter, all_gather, all_to_all, send
 /// `embedding`: the first and last pipeline stages, which sum the gradients
 /// of a tied embedding table.
 /// expert_dp: a mixture's expert gradients over the ranks that hold the same
-/// experts (strategy_shape::expert_sync).
-enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding, expert_dp };
+/// experts (strategy_shape::expert_sync); expert_shard: under hybrid
+/// sharding, over those of them in the rank's own shard group
+/// (strategy_shape::expert_shard), the replicas' all-reduce taking the rest.
+enum class comm_group { dp, tp, pp, cp, ep, shard, replicate, embedding, expert_dp, expert_shard };
 enum class link_kind { intra, inter };
 /// When in the step a collective runs: what the skeleton schedules it
 /// around and what overlap it can hide under.

@@ -520,13 +520,14 @@ void zero3(step_context const& x, comm_builder& out, std::span<layer_flow const>
   }
 }
 
-// Hybrid sharding: each shard's gradient slice is all-reduced across the
+// Hybrid sharding: each shard's gradient slice (`slice`, bytes a GPU holds
+// after its shard group's reduce-scatter) is all-reduced across the
 // replicas, once a step under the last backward, or after every
 // micro-batch's (torchtitan's HSDP, T3) unless the stage is kept gathered
 // through a pipelined step (T10).
-void replicas(step_context const& x, comm_builder& out, bytes grads) {
+void replicas(step_context const& x, comm_builder& out, bytes slice) {
   auto const& sh = x.sh;
-  flow const f{comm_group::replicate, &sh.replicate, grads / static_cast<double>(sh.shard.size)};
+  flow const f{comm_group::replicate, &sh.replicate, slice};
   bucketed(x, out, collective::all_reduce, std::span(&f, 1));
 }
 
@@ -545,16 +546,20 @@ void data_parallel(step_context const& x, comm_builder& out) {
   bool const apart = sh.experts_sync_apart();
   double const experts = apart ? st.expert_params : 0.0;
   double const layer_experts = apart ? sh.layer_expert_params : 0.0;
-  bool const expert_flow = apart && sh.expert_sync.size > 1;
   // ZeRO's collectives run over the shard group ("dp" when it is the whole
-  // sync group); a smaller one adds the replicas' all-reduce.
-  bool const hybrid = s.zero >= 1 && sh.shard.size < sh.sync.size;
+  // sync group); a smaller one adds the replicas' all-reduce. The experts'
+  // run over the ranks in the shard group that hold the same experts
+  // (Megatron-Core's intra-instance expert group, torchtitan's
+  // dp_shard_mod_ep mesh), none when that is the rank alone.
+  bool const hybrid = sh.hybrid();
   comm_group const group = s.zero == 0 || !hybrid ? comm_group::dp : comm_group::shard;
   group_shape const& over = s.zero == 0 ? sh.sync : sh.shard;
-  bytes const grads(st.params * x.grad_e);
+  comm_group const expert_group = hybrid ? comm_group::expert_shard : comm_group::expert_dp;
+  group_shape const& expert_over = hybrid ? sh.expert_shard : sh.expert_sync;
+  bool const expert_flow = apart && expert_over.size > 1;
   if (s.zero <= 1) {
     std::array<flow, max_flows> flows{flow{group, &over, bytes((st.params - experts) * x.grad_e)},
-                              flow{comm_group::expert_dp, &sh.expert_sync, bytes(experts * x.grad_e)}};
+                              flow{expert_group, &expert_over, bytes(experts * x.grad_e)}};
     auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
     if (s.zero == 0)
       bucketed(x, out, collective::all_reduce, used);
@@ -563,14 +568,20 @@ void data_parallel(step_context const& x, comm_builder& out) {
   } else {
     double const head = st.params - static_cast<double>(st.layers) * sh.layer_params;
     std::array<layer_flow, max_flows> flows{layer_flow{group, &over, sh.layer_params - layer_experts, head, true},
-                                    layer_flow{comm_group::expert_dp, &sh.expert_sync, layer_experts, 0, false}};
+                                    layer_flow{expert_group, &expert_over, layer_experts, 0, false}};
     auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
     if (s.zero == 2)
       zero2(x, out, used, st);
     else
       zero3(x, out, used, st);
   }
-  if (hybrid) replicas(x, out, grads);
+  // What each GPU holds of the gradients after its shard group's
+  // reduce-scatters: the dense weights' 1 / shard, the experts' 1 / their
+  // shard group.
+  if (hybrid)
+    replicas(x, out,
+             bytes((st.params - experts) * x.grad_e) / static_cast<double>(sh.shard.size) +
+                 bytes(experts * x.grad_e) / static_cast<double>(sh.expert_shard.size));
 }
 
 void expert_parallel(step_context const& x, comm_builder& out) {

@@ -35,6 +35,7 @@ char const* name(comm_group g) {
     case comm_group::replicate: return "replicate";
     case comm_group::embedding: return "embedding";
     case comm_group::expert_dp: return "expert_dp";
+    case comm_group::expert_shard: return "expert_shard";
   }
   return "?";
 }

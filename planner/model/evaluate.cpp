@@ -153,7 +153,8 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
     if (tr.second.time && tr.second.time->step < t.step && (!best || tr.second.time->step < best->second.time->step))
       best = &tr;
   bool const gradient_sync = e->group == comm_group::dp || e->group == comm_group::shard ||
-                             e->group == comm_group::replicate || e->group == comm_group::expert_dp;
+                             e->group == comm_group::replicate || e->group == comm_group::expert_dp ||
+                             e->group == comm_group::expert_shard;
   if (best) {
     out.push_back(fmt::format("{}; the best verified change is {}: {}", head, best->first,
                               faster(best->second.time->step, t.step)));

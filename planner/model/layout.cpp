@@ -308,6 +308,21 @@ std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, s
   return out;
 }
 
+std::vector<std::int64_t> rank_layout::expert_shard_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp,
+                                                             shard_layout const& k) const {
+  // A rank's shard group is its position in its replicate group (one
+  // member per shard group, in their order).
+  auto const shard_index = [&](std::int64_t q) {
+    auto const replicas = replicate_group_of(q, k);
+    return std::find(replicas.begin(), replicas.end(), q) - replicas.begin();
+  };
+  auto const mine = shard_index(rank);
+  std::vector<std::int64_t> out;
+  for (auto q : expert_data_group_of(rank, ep, etp))
+    if (shard_index(q) == mine) out.push_back(q);
+  return out;
+}
+
 std::int64_t rank_layout::node_sync_members() const {
   auto const d = static_cast<int>(axis::dp);
   auto const c = static_cast<int>(axis::cp);

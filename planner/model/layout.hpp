@@ -89,6 +89,13 @@ class rank_layout {
   /// ascending.
   [[nodiscard]] std::vector<std::int64_t> expert_data_group_of(std::int64_t rank, std::int64_t ep,
                                                                std::int64_t etp) const;
+  /// Under hybrid sharding `k`, the ranks of `rank`'s expert data-parallel
+  /// group in the same shard group as it (the same position in their
+  /// replicate groups): Megatron-Core's intra-instance expert data-parallel
+  /// group (core_v0.13.0 parallel_state.py:1259-1320), torchtitan's
+  /// dp_shard_mod_ep FSDP mesh. Ascending.
+  [[nodiscard]] std::vector<std::int64_t> expert_shard_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp,
+                                                                shard_layout const& k) const;
   /// The members of a sync group on one node when every node holds the same
   /// number of every sync group's members, in one run of ranks (or copies
   /// of one on nodes of their own): the size of a `shard = node` group; 0

@@ -141,6 +141,9 @@ shape_groups group_sizes_of(program const& p, strategy const& s) {
   } else {
     sh.replicate = sh.sync;
   }
+  sh.expert_shard = sh.expert_sync;
+  if (s.zero >= 1 && sh.shard.size < sh.sync.size && experts_apart(s) && sh.expert_sync.size % sh.replicate.size == 0)
+    sh.expert_shard = sized(sh.expert_sync.size / sh.replicate.size);
   return sh;
 }
 
@@ -179,6 +182,12 @@ shape_groups groups_of(program const& p, strategy const& s) {
   sh.expert_sync = experts_apart(s) && members % s.ep == 0
                        ? group(p, layout.placement_of(layout.expert_data_group_of(0, s.ep, etp)))
                        : sh.sync;
+  // Under hybrid sharding the experts' shard group is rank 0's expert
+  // data-parallel ranks in its shard group (whole blocks of experts where
+  // the check holds: ep divides the shard group's expert members).
+  sh.expert_shard = sh.expert_sync;
+  if (s.zero >= 1 && sh.shard.size < sh.sync.size && experts_apart(s) && members % s.ep == 0)
+    sh.expert_shard = group(p, layout.placement_of(layout.expert_shard_group_of(0, s.ep, etp, sh.sharding)));
   if (s.pp > 1 && m.tied_embeddings) {
     // The first and last stage of one pipeline: apart when the pipeline's
     // stages are.

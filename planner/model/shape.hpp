@@ -80,6 +80,11 @@ struct shape_groups {
   /// (rank_layout::expert_data_group_of); `sync` itself when ep = 1 and
   /// etp = tp.
   group_shape expert_sync;
+  /// Under hybrid sharding, the ranks of `expert_sync` in this rank's shard
+  /// group: the experts' ZeRO shards and reduce-scatters run over them, the
+  /// replicas' all-reduce over `replicate` (rank_layout::
+  /// expert_shard_group_of); `expert_sync` itself without hybrid sharding.
+  group_shape expert_shard;
   group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
 };
 
@@ -155,14 +160,16 @@ struct strategy_shape : shape_groups {
     return s.ep > 1 ? std::max<std::int64_t>(1, widened / s.ep) : widened;
   }
   /// A mixture's expert gradients are summed over `expert_sync` (and their
-  /// ZeRO shards formed there), apart from the dense weights': with ep > 1
-  /// or etp < tp, and no hybrid sharding. Under hybrid sharding they go with
-  /// the dense weights' shard and replicate groups (a simplification: the
-  /// groups each GPU sends over differ, its bytes barely do).
+  /// ZeRO shards formed there; under hybrid sharding over `expert_shard`,
+  /// then across the replicas), apart from the dense weights': with ep > 1
+  /// or etp < tp.
   [[nodiscard]] bool experts_sync_apart() const {
     bool const grid = (s.ep > 1 && expert_sync.size < sync.size) || s.expert_tp() != s.tp;
-    return grid && layer_expert_params > 0 && (s.zero == 0 || shard.size == sync.size);
+    return grid && layer_expert_params > 0;
   }
+  /// ZeRO's shard groups are smaller than the sync group (hybrid sharding):
+  /// the replicas all-reduce each shard's gradient slice.
+  [[nodiscard]] bool hybrid() const { return s.zero >= 1 && shard.size < sync.size; }
   /// `shard = node` or a size whose shard group has one rank: the stage
   /// shards nothing (the check warns).
   [[nodiscard]] bool shards_nothing() const {

@@ -483,3 +483,54 @@ TEST_CASE("the skeleton's --dry-run expert groups are Megatron-Core's expert gri
   }
   CHECK(built == 2);
 }
+
+TEST_CASE("the skeleton's --dry-run expert shard groups are Megatron-Core's intra-instance expert groups") {
+  // Hybrid sharding over two optimizer instances of 8 ranks on 2 x 8 GPUs,
+  // ep 4: the expert data-parallel group of rank r is {a, a + 4, a + 8,
+  // a + 12} (a = r % 4), which Megatron-Core splits into its instances'
+  // halves (core_v0.13.0 parallel_state.py:1259-1320): {a, a + 4} on the
+  // first node, {a + 8, a + 12} on the second. The same with each expert
+  // whole on a tensor-parallel rank (tp 2, etp 1, shard groups of 4 dp
+  // coordinates).
+  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
+  std::filesystem::create_directories(dir);
+  dsl::source_manager sources;
+  auto p = load_text("model m { layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; seq_len = 256;"
+                     " mlp = swiglu; experts = 8; experts_per_token = 2 }\n"
+                     "gpu big : H100_SXM { memory = 1 TB }\n"
+                     "cluster c { nodes = 2; gpus_per_node = 8; gpu = big; inter_node = 100 Gbit/s }\n"
+                     "training { framework = megatron; global_batch = 64 }\n",
+                     sources);
+  analytic_cost_model const model;
+  int built = 0;
+  for (std::int64_t tp : {1, 2}) {
+    strategy s;
+    s.tp = tp, s.dp = 16 / tp, s.ep = 4, s.zero = 1, s.sequence_parallel = tp > 1;
+    if (tp > 1) s.etp = 1;
+    s.shard = shard_group{shard_group::kind::size, 8 / tp};
+    auto const pl = evaluate(p, strategy_spec{}, s, model, "hybrid_experts");
+    REQUIRE(pl.valid);
+    CHECK(pl.shape->expert_shard.size == 2);
+    auto const out = dry_run(dir, fmt::format("hybrid_experts{}", tp), codegen::train_step_cu(p, pl));
+    REQUIRE(out);
+    ++built;
+    std::ifstream in(*out);
+    std::string line;
+    std::int64_t ranks = 0;
+    rank_layout const l(pl.s, 8);
+    while (std::getline(in, line)) {
+      if (line.rfind("rank ", 0) != 0) continue;
+      auto const r = std::stoll(line.substr(5));
+      INFO("tp " << tp << ": " << line);
+      auto const a = r % 4;
+      std::vector<std::int64_t> const grad_group{a, a + 4, a + 8, a + 12};
+      std::vector<std::int64_t> const shard = r < 8 ? std::vector<std::int64_t>{a, a + 4} : std::vector<std::int64_t>{a + 8, a + 12};
+      CHECK(members(line, "expert_grad") == grad_group);
+      CHECK(members(line, "expert_shard") == shard);
+      CHECK(l.expert_shard_group_of(r, s.ep, s.expert_tp(), pl.shape->sharding) == shard);
+      ++ranks;
+    }
+    CHECK(ranks == 16);
+  }
+  CHECK(built == 2);
+}

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "planner/model/check.hpp"
 #include "planner/model/comm.hpp"
 #include "planner/model/compute.hpp"
 #include "planner/model/cost_model.hpp"
@@ -1243,11 +1244,49 @@ TEST_CASE("a mixture's expert gradients sum over the ranks that hold the same ex
   CHECK(on(z3, comm_group::dp, collective::reduce_scatter).second == 33 * micro);
   CHECK(on(z3, comm_group::expert_dp, collective::all_gather).second == 2 * 32 * micro);
 
-  // Hybrid sharding keeps the experts with the dense weights' groups.
+  // Hybrid sharding over nodes (ZeRO-1 within each node of 8, 4 replicas):
+  // a node holds one block of ep 8, one rank of each expert, so the
+  // experts' state is not sharded and nothing reduce-scatters their
+  // gradients; the replicas all-reduce each GPU's whole expert gradients
+  // beside its 1/8 of the dense ones (Megatron-Core's optimizer instances,
+  // core_v0.13.0 parallel_state.py:1259-1320).
   s.zero = 1, s.ep = 8;
   s.shard = shard_group{shard_group::kind::node, 0};
-  CHECK_FALSE(shape_of(p, s).experts_sync_apart());
-  CHECK_FALSE(find_comm(model.step_time(p, s), comm_group::expert_dp));
+  {
+    auto const hsh = shape_of(p, s);
+    CHECK(hsh.experts_sync_apart());
+    CHECK(hsh.hybrid());
+    CHECK(hsh.expert_shard.size == 1);
+    CHECK(hsh.expert_shard_ranks() == 1);
+    auto const hybrid = model.step_time(p, s);
+    CHECK_FALSE(find_comm(hybrid, comm_group::expert_dp));
+    CHECK_FALSE(find_comm(hybrid, comm_group::expert_shard));
+    auto const hst = hsh.stage(0);
+    CHECK(on(hybrid, comm_group::shard, collective::reduce_scatter).first ==
+          Approx((hst.params - hst.expert_params) * grad_e).epsilon(1e-12));
+    CHECK(on(hybrid, comm_group::replicate, collective::all_reduce).first ==
+          Approx(((hst.params - hst.expert_params) / 8 + hst.expert_params) * grad_e).epsilon(1e-12));
+    // Shards of 16 (two nodes): each expert on 2 ranks of a shard group,
+    // 8 apart, its state split over them and its gradients reduce-scattered
+    // there, half of them all-reduced across the 2 replicas.
+    s.shard = shard_group{shard_group::kind::size, 16};
+    auto const two = shape_of(p, s);
+    CHECK(two.expert_shard.size == 2);
+    CHECK(two.expert_shard_ranks() == 2);
+    CHECK(two.expert_shard.placement.nodes == 2);
+    auto const split = model.step_time(p, s);
+    auto const entry = find_comm(split, comm_group::expert_shard);
+    REQUIRE(entry);
+    CHECK(entry->ranks == 2);
+    CHECK(on(split, comm_group::expert_shard, collective::reduce_scatter).first ==
+          Approx(hst.expert_params * grad_e).epsilon(1e-12));
+    CHECK(on(split, comm_group::replicate, collective::all_reduce).first ==
+          Approx(((hst.params - hst.expert_params) / 16 + hst.expert_params / 2) * grad_e).epsilon(1e-12));
+    // Shards of 4: half an ep block, which Megatron-Core refuses.
+    s.shard = shard_group{shard_group::kind::size, 4};
+    CHECK_FALSE(is_legal(p, s));
+    s.shard = shard_group{};
+  }
   // A dense model has none.
   s = strategy{};
   s.dp = 32, s.zero = 1, s.checkpoint = checkpoint_mode::none;
