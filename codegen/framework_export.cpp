@@ -440,6 +440,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--moe-token-dispatcher-type", "alltoall");
     if (p.training.grouped_gemm) a.add("--moe-grouped-gemm");
     if (p.training.permute_fusion) a.add("--moe-permute-fusion");
+    if (m.shared_expert_ffn > 0 && p.training.shared_expert_overlap) a.add("--moe-shared-expert-overlap");
   }
   a.comment("The batch");
   a.add("--micro-batch-size", s.micro_batch);
@@ -655,6 +656,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
                (grad_precision(p) == precision::fp16 && prec == precision::fp16);
       return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" || key == "timing_log_level" ||
              key == "transformer_impl" || key == "grouped_gemm" || key == "permute_fusion" ||
+             key == "shared_expert_overlap" ||
              key == "optimizer_state_precision" ||
              (key == "cp_comm_type" && t.cp_comm_type == planner::cp_comm_kind::p2p) ||
              (key == "ddp_bucket_size" && t.grad_bucket == planner::bucket_rule::fixed) ||
@@ -692,6 +694,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "loss_parallel") return s.tp > 1;
   if (key == "grouped_gemm") return p.model.experts > 1 && p.model.experts / s.ep > 1;
   if (key == "permute_fusion") return p.model.experts > 1;
+  if (key == "shared_expert_overlap") return p.model.experts > 1 && p.model.shared_expert_ffn > 0 && s.ep > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
   // Whose fused softmax matters on the unfused attention path only.
   if (key == "transformer_impl")

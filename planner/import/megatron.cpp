@@ -626,6 +626,11 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     // PyTorch's indexing operators without (transformer_config.py:513).
     auto const* fusion = job.flag("--moe-permute-fusion");
     set_megatron_behaviour(job, fusion, "permute_fusion", n && *n > 1, fusion != nullptr);
+    // The shared expert on a side stream under the all-to-alls
+    // (transformer_config.py:378); it needs a shared expert.
+    auto const* overlap = job.flag("--moe-shared-expert-overlap");
+    set_megatron_behaviour(job, overlap, "shared_expert_overlap",
+                           n && *n > 1 && job.find("--moe-shared-expert-intermediate-size") != nullptr, overlap != nullptr);
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/
     // moe/sharded_moe.py: capacity-bound top-k gating, :161-170; dispatch and

@@ -308,6 +308,10 @@ struct training {
   /// kernels (Transformer Engine's, Megatron-Core's --moe-permute-fusion);
   /// false: by PyTorch's indexing operators, more kernels for the same bytes.
   bool permute_fusion = true;
+  /// A mixture's shared expert runs on a stream of its own from the
+  /// dispatch to the combine, its GEMMs under the all-to-alls (Megatron-
+  /// Core's --moe-shared-expert-overlap); false: in line with the rest.
+  bool shared_expert_overlap = false;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

@@ -465,6 +465,11 @@ std::vector<key_info> behaviour_keys() {
      .default_value = true, .default_text = "true", .aliases = {"moe_permute_fusion"}, .dump_default = false,
      .meaning = "a mixture's tokens put into expert order and summed back by fused kernels; false: by PyTorch's "
                 "indexing operators (Megatron-Core without --moe-permute-fusion, torchtitan)"},
+    {.block = k, .name = "shared_expert_overlap", .dom = d::boolean,
+     .field = member<&training::shared_expert_overlap, B>(), .default_value = false, .default_text = "false",
+     .aliases = {"moe_shared_expert_overlap"}, .dump_default = false,
+     .meaning = "a mixture's shared expert on a stream of its own, its GEMMs under the dispatch and combine "
+                "all-to-alls (Megatron-Core's --moe-shared-expert-overlap)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},

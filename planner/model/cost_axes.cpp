@@ -598,8 +598,24 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // models/llama4/infra/parallelize.py:37-43).
   std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0);
   std::int64_t const count = 2 * passes * x.sc.layers * x.micro;
-  out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, one * static_cast<double>(count),
-          one * static_cast<double>(count), comm_phase::layer);
+  seconds const total = one * static_cast<double>(count);
+  seconds exposed = total;
+  // Megatron-Core's --moe-shared-expert-overlap runs the shared expert on a
+  // stream of its own: its first GEMM and activation from the dispatch's
+  // all-to-all on, its second before the combine's (core_v0.13.0
+  // moe/token_dispatcher.py:581, 644, 784-802; moe/shared_experts.py:119-240). A
+  // pass's two all-to-alls hide under its GEMMs: the forward's, twice them
+  // in the backward.
+  if (x.sh.prog->training.shared_expert_overlap && x.m.shared_expert_ffn > 0) {
+    seconds shared;
+    for (int i = 0; i < sh.gemm_count; ++i)
+      if (std::string_view name = sh.gemms[static_cast<std::size_t>(i)].name; name == "shared-up" || name == "shared-down")
+        shared += x.sc.gemm_forward[static_cast<std::size_t>(i)];
+    seconds const forward = max(seconds(0), one * 2.0 - shared);
+    seconds const backward = max(seconds(0), one * 2.0 - shared * 2.0);
+    exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(x.sc.layers * x.micro);
+  }
+  out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, total, exposed, comm_phase::layer);
 }
 
 seconds optimizer_step(step_context const& x) {

@@ -250,6 +250,41 @@ void advise_softmax(program const& p, strategy_spec const& spec, plan const& pl,
   }
 }
 
+// A mixture's operators the framework can run faster: its local experts as
+// grouped GEMMs, its permutations fused, its shared expert beside the
+// all-to-alls, each where the plan runs without it and the change,
+// verified, is faster by 1 % or more. The flags are Megatron-LM's; torchtitan groups its
+// experts unless the model's flavor says otherwise and has neither of the
+// others.
+void advise_experts(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
+                    std::vector<std::string>& out) {
+  if (!pl.time || !pl.shape || p.model.experts <= 1) return;
+  auto const& t = p.training;
+  bool const megatron_like = t.framework == "megatron" || t.framework == "generic";
+  auto const sh = *pl.shape;
+  auto const offer = [&](bool applies, bool training::*key, std::string const& what) {
+    if (!applies) return;
+    program q = p;
+    q.training.*key = true;
+    auto v = try_variant(q, spec, pl.s, model);
+    if (!v.time || !(v.time->step < pl.time->step * 0.99)) return;
+    out.push_back(fmt::format("experts: {} ({})", what, faster(v.time->step, pl.time->step)));
+  };
+  offer(!t.grouped_gemm && sh.local_experts > 1, &training::grouped_gemm,
+        fmt::format("the {} experts on each GPU run one after another (grouped_gemm = false); grouped_gemm = true "
+                    "runs each expert matrix as one grouped GEMM (Megatron-LM's --moe-grouped-gemm, torchtitan's "
+                    "use_grouped_mm)",
+                    sh.local_experts));
+  offer(megatron_like && !t.permute_fusion, &training::permute_fusion,
+        "the tokens go into expert order and back through PyTorch's indexing operators (permute_fusion = false); "
+        "permute_fusion = true runs Transformer Engine's fused kernels (Megatron-LM's --moe-permute-fusion)");
+  offer(megatron_like && !t.shared_expert_overlap && p.model.shared_expert_ffn > 0 && pl.s.ep > 1,
+        &training::shared_expert_overlap,
+        "the shared expert runs in line with the all-to-alls (shared_expert_overlap = false); "
+        "shared_expert_overlap = true runs it on a stream of its own beneath them (Megatron-LM's "
+        "--moe-shared-expert-overlap)");
+}
+
 void advise_learning_rate(program const& p, std::vector<std::string>& out) {
   if (!p.training.base_lr || !p.training.base_batch || *p.training.base_batch <= 0 || p.training.global_batch == *p.training.base_batch) return;
   double const k = static_cast<double>(p.training.global_batch) / static_cast<double>(*p.training.base_batch);
@@ -301,6 +336,7 @@ plan evaluate(program const& p, strategy_spec const& spec, strategy const& s, co
   advise_checkpointing(p, spec, out, model, out.advice);
   advise_context_parallel(p, spec, out, model, out.advice);
   advise_softmax(p, spec, out, model, out.advice);
+  advise_experts(p, spec, out, model, out.advice);
   advise_learning_rate(p, out.advice);
   return out;
 }

@@ -425,6 +425,10 @@ expect_contains "$TMP/out" "  grouped_gemm      false"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt"
 expect_lacks "$TMP/err" "warning"
 expect_contains "$TMP/out" "time per step                      13.2 s"
+# The advice names the flag, verified; the fused permutation saves under 1 %
+# here and is not advised.
+expect_contains "$TMP/out" "    - experts: the 4 experts on each GPU run one after another (grouped_gemm = false); grouped_gemm = true runs each expert matrix as one grouped GEMM (Megatron-LM's --moe-grouped-gemm, torchtitan's use_grouped_mm) (step 13.0 s instead of 13.2 s)"
+expect_lacks "$TMP/out" "permute_fusion = false"
 printf -- '--moe-grouped-gemm\n' >>"$TMP/moe_seq.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt"
 expect_lacks "$TMP/err" "warning"
@@ -472,6 +476,11 @@ expect_lacks "$TMP/err" "warning"
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"
 expect_contains "$TMP/err" "<--set>:1:10: warning: the plan was costed with grouped_gemm = false; a torchtitan job cannot say it and runs true"
 expect_contains "$TMP/out" "time per step                      4.86 s"
+# Under Megatron-LM without --moe-shared-expert-overlap the all-to-alls wait
+# in line; the advice shows what the flag saves.
+expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.framework=megatron \
+  --set training.shared_expert_overlap=false --set strategy.zero=1 --set strategy.checkpoint=selective --strategy fsdp_ep4
+expect_contains "$TMP/out" "    - experts: the shared expert runs in line with the all-to-alls (shared_expert_overlap = false); shared_expert_overlap = true runs it on a stream of its own beneath them (Megatron-LM's --moe-shared-expert-overlap) (step 2.41 s instead of 2.61 s)"
 expect_status 2 "$DTPLAN" "$TMP/moe_free.dtp" --optimize --top 1 --emit "$TMP/moe_tt" --framework torchtitan --quiet
 expect_contains "$TMP/err" "error: cannot write plan 'free#1' as a torchtitan job: torchtitan does not run ZeRO-1 (zero = 1): it runs zero = 0 or 3"
 printf -- '--num-experts 6 --moe-router-topk 1 --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --moe-ffn-hidden-size 2048\n--micro-batch-size 1 --global-batch-size 512 --bf16 --tensor-model-parallel-size 2\n' >"$TMP/moe.txt"
@@ -499,6 +508,9 @@ cp "$TMP/out" "$TMP/moe_whole_planned"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--expert-tensor-parallel-size 1"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-ffn-hidden-size 4096"
 expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-shared-expert-intermediate-size 2048"
+# The megatron preset runs the shared expert beside the all-to-alls, as
+# NeMo's DeepSeek and Llama 4 configs do; Megatron-LM needs the flag.
+expect_contains "$TMP/moe_whole_job/megatron/args.txt" "--moe-shared-expert-overlap"
 expect_status 0 "$DTPLAN" "$TMP/moe_whole.dtp" --from megatron "$TMP/moe_whole_job/megatron/args.txt" --quiet
 expect_same_cost "$TMP/out" "$TMP/moe_whole_planned" "etp 1 read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
