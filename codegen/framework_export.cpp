@@ -437,6 +437,8 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
     if (m.mlp_width() != m.ffn) a.add("--moe-ffn-hidden-size", m.mlp_width());
     if (m.shared_expert_ffn > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_expert_ffn);
+    if (m.capacity_factor) a.add("--moe-expert-capacity-factor", fmt::format("{}", *m.capacity_factor));
+    if (m.pad_to_capacity) a.add("--moe-pad-expert-input-to-capacity");
     a.add("--moe-token-dispatcher-type", "alltoall");
     if (p.training.grouped_gemm) a.add("--moe-grouped-gemm");
     if (p.training.permute_fusion) a.add("--moe-permute-fusion");

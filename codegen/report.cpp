@@ -295,6 +295,11 @@ std::string to_json(report const& r) {
   w.key("optimizer").value(name(p.model.optimizer));
   w.key("experts").value(p.model.experts);
   w.key("experts_per_token").value(p.model.experts_per_token);
+  if (p.model.experts > 1 && p.model.capacity_factor)
+    w.key("capacity_factor").value(*p.model.capacity_factor);
+  else
+    w.key("capacity_factor").null();
+  w.key("pad_to_capacity").value(p.model.experts > 1 && p.model.pad_to_capacity);
   w.key("dropout").value(p.model.dropout);
   w.end_object();
   w.key("cluster").begin_object();
@@ -488,7 +493,10 @@ std::string to_text(report const& r, bool explain) {
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
       m.kv_heads, m.mlp_width(), name(m.mlp),
-      m.experts > 1 ? fmt::format(" x {} experts ({} a token){}", m.experts, std::min(m.experts_per_token, m.experts),
+      m.experts > 1 ? fmt::format(" x {} experts ({} a token{}){}", m.experts, std::min(m.experts_per_token, m.experts),
+                                  m.capacity_factor ? fmt::format(", capacity {:g}{}", *m.capacity_factor,
+                                                                  m.pad_to_capacity ? " padded" : "")
+                                                    : std::string(),
                                   m.shared_expert_ffn > 0 ? fmt::format(" + a shared expert {} wide", m.shared_expert_ffn)
                                                           : std::string())
                     : std::string(),

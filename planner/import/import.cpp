@@ -174,6 +174,8 @@ void job_reader::report_unread() {
 
 ast::value integer_value(std::int64_t v, span where) { return ast::number{where, fmt::format("{}", v), true}; }
 
+ast::value real_value(double v, span where) { return ast::number{where, fmt::format("{}", v), false}; }
+
 ast::value identifier_value(std::string name, span where) { return ast::identifier{where, std::move(name)}; }
 
 ast::value boolean_value(bool v, span where) { return ast::boolean{where, v}; }

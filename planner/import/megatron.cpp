@@ -616,6 +616,17 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       // A shared expert beside the routed ones (arguments.py
       // --moe-shared-expert-intermediate-size; none unless written).
       model_int("--moe-shared-expert-intermediate-size", "shared_expert_ffn");
+      // A capacity per expert, tokens past it dropped, or padded up to it
+      // (core_v0.13.0 transformer_config.py --moe-expert-capacity-factor,
+      // --moe-pad-expert-input-to-capacity; dropless unless written).
+      if (auto const* factor = job.find("--moe-expert-capacity-factor")) {
+        if (auto c = job.real(*factor); !c)
+          failed = true;
+        else
+          set(t, "model", "capacity_factor", real_value(*c, value_at(factor)), key_at(factor));
+      }
+      if (auto const* pad = job.flag("--moe-pad-expert-input-to-capacity"))
+        set(t, "model", "pad_to_capacity", boolean_value(true, key_at(pad)), key_at(pad));
     }
     // The local experts as one grouped GEMM (TEGroupedMLP) with
     // --moe-grouped-gemm; one after another (SequentialMLP) without it

@@ -92,6 +92,8 @@ class job_reader {
 
 /// Syntax-tree values located at `where`.
 ast::value integer_value(std::int64_t v, span where);
+/// A real number, written as the shortest text that reads back to `v`.
+ast::value real_value(double v, span where);
 ast::value identifier_value(std::string name, span where);
 ast::value boolean_value(bool v, span where);
 ast::value string_value(std::string text, span where);

@@ -176,6 +176,13 @@ struct model {
   /// (0: none), split over tp like a dense MLP (Megatron-LM's
   /// --moe-shared-expert-intermediate-size).
   std::int64_t shared_expert_ffn = 0;
+  /// A mixture's expert capacity (Megatron-LM's --moe-expert-capacity-
+  /// factor): each expert takes at most ceil(k x T / experts x factor) of a
+  /// rank's T routed tokens, the rest dropped; none: dropless.
+  std::optional<double> capacity_factor;
+  /// Each expert's input padded to its capacity (--moe-pad-expert-input-to-
+  /// capacity): it computes and receives its capacity whatever the routing.
+  bool pad_to_capacity = false;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.

@@ -201,6 +201,7 @@ constexpr bounds latency_range{0, 10, false, "", "10 s"};
 constexpr bounds overhead_range{0, 3600, false, "", "3600 s"};
 constexpr bounds positive_fraction{0.01, 1, true, "1 %", "100 %"};
 constexpr bounds any_fraction{0, 1, false, "", "100 %"};
+constexpr bounds capacity_range{0, 1024, true, "", "1024"};
 constexpr bounds learning_rate{0, 100, true, "", "100"};
 
 constexpr std::int64_t max_sm_count = 1'000'000;
@@ -271,6 +272,15 @@ std::vector<key_info> model_keys() {
      .aliases = {"moe_shared_expert_intermediate_size", "shared_expert_intermediate_size"},
      .meaning = "a mixture's shared expert: an MLP this wide every token runs beside its routed experts, split over tp "
                 "(0: none)"},
+    {.block = k::model, .name = "capacity_factor", .dom = d::real, .field = member<&model::capacity_factor>(),
+     .range = capacity_range, .default_text = "none (dropless)",
+     .aliases = {"moe_expert_capacity_factor", "expert_capacity_factor"},
+     .meaning = "a mixture's expert capacity: each expert takes at most this many times its even share of a rank's "
+                "routed tokens, the rest dropped (none: dropless)"},
+    {.block = k::model, .name = "pad_to_capacity", .dom = d::boolean, .field = member<&model::pad_to_capacity>(),
+     .default_value = false, .default_text = "false", .aliases = {"moe_pad_expert_input_to_capacity"},
+     .meaning = "each expert's input padded to its capacity: it computes and receives capacity_factor times its even "
+                "share whatever the routing"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

@@ -45,6 +45,13 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
     problems.push_back({fmt::format("'shared_expert_ffn' ({}) needs a mixture of experts, but 'experts' is {}",
                                     m.shared_expert_ffn, m.experts),
                         "shared_expert_ffn", "experts"});
+  if (m.keys.count("capacity_factor") && m.experts <= 1)
+    problems.push_back({fmt::format("'capacity_factor' ({:g}) needs a mixture of experts, but 'experts' is {}",
+                                    *m.capacity_factor, m.experts),
+                        "capacity_factor", "experts"});
+  if (m.pad_to_capacity && !m.capacity_factor)
+    problems.push_back({"'pad_to_capacity' pads each expert's input to its capacity, but 'capacity_factor' is not set",
+                        "pad_to_capacity", "capacity_factor"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

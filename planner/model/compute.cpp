@@ -313,7 +313,8 @@ expert_moves expert_movement(strategy_shape const& sh, double e) {
   double const own = static_cast<double>(sh.tokens) / static_cast<double>(sh.sp_divisor);
   double const rows = static_cast<double>(sh.mlp_tokens) * static_cast<double>(sh.local_experts);
   bool const sorted = sh.local_experts > 1;
-  double const permutation = e * h * (2 * k * own + (k + 2) * own + (sorted ? 2 * 2 * rows : 0.0));
+  double const copies = k * sh.routed_share;  // rows each token's copies take, capacity applied
+  double const permutation = e * h * (2 * copies * own + (copies + 2) * own + (sorted ? 2 * 2 * rows : 0.0));
   out.forward_bytes = out.backward_bytes = permutation;
   double const sorts = sorted ? 2.0 : 0.0;
   out.forward_kernels = (fused ? 2.0 + 1.0 : 8.0 + 2.0) + sorts;
@@ -414,7 +415,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const t = static_cast<double>(tokens);
   bool const swiglu = m.mlp == mlp_kind::swiglu;
   double const act_out = static_cast<double>(swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
-  double const mlp_share = static_cast<double>(active);
+  double const mlp_share = static_cast<double>(active) * sh.routed_share;
   bool const rms = m.norm == norm_kind::rmsnorm;
   bool const rotary = m.position == position_kind::rotary;
   double const norm_bytes = 2 * 2 * sp_tokens * h * (eager && rms ? eager_rmsnorm_bytes : 1.0);

@@ -119,7 +119,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
   double const md = static_cast<double>(x.micro);
-  bytes const routed = x.activation * static_cast<double>(sh.active_experts);
+  bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.routed_share;
   if (s.sequence_parallel) {
     std::int64_t const ag_per_layer = per_layer + (ops ? per_pass : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;
@@ -590,7 +590,8 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // Tokens go to their experts and back, forward and backward: top-k
   // copies of the tokens this rank holds (tokens / tp with sequence
   // parallelism).
-  bytes const size = x.activation * static_cast<double>(sh.active_experts) / static_cast<double>(sh.sp_divisor);
+  bytes const size =
+      x.activation * static_cast<double>(sh.active_experts) * sh.routed_share / static_cast<double>(sh.sp_divisor);
   auto const one = call(collective::all_to_all, size, sh.ep);
   // Full recomputation dispatches and combines again before the backward;
   // torchtitan's op-level policy keeps the all-to-alls' outputs (its

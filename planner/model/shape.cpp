@@ -204,6 +204,16 @@ shape_groups groups_of(program const& p, strategy const& s) {
 
 strategy_shape shape_of(program const& p, strategy const& s) { return shape_of(p, s, groups_of(p, s)); }
 
+double routed_share(model const& m, double router_tokens) {
+  if (m.experts <= 1 || !m.capacity_factor) return 1.0;
+  double const even =
+      router_tokens * static_cast<double>(std::min(m.experts_per_token, m.experts)) / static_cast<double>(m.experts);
+  if (even <= 0) return 1.0;
+  double const capacity = std::ceil(even * *m.capacity_factor);
+  double const share = capacity / even;
+  return m.pad_to_capacity ? share : std::min(1.0, share);
+}
+
 strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups) {
   model const& m = p.model;
   cluster const& c = p.cluster;
@@ -235,9 +245,11 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
     // whole micro-batch, and etp = tp).
     // In long double: exact for any real job, and no overflow for any other.
     auto const gathered = s.sequence_parallel ? s.expert_tp() : 1;
+    sh.routed_share = routed_share(m, static_cast<double>(sh.tokens) / static_cast<double>(sh.sp_divisor));
     long double const rows = std::floor(static_cast<long double>(sh.tokens) * static_cast<long double>(gathered) *
                                         static_cast<long double>(sh.active_experts) * static_cast<long double>(s.ep) /
-                                        (static_cast<long double>(sh.sp_divisor) * static_cast<long double>(m.experts)));
+                                        (static_cast<long double>(sh.sp_divisor) * static_cast<long double>(m.experts)) *
+                                        static_cast<long double>(sh.routed_share));
     sh.mlp_tokens = rows >= 0x1p62L ? std::int64_t{1} << 62 : std::max<std::int64_t>(1, static_cast<std::int64_t>(rows));
   } else {
     sh.mlp_tokens = sh.tokens;

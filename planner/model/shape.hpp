@@ -115,6 +115,9 @@ struct strategy_shape : shape_groups {
   std::int64_t active_experts = 1;  ///< experts one token goes through
   std::int64_t local_experts = 1;   ///< experts one GPU holds (experts / ep; 1 for a dense model)
   std::int64_t mlp_tokens = 1;      ///< rows of each local expert's GEMMs
+  /// Routed rows as a share of k copies of the rank's tokens (routed_share):
+  /// 1 dropless, the capacity's share with capacity_factor.
+  double routed_share = 1;
   std::int64_t padded_vocab = 1;    ///< vocab padded to a multiple of 128 x tp (Megatron)
   std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
   double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
@@ -185,6 +188,14 @@ struct strategy_shape : shape_groups {
 
   program const* prog = nullptr;  ///< what it was derived from (outlives the shape)
 };
+
+/// The routed rows a mixture's experts compute and its dispatcher moves, as
+/// a share of k copies of each of a rank's `router_tokens` routed evenly: 1
+/// dropless; with a capacity of ceil(k x T / experts x capacity_factor) an
+/// expert (Megatron-Core core_v0.13.0 moe/moe_utils.py:166-182, 529-640),
+/// capacity over the even share when padded to it, else at most 1 (an even
+/// routing drops nothing at a factor of 1 or more).
+double routed_share(model const& m, double router_tokens);
 
 /// The shape of `s` on `p`'s cluster. `s` must be legal (check's rules, with
 /// dp set): every degree divides what it splits.

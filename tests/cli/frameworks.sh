@@ -442,6 +442,23 @@ expect_contains "$TMP/out" "  permute_fusion    true"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe_seq.txt"
 expect_lacks "$TMP/err" "warning"
 expect_contains "$TMP/out" "time per step                      13.0 s"
+# An expert capacity, tokens padded up to it (--moe-expert-capacity-factor,
+# --moe-pad-expert-input-to-capacity): read, written and read back the same.
+printf -- '--num-experts 8 --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2\n' >"$TMP/cap.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/cap.txt" --dump ir
+expect_contains "$TMP/out" "  capacity_factor   1.25"
+expect_contains "$TMP/out" "  pad_to_capacity   true"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/cap.txt" --emit "$TMP/cap_job" --quiet
+expect_lacks "$TMP/err" "warning"
+cp "$TMP/out" "$TMP/cap_planned"
+expect_contains "$TMP/cap_job/megatron/args.txt" "--moe-expert-capacity-factor 1.25"
+expect_contains "$TMP/cap_job/megatron/args.txt" "--moe-pad-expert-input-to-capacity"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/cap_job/megatron/args.txt" --quiet
+expect_same_cost "$TMP/out" "$TMP/cap_planned" "the capacity read back costs otherwise"
+# Padding without a capacity is Megatron-LM's error too.
+printf -- '--num-experts 8 --moe-pad-expert-input-to-capacity\n--micro-batch-size 1 --global-batch-size 512 --bf16\n' >"$TMP/pad.txt"
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/pad.txt"
+expect_contains "$TMP/err" "pad.txt:1:17: error: 'pad_to_capacity' pads each expert's input to its capacity, but 'capacity_factor' is not set"
 # A dense job's dispatcher does nothing, and is said to be unread.
 printf -- '--moe-token-dispatcher-type alltoall --micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer\n' >"$TMP/dense.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/dense.txt"

@@ -80,6 +80,20 @@ expect_contains "$TMP/billion_layers.json" '"total_bytes": 55268868556697960448,
 expect_contains "$TMP/billion_layers.json" '"optimizer_bytes": 38252446014199627776,'
 expect_lacks "$TMP/billion_layers.json" '-9223372036854775808'
 n=$((n + 1))
+# A mixture with an expert capacity, padded, under hybrid sharding: the
+# model's capacity and the experts' own shard group (schema version 7).
+cat >"$TMP/capacity.dtp" <<'DTP'
+model m : llama2_7b { experts = 8; experts_per_token = 2; capacity_factor = 1.25; pad_to_capacity = true }
+cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 Gbit/s }
+training { framework = megatron; global_batch = 256 }
+strategy s { pp = 2; ep = 8; zero = 1; shard = 8; checkpoint = full }
+DTP
+expect_status 0 "$DTPLAN" "$TMP/capacity.dtp" --format json
+cp "$TMP/out" "$TMP/capacity.json" && docs+=("$TMP/capacity.json")
+expect_contains "$TMP/capacity.json" '"capacity_factor": 1.25,'
+expect_contains "$TMP/capacity.json" '"pad_to_capacity": true,'
+expect_contains "$TMP/capacity.json" '"group": "replicate",'
+n=$((n + 1))
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

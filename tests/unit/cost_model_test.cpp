@@ -1496,3 +1496,49 @@ TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEM
   REQUIRE(none);
   CHECK(none->exposed == none->time);
 }
+
+TEST_CASE("an expert capacity: padded experts compute and receive it, dropping ones at most their share", "[comm][golden]") {
+  // Mixtral-like, one 8192-token sequence a micro-batch, dp 32, ep 8: each
+  // rank routes 2 x 8192 copies, 2048 an expert evenly. capacity_factor
+  // 1.25 gives a capacity of ceil(2048 x 1.25) = 2560 (Megatron-Core's
+  // get_capacity): padded, every expert computes and receives 2560 from
+  // each of the 8 ranks of its group; dropping, an even routing drops
+  // nothing and it stays 2048. At 0.5 both keep 1024.
+  auto p = mixtral_like_on_4x8();
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  analytic_cost_model const model;
+  auto const dropless = shape_of(p, s);
+  CHECK(dropless.routed_share == 1.0);
+  CHECK(dropless.mlp_tokens == 2048 * 8);
+  auto const a2a_of = [&](program const& q) {
+    auto const e = find_comm(model.step_time(q, s), comm_group::ep);
+    REQUIRE(e);
+    return e->size.value();
+  };
+  double const layer = 8192.0 * 4096 * 2;  // s.b.h in bf16
+  CHECK(a2a_of(p) == 2 * layer);
+  p.model.capacity_factor = 1.25;
+  p.model.pad_to_capacity = true;
+  auto const padded = shape_of(p, s);
+  CHECK(padded.routed_share == 1.25);
+  CHECK(padded.mlp_tokens == 2560 * 8);
+  CHECK(a2a_of(p) == 2 * layer * 1.25);
+  auto const routed = [](program const& q, strategy const& t) {
+    for (auto const& term : activation_terms(q.model, t))
+      if (term.name == "experts' input (top-k copies of the tokens routed to this GPU)") return term.size.value();
+    return -1.0;
+  };
+  CHECK(routed(p, s) == 2 * 1.25 * 8192 * 4096 * 2);
+  p.model.pad_to_capacity = false;
+  CHECK(shape_of(p, s).routed_share == 1.0);
+  CHECK(a2a_of(p) == 2 * layer);
+  p.model.capacity_factor = 0.5;
+  CHECK(shape_of(p, s).routed_share == 0.5);
+  CHECK(shape_of(p, s).mlp_tokens == 1024 * 8);
+  // A capacity that does not fall on a whole token rounds up: 2049 of 2048.
+  p.model.capacity_factor = 1.0001;
+  p.model.pad_to_capacity = true;
+  CHECK(shape_of(p, s).routed_share == 2049.0 / 2048.0);
+  CHECK(shape_of(p, s).mlp_tokens == 2049 * 8);
+}
