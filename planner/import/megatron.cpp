@@ -627,6 +627,14 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       }
       if (auto const* pad = job.flag("--moe-pad-expert-input-to-capacity"))
         set(t, "model", "pad_to_capacity", boolean_value(true, key_at(pad)), key_at(pad));
+      // Which layers are mixtures (an interval, or a list such as
+      // "([0]*3+[1]*29)"): dtplan costs every layer as one, 1's meaning.
+      if (auto const* freq = job.find("--moe-layer-freq")) {
+        if (auto v = job.text(*freq); !v)
+          failed = true;
+        else if (*v != "1")
+          not_modelled(t, *freq, "MoE layer frequency", *v, "1: every layer a mixture of experts");
+      }
     }
     // The local experts as one grouped GEMM (TEGroupedMLP) with
     // --moe-grouped-gemm; one after another (SequentialMLP) without it
