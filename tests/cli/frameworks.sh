@@ -458,7 +458,7 @@ expect_same_cost "$TMP/out" "$TMP/cap_planned" "the capacity read back costs oth
 # Dense layers among the mixtures (--moe-layer-freq) are not modelled, and
 # the warning says what is costed instead.
 printf -- '--num-experts 8 --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-layer-freq ([0]*3+[1]*29)\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2\n' >"$TMP/freq.txt"
-expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --quiet
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
 expect_contains "$TMP/err" "freq.txt:1:85: warning: Megatron-LM's MoE layer frequency '([0]*3+[1]*29)' is not modelled: costed as '1: every layer a mixture of experts'"
 # Padding without a capacity is Megatron-LM's error too.
 printf -- '--num-experts 8 --moe-pad-expert-input-to-capacity\n--micro-batch-size 1 --global-batch-size 512 --bf16\n' >"$TMP/pad.txt"
