@@ -9,6 +9,15 @@ schema="$PWD/docs/spec/dtplan.schema.json"
 validate="$PWD/tests/schema/validate.py"
 docs=()
 n=0
+# json_doc STEM STATUS ARGS...: dtplan ARGS --format json, expecting STATUS,
+# kept as $TMP/STEM.json among the documents validated below.
+json_doc() {
+  local stem=$1 status=$2
+  shift 2
+  expect_status "$status" "$DTPLAN" "$@" --format json
+  cp "$TMP/out" "$TMP/$stem.json" && docs+=("$TMP/$stem.json")
+  n=$((n + 1))
+}
 for plan in plans/*.dtp; do
   stem=$(basename "$plan" .dtp)
   HANG_GUARD=120 expect_status 0 "$DTPLAN" "$plan" --format json
@@ -21,10 +30,8 @@ done
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --emit "$TMP/bundle" --quiet
 docs+=("$TMP/bundle/plan.json")
 # fp4 (an enum value the plans do not use).
-expect_status 0 "$DTPLAN" plans/405b_gb200_nvl72.dtp --set model.precision=fp4 --strategy mlperf_v50 --format json
-cp "$TMP/out" "$TMP/fp4.json" && docs+=("$TMP/fp4.json")
+json_doc fp4 0 plans/405b_gb200_nvl72.dtp --set model.precision=fp4 --strategy mlperf_v50
 expect_contains "$TMP/fp4.json" '"precision": "fp4"'
-n=$((n + 1))
 # A mixture of experts (plans/mixtral_8x7b_4node_h100.dtp, searched above):
 # ep, the experts and their shard group in the document.
 mixture="$TMP/mixtral_8x7b_4node_h100.explain.json"
@@ -74,12 +81,10 @@ cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 G
 training { global_batch = 2048 }
 strategy s { dp = 16; zero = 0 }
 DTP
-expect_status 1 "$DTPLAN" "$TMP/billion_layers.dtp" --format json
-cp "$TMP/out" "$TMP/billion_layers.json" && docs+=("$TMP/billion_layers.json")
+json_doc billion_layers 1 "$TMP/billion_layers.dtp"
 expect_contains "$TMP/billion_layers.json" '"total_bytes": 55268868556697960448,'
 expect_contains "$TMP/billion_layers.json" '"optimizer_bytes": 38252446014199627776,'
 expect_lacks "$TMP/billion_layers.json" '-9223372036854775808'
-n=$((n + 1))
 # A mixture with an expert capacity, padded, under hybrid sharding: the
 # model's capacity and the experts' own shard group (schema version 7).
 cat >"$TMP/capacity.dtp" <<'DTP'
@@ -88,12 +93,10 @@ cluster c { nodes = 4; gpus_per_node = 8; gpu = H100_SXM; inter_node = 8 x 400 G
 training { framework = megatron; global_batch = 256 }
 strategy s { pp = 2; ep = 8; zero = 1; shard = 8; checkpoint = full }
 DTP
-expect_status 0 "$DTPLAN" "$TMP/capacity.dtp" --format json
-cp "$TMP/out" "$TMP/capacity.json" && docs+=("$TMP/capacity.json")
+json_doc capacity 0 "$TMP/capacity.dtp"
 expect_contains "$TMP/capacity.json" '"capacity_factor": 1.25,'
 expect_contains "$TMP/capacity.json" '"pad_to_capacity": true,'
 expect_contains "$TMP/capacity.json" '"group": "replicate",'
-n=$((n + 1))
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

@@ -380,6 +380,46 @@ std::vector<std::int64_t> members(std::string const& line, std::string const& na
   return out;
 }
 
+// Calls f(rank, line) for each rank's line of a --dry-run listing; the
+// number of them.
+template <class F>
+std::int64_t for_each_rank(std::filesystem::path const& listing, F&& f) {
+  std::ifstream in(listing);
+  std::string line;
+  std::int64_t ranks = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("rank ", 0) != 0) continue;
+    f(std::stoll(line.substr(5)), line);
+    ++ranks;
+  }
+  return ranks;
+}
+
+// A small mixture (8 experts, top 2) under Megatron-Core on 2 x 8 GPUs of
+// ample memory, the expert grids' fixture: strategy `s` evaluated on it and
+// its skeleton's --dry-run listing (none where the plan is invalid or the
+// build fails).
+struct mixture_run {
+  plan pl;
+  std::optional<std::filesystem::path> listing;
+};
+
+mixture_run dry_run_mixture(std::string const& stem, strategy const& s) {
+  static dsl::source_manager sources;
+  static program const p = load_text("model m { layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; "
+                                     "seq_len = 256; mlp = swiglu; experts = 8; experts_per_token = 2 }\n"
+                                     "gpu big : H100_SXM { memory = 1 TB }\n"
+                                     "cluster c { nodes = 2; gpus_per_node = 8; gpu = big; inter_node = 100 Gbit/s }\n"
+                                     "training { framework = megatron; global_batch = 64 }\n",
+                                     sources);
+  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
+  std::filesystem::create_directories(dir);
+  analytic_cost_model const model;
+  mixture_run out{evaluate(p, strategy_spec{}, s, model, stem), std::nullopt};
+  if (out.pl.valid) out.listing = dry_run(dir, stem, codegen::train_step_cu(p, out.pl));
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("the skeleton's --dry-run groups are the reference's, for random hybrid-sharded strategies") {
@@ -416,18 +456,12 @@ TEST_CASE("the skeleton's --dry-run groups are the reference's, for random hybri
     auto const out = dry_run(dir, fmt::format("random{}", built), codegen::train_step_cu(p, pl));
     REQUIRE(out);
     reference const ref(pl.s, gpn);
-    std::ifstream in(*out);
-    std::string line;
-    std::int64_t ranks = 0;
     INFO(describe(pl.s) << ", shard " << to_string(pl.s.shard) << ", " << nodes << " x " << gpn);
-    while (std::getline(in, line)) {
-      if (line.rfind("rank ", 0) != 0) continue;
-      auto const r = std::stoll(line.substr(5));
+    auto const ranks = for_each_rank(*out, [&](std::int64_t r, std::string const& line) {
       CHECK(members(line, "grad") == ref.sync(r));
       CHECK(members(line, "shard") == ref.shard_of(r));
       CHECK(members(line, "replicate") == ref.replicate_group(r));
-      ++ranks;
-    }
+    });
     CHECK(ranks == world_of(pl.s));
   }
   CHECK(built == 4);
@@ -438,32 +472,15 @@ TEST_CASE("the skeleton's --dry-run expert groups are Megatron-Core's expert gri
   // fastest, then ep, then the expert data-parallel ranks (core_v0.13.0
   // parallel_state.py), written out here for the tp-cp-dp-pp order: a
   // stage's ranks in order, etp x ep x edp of them.
-  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
-  std::filesystem::create_directories(dir);
-  dsl::source_manager sources;
-  auto p = load_text("model m { layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; seq_len = 256;"
-                     " mlp = swiglu; experts = 8; experts_per_token = 2 }\n"
-                     "gpu big : H100_SXM { memory = 1 TB }\n"
-                     "cluster c { nodes = 2; gpus_per_node = 8; gpu = big; inter_node = 100 Gbit/s }\n"
-                     "training { framework = megatron; global_batch = 64 }\n",
-                     sources);
-  analytic_cost_model const model;
-  int built = 0;
   for (std::int64_t etp : {1, 2}) {
     strategy s;
     s.tp = 2, s.cp = 2, s.dp = 2, s.pp = 2, s.ep = 4, s.etp = etp, s.zero = 1, s.sequence_parallel = true;
-    auto const pl = evaluate(p, strategy_spec{}, s, model, "experts");
-    REQUIRE(pl.valid);
-    auto const out = dry_run(dir, fmt::format("experts{}", etp), codegen::train_step_cu(p, pl));
-    REQUIRE(out);
-    ++built;
+    auto const run = dry_run_mixture(fmt::format("experts{}", etp), s);
+    REQUIRE(run.pl.valid);
+    REQUIRE(run.listing);
+    auto const& pl = run.pl;
     std::int64_t const stage = 8;  // tp x cp x dp ranks of a stage
-    std::ifstream in(*out);
-    std::string line;
-    std::int64_t ranks = 0;
-    while (std::getline(in, line)) {
-      if (line.rfind("rank ", 0) != 0) continue;
-      auto const r = std::stoll(line.substr(5));
+    auto const ranks = for_each_rank(*run.listing, [&](std::int64_t r, std::string const& line) {
       INFO("etp " << etp << ": " << line);
       auto const base = r / stage * stage, i = r % stage;
       // With etp = tp = 2 the grid's ep coordinate steps over the tp pair.
@@ -477,11 +494,9 @@ TEST_CASE("the skeleton's --dry-run expert groups are Megatron-Core's expert gri
       rank_layout const l(pl.s, 8);
       CHECK(l.expert_group_of(r, s.ep, etp) == ep_group);
       CHECK(l.expert_data_group_of(r, s.ep, etp) == grad_group);
-      ++ranks;
-    }
+    });
     CHECK(ranks == 16);
   }
-  CHECK(built == 2);
 }
 
 TEST_CASE("the skeleton's --dry-run expert shard groups are Megatron-Core's intra-instance expert groups") {
@@ -492,35 +507,18 @@ TEST_CASE("the skeleton's --dry-run expert shard groups are Megatron-Core's intr
   // first node, {a + 8, a + 12} on the second. The same with each expert
   // whole on a tensor-parallel rank (tp 2, etp 1, shard groups of 4 dp
   // coordinates).
-  auto const dir = std::filesystem::path(DTPLAN_BINARY_DIR) / "consistency";
-  std::filesystem::create_directories(dir);
-  dsl::source_manager sources;
-  auto p = load_text("model m { layers = 4; hidden = 512; heads = 8; ffn = 1024; vocab = 1000; seq_len = 256;"
-                     " mlp = swiglu; experts = 8; experts_per_token = 2 }\n"
-                     "gpu big : H100_SXM { memory = 1 TB }\n"
-                     "cluster c { nodes = 2; gpus_per_node = 8; gpu = big; inter_node = 100 Gbit/s }\n"
-                     "training { framework = megatron; global_batch = 64 }\n",
-                     sources);
-  analytic_cost_model const model;
-  int built = 0;
   for (std::int64_t tp : {1, 2}) {
     strategy s;
     s.tp = tp, s.dp = 16 / tp, s.ep = 4, s.zero = 1, s.sequence_parallel = tp > 1;
     if (tp > 1) s.etp = 1;
     s.shard = shard_group{shard_group::kind::size, 8 / tp};
-    auto const pl = evaluate(p, strategy_spec{}, s, model, "hybrid_experts");
-    REQUIRE(pl.valid);
+    auto const run = dry_run_mixture(fmt::format("hybrid_experts{}", tp), s);
+    REQUIRE(run.pl.valid);
+    REQUIRE(run.listing);
+    auto const& pl = run.pl;
     CHECK(pl.shape->expert_shard.size == 2);
-    auto const out = dry_run(dir, fmt::format("hybrid_experts{}", tp), codegen::train_step_cu(p, pl));
-    REQUIRE(out);
-    ++built;
-    std::ifstream in(*out);
-    std::string line;
-    std::int64_t ranks = 0;
     rank_layout const l(pl.s, 8);
-    while (std::getline(in, line)) {
-      if (line.rfind("rank ", 0) != 0) continue;
-      auto const r = std::stoll(line.substr(5));
+    auto const ranks = for_each_rank(*run.listing, [&](std::int64_t r, std::string const& line) {
       INFO("tp " << tp << ": " << line);
       auto const a = r % 4;
       std::vector<std::int64_t> const grad_group{a, a + 4, a + 8, a + 12};
@@ -528,9 +526,7 @@ TEST_CASE("the skeleton's --dry-run expert shard groups are Megatron-Core's intr
       CHECK(members(line, "expert_grad") == grad_group);
       CHECK(members(line, "expert_shard") == shard);
       CHECK(l.expert_shard_group_of(r, s.ep, s.expert_tp(), pl.shape->sharding) == shard);
-      ++ranks;
-    }
+    });
     CHECK(ranks == 16);
   }
-  CHECK(built == 2);
 }
