@@ -1473,7 +1473,8 @@ TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEM
   strategy s;
   s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
   analytic_cost_model const model;
-  auto const inline_ = find_comm(model.step_time(p, s), comm_group::ep);
+  auto const in_line = model.step_time(p, s);
+  auto const inline_ = find_comm(in_line, comm_group::ep);
   REQUIRE(inline_);
   CHECK(inline_->exposed == inline_->time);
   p.training.shared_expert_overlap = true;
@@ -1492,7 +1493,8 @@ TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEM
   CHECK(a2a->exposed < a2a->time);
   // Without a shared expert there is nothing to hide under.
   p.model.shared_expert_ffn = 0;
-  auto const none = find_comm(model.step_time(p, s), comm_group::ep);
+  auto const alone = model.step_time(p, s);
+  auto const none = find_comm(alone, comm_group::ep);
   REQUIRE(none);
   CHECK(none->exposed == none->time);
 }
@@ -1512,7 +1514,8 @@ TEST_CASE("an expert capacity: padded experts compute and receive it, dropping o
   CHECK(dropless.routed_share == 1.0);
   CHECK(dropless.mlp_tokens == 2048 * 8);
   auto const a2a_of = [&](program const& q) {
-    auto const e = find_comm(model.step_time(q, s), comm_group::ep);
+    auto const t = model.step_time(q, s);
+    auto const e = find_comm(t, comm_group::ep);
     REQUIRE(e);
     return e->size.value();
   };
