@@ -204,7 +204,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   std::int64_t gemm_calls = 0;
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& x = sh.gemms[static_cast<std::size_t>(i)];
-    auto const calls = x.expert ? sh.expert_gemm_calls() : std::int64_t{1};
+    auto const calls = sh.calls_of(x);
     auto const call = planner::gemm_shape{x.forward.m, x.forward.n, x.forward.k, x.forward.batch / calls};
     auto t = weight_gemm(g, call, x.recompute_n, prec);
     t.forward *= static_cast<double>(calls);

@@ -357,15 +357,14 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // A mixture's local experts one after another (grouped_gemm = false): each
   // expert's GEMMs are calls of their own on its rows (Megatron-Core
   // core_v0.13.0 moe/experts.py:954-970 SequentialMLP, torchtitan v0.2.0
-  // models/moe/moe.py:72-100); grouped, one call for all of them.
-  auto const expert_calls = sh.expert_gemm_calls();
+  // models/moe/moe.py:72-100); grouped, one call for all of them
+  // (strategy_shape::calls_of).
   std::int64_t gemm_calls = 0;       // weight GEMM calls of a layer's forward
   std::int64_t recompute_calls = 0;  // and of what checkpoint = ops recomputes
   for (int i = 0; i < sh.gemm_count; ++i) {
     auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
-    bool const router = std::string_view(gm.name) == "router";
-    precision const gp = router ? unquantized(prec) : prec;
-    auto const calls = gm.expert ? expert_calls : std::int64_t{1};
+    precision const gp = gm.role == gemm_role::router ? unquantized(prec) : prec;
+    auto const calls = sh.calls_of(gm);
     gemm_calls += calls;
     auto const per_call = gm.forward.batch / calls;
     auto w = weight_op(g, gm.forward.m, gm.forward.k, gm.forward.n, per_call, gp);
@@ -439,7 +438,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // Fused, one kernel each: the two norms, the two residual adds, the
   // activation (each expert's of experts one after another, and the shared
   // expert's), and q's and k's rotation together.
-  double const activations = static_cast<double>(expert_calls) + (shared_out > 0 ? 1.0 : 0.0);
+  double const activations = static_cast<double>(sh.expert_gemm_calls()) + (shared_out > 0 ? 1.0 : 0.0);
   double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) * activations +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);

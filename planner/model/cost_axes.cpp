@@ -107,8 +107,9 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   // A mixture's shared expert is a dense MLP of Transformer Engine linears
   // on the layer's tokens (core_v0.13.0 moe/shared_experts.py:35-48): its
   // all-gather and reduce-scatter are a dense MLP's, under its own GEMMs
-  // with userbuffers (--moe-shared-expert-overlap, which runs it beside the
-  // dispatcher instead, is not modelled).
+  // with userbuffers (with --moe-shared-expert-overlap they run on its side
+  // stream, which expert_parallel credits to the all-to-alls only: they are
+  // still costed here, in line).
   bool const mixture = x.m.experts > 1;
   bool const expert_tp = mixture && s.expert_tp() == s.tp;
   bool const shared = mixture && x.m.shared_expert_ffn > 0;
@@ -139,10 +140,12 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
       double const t = static_cast<double>(s.tp);
       auto exposed = [&](seconds c, seconds g) { return c / t + max(seconds(0), c - g) * ((t - 1) / t); };
-      // The dense MLP's first and last GEMMs; a mixture's shared expert's
-      // follow the router (shape.cpp fill_gemms).
-      auto const up = mixture ? std::size_t{3} : n - 2, down = mixture ? std::size_t{4} : n - 1;
-      bool const mlp = !mixture || shared;
+      // The dense MLP's first and last GEMMs, or a mixture's shared expert's.
+      auto const mlp_role = mixture ? gemm_role::shared_expert : gemm_role::mlp;
+      std::size_t up = n, down = n;
+      for (std::size_t i = 0; i < n; ++i)
+        if (x.sh.gemms[i].role == mlp_role) (up == n ? up : down) = i;
+      bool const mlp = up < n && down < n;
       ag_layer = exposed(ag, gf[0]) + (mlp ? exposed(ag, gf[up]) : seconds(0));
       rs_layer = exposed(rs, gf[1]) + (mlp ? exposed(rs, gf[down]) : seconds(0));
     }
@@ -610,7 +613,7 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   if (x.sh.prog->training.shared_expert_overlap && x.m.shared_expert_ffn > 0) {
     seconds shared;
     for (int i = 0; i < sh.gemm_count; ++i)
-      if (std::string_view name = sh.gemms[static_cast<std::size_t>(i)].name; name == "shared-up" || name == "shared-down")
+      if (sh.gemms[static_cast<std::size_t>(i)].role == gemm_role::shared_expert)
         shared += x.sc.gemm_forward[static_cast<std::size_t>(i)];
     seconds const forward = max(seconds(0), one * 2.0 - shared);
     seconds const backward = max(seconds(0), one * 2.0 - shared * 2.0);

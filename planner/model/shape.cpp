@@ -76,22 +76,23 @@ shard_layout sharding_of(strategy const& s) {
 void fill_gemms(strategy_shape& sh, model const& m) {
   auto const tp = sh.s.tp;
   auto const h = m.hidden;
-  auto const add = [&](char const* name, gemm_shape g, bool expert = false) {
-    sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0, expert};
+  auto const add = [&](char const* name, gemm_shape g, gemm_role role) {
+    sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0, role};
   };
-  add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1});
-  add("o-proj", {sh.tokens, h, sh.q_width / tp, 1});
-  if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1});
+  add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1}, gemm_role::attention);
+  add("o-proj", {sh.tokens, h, sh.q_width / tp, 1}, gemm_role::attention);
+  if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1}, gemm_role::router);
   // A shared expert: a dense MLP beside the routed ones, split over tp.
   if (auto const shared = m.experts > 1 ? m.shared_expert_ffn : 0; shared > 0) {
-    add("shared-up", {sh.tokens, (m.mlp == mlp_kind::swiglu ? 2 * shared : shared) / tp, h, 1});
-    add("shared-down", {sh.tokens, h, shared / tp, 1});
+    add("shared-up", {sh.tokens, (m.mlp == mlp_kind::swiglu ? 2 * shared : shared) / tp, h, 1}, gemm_role::shared_expert);
+    add("shared-down", {sh.tokens, h, shared / tp, 1}, gemm_role::shared_expert);
   }
   auto const mlp_tp = m.experts > 1 ? sh.s.expert_tp() : tp;  // an expert's split
   auto const width = m.mlp_width();
   auto const up = (m.mlp == mlp_kind::swiglu ? 2 * width : width) / mlp_tp;
-  add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts}, m.experts > 1);
-  add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts}, m.experts > 1);
+  auto const mlp_role = m.experts > 1 ? gemm_role::experts : gemm_role::mlp;
+  add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts}, mlp_role);
+  add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts}, mlp_role);
   auto& qkv = sh.gemms[0];
   auto& o = sh.gemms[1];
   auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];

@@ -25,6 +25,15 @@ struct gemm_shape {
   friend bool operator==(gemm_shape const&, gemm_shape const&) = default;
 };
 
+/// What a layer's weight GEMM belongs to.
+enum class gemm_role {
+  attention,      ///< q/k/v and the o projection
+  router,         ///< a mixture's router (16-bit even in fp8 training)
+  shared_expert,  ///< a mixture's shared expert, a dense MLP beside the routed ones
+  mlp,            ///< a dense model's MLP
+  experts,        ///< a mixture's routed experts: `batch` is the GPU's local experts
+};
+
 /// A weight GEMM of a transformer layer, forward, on one GPU: `tokens`
 /// rows times the layer's input width into its (tp-split) output width.
 struct layer_gemm {
@@ -34,7 +43,7 @@ struct layer_gemm {
   /// strategy's checkpointing: all of them under `full`; under `ops` the k
   /// slice of qkv, the o projection and the MLP's second matmul.
   std::int64_t recompute_n = 0;
-  bool expert = false;  ///< a mixture's routed experts' matrix: `batch` is the local experts
+  gemm_role role = gemm_role::attention;
 };
 
 /// One communication group of the strategy: how many ranks, where its
@@ -148,6 +157,11 @@ struct strategy_shape : shape_groups {
   /// (training.grouped_gemm = false).
   [[nodiscard]] std::int64_t expert_gemm_calls() const {
     return prog->training.grouped_gemm ? 1 : local_experts;
+  }
+  /// Calls a layer issues of GEMM `g`: expert_gemm_calls() for the routed
+  /// experts' (each call `g.forward.batch / calls` of them), else one.
+  [[nodiscard]] std::int64_t calls_of(layer_gemm const& g) const {
+    return g.role == gemm_role::experts ? expert_gemm_calls() : 1;
   }
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
   [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }

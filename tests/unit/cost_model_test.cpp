@@ -1385,8 +1385,8 @@ TEST_CASE("a mixture's experts one after another: a call per local expert", "[co
   CHECK(grouped.expert_gemm_calls() == 1);
   auto const up_at = static_cast<std::size_t>(grouped.gemm_count - 2);
   auto const up = grouped.gemms[up_at];
-  CHECK(up.expert);
-  CHECK_FALSE(grouped.gemms[0].expert);
+  CHECK(up.role == gemm_role::experts);
+  CHECK(grouped.gemms[0].role == gemm_role::attention);
   CHECK(up.forward.batch == 4);
   auto const one = compute_per_micro_batch(grouped);
 
