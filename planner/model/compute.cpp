@@ -281,52 +281,27 @@ stage_compute compute_per_micro_batch(program const& p, strategy const& s) {
   return compute_per_micro_batch(shape_of(p, s));
 }
 
-namespace {
-
-// What a mixture's layer moves besides its GEMMs and element-wise
-// operators, on one GPU: the all-to-all dispatcher's permutations
-// (core_v0.13.0 moe/token_dispatcher.py:570-720, moe/moe_utils.py:238-420).
-// Forward, the GPU's own tokens T (tokens / tp under sequence parallelism)
-// are copied top-k times into expert order (read and write k.T rows) and,
-// after the experts, summed back (k.T rows read, T written into a zeroed
-// buffer); with more than one local expert the R = mlp_tokens x local
-// experts rows that arrived are sorted by expert and back (two copies of R
-// rows). The backward moves the same. Experts one after another also
-// concatenate their outputs (a copy of R rows; its backward splits views).
-// Kernels: Transformer Engine's fused permutation (permute_fusion: a row
-// map and the copy, one kernel to sum back, one a sort) or PyTorch's
-// operators (transpose, masked_select twice, index_select; zeros and
-// scatter_add; a cat a sort), their backward the mirror (scatter_add for
-// the permutation, index_select for the sum).
-struct expert_moves {
-  double forward_bytes = 0, backward_bytes = 0;
-  double forward_kernels = 0, backward_kernels = 0;
-};
-
-expert_moves expert_movement(strategy_shape const& sh, double e) {
+expert_moves expert_movement(strategy_shape const& sh) {
   expert_moves out;
   model const& m = sh.prog->model;
   if (m.experts <= 1) return out;
+  double const e = element_bytes(m.prec);
   bool const fused = sh.prog->training.permute_fusion;
   double const h = static_cast<double>(m.hidden);
-  double const k = static_cast<double>(sh.active_experts);
   double const own = static_cast<double>(sh.tokens) / static_cast<double>(sh.sp_divisor);
   double const rows = static_cast<double>(sh.mlp_tokens) * static_cast<double>(sh.local_experts);
   bool const sorted = sh.local_experts > 1;
-  double const copies = k * sh.routed_share;  // rows each token's copies take, capacity applied
-  double const permutation = e * h * (2 * copies * own + (copies + 2) * own + (sorted ? 2 * 2 * rows : 0.0));
-  out.forward_bytes = out.backward_bytes = permutation;
-  double const sorts = sorted ? 2.0 : 0.0;
-  out.forward_kernels = (fused ? 2.0 + 1.0 : 8.0 + 2.0) + sorts;
-  out.backward_kernels = (fused ? 1.0 + 1.0 : 2.0 + 1.0) + sorts;
+  double const copies = static_cast<double>(sh.active_experts) * sh.routed_share;  // a token's rows, capacity applied
+  out.forward = out.backward = bytes(e * h * (2 * copies * own + (copies + 2) * own + (sorted ? 2 * 2 * rows : 0.0)));
+  std::int64_t const sorts = sorted ? 2 : 0;
+  out.forward_kernels = (fused ? 2 + 1 : 8 + 2) + sorts;
+  out.backward_kernels = (fused ? 1 + 1 : 2 + 1) + sorts;
   if (sh.expert_gemm_calls() > 1) {
-    out.forward_bytes += 2 * e * rows * h;
+    out.forward += bytes(2 * e * rows * h);
     out.forward_kernels += 1;
   }
   return out;
 }
-
-}  // namespace
 
 stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   program const& p = *sh.prog;
@@ -434,7 +409,9 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
                                            (eager_rotary ? eager_rotary_bytes : 1.0)
                                      : 0.0;
   double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
-  auto const moved = expert_movement(sh, e);
+  auto const moved = expert_movement(sh);
+  auto const moved_fwd_kernels = static_cast<double>(moved.forward_kernels);
+  auto const moved_bwd_kernels = static_cast<double>(moved.backward_kernels);
   // Fused, one kernel each: the two norms, the two residual adds, the
   // activation (each expert's of experts one after another, and the shared
   // expert's), and q's and k's rotation together.
@@ -443,11 +420,11 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) * activations +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
   seconds const mem_fwd =
-      seconds((mem_fwd_bytes + moved.forward_bytes + cast_bytes) / hbm) +
-      g.kernel_latency * (fwd_kernels + moved.forward_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
+      seconds((mem_fwd_bytes + moved.forward.value() + cast_bytes) / hbm) +
+      g.kernel_latency * (fwd_kernels + moved_fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
   seconds const mem_bwd =
-      seconds((2 * mem_fwd_bytes + moved.backward_bytes + cast_bytes_bwd) / hbm) +
-      g.kernel_latency * (2 * fwd_kernels + moved.backward_kernels + (cast_bytes > 0 ? static_cast<double>(n_ops) : 0.0));
+      seconds((2 * mem_fwd_bytes + moved.backward.value() + cast_bytes_bwd) / hbm) +
+      g.kernel_latency * (2 * fwd_kernels + moved_bwd_kernels + (cast_bytes > 0 ? static_cast<double>(n_ops) : 0.0));
 
   out.layer_attention_core = core_fwd;
   out.layer_attention_core_backward = core_bwd;
@@ -462,9 +439,9 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   bool const flash = uses_flash(p);
   std::int64_t const core_kernels = flash ? 1 : 4 + (sh.softmax_fp32 ? softmax_fallback_kernels : 0);
   out.layer_kernels =
-      n + core_kernels + static_cast<std::int64_t>(fwd_kernels + moved.forward_kernels + ring.kernels_forward);
+      n + core_kernels + static_cast<std::int64_t>(fwd_kernels + moved_fwd_kernels + ring.kernels_forward);
   out.layer_kernels_backward = 2 * n + (flash ? 1 : core_kernels + 4) +
-                               static_cast<std::int64_t>(2 * fwd_kernels + moved.backward_kernels + ring.kernels_backward);
+                               static_cast<std::int64_t>(2 * fwd_kernels + moved_bwd_kernels + ring.kernels_backward);
   if (cast_bytes > 0) {
     out.layer_kernels += 2 * n;
     out.layer_kernels_backward += n;
@@ -487,7 +464,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
       // core too (batched matmuls are not in the list).
       out.layer_recompute = ops_recompute + mem_fwd + (flash ? seconds() : core_fwd);
       out.layer_kernels_recompute =
-          recompute_calls + static_cast<std::int64_t>(fwd_kernels + moved.forward_kernels) + (flash ? 0 : core_kernels);
+          recompute_calls + static_cast<std::int64_t>(fwd_kernels + moved_fwd_kernels) + (flash ? 0 : core_kernels);
       break;
   }
 

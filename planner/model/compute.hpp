@@ -66,6 +66,28 @@ struct stage_compute {
   [[nodiscard]] seconds head() const { return head_forward + head_backward; }
 };
 
+/// What a mixture's layer moves on one GPU besides its GEMMs and
+/// element-wise operators: the all-to-all dispatcher's permutations
+/// (core_v0.13.0 moe/token_dispatcher.py:570-720, moe/moe_utils.py:238-420).
+/// Forward, the GPU's own tokens T (tokens / tp under sequence parallelism)
+/// are copied top-k times into expert order (k.T rows read and written)
+/// and, after the experts, summed back (k.T rows read, T written into a
+/// zeroed buffer: (3k + 2) T rows of hidden); with more than one local
+/// expert the R = mlp_tokens x local experts rows that arrived are sorted by
+/// expert and back (4 R). A capacity scales k by routed_share. The backward
+/// moves the same. Experts one after another also concatenate their outputs
+/// (2 R forward; its backward splits views). Kernels: Transformer Engine's
+/// fused permutation (permute_fusion: a row map and the copy, one kernel to
+/// sum back, one a sort) or PyTorch's operators (transpose, masked_select
+/// twice, index_select; zeros and scatter_add; a cat a sort), their
+/// backward the mirror (scatter_add for the permutation, index_select for
+/// the sum). Nothing for a dense model.
+struct expert_moves {
+  bytes forward, backward;
+  std::int64_t forward_kernels = 0, backward_kernels = 0;
+};
+expert_moves expert_movement(strategy_shape const& sh);
+
 /// The compute of one micro-batch on the most loaded stage (the layers of a
 /// stage plus the embedding and the logits, which the first and last stage
 /// hold; with one stage, both).

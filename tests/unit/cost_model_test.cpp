@@ -1426,6 +1426,11 @@ TEST_CASE("a mixture's tokens put into expert order and summed back", "[compute]
   strategy s;
   s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
   auto const fused = compute_per_micro_batch(shape_of(p, s));
+  auto const moved = expert_movement(shape_of(p, s));
+  CHECK(moved.forward.value() == 536870912.0);  // (2 x 2 + 2 + 2) x 8192 x 4096 x 2 B
+  CHECK(moved.backward == moved.forward);
+  CHECK(moved.forward_kernels == 3);
+  CHECK(moved.backward_kernels == 2);
   auto dense = p;
   dense.model.experts = 1;
   // Against the same layer's memory-bound work with every token to one
@@ -1451,6 +1456,25 @@ TEST_CASE("a mixture's tokens put into expert order and summed back", "[compute]
   auto const two = compute_per_micro_batch(shape_of(p, s));
   double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
   double const sort_bytes = 2 * 2 * (2 * 8192.0) * 4096 * 2;
+  CHECK(expert_movement(shape_of(p, s)).forward.value() == 536870912.0 + sort_bytes);
+  CHECK(expert_movement(shape_of(p, s)).forward_kernels == 5);
+  // One after another, the experts' outputs are copied together once more
+  // (2 x 16384 rows of 4096), forward only.
+  p.training.grouped_gemm = false;
+  CHECK(expert_movement(shape_of(p, s)).forward.value() == 536870912.0 + sort_bytes + 2.0 * 2 * 16384 * 4096);
+  CHECK(expert_movement(shape_of(p, s)).backward.value() == 536870912.0 + sort_bytes);
+  p.training.grouped_gemm = true;
+  // Padded to a capacity of 1.25: each token's copies take 2.5 rows.
+  p.model.capacity_factor = 1.25;
+  p.model.pad_to_capacity = true;
+  s.ep = 8;
+  CHECK(expert_movement(shape_of(p, s)).forward.value() == (2 * 2.5 + 2.5 + 2) * 8192 * 4096 * 2);
+  // A dense model moves nothing of the kind.
+  p.model = dtplan::test::llama3_8b();
+  s.ep = 1;
+  CHECK(expert_movement(shape_of(p, s)).forward.value() == 0.0);
+  s.ep = 4;
+  p = mixtral_like_on_4x8();
   CHECK(two.layer_kernels - fused.layer_kernels == 2);
   CHECK(two.layer_kernels_backward - fused.layer_kernels_backward == 2);
   // The expert GEMMs differ too (two experts of half the rows each): take
