@@ -251,9 +251,7 @@ class rules {
       warning("shard", [&] { return fmt::format("shard = {} has no effect with zero = 0", to_string(s.shard)); });
     } else if (reporting() && legal_ && s.shard.k != shard_group::kind::all && s.dp * s.cp > 1) {
       rank_layout const layout(s, p_.cluster.gpus_per_node);
-      shard_layout const k = s.shard.k == shard_group::kind::node ? shard_layout{shard_layout::kind::node, 0}
-                                                                  : shard_layout{shard_layout::kind::dp_block, s.shard.size};
-      if (layout.shard_ranks(k) == 1)
+      if (layout.shard_ranks(sharding_of(s)) == 1)
         warning("shard", [&] {
           return s.shard.k == shard_group::kind::node
                      ? fmt::format("shard = node shards nothing here: each node holds one of the {} ranks (dp x cp = "
@@ -439,17 +437,10 @@ class rules {
   // Ranks in a ZeRO shard group smaller than dp x cp (hybrid sharding); 0
   // without one (or where the shard key is illegal, which sharding() says).
   std::int64_t hybrid_shard_ranks(strategy const& s) const {
-    if (s.zero < 1) return 0;
-    switch (s.shard.k) {
-      case shard_group::kind::all: return 0;
-      case shard_group::kind::size:
-        return s.shard.size >= 1 && s.shard.size < s.dp && s.dp % s.shard.size == 0 ? s.shard.size * s.cp : 0;
-      case shard_group::kind::node: {
-        auto const n = rank_layout(s, p_.cluster.gpus_per_node).node_sync_members();
-        return n > 0 && n < s.dp * s.cp ? n : 0;
-      }
-    }
-    return 0;
+    if (s.zero < 1 || (s.shard.k == shard_group::kind::size && (s.shard.size < 1 || s.dp % s.shard.size != 0)))
+      return 0;
+    auto const n = rank_layout(s, p_.cluster.gpus_per_node).shard_ranks(sharding_of(s));
+    return n > 0 && n < s.dp * s.cp ? n : 0;
   }
 
  private:

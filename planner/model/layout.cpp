@@ -418,6 +418,17 @@ rank_layout::walked rank_layout::walk_terms(std::vector<std::pair<std::int64_t, 
   return out;
 }
 
+shard_layout sharding_of(strategy const& s) {
+  switch (s.shard.k) {
+    case shard_group::kind::all: return {};
+    case shard_group::kind::node: return {shard_layout::kind::node, 0};
+    case shard_group::kind::size:
+      if (s.shard.size >= s.dp) return {};
+      return {shard_layout::kind::dp_block, s.shard.size};
+  }
+  return {};
+}
+
 std::int64_t rank_layout::shard_ranks(shard_layout const& k) const {
   auto const cp = sizes_[static_cast<int>(axis::cp)];
   switch (k.k) {

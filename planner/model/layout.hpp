@@ -35,6 +35,10 @@ struct shard_layout {
   friend bool operator==(shard_layout const&, shard_layout const&) = default;
 };
 
+/// The shard layout a strategy's `shard` key asks for (a size of dp or more
+/// is the whole sync group). Whether it forms is the check's question.
+shard_layout sharding_of(strategy const& s);
+
 /// The mapping between global ranks and (tp, cp, dp, pp) coordinates given
 /// the strategy's `order` (innermost axis first: with "tp-cp-dp-pp", ranks
 /// 0..tp-1 form the first tensor-parallel group). Node n holds ranks

@@ -62,17 +62,6 @@ group_shape group(program const& p, group_placement const& placed) {
   return g;
 }
 
-shard_layout sharding_of(strategy const& s) {
-  switch (s.shard.k) {
-    case shard_group::kind::all: return {};
-    case shard_group::kind::node: return {shard_layout::kind::node, 0};
-    case shard_group::kind::size:
-      if (s.shard.size >= s.dp) return {};
-      return {shard_layout::kind::dp_block, s.shard.size};
-  }
-  return {};
-}
-
 void fill_gemms(strategy_shape& sh, model const& m) {
   auto const tp = sh.s.tp;
   auto const h = m.hidden;
