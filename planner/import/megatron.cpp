@@ -601,6 +601,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
         not_modelled(t, *dispatcher, "token dispatcher", *v, "alltoall");
       }
     }
+    bool shared_expert = false;
     if (n) {
       // 1: each expert whole on its rank, the expert grid over tp x dp x cp
       // (core_v0.13.0 arguments.py --expert-tensor-parallel-size, tp when
@@ -615,7 +616,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       model_int("--moe-ffn-hidden-size", "expert_ffn");
       // A shared expert beside the routed ones (arguments.py
       // --moe-shared-expert-intermediate-size; none unless written).
-      model_int("--moe-shared-expert-intermediate-size", "shared_expert_ffn");
+      shared_expert = model_int("--moe-shared-expert-intermediate-size", "shared_expert_ffn").value_or(0) > 0;
       // A capacity per expert, tokens past it dropped, or padded up to it
       // (core_v0.13.0 transformer_config.py --moe-expert-capacity-factor,
       // --moe-pad-expert-input-to-capacity; dropless unless written).
@@ -648,8 +649,7 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     // The shared expert on a side stream under the all-to-alls
     // (transformer_config.py:378); it needs a shared expert.
     auto const* overlap = job.flag("--moe-shared-expert-overlap");
-    set_megatron_behaviour(job, overlap, "shared_expert_overlap",
-                           n && *n > 1 && job.find("--moe-shared-expert-intermediate-size") != nullptr, overlap != nullptr);
+    set_megatron_behaviour(job, overlap, "shared_expert_overlap", n && *n > 1 && shared_expert, overlap != nullptr);
   } else {
     // Megatron-DeepSpeed's experts are DeepSpeed-MoE's (v0.17.5 deepspeed/
     // moe/sharded_moe.py: capacity-bound top-k gating, :161-170; dispatch and

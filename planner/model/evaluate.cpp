@@ -253,15 +253,15 @@ void advise_softmax(program const& p, strategy_spec const& spec, plan const& pl,
 // A mixture's operators the framework can run faster: its local experts as
 // grouped GEMMs, its permutations fused, its shared expert beside the
 // all-to-alls, each where the plan runs without it and the change,
-// verified, is faster by 1 % or more. The flags are Megatron-LM's; torchtitan groups its
-// experts unless the model's flavor says otherwise and has neither of the
-// others.
+// verified, is faster by 1 % or more. The flags are Megatron-LM's;
+// torchtitan groups its experts unless the model's flavor says otherwise
+// and has neither of the others.
 void advise_experts(program const& p, strategy_spec const& spec, plan const& pl, cost_model const& model,
                     std::vector<std::string>& out) {
   if (!pl.time || !pl.shape || p.model.experts <= 1) return;
   auto const& t = p.training;
   bool const megatron_like = t.framework == "megatron" || t.framework == "generic";
-  auto const sh = *pl.shape;
+  auto const& sh = *pl.shape;
   auto const offer = [&](bool applies, bool training::*key, std::string const& what) {
     if (!applies) return;
     program q = p;
