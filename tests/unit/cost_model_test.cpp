@@ -1488,33 +1488,46 @@ TEST_CASE("a mixture's tokens put into expert order and summed back", "[compute]
 }
 
 TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEMMs", "[comm][golden]") {
-  // Mixtral-like with a shared expert 4096 wide, dp 32, ep 8 on 4 x 8 H100.
-  // In line, every all-to-all is exposed; with Megatron-Core's
+  // Mixtral-like with a shared expert, dp 32, ep 8 on 4 x 8 H100. In line,
+  // every all-to-all is exposed; with Megatron-Core's
   // --moe-shared-expert-overlap a pass's dispatch and combine hide under
-  // the shared expert's GEMMs, forward once, backward twice them.
+  // the shared expert's GEMMs, forward once, backward twice them. 1536 wide
+  // the shared expert leaves part of the forward's two all-to-alls exposed
+  // and hides the backward's; 4096 wide it hides both.
   auto p = mixtral_like_on_4x8();
-  p.model.shared_expert_ffn = 4096;
   strategy s;
   s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
   analytic_cost_model const model;
-  auto const in_line = model.step_time(p, s);
-  auto const inline_ = find_comm(in_line, comm_group::ep);
-  REQUIRE(inline_);
-  CHECK(inline_->exposed == inline_->time);
-  p.training.shared_expert_overlap = true;
-  auto const t = model.step_time(p, s);
-  auto const a2a = find_comm(t, comm_group::ep);
-  REQUIRE(a2a);
-  auto const sh = shape_of(p, s);
-  auto const sc = compute_per_micro_batch(sh);
-  REQUIRE(std::string(sh.gemms[3].name) == "shared-up");
-  REQUIRE(std::string(sh.gemms[4].name) == "shared-down");
-  double const shared = sc.gemm_forward[3].value() + sc.gemm_forward[4].value();
-  double const one = a2a->time.value() / static_cast<double>(a2a->count);
-  double const per_layer = std::max(0.0, 2 * one - shared) + std::max(0.0, 2 * one - 2 * shared);
-  CHECK(a2a->time == inline_->time);
-  CHECK(a2a->exposed.value() == Approx(per_layer * 32 * static_cast<double>(sh.grad_accum)).epsilon(1e-9));
-  CHECK(a2a->exposed < a2a->time);
+  auto const layers_micro = [&] { return 32.0 * static_cast<double>(shape_of(p, s).grad_accum); };
+  for (std::int64_t width : {1536, 4096}) {
+    INFO("shared_expert_ffn " << width);
+    p.model.shared_expert_ffn = width;
+    p.training.shared_expert_overlap = false;
+    auto const in_line = model.step_time(p, s);
+    auto const inline_ = find_comm(in_line, comm_group::ep);
+    REQUIRE(inline_);
+    CHECK(inline_->exposed == inline_->time);
+    p.training.shared_expert_overlap = true;
+    auto const t = model.step_time(p, s);
+    auto const a2a = find_comm(t, comm_group::ep);
+    REQUIRE(a2a);
+    CHECK(a2a->time == inline_->time);
+    auto const sh = shape_of(p, s);
+    auto const sc = compute_per_micro_batch(sh);
+    REQUIRE(sh.gemms[3].role == gemm_role::shared_expert);
+    REQUIRE(sh.gemms[4].role == gemm_role::shared_expert);
+    double const shared = sc.gemm_forward[3].value() + sc.gemm_forward[4].value();
+    double const one = a2a->time.value() / static_cast<double>(a2a->count);
+    // The backward's twice-as-long GEMMs hide its two all-to-alls either way.
+    CHECK(2 * one < 2 * shared);
+    if (width == 1536) {
+      CHECK(2 * one > shared);
+      CHECK(a2a->exposed.value() == Approx((2 * one - shared) * layers_micro()).epsilon(1e-9));
+    } else {
+      CHECK(2 * one <= shared);
+      CHECK(a2a->exposed.value() == 0.0);
+    }
+  }
   // Without a shared expert there is nothing to hide under.
   p.model.shared_expert_ffn = 0;
   auto const alone = model.step_time(p, s);
