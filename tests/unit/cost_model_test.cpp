@@ -1570,6 +1570,21 @@ TEST_CASE("an expert capacity: padded experts compute and receive it, dropping o
     return -1.0;
   };
   CHECK(routed(p, s) == 2 * 1.25 * 8192 * 4096 * 2);
+  {
+    // Split over tp 2 with sequence parallelism (etp = tp), the dispatcher
+    // gathers the padded copies over tp and reduce-scatters them back.
+    strategy t = s;
+    t.dp = 16, t.tp = 2, t.sequence_parallel = true;
+    auto const step = model.step_time(p, t);
+    auto const sized = [&](collective op) {
+      std::int64_t n = 0;
+      for (auto const& e : step.comm)
+        if (e.group == comm_group::tp && e.op == op && e.size.value() == 2 * layer * 1.25) n += e.count;
+      return n;
+    };
+    CHECK(sized(collective::all_gather) > 0);
+    CHECK(sized(collective::reduce_scatter) > 0);
+  }
   p.model.pad_to_capacity = false;
   CHECK(shape_of(p, s).routed_share == 1.0);
   CHECK(a2a_of(p) == 2 * layer);
