@@ -300,6 +300,7 @@ std::string to_json(report const& r) {
   else
     w.key("capacity_factor").null();
   w.key("pad_to_capacity").value(p.model.experts > 1 && p.model.pad_to_capacity);
+  w.key("routing_imbalance").value(p.model.experts > 1 ? p.model.routing_imbalance : 1.0);
   w.key("dropout").value(p.model.dropout);
   w.end_object();
   w.key("cluster").begin_object();
@@ -494,9 +495,13 @@ std::string to_text(report const& r, bool explain) {
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
       m.kv_heads, m.mlp_width(), name(m.mlp),
       m.experts > 1 ? fmt::format(" x {} experts ({} a token{}){}", m.experts, std::min(m.experts_per_token, m.experts),
-                                  m.capacity_factor ? fmt::format(", capacity {:g}{}", *m.capacity_factor,
-                                                                  m.pad_to_capacity ? " padded" : "")
-                                                    : std::string(),
+                                  fmt::format("{}{}",
+                                              m.capacity_factor ? fmt::format(", capacity {:g}{}", *m.capacity_factor,
+                                                                              m.pad_to_capacity ? " padded" : "")
+                                                                : std::string(),
+                                              m.routing_imbalance != 1.0
+                                                  ? fmt::format(", routing imbalance {:g}", m.routing_imbalance)
+                                                  : std::string()),
                                   m.shared_expert_ffn > 0 ? fmt::format(" + a shared expert {} wide", m.shared_expert_ffn)
                                                           : std::string())
                     : std::string(),

@@ -183,6 +183,11 @@ struct model {
   /// Each expert's input padded to its capacity (--moe-pad-expert-input-to-
   /// capacity): it computes and receives its capacity whatever the routing.
   bool pad_to_capacity = false;
+  /// A mixture's routing skew: the most loaded expert's tokens over the
+  /// mean (1: every expert as many, as --moe-router-force-load-balancing
+  /// routes them). The rest of the GPU's experts share what is left evenly
+  /// (routing_load).
+  double routing_imbalance = 1.0;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.

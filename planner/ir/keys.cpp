@@ -202,6 +202,7 @@ constexpr bounds overhead_range{0, 3600, false, "", "3600 s"};
 constexpr bounds positive_fraction{0.01, 1, true, "1 %", "100 %"};
 constexpr bounds any_fraction{0, 1, false, "", "100 %"};
 constexpr bounds capacity_range{0, 1024, true, "", "1024"};
+constexpr bounds imbalance_range{1, 1'000'000, false, "1", "1000000"};
 constexpr bounds learning_rate{0, 100, true, "", "100"};
 
 constexpr std::int64_t max_sm_count = 1'000'000;
@@ -281,6 +282,10 @@ std::vector<key_info> model_keys() {
      .default_value = false, .default_text = "false", .aliases = {"moe_pad_expert_input_to_capacity"},
      .meaning = "each expert's input padded to its capacity: it computes and receives capacity_factor times its even "
                 "share whatever the routing"},
+    {.block = k::model, .name = "routing_imbalance", .dom = d::real, .field = member<&model::routing_imbalance>(),
+     .range = imbalance_range, .default_value = 1.0, .default_text = "1 (even)",
+     .meaning = "a mixture's routing skew: the most loaded expert's tokens over the mean, the GPU that holds it the "
+                "busiest (1: even; at most experts / experts_per_token)"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

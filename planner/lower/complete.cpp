@@ -52,6 +52,20 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
   if (m.pad_to_capacity && !m.capacity_factor)
     problems.push_back({"'pad_to_capacity' pads each expert's input to its capacity, but 'capacity_factor' is not set",
                         "pad_to_capacity", "capacity_factor"});
+  if (m.keys.count("routing_imbalance") && m.routing_imbalance != 1.0) {
+    // An expert takes each token at most once: k x T / experts is the mean,
+    // T the most.
+    double const most = static_cast<double>(m.experts) / static_cast<double>(std::max<std::int64_t>(1, m.experts_per_token));
+    if (m.experts <= 1)
+      problems.push_back({fmt::format("'routing_imbalance' ({:g}) needs a mixture of experts, but 'experts' is {}",
+                                      m.routing_imbalance, m.experts),
+                          "routing_imbalance", "experts"});
+    else if (m.experts_per_token <= m.experts && m.routing_imbalance > most)
+      problems.push_back({fmt::format("'routing_imbalance' ({:g}) cannot exceed experts / experts_per_token ({:g}): an "
+                                      "expert takes each token at most once",
+                                      m.routing_imbalance, most),
+                          "routing_imbalance", "experts_per_token"});
+  }
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

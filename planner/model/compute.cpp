@@ -389,7 +389,7 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   double const t = static_cast<double>(tokens);
   bool const swiglu = m.mlp == mlp_kind::swiglu;
   double const act_out = static_cast<double>(swiglu ? 3 * ffn : 2 * ffn) / static_cast<double>(tp);
-  double const mlp_share = static_cast<double>(active) * sh.routed_share;
+  double const mlp_share = static_cast<double>(active) * sh.received_share;
   bool const rms = m.norm == norm_kind::rmsnorm;
   bool const rotary = m.position == position_kind::rotary;
   double const norm_bytes = 2 * 2 * sp_tokens * h * (eager && rms ? eager_rmsnorm_bytes : 1.0);

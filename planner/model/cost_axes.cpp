@@ -120,7 +120,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   std::int64_t const layers = x.sc.layers;
   std::int64_t const count = per_layer * layers * x.micro;
   double const md = static_cast<double>(x.micro);
-  bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.routed_share;
+  bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
   if (s.sequence_parallel) {
     std::int64_t const ag_per_layer = per_layer + (ops ? per_pass : 0);
     std::int64_t const ag_count = ag_per_layer * layers * x.micro;
@@ -592,9 +592,10 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   if (x.m.experts <= 1 || sh.s.ep <= 1) return;
   // Tokens go to their experts and back, forward and backward: top-k
   // copies of the tokens this rank holds (tokens / tp with sequence
-  // parallelism).
+  // parallelism). Under a skew every rank waits for the busiest, which
+  // receives (and sends back) its load's share of them (routing_load).
   bytes const size =
-      x.activation * static_cast<double>(sh.active_experts) * sh.routed_share / static_cast<double>(sh.sp_divisor);
+      x.activation * static_cast<double>(sh.active_experts) * sh.received_share / static_cast<double>(sh.sp_divisor);
   auto const one = call(collective::all_to_all, size, sh.ep);
   // Full recomputation dispatches and combines again before the backward;
   // torchtitan's op-level policy keeps the all-to-alls' outputs (its

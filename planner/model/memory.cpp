@@ -99,8 +99,9 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   double const a = double(m.heads);
   double const kv_width = double(m.kv_heads * (m.hidden / m.heads));
   double const ffn = double(m.mlp_width());
-  // Routed copies a token's MLP rows take: top-k, at a capacity its share.
-  double const active = double(std::min(m.experts_per_token, m.experts)) * routed_share(m, tokens / rep);
+  // Routed copies a token's MLP rows take on the busiest GPU: top-k, at a
+  // capacity its share, under a skew the busiest GPU's load.
+  double const active = double(std::min(m.experts_per_token, m.experts)) * routing_load(m, s.ep, tokens / rep);
   bool const dropout = m.dropout;
   if (s.checkpoint == checkpoint_mode::full) {
     add("layer input (full recomputation keeps only this)", e * tokens * h / rep);

@@ -194,14 +194,36 @@ shape_groups groups_of(program const& p, strategy const& s) {
 
 strategy_shape shape_of(program const& p, strategy const& s) { return shape_of(p, s, groups_of(p, s)); }
 
-double routed_share(model const& m, double router_tokens) {
+namespace {
+
+// An expert's capacity over its even share of a rank's `router_tokens`
+// routed k ways: ceil(k x T / experts x factor) / (k x T / experts); 1
+// without a capacity.
+double capacity_share(model const& m, double router_tokens) {
   if (m.experts <= 1 || !m.capacity_factor) return 1.0;
   double const even =
       router_tokens * static_cast<double>(std::min(m.experts_per_token, m.experts)) / static_cast<double>(m.experts);
   if (even <= 0) return 1.0;
-  double const capacity = std::ceil(even * *m.capacity_factor);
-  double const share = capacity / even;
+  return std::ceil(even * *m.capacity_factor) / even;
+}
+
+}  // namespace
+
+double routed_share(model const& m, double router_tokens) {
+  if (m.experts <= 1 || !m.capacity_factor) return 1.0;
+  double const share = capacity_share(m, router_tokens);
   return m.pad_to_capacity ? share : std::min(1.0, share);
+}
+
+double routing_load(model const& m, std::int64_t ep, double router_tokens) {
+  if (m.experts <= 1) return 1.0;
+  double const r = m.routing_imbalance;
+  double const experts = static_cast<double>(m.experts);
+  double const local = static_cast<double>(std::max<std::int64_t>(1, m.experts / std::max<std::int64_t>(1, ep)));
+  double const busiest = (r + (local - 1) * ((experts - r) / (experts - 1))) / local;
+  if (!m.capacity_factor) return busiest;
+  double const share = capacity_share(m, router_tokens);
+  return m.pad_to_capacity ? share : std::min(busiest, share);
 }
 
 strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups) {
@@ -236,10 +258,11 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
     // In long double: exact for any real job, and no overflow for any other.
     auto const gathered = s.sequence_parallel ? s.expert_tp() : 1;
     sh.routed_share = routed_share(m, static_cast<double>(sh.tokens) / static_cast<double>(sh.sp_divisor));
+    sh.received_share = routing_load(m, s.ep, static_cast<double>(sh.tokens) / static_cast<double>(sh.sp_divisor));
     long double const rows = std::floor(static_cast<long double>(sh.tokens) * static_cast<long double>(gathered) *
                                         static_cast<long double>(sh.active_experts) * static_cast<long double>(s.ep) /
                                         (static_cast<long double>(sh.sp_divisor) * static_cast<long double>(m.experts)) *
-                                        static_cast<long double>(sh.routed_share));
+                                        static_cast<long double>(sh.received_share));
     sh.mlp_tokens = rows >= 0x1p62L ? std::int64_t{1} << 62 : std::max<std::int64_t>(1, static_cast<std::int64_t>(rows));
   } else {
     sh.mlp_tokens = sh.tokens;

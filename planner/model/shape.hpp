@@ -127,6 +127,9 @@ struct strategy_shape : shape_groups {
   /// Routed rows as a share of k copies of the rank's tokens (routed_share):
   /// 1 dropless, the capacity's share with capacity_factor.
   double routed_share = 1;
+  /// Rows the busiest GPU's experts receive, as a share of k copies of a
+  /// rank's tokens (routing_load): routed_share under an even routing.
+  double received_share = 1;
   std::int64_t padded_vocab = 1;    ///< vocab padded to a multiple of 128 x tp (Megatron)
   std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
   double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
@@ -210,6 +213,14 @@ struct strategy_shape : shape_groups {
 /// capacity over the even share when padded to it, else at most 1 (an even
 /// routing drops nothing at a factor of 1 or more).
 double routed_share(model const& m, double router_tokens);
+/// The rows the busiest GPU of an expert-parallel group of `ep` receives,
+/// as a share of k copies of each rank's `router_tokens`: under a skew
+/// (model.routing_imbalance r) the GPU holds the most loaded expert, r
+/// times the mean, and L - 1 more (L = experts / ep) sharing the rest of
+/// the experts' tokens evenly, (r + (L - 1)(E - r) / (E - 1)) / L of its even
+/// share: r with one expert a GPU, 1 with every expert on it. A capacity
+/// caps it (padded: exactly the capacity). routed_share where r is 1.
+double routing_load(model const& m, std::int64_t ep, double router_tokens);
 
 /// The shape of `s` on `p`'s cluster. `s` must be legal (check's rules, with
 /// dp set): every degree divides what it splits.

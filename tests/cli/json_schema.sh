@@ -70,7 +70,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 7,'
+expect_contains "$TMP/imported.json" '"schema_version": 8,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -97,6 +97,17 @@ json_doc capacity 0 "$TMP/capacity.dtp"
 expect_contains "$TMP/capacity.json" '"capacity_factor": 1.25,'
 expect_contains "$TMP/capacity.json" '"pad_to_capacity": true,'
 expect_contains "$TMP/capacity.json" '"group": "replicate",'
+# The same model dropless under a routing skew (schema version 8), and its
+# text report's model line beside the capacity's.
+sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/routing_imbalance = 1.5/' "$TMP/capacity.dtp" >"$TMP/skew.dtp"
+json_doc skew 0 "$TMP/skew.dtp"
+expect_contains "$TMP/skew.json" '"routing_imbalance": 1.5,'
+expect_contains "$TMP/capacity.json" '"routing_imbalance": 1,'
+expect_contains "$TMP/imported.json" '"routing_imbalance": 1,'
+expect_status 0 "$DTPLAN" "$TMP/skew.dtp"
+expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token, routing imbalance 1.5), vocab 32000"
+expect_status 0 "$DTPLAN" "$TMP/capacity.dtp"
+expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token, capacity 1.25 padded), vocab 32000"
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

@@ -1597,3 +1597,66 @@ TEST_CASE("an expert capacity: padded experts compute and receive it, dropping o
   CHECK(shape_of(p, s).routed_share == 2049.0 / 2048.0);
   CHECK(shape_of(p, s).mlp_tokens == 2049 * 8);
 }
+
+TEST_CASE("a routing skew: the busiest GPU receives its load, every rank of its group waits for it", "[comm][golden]") {
+  // Mixtral-like as above (8 experts, 2 a token, 8192 tokens a rank, 2048
+  // an expert from each rank evenly). routing_imbalance 1.5: the most
+  // loaded expert takes 1.5 times the mean. With ep 8 it is alone on its
+  // GPU: 1.5 x 2048 from each of the 8 ranks. With ep 4 its GPU's other
+  // expert shares the rest, (8 - 1.5) / 7 of the mean: (1.5 + 6.5 / 7) / 2
+  // of the even share. With ep 1 every expert is on every GPU: even.
+  auto p = mixtral_like_on_4x8();
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  analytic_cost_model const model;
+  auto const even = shape_of(p, s);
+  CHECK(even.received_share == 1.0);
+  auto const even_step = model.step_time(p, s);
+  p.model.routing_imbalance = 1.5;
+  auto const skewed = shape_of(p, s);
+  CHECK(skewed.received_share == 1.5);
+  CHECK(skewed.routed_share == 1.0);  // what each rank sends of its own tokens
+  CHECK(skewed.mlp_tokens == 2048 * 8 * 3 / 2);
+  double const layer = 8192.0 * 4096 * 2;  // s.b.h in bf16
+  auto const step = model.step_time(p, s);
+  auto const a2a = find_comm(step, comm_group::ep);
+  REQUIRE(a2a);
+  CHECK(a2a->size.value() == 2 * layer * 1.5);
+  CHECK(step.step > even_step.step);
+  // The dispatcher's copies of the rank's own tokens are the same; with
+  // one expert a GPU nothing arrives to sort.
+  CHECK(expert_movement(skewed).forward == expert_movement(even).forward);
+  auto const routed = [](program const& q, strategy const& t) {
+    for (auto const& term : activation_terms(q.model, t))
+      if (term.name == "experts' input (top-k copies of the tokens routed to this GPU)") return term.size.value();
+    return -1.0;
+  };
+  CHECK(routed(p, s) == 2 * 1.5 * 8192 * 4096 * 2);
+  {
+    strategy t = s;
+    t.ep = 4;
+    double const share = (1.5 + 1.0 * (6.5 / 7.0)) / 2.0;
+    CHECK(routing_load(p.model, 4, 8192) == share);
+    CHECK(shape_of(p, t).received_share == share);
+    CHECK(shape_of(p, t).mlp_tokens == 9947);  // floor(8192 x 1.2142857)
+    // Two experts a GPU: what arrives is sorted by expert and back, 4 R
+    // rows, R the busiest GPU's; the rank's own copies are the same.
+    auto q = p;
+    q.model.routing_imbalance = 1.0;
+    double const rows_even = 8192.0 * 2, rows_skewed = 9947.0 * 2;  // mlp_tokens x local experts
+    CHECK(expert_movement(shape_of(p, t)).forward.value() - expert_movement(shape_of(q, t)).forward.value() ==
+          Approx(2 * 4096 * 2 * 2 * (rows_skewed - rows_even)).epsilon(1e-12));
+  }
+  {
+    strategy t = s;
+    t.ep = 1;
+    CHECK(shape_of(p, t).received_share == 1.0);
+  }
+  // A capacity caps the busiest GPU; padded, it receives the capacity.
+  p.model.capacity_factor = 1.25;
+  CHECK(shape_of(p, s).received_share == 1.25);
+  p.model.capacity_factor = 2.0;
+  CHECK(shape_of(p, s).received_share == 1.5);
+  p.model.pad_to_capacity = true;
+  CHECK(shape_of(p, s).received_share == 2.0);
+}
