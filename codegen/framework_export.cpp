@@ -696,7 +696,8 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "loss_parallel") return s.tp > 1;
   if (key == "grouped_gemm") return p.model.experts > 1 && p.model.experts / s.ep > 1;
   if (key == "permute_fusion") return p.model.experts > 1;
-  if (key == "shared_expert_overlap") return p.model.experts > 1 && p.model.shared_expert_ffn > 0 && s.ep > 1;
+  if (key == "shared_expert_overlap" || key == "shared_expert_combine_overlap")
+    return p.model.experts > 1 && p.model.shared_expert_ffn > 0 && s.ep > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;
   // Whose fused softmax matters on the unfused attention path only.
   if (key == "transformer_impl")

@@ -324,6 +324,12 @@ struct training {
   /// dispatch to the combine, its GEMMs under the all-to-alls (Megatron-
   /// Core's --moe-shared-expert-overlap); false: in line with the rest.
   bool shared_expert_overlap = false;
+  /// A mixture's shared expert's forward placed between the combine's
+  /// all-to-all and the use of its output, on the compute stream while the
+  /// collective runs on its own: the forward's combine hides under it, the
+  /// dispatch and the backward's all-to-alls do not (torchtitan v0.2.0
+  /// models/moe/moe.py:464-470).
+  bool shared_expert_combine_overlap = false;
   /// Precision of the gradient buffers and of their data-parallel reduction
   /// (Megatron's --accumulate-allreduce-grads-in-fp32, DeepSpeed's
   /// BF16_Optimizer: fp32); unset means the model's 16-bit precision (bf16

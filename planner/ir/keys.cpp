@@ -485,6 +485,11 @@ std::vector<key_info> behaviour_keys() {
      .aliases = {"moe_shared_expert_overlap"}, .dump_default = false,
      .meaning = "a mixture's shared expert on a stream of its own, its GEMMs under the dispatch and combine "
                 "all-to-alls (Megatron-Core's --moe-shared-expert-overlap)"},
+    {.block = k, .name = "shared_expert_combine_overlap", .dom = d::boolean,
+     .field = member<&training::shared_expert_combine_overlap, B>(), .default_value = false,
+     .default_text = "false", .dump_default = false,
+     .meaning = "a mixture's shared expert's forward run while the combine's all-to-all is in flight, hiding the "
+                "forward's combine only (torchtitan's order)"},
     {.block = k, .name = "grad_precision", .dom = d::choice, .field = member<&training::grad_precision, B>(),
      .choices = {"bf16", "fp16", "fp32"}, .default_text = "the model's 16-bit",
      .aliases = {"accumulate_allreduce_grads_in_fp32", "reduce_dtype"},

@@ -611,13 +611,21 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // moe/token_dispatcher.py:581, 644, 784-802; moe/shared_experts.py:119-240). A
   // pass's two all-to-alls hide under its GEMMs: the forward's, twice them
   // in the backward.
-  if (x.sh.prog->training.shared_expert_overlap && x.m.shared_expert_ffn > 0) {
+  // torchtitan runs its shared expert's forward between the combine's
+  // all-to-all and the use of its output (TT v0.2.0 models/moe/moe.py:
+  // 464-470; functional collectives wait on first use): the forward's
+  // combine hides under its GEMMs; the dispatch, whose splits the host
+  // waits for, and the backward's, which autograd reaches after the shared
+  // expert's backward, do not.
+  auto const& t = x.sh.prog->training;
+  if ((t.shared_expert_overlap || t.shared_expert_combine_overlap) && x.m.shared_expert_ffn > 0) {
     seconds shared;
     for (int i = 0; i < sh.gemm_count; ++i)
       if (sh.gemms[static_cast<std::size_t>(i)].role == gemm_role::shared_expert)
         shared += x.sc.gemm_forward[static_cast<std::size_t>(i)];
-    seconds const forward = max(seconds(0), one * 2.0 - shared);
-    seconds const backward = max(seconds(0), one * 2.0 - shared * 2.0);
+    seconds const forward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared)
+                                                    : one + max(seconds(0), one - shared);
+    seconds const backward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared * 2.0) : one * 2.0;
     exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(x.sc.layers * x.micro);
   }
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, total, exposed, comm_phase::layer);

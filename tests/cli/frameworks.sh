@@ -497,7 +497,13 @@ expect_lacks "$TMP/err" "warning"
 # which its job file cannot: a plan costed one after another says so.
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"
 expect_contains "$TMP/err" "<--set>:1:10: warning: the plan was costed with grouped_gemm = false; a torchtitan job cannot say it and runs true"
-expect_contains "$TMP/out" "time per step                      4.86 s"
+expect_contains "$TMP/out" "time per step                      4.81 s"
+# torchtitan's shared expert runs while the combine's all-to-all is in
+# flight; Megatron-LM cannot run it so (it has a stream of its own instead).
+expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --strategy fsdp_ep4 --set training.framework=megatron \
+  --set training.shared_expert_overlap=false --set training.shared_expert_combine_overlap=true \
+  --set strategy.zero=1 --set strategy.checkpoint=selective --emit "$TMP/qwen_combine"
+expect_contains "$TMP/err" "warning: the plan was costed with shared_expert_combine_overlap = true; a megatron job cannot say it and runs false"
 # Under Megatron-LM without --moe-shared-expert-overlap the all-to-alls wait
 # in line; the advice shows what the flag saves.
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.framework=megatron \

@@ -1536,6 +1536,48 @@ TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEM
   CHECK(none->exposed == none->time);
 }
 
+TEST_CASE("torchtitan's shared expert before the combine's use hides the forward's combine only", "[comm][golden]") {
+  // As above, with torchtitan's order (shared_expert_combine_overlap): of
+  // a layer's four all-to-alls a micro-batch the dispatch and the
+  // backward's two stay exposed, the forward's combine hides under the
+  // shared expert's GEMMs as far as they last.
+  auto p = mixtral_like_on_4x8();
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  analytic_cost_model const model;
+  double const layers_micro = 32.0 * static_cast<double>(shape_of(p, s).grad_accum);
+  for (std::int64_t width : {256, 1536}) {
+    INFO("shared_expert_ffn " << width);
+    p.model.shared_expert_ffn = width;
+    p.training.shared_expert_overlap = false;
+    p.training.shared_expert_combine_overlap = true;
+    auto const t = model.step_time(p, s);
+    auto const a2a = find_comm(t, comm_group::ep);
+    REQUIRE(a2a);
+    auto const sc = compute_per_micro_batch(shape_of(p, s));
+    double const shared = sc.gemm_forward[3].value() + sc.gemm_forward[4].value();
+    double const one = a2a->time.value() / static_cast<double>(a2a->count);
+    CHECK(a2a->count == 4 * static_cast<std::int64_t>(layers_micro));
+    CHECK(a2a->exposed.value() == Approx((one + std::max(0.0, one - shared) + 2 * one) * layers_micro).epsilon(1e-9));
+    if (width == 256)
+      CHECK(one > shared);  // partly exposed
+    else
+      CHECK(one <= shared);  // the combine hidden whole: three of four exposed
+    // Megatron-Core's stream of its own hides more where both are set.
+    p.training.shared_expert_overlap = true;
+    auto const both = find_comm(model.step_time(p, s), comm_group::ep);
+    REQUIRE(both);
+    CHECK(both->exposed < a2a->exposed);
+  }
+  // Without a shared expert nothing runs under the combine.
+  p.model.shared_expert_ffn = 0;
+  p.training.shared_expert_overlap = false;
+  auto const alone = model.step_time(p, s);
+  auto const none = find_comm(alone, comm_group::ep);
+  REQUIRE(none);
+  CHECK(none->exposed == none->time);
+}
+
 TEST_CASE("an expert capacity: padded experts compute and receive it, dropping ones at most their share", "[comm][golden]") {
   // Mixtral-like, one 8192-token sequence a micro-batch, dp 32, ep 8: each
   // rank routes 2 x 8192 copies, 2048 an expert evenly. capacity_factor
