@@ -55,7 +55,8 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
   if (m.keys.count("routing_imbalance") && m.routing_imbalance != 1.0) {
     // An expert takes each token at most once: k x T / experts is the mean,
     // T the most.
-    double const most = static_cast<double>(m.experts) / static_cast<double>(std::max<std::int64_t>(1, m.experts_per_token));
+    double const most =
+        static_cast<double>(m.experts) / static_cast<double>(std::max<std::int64_t>(1, m.experts_per_token));
     if (m.experts <= 1)
       problems.push_back({fmt::format("'routing_imbalance' ({:g}) needs a mixture of experts, but 'experts' is {}",
                                       m.routing_imbalance, m.experts),
