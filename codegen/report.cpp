@@ -225,6 +225,10 @@ void write_shape(json_writer& w, strategy_shape const& sh) {
   w.end_array();
   w.key("layer_params_per_gpu").whole(sh.layer_params);
   w.key("layer_expert_params_per_gpu").whole(sh.layer_expert_params);
+  w.key("stage_moe_layers").begin_array();
+  for (std::int64_t r = 0; r < sh.s.pp; ++r) w.value(sh.stage_moe_layers(r));
+  w.end_array();
+  w.key("dense_layer_params_per_gpu").whole(sh.dense_layer_params);
   w.key("shard_ranks").value(sh.shard_ranks());
   w.key("expert_shard_ranks").value(sh.expert_shard_ranks());
   w.key("groups").begin_object();
@@ -301,6 +305,8 @@ std::string to_json(report const& r) {
     w.key("capacity_factor").null();
   w.key("pad_to_capacity").value(p.model.experts > 1 && p.model.pad_to_capacity);
   w.key("routing_imbalance").value(p.model.experts > 1 ? p.model.routing_imbalance : 1.0);
+  w.key("dense_layers").value(p.model.experts > 1 ? p.model.dense_layers : 0);
+  w.key("moe_layer_freq").value(p.model.experts > 1 ? p.model.moe_layer_freq : 1);
   w.key("dropout").value(p.model.dropout);
   w.end_object();
   w.key("cluster").begin_object();
@@ -489,23 +495,22 @@ std::string to_text(report const& r, bool explain) {
   auto const& c = p.cluster;
   std::string out;
   out += fmt::format("{}\n", p.file);
+  std::string mixture;
+  if (m.experts > 1) {
+    mixture = fmt::format(" x {} experts ({} a token", m.experts, std::min(m.experts_per_token, m.experts));
+    if (m.capacity_factor) mixture += fmt::format(", capacity {:g}{}", *m.capacity_factor, m.pad_to_capacity ? " padded" : "");
+    if (m.routing_imbalance != 1.0) mixture += fmt::format(", routing imbalance {:g}", m.routing_imbalance);
+    mixture += ")";
+    if (m.shared_expert_ffn > 0) mixture += fmt::format(" + a shared expert {} wide", m.shared_expert_ffn);
+    // A mixture's dense layers: "in 58 of 61 layers, the others dense ffn 18432".
+    if (m.mixed_layers())
+      mixture += fmt::format(" in {} of {} layers, the others dense ffn {}", m.moe_layer_count(), m.layers, m.ffn);
+  }
   out += fmt::format(
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
-      m.kv_heads, m.mlp_width(), name(m.mlp),
-      m.experts > 1 ? fmt::format(" x {} experts ({} a token{}){}", m.experts, std::min(m.experts_per_token, m.experts),
-                                  fmt::format("{}{}",
-                                              m.capacity_factor ? fmt::format(", capacity {:g}{}", *m.capacity_factor,
-                                                                              m.pad_to_capacity ? " padded" : "")
-                                                                : std::string(),
-                                              m.routing_imbalance != 1.0
-                                                  ? fmt::format(", routing imbalance {:g}", m.routing_imbalance)
-                                                  : std::string()),
-                                  m.shared_expert_ffn > 0 ? fmt::format(" + a shared expert {} wide", m.shared_expert_ffn)
-                                                          : std::string())
-                    : std::string(),
-      m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
+      m.kv_heads, m.mlp_width(), name(m.mlp), mixture, m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));

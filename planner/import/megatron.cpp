@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -116,6 +117,96 @@ std::optional<std::string> unroll_layout(std::string_view text, std::size_t limi
     if (out.size() > limit) return std::nullopt;
   }
   return out;
+}
+
+// --moe-layer-freq's list pattern, as Megatron-LM evaluates it (core_v0.13.0
+// megatron/training/arguments.py:302-330, a Python expression such as
+// "([0]*3+[1]*58)" or "[0,1]*24"): lists of integers, '+' joining them,
+// '*' repeating one by a count, parentheses. nullopt where the text is not
+// such an expression or its list would pass `limit` entries.
+std::optional<std::vector<std::int64_t>> layer_pattern(std::string_view text, std::size_t limit) {
+  struct value {
+    bool list = false;
+    std::int64_t n = 0;
+    std::vector<std::int64_t> items;
+  };
+  std::size_t at = 0;
+  auto skip = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  };
+  auto eat = [&](char c) {
+    skip();
+    if (at < text.size() && text[at] == c) return ++at, true;
+    return false;
+  };
+  auto number = [&]() -> std::optional<std::int64_t> {
+    skip();
+    std::int64_t n = 0;
+    auto const from = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      if (n > (std::int64_t{1} << 40)) return std::nullopt;
+      n = n * 10 + (text[at++] - '0');
+    }
+    if (at == from) return std::nullopt;
+    return n;
+  };
+  std::function<std::optional<value>()> expr;
+  auto factor = [&]() -> std::optional<value> {
+    if (eat('(')) {
+      auto v = expr();
+      if (!v || !eat(')')) return std::nullopt;
+      return v;
+    }
+    if (eat('[')) {
+      value v;
+      v.list = true;
+      if (eat(']')) return v;
+      do {
+        auto n = number();
+        if (!n || v.items.size() >= limit) return std::nullopt;
+        v.items.push_back(*n);
+      } while (eat(','));
+      if (!eat(']')) return std::nullopt;
+      return v;
+    }
+    auto n = number();
+    if (!n) return std::nullopt;
+    return value{false, *n, {}};
+  };
+  auto term = [&]() -> std::optional<value> {
+    auto v = factor();
+    while (v && eat('*')) {
+      auto w = factor();
+      if (!w || (v->list && w->list)) return std::nullopt;
+      if (!v->list && !w->list) {
+        if (w->n != 0 && v->n > static_cast<std::int64_t>(limit) / w->n) return std::nullopt;
+        v->n *= w->n;
+        continue;
+      }
+      auto& list = v->list ? *v : *w;
+      auto const times = v->list ? w->n : v->n;
+      if (times > 0 && list.items.size() > limit / static_cast<std::size_t>(times)) return std::nullopt;
+      value out{true, 0, {}};
+      for (std::int64_t k = 0; k < times; ++k) out.items.insert(out.items.end(), list.items.begin(), list.items.end());
+      v = std::move(out);
+    }
+    return v;
+  };
+  expr = [&]() -> std::optional<value> {
+    auto v = term();
+    while (v && eat('+')) {
+      auto w = term();
+      if (!w || v->list != w->list) return std::nullopt;
+      if (!v->list) return std::nullopt;
+      if (v->items.size() + w->items.size() > limit) return std::nullopt;
+      v->items.insert(v->items.end(), w->items.begin(), w->items.end());
+    }
+    return v;
+  };
+  auto v = expr();
+  skip();
+  if (!v || !v->list || at != text.size()) return std::nullopt;
+  return v->items;
 }
 
 // A warning at `at` where Megatron's split of the layers over pp x vpp
@@ -628,13 +719,48 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       }
       if (auto const* pad = job.flag("--moe-pad-expert-input-to-capacity"))
         set(t, "model", "pad_to_capacity", boolean_value(true, key_at(pad)), key_at(pad));
-      // Which layers are mixtures (an interval, or a list such as
-      // "([0]*3+[1]*29)"): dtplan costs every layer as one, 1's meaning.
+      // Which layers are mixtures: every N-th from the first (an integer), or
+      // a list of 0 and 1 a layer (core_v0.13.0 models/gpt/
+      // gpt_layer_specs.py:446-474). dtplan's dense_layers and moe_layer_freq
+      // say a run of dense layers first, then every N-th a mixture; another
+      // list is costed as every layer a mixture.
       if (auto const* freq = job.find("--moe-layer-freq")) {
-        if (auto v = job.text(*freq); !v)
+        auto const v = job.text(*freq);
+        if (!v) {
           failed = true;
-        else if (*v != "1")
-          not_modelled(t, *freq, "MoE layer frequency", *v, "1: every layer a mixture of experts");
+        } else if (v->find('[') == std::string_view::npos) {
+          if (auto [f, fe] = integer("--moe-layer-freq"); !f || *f < 1)
+            failed = true;
+          else if (*f != 1)
+            set(t, "model", "moe_layer_freq", integer_value(*f, value_at(fe)), key_at(fe));
+        } else if (auto pattern = layer_pattern(*v, 1 << 20); !pattern) {
+          t.diags.error(value_at(freq), fmt::format("'--moe-layer-freq' is not a list of 0 and 1 as Megatron-LM "
+                                                    "evaluates it (such as \"([0]*3+[1]*58)\"): '{}'",
+                                                    dsl::escaped(*v)));
+          failed = true;
+        } else {
+          auto const& l = *pattern;
+          auto const size = static_cast<std::int64_t>(l.size());
+          auto const first = std::find(l.begin(), l.end(), 1) - l.begin();
+          auto const next = first < size ? std::find(l.begin() + first + 1, l.end(), 1) - l.begin() : size;
+          std::int64_t const every = next < size ? next - first : std::max<std::int64_t>(1, size - first);
+          bool fits = first < size;
+          for (std::int64_t i = 0; fits && i < size; ++i)
+            fits = l[static_cast<std::size_t>(i)] == ((i >= first && (i - first) % every == 0) ? 1 : 0);
+          std::int64_t const layers = c.layers ? *c.layers : ctx.prior ? ctx.prior->model.layers : 0;
+          if (layers > 0 && size != layers) {
+            t.diags.error(value_at(freq), fmt::format("'--moe-layer-freq' names {} layers; the model has {}", size,
+                                                      layers));
+            failed = true;
+          } else if (!fits) {
+            not_modelled(t, *freq, "MoE layer pattern", *v,
+                         "1: every layer a mixture of experts (dtplan says dense layers first, then every N-th a "
+                         "mixture)");
+          } else {
+            if (first > 0) set(t, "model", "dense_layers", integer_value(first, value_at(freq)), key_at(freq));
+            if (every > 1) set(t, "model", "moe_layer_freq", integer_value(every, value_at(freq)), key_at(freq));
+          }
+        }
       }
     }
     // The local experts as one grouped GEMM (TEGroupedMLP) with

@@ -188,6 +188,13 @@ struct model {
   /// routes them). The rest of the GPU's experts share what is left evenly
   /// (routing_load).
   double routing_imbalance = 1.0;
+  /// A mixture's layers that are not mixtures: the first `dense_layers`
+  /// run a dense MLP `ffn` wide (DeepSeek's first_k_dense_replace), and of
+  /// the rest every `moe_layer_freq`-th, from the first, is a mixture
+  /// (Megatron-LM's --moe-layer-freq N; Llama 4's every other layer is
+  /// dense_layers = 1, moe_layer_freq = 2).
+  std::int64_t dense_layers = 0;
+  std::int64_t moe_layer_freq = 1;
   /// Dropout during training, so its 1-byte masks are stored for backward
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.
@@ -197,6 +204,26 @@ struct model {
   /// The width of the MLP a token runs through: a mixture's expert width,
   /// else ffn.
   [[nodiscard]] std::int64_t mlp_width() const { return experts > 1 && expert_ffn > 0 ? expert_ffn : ffn; }
+  /// Whether layer `i` (from 0) is a mixture of experts.
+  [[nodiscard]] bool moe_layer(std::int64_t i) const {
+    return experts > 1 && i >= dense_layers && (i - dense_layers) % moe_layer_freq == 0;
+  }
+  /// How many of layers [first, last) are mixtures.
+  [[nodiscard]] std::int64_t moe_layers_in(std::int64_t first, std::int64_t last) const {
+    if (experts <= 1) return 0;
+    auto const from = first > dense_layers ? first : dense_layers;
+    if (last <= from) return 0;
+    // Mixtures sit at dense_layers + j x freq: those from `from` below `last`.
+    auto const below = [&](std::int64_t x) {
+      auto const d = x - dense_layers;
+      return d / moe_layer_freq + (d % moe_layer_freq != 0 ? 1 : 0);
+    };
+    return below(last) - below(from);
+  }
+  /// The mixture layers of the whole model.
+  [[nodiscard]] std::int64_t moe_layer_count() const { return moe_layers_in(0, layers); }
+  /// Whether some layers of a mixture are dense.
+  [[nodiscard]] bool mixed_layers() const { return experts > 1 && moe_layer_count() < layers; }
 };
 
 struct gpu {

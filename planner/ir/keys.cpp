@@ -286,6 +286,14 @@ std::vector<key_info> model_keys() {
      .range = imbalance_range, .default_value = 1.0, .default_text = "1 (even)",
      .meaning = "a mixture's routing skew: the most loaded expert's tokens over the mean, the GPU that holds it the "
                 "busiest (1: even; at most experts / experts_per_token)"},
+    {.block = k::model, .name = "dense_layers", .dom = d::count, .field = member<&model::dense_layers>(),
+     .min = 0, .what = "for 'dense_layers'", .default_value = std::int64_t{0}, .default_text = "0",
+     .aliases = {"first_k_dense_replace", "n_dense_layers"},
+     .meaning = "a mixture's first layers that run a dense MLP ffn wide instead of experts"},
+    {.block = k::model, .name = "moe_layer_freq", .dom = d::count, .field = member<&model::moe_layer_freq>(),
+     .what = "for 'moe_layer_freq'", .default_value = std::int64_t{1}, .default_text = "1 (every layer)",
+     .meaning = "of a mixture's layers after dense_layers, every this-many-th is a mixture, from the first "
+                "(Megatron-LM's --moe-layer-freq); the others dense"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <tuple>
 
 #include "planner/ir/keys.hpp"
 #include "planner/model/params.hpp"
@@ -67,6 +68,16 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
                                       m.routing_imbalance, most),
                           "routing_imbalance", "experts_per_token"});
   }
+  for (auto [key, value, plain] : {std::tuple{"dense_layers", m.dense_layers, std::int64_t{0}},
+                                   std::tuple{"moe_layer_freq", m.moe_layer_freq, std::int64_t{1}}})
+    if (m.keys.count(key) && value != plain && m.experts <= 1)
+      problems.push_back({fmt::format("'{}' ({}) needs a mixture of experts, but 'experts' is {}", key, value,
+                                      m.experts),
+                          key, "experts"});
+  if (m.experts > 1 && m.dense_layers >= m.layers && m.layers > 0)
+    problems.push_back({fmt::format("'dense_layers' ({}) leaves none of the {} layers a mixture of experts",
+                                    m.dense_layers, m.layers),
+                        "dense_layers", "layers"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

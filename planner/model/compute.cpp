@@ -303,7 +303,11 @@ expert_moves expert_movement(strategy_shape const& sh) {
   return out;
 }
 
-stage_compute compute_per_micro_batch(strategy_shape const& sh) {
+namespace {
+
+// One micro-batch on the costed stage, every layer of the shape's kind (a
+// mixture's or a dense model's).
+stage_compute compute_one_kind(strategy_shape const& sh) {
   program const& p = *sh.prog;
   model const& m = p.model;
   strategy const& s = sh.s;
@@ -488,6 +492,33 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   return out;
 }
 
+}  // namespace
+
+stage_compute compute_per_micro_batch(strategy_shape const& sh) {
+  stage_compute out = compute_one_kind(sh);
+  model const& m = sh.prog->model;
+  auto const n = out.layers, moe = sh.costed_moe_layers;
+  if (!m.mixed_layers() || n <= 0 || moe >= n) return out;
+  // A mixture with dense layers (model::dense_layers, moe_layer_freq): the
+  // costed stage's dense ones as the same model with one dense MLP, on the
+  // same groups; the per-layer times become the stage's mean layer.
+  program dense = *sh.prog;
+  dense.model = dense_layer_model(m);
+  stage_compute const d = compute_one_kind(shape_of(dense, sh.s, sh));
+  double const k = static_cast<double>(moe), rest = static_cast<double>(n - moe), all = static_cast<double>(n);
+  auto const mean = [&](seconds a, seconds b) { return (a * k + b * rest) / all; };
+  out.layer_forward = mean(out.layer_forward, d.layer_forward);
+  out.layer_backward = mean(out.layer_backward, d.layer_backward);
+  out.layer_attention_core = mean(out.layer_attention_core, d.layer_attention_core);
+  out.layer_attention_core_backward = mean(out.layer_attention_core_backward, d.layer_attention_core_backward);
+  out.layer_recompute = mean(out.layer_recompute, d.layer_recompute);
+  out.dense_layers = n - moe;
+  out.dense_layer_kernels = d.layer_kernels;
+  out.dense_layer_kernels_backward = d.layer_kernels_backward;
+  out.dense_layer_kernels_recompute = d.layer_kernels_recompute;
+  return out;
+}
+
 std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; }
 
 flops model_flops_per_step(program const& p) {
@@ -518,7 +549,11 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       double const ffn = static_cast<double>(m.mlp_width());
       double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
       double const h = static_cast<double>(m.hidden);
-      extra = 2.0 * static_cast<double>(m.layers) * (h * kv + q * h + active * h * ffn) * tokens;
+      // A mixture's dense layers' second matmul is ffn wide, one of it.
+      double const moe = static_cast<double>(m.experts > 1 ? m.moe_layer_count() : m.layers);
+      double const dense = static_cast<double>(m.layers) - moe;
+      extra = 2.0 * (static_cast<double>(m.layers) * (h * kv + q * h) +
+                     moe * active * h * ffn + dense * h * static_cast<double>(m.ffn)) * tokens;
       if (m.attention != attention_kind::flash) extra += attention_fwd;
       break;
     }

@@ -52,9 +52,25 @@ struct stage_compute {
   std::int64_t layer_kernels_recompute = 0; ///< operators the recomputation issues per layer
   std::int64_t head_kernels_forward = 0;    ///< operators of the head's forward
   std::int64_t head_kernels_backward = 0;   ///< operators of the head's backward
+  /// Of `layers`, a mixture's dense layers (model::dense_layers,
+  /// moe_layer_freq): the per-layer times above are then the stage's mean
+  /// layer, the kernel counts a mixture layer's, and these a dense one's.
+  std::int64_t dense_layers = 0;
+  std::int64_t dense_layer_kernels = 0;
+  std::int64_t dense_layer_kernels_backward = 0;
+  std::int64_t dense_layer_kernels_recompute = 0;
+  /// Operators the stage's layers issue for one micro-batch, forward; and
+  /// backward with the recomputation.
+  [[nodiscard]] std::int64_t layers_kernels_forward() const {
+    return layer_kernels * (layers - dense_layers) + dense_layer_kernels * dense_layers;
+  }
+  [[nodiscard]] std::int64_t layers_kernels_backward() const {
+    return (layer_kernels_backward + layer_kernels_recompute) * (layers - dense_layers) +
+           (dense_layer_kernels_backward + dense_layer_kernels_recompute) * dense_layers;
+  }
   /// Operators the stage issues for one micro-batch (forward, backward, recomputation).
   [[nodiscard]] std::int64_t kernels() const {
-    return (layer_kernels + layer_kernels_backward + layer_kernels_recompute) * layers + head_kernels();
+    return layers_kernels_forward() + layers_kernels_backward() + head_kernels();
   }
   [[nodiscard]] std::int64_t head_kernels() const { return head_kernels_forward + head_kernels_backward; }
   /// forward + backward of the stage for one micro-batch, without recomputation

@@ -115,15 +115,18 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   bool const shared = mixture && x.m.shared_expert_ffn > 0;
   std::int64_t const per_pass = mixture && !shared ? 1 : 2;  // of each dense collective, per layer
   std::int64_t const passes = 2 + (s.checkpoint == checkpoint_mode::full ? 1 : 0);
-  std::int64_t const per_layer = per_pass * passes;
   bool const ops = s.checkpoint == checkpoint_mode::ops;
   std::int64_t const layers = x.sc.layers;
-  std::int64_t const count = per_layer * layers * x.micro;
+  // A mixture's dense layers (model::dense_layers) run a dense MLP's two
+  // collectives a pass; `moe` layers are the mixtures, `units` each dense
+  // collective of a pass over the stage's layers.
+  std::int64_t const dense_layers = x.sc.dense_layers, moe = layers - dense_layers;
+  std::int64_t const units = per_pass * moe + 2 * dense_layers;
+  std::int64_t const count = passes * units * x.micro;
   double const md = static_cast<double>(x.micro);
   bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
   if (s.sequence_parallel) {
-    std::int64_t const ag_per_layer = per_layer + (ops ? per_pass : 0);
-    std::int64_t const ag_count = ag_per_layer * layers * x.micro;
+    std::int64_t const ag_count = (passes + (ops ? 1 : 0)) * units * x.micro;
     auto const ag = call(collective::all_gather, x.activation, tp);
     auto const rs = call(collective::reduce_scatter, x.activation, tp);
     auto const ag_total = ag * static_cast<double>(ag_count);
@@ -135,6 +138,9 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     // (and in the backward under their dgrad and wgrad GEMMs, about as
     // long), exposing the first chunk and what the GEMM cannot cover.
     seconds ag_layer = ag * static_cast<double>(per_pass), rs_layer = rs * static_cast<double>(per_pass);  // one pass
+    // A dense layer's: two of each; its MLP's under the MLP's own GEMMs,
+    // ffn wide, with userbuffers, exposing their first chunk.
+    seconds ag_dense = ag * 2.0, rs_dense = rs * 2.0;
     if (x.sh.prog->training.tp_comm_overlap && !out.serial) {
       auto const& gf = x.sc.gemm_forward;
       auto const n = static_cast<std::size_t>(x.sh.gemm_count);
@@ -148,51 +154,56 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       bool const mlp = up < n && down < n;
       ag_layer = exposed(ag, gf[0]) + (mlp ? exposed(ag, gf[up]) : seconds(0));
       rs_layer = exposed(rs, gf[1]) + (mlp ? exposed(rs, gf[down]) : seconds(0));
+      ag_dense = exposed(ag, gf[0]) + ag / t;
+      rs_dense = exposed(rs, gf[1]) + rs / t;
     }
-    double const passes_d = static_cast<double>(passes * layers * x.micro);
-    seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag * static_cast<double>((ag_per_layer - per_layer) * layers * x.micro));
-    seconds const rs_exposed = min(rs_total, rs_layer * passes_d);
+    double const passes_d = static_cast<double>(passes * moe * x.micro);
+    double const dense_passes = static_cast<double>(passes * dense_layers * x.micro);
+    seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag_dense * dense_passes +
+                                                 ag * static_cast<double>((ops ? units : 0) * x.micro));
+    seconds const rs_exposed = min(rs_total, rs_layer * passes_d + rs_dense * dense_passes);
     out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_exposed, comm_phase::layer);
     out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_exposed,
             comm_phase::layer);
     stream.time = (ag_exposed + rs_exposed) / md;
-    stream.calls = (ag_per_layer + per_layer) * layers;
-    stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(layers);
-    stream.forward_calls = 2 * per_pass * layers;  // the all-gathers and the reduce-scatters
+    stream.calls = (2 * passes + (ops ? 1 : 0)) * units;
+    stream.forward_time =
+        (ag_layer + rs_layer) * static_cast<double>(moe) + (ag_dense + rs_dense) * static_cast<double>(dense_layers);
+    stream.forward_calls = 2 * units;  // the all-gathers and the reduce-scatters
     if (expert_tp) {
       std::int64_t const e_ag_layer = passes + (ops ? 1 : 0), e_rs_layer = passes;
       auto const e_ag = call(collective::all_gather, routed, tp);
       auto const e_rs = call(collective::reduce_scatter, routed, tp);
-      auto const e_ag_total = e_ag * static_cast<double>(e_ag_layer * layers * x.micro);
-      auto const e_rs_total = e_rs * static_cast<double>(e_rs_layer * layers * x.micro);
-      out.add(collective::all_gather, comm_group::tp, tp, routed, e_ag_layer * layers * x.micro, e_ag_total, e_ag_total,
+      auto const e_ag_total = e_ag * static_cast<double>(e_ag_layer * moe * x.micro);
+      auto const e_rs_total = e_rs * static_cast<double>(e_rs_layer * moe * x.micro);
+      out.add(collective::all_gather, comm_group::tp, tp, routed, e_ag_layer * moe * x.micro, e_ag_total, e_ag_total,
               comm_phase::layer);
-      out.add(collective::reduce_scatter, comm_group::tp, tp, routed, e_rs_layer * layers * x.micro, e_rs_total,
+      out.add(collective::reduce_scatter, comm_group::tp, tp, routed, e_rs_layer * moe * x.micro, e_rs_total,
               e_rs_total, comm_phase::layer);
       stream.time += (e_ag_total + e_rs_total) / md;
-      stream.calls += (e_ag_layer + e_rs_layer) * layers;
-      stream.forward_time += (e_ag + e_rs) * static_cast<double>(layers);
-      stream.forward_calls += 2 * layers;
+      stream.calls += (e_ag_layer + e_rs_layer) * moe;
+      stream.forward_time += (e_ag + e_rs) * static_cast<double>(moe);
+      stream.forward_calls += 2 * moe;
     }
   } else {
-    std::int64_t const ar_per_layer = per_layer + (ops ? 1 : 0);
-    std::int64_t const ar_count = ar_per_layer * layers * x.micro;
+    std::int64_t const ar_stage = passes * units + (ops ? layers : 0);  // a micro-batch's on the stage
+    std::int64_t const ar_count = ar_stage * x.micro;
     auto const ar = call(collective::all_reduce, x.activation, tp);
     auto const total = ar * static_cast<double>(ar_count);
     out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
-    stream.time = ar * static_cast<double>(ar_per_layer * layers);
-    stream.calls = ar_per_layer * layers;
-    stream.forward_time = ar * static_cast<double>(per_pass * layers);
-    stream.forward_calls = per_pass * layers;
+    stream.time = ar * static_cast<double>(ar_stage);
+    stream.calls = ar_stage;
+    stream.forward_time = ar * static_cast<double>(units);
+    stream.forward_calls = units;
     if (expert_tp) {
       auto const e_ar = call(collective::all_reduce, routed, tp);
-      auto const e_total = e_ar * static_cast<double>(passes * layers * x.micro);
-      out.add(collective::all_reduce, comm_group::tp, tp, routed, passes * layers * x.micro, e_total, e_total,
+      auto const e_total = e_ar * static_cast<double>(passes * moe * x.micro);
+      out.add(collective::all_reduce, comm_group::tp, tp, routed, passes * moe * x.micro, e_total, e_total,
               comm_phase::layer);
-      stream.time += e_ar * static_cast<double>(passes * layers);
-      stream.calls += passes * layers;
-      stream.forward_time += e_ar * static_cast<double>(layers);
-      stream.forward_calls += layers;
+      stream.time += e_ar * static_cast<double>(passes * moe);
+      stream.calls += passes * moe;
+      stream.forward_time += e_ar * static_cast<double>(moe);
+      stream.forward_calls += moe;
     }
   }
   // Without loss parallelism the last stage all-gathers each micro-batch's
@@ -569,9 +580,18 @@ void data_parallel(step_context const& x, comm_builder& out) {
     else
       zero1(x, out, used);
   } else {
-    double const head = st.params - static_cast<double>(st.layers) * sh.layer_params;
-    std::array<layer_flow, max_flows> flows{layer_flow{group, &over, sh.layer_params - layer_experts, head, true},
-                                    layer_flow{expert_group, &expert_over, layer_experts, 0, false}};
+    double const head = st.params - sh.layers_params(st.layers, st.moe_layers);
+    // A stage of dense and mixture layers (model::dense_layers,
+    // moe_layer_freq) moves its layers' weights as so many layers of their
+    // mean size.
+    double layer_dense = sh.layer_params - layer_experts, layer_routed = layer_experts;
+    if (x.m.mixed_layers() && st.layers > 0) {
+      double const n = static_cast<double>(st.layers), moe = static_cast<double>(st.moe_layers);
+      layer_routed = layer_experts * moe / n;
+      layer_dense = sh.layers_params(st.layers, st.moe_layers) / n - layer_routed;
+    }
+    std::array<layer_flow, max_flows> flows{layer_flow{group, &over, layer_dense, head, true},
+                                    layer_flow{expert_group, &expert_over, layer_routed, 0, false}};
     auto const used = std::span(flows.data(), expert_flow ? 2 : 1);
     if (s.zero == 2)
       zero2(x, out, used, st);
@@ -602,7 +622,8 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // mixtures' save lists hold all_to_all_single: TT v0.2.0
   // models/llama4/infra/parallelize.py:37-43).
   std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0);
-  std::int64_t const count = 2 * passes * x.sc.layers * x.micro;
+  std::int64_t const moe = x.sc.layers - x.sc.dense_layers;  // a mixture's dense layers send nothing
+  std::int64_t const count = 2 * passes * moe * x.micro;
   seconds const total = one * static_cast<double>(count);
   seconds exposed = total;
   // Megatron-Core's --moe-shared-expert-overlap runs the shared expert on a
@@ -626,7 +647,7 @@ void expert_parallel(step_context const& x, comm_builder& out) {
     seconds const forward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared)
                                                     : one + max(seconds(0), one - shared);
     seconds const backward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared * 2.0) : one * 2.0;
-    exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(x.sc.layers * x.micro);
+    exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(moe * x.micro);
   }
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, total, exposed, comm_phase::layer);
 }

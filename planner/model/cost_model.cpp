@@ -114,11 +114,11 @@ seconds micro_batch_end(stage_compute const& sc, cost::in_stream const& tp, seco
   auto const head_forward = static_cast<double>(with_head ? sc.head_kernels_forward : 0);
   auto const head_backward = static_cast<double>(with_head ? sc.head_kernels_backward : 0);
   std::array<host_run, 4> const runs{{
-      {dl * (static_cast<double>(sc.layer_kernels) * layers + static_cast<double>(tp.forward_calls)),
+      {dl * (static_cast<double>(sc.layers_kernels_forward()) + static_cast<double>(tp.forward_calls)),
        sc.layer_forward * layers + tp.forward_time},
       {dl * head_forward, with_head ? sc.head_forward : seconds()},
       {dl * head_backward, with_head ? sc.head_backward : seconds()},
-      {dl * (static_cast<double>(sc.layer_kernels_backward + sc.layer_kernels_recompute) * layers +
+      {dl * (static_cast<double>(sc.layers_kernels_backward()) +
              static_cast<double>(tp.calls - tp.forward_calls)),
        (sc.layer_backward + sc.layer_recompute) * layers + (tp.time - tp.forward_time)},
   }};

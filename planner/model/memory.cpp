@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <limits>
 #include <cmath>
 #include <type_traits>
@@ -231,7 +232,8 @@ class stage_memory {
         bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
-        act_layer_(activations_per_layer(m_, s_, sh.softmax_fp32)) {
+        dense_(m_.mixed_layers() ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
+        act_layer_(mean_layer_activations()) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
     b_.stage = r;
@@ -356,7 +358,9 @@ class stage_memory {
   [[nodiscard]] double comm16() const { return m_.prec == precision::fp32 ? 4.0 : 2.0; }
   [[nodiscard]] bool zero3() const { return s_.zero == 3 && sh_.shard_ranks() > 1; }
   [[nodiscard]] double gathered_layer() const {
-    return zero3() && !sh_.stage_kept_gathered() ? sh_.layer_params * bpp_.weights : 0.0;
+    // The larger layer, a mixture's, where the stage holds one.
+    double const layer = placed_.moe_layers > 0 ? sh_.layer_params : sh_.dense_layer_params;
+    return zero3() && !sh_.stage_kept_gathered() ? layer * bpp_.weights : 0.0;
   }
 
   // Buffers alive through the step.
@@ -389,7 +393,7 @@ class stage_memory {
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered
     // from its forward to its post-backward, so both moments below hold it.
-    double const root_params = placed_.params - double(placed_.layers) * sh_.layer_params;
+    double const root_params = placed_.params - sh_.layers_params(placed_.layers, placed_.moe_layers);
     if (zero3() && root_params > 0)
       add(b_.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)", bytes(root_params * bpp_.weights));
     if (sh_.stage_kept_gathered() && placed_.layers > 0) {
@@ -398,7 +402,7 @@ class stage_memory {
       // keeps FSDP from resharding or reducing until the last backward: the
       // stage's layers stay gathered, and their gradients accumulate
       // unsharded, in the reduction's precision.
-      double const layer_params = double(placed_.layers) * sh_.layer_params;
+      double const layer_params = sh_.layers_params(placed_.layers, placed_.moe_layers);
       add(b_.buffers, "FSDP with pipelining: the stage's layers gathered through the step",
           bytes(layer_params * bpp_.weights));
       add(b_.buffers, "FSDP with pipelining: the stage's unsharded gradients, accumulated over the micro-batches",
@@ -495,7 +499,8 @@ class stage_memory {
     bytes const recompute_working =
         s_.checkpoint == checkpoint_mode::none
             ? bytes{}
-            : max(bytes{}, activations_per_layer(m_, no_recompute, sh_.softmax_fp32) - act_layer_);
+            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32) -
+                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32) : act_layer_));
     double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
     char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
@@ -611,7 +616,22 @@ class stage_memory {
   bool const detail_;
   per_param const bpp_;
   double const e_, tokens_, h_, rep_;
+  std::optional<model> const dense_;  ///< a mixture's dense layer, where it has some
   bytes const act_layer_;
+
+  // The layer a recomputation works on: a mixture's where the stage holds
+  // one, else its dense layer.
+  [[nodiscard]] model const& working_model() const { return dense_ && placed_.moe_layers == 0 ? *dense_ : m_; }
+  // One layer's activations on this stage: a mixture's and a dense layer's
+  // in the stage's proportion where it holds both.
+  [[nodiscard]] bytes mean_layer_activations() const {
+    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32);
+    if (!dense_ || placed_.layers == 0 || placed_.moe_layers == placed_.layers) return moe;
+    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32);
+    if (placed_.moe_layers == 0) return dense;
+    double const n = double(placed_.layers), k = double(placed_.moe_layers);
+    return (moe * k + dense * (n - k)) / n;
+  }
   memory_breakdown b_;
 };
 

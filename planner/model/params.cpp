@@ -36,12 +36,13 @@ param_counts count_params(model const& m) {
   // 128-bit arithmetic itself could overflow, and every count saturates.
   double const estimate = double(layers) * (4.0 * double(h) * double(h) + 3.0 * double(experts) * double(h) * double(ffn) +
                                             3.0 * double(h) * double(std::max<std::int64_t>(0, m.shared_expert_ffn)) +
+                                            (experts > 1 ? 3.0 * double(h) * double(std::max<std::int64_t>(0, m.ffn)) : 0.0) +
                                             double(h) * double(experts) + 6.0 * double(h)) +
                           2.0 * double(vocab) * double(h) + 3.0 * double(experts) * (double(ffn) + double(h));
   if (estimate > 0x1p120) {
     constexpr auto most = std::numeric_limits<std::int64_t>::max();
     c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = c.shared = most;
-    c.per_layer = c.total = c.matmul = most;
+    c.per_layer = c.dense_mlp = c.dense_per_layer = c.total = c.matmul = most;
     if (m.tied_embeddings) c.output = 0;
     if (experts == 1) c.router = c.shared = 0;
     c.saturated = true;
@@ -60,6 +61,13 @@ param_counts count_params(model const& m) {
   wide const shared_matrices = (gpt_style ? 2 : 3) * h * shared_ffn;
   wide const shared = shared_ffn > 0 ? shared_matrices + (gpt_style ? shared_ffn + h : 0) : 0;
   wide const per_layer = attention + experts * expert_params + 2 * norm + router + shared;
+  // A mixture's dense layers: attention, norms and an MLP ffn wide.
+  wide const dense_ffn = m.ffn;
+  wide const dense_matrices = (gpt_style ? 2 : 3) * h * dense_ffn;
+  wide const dense_mlp = experts > 1 ? dense_matrices + (gpt_style ? dense_ffn + h : 0) : expert_params;
+  wide const dense_per_layer = attention + dense_mlp + 2 * norm;
+  wide const moe_layers = experts > 1 ? wide{m.moe_layer_count()} : layers;
+  wide const dense_layers = layers - moe_layers;
 
   c.embedding = clamp64(embedding);
   c.output = clamp64(output);
@@ -71,14 +79,29 @@ param_counts count_params(model const& m) {
   c.router = clamp64(router);
   c.shared = clamp64(shared);
   c.per_layer = clamp64(per_layer);
-  wide const total = layers * per_layer + embedding + output + norm;
+  c.dense_mlp = clamp64(dense_mlp);
+  c.dense_per_layer = clamp64(dense_per_layer);
+  wide const total = moe_layers * per_layer + dense_layers * dense_per_layer + embedding + output + norm;
   c.total = clamp64(total);
   // The logits are a matrix product whether or not the output is tied.
-  wide const matmul = layers * (attention_matrices + active * expert_matrices + router + shared_matrices) + vocab * h;
+  wide const matmul = moe_layers * (attention_matrices + active * expert_matrices + router + shared_matrices) +
+                      dense_layers * (attention_matrices + (experts > 1 ? dense_matrices : expert_matrices)) + vocab * h;
   c.matmul = clamp64(matmul);
   // The totals bound every other count.
   c.saturated = total > top64 || matmul > top64;
   return c;
+}
+
+model dense_layer_model(model const& m) {
+  model d = m;
+  d.experts = d.experts_per_token = 1;
+  d.expert_ffn = d.shared_expert_ffn = 0;
+  d.capacity_factor.reset();
+  d.pad_to_capacity = false;
+  d.routing_imbalance = 1.0;
+  d.dense_layers = 0;
+  d.moe_layer_freq = 1;
+  return d;
 }
 
 std::optional<size_limit> beyond_limits(model const& m, std::string const& called) {

@@ -19,6 +19,11 @@ struct param_counts {
   std::int64_t router = 0;      ///< per layer: MoE router, 0 without experts
   std::int64_t shared = 0;      ///< per layer: a mixture's shared expert MLP, 0 without one
   std::int64_t per_layer = 0;   ///< attention + mlp + norms + router + shared
+  /// A mixture's dense layer (model::dense_layers, moe_layer_freq): its MLP,
+  /// ffn wide, and the whole layer (attention + dense_mlp + norms); a dense
+  /// model's: mlp and per_layer.
+  std::int64_t dense_mlp = 0;
+  std::int64_t dense_per_layer = 0;
   std::int64_t total = 0;       ///< every parameter
   std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
                                 ///< (layers' matrices with active experts + output/logits)
@@ -32,6 +37,11 @@ struct param_counts {
 /// embeddings have none; GPT-3's learned positions are seq_len x hidden,
 /// 0.01 % of 175B). The vocabulary is counted unpadded.
 param_counts count_params(model const& m);
+
+/// A mixture's dense layer as a model of its own: `m` with one expert, its
+/// MLP `ffn` wide, no shared expert, capacity or skew
+/// (model::dense_layers, moe_layer_freq).
+model dense_layer_model(model const& m);
 
 /// A model whose parameter count exceeds 64 bits (count_params saturates);
 /// `called` is how the message names the block ("model 'm'").

@@ -28,18 +28,34 @@ std::vector<layer_range> strategy_shape::stage_ranges(std::int64_t r) const {
   return out;
 }
 
+std::int64_t strategy_shape::stage_moe_layers(std::int64_t r) const {
+  model const& m = prog->model;
+  if (m.experts <= 1) return 0;
+  if (!m.mixed_layers()) return stage_layers(r);
+  // Chunk c holds layers / chunks, one more among the first layers % chunks:
+  // it starts at c x (layers / chunks) + min(c, layers % chunks).
+  auto const per = m.layers / chunks, rest = m.layers % chunks;
+  std::int64_t n = 0;
+  for (auto c = r; c < chunks; c += s.pp) {
+    auto const first = c * per + std::min(c, rest);
+    n += m.moe_layers_in(first, first + per + (c < rest ? 1 : 0));
+  }
+  return n;
+}
+
 stage_shape strategy_shape::stage(std::int64_t r) const {
   model const& m = prog->model;
   stage_shape st;
   st.layers = stage_layers(r);
+  st.moe_layers = stage_moe_layers(r);
   st.embedding = r == 0;
   st.final_norm = r == s.pp - 1;
   // Megatron keeps a copy of a tied embedding on the last stage for the
   // logits when the two ends are on different stages.
   st.output = r == s.pp - 1 && (!m.tied_embeddings || s.pp > 1);
-  st.params = static_cast<double>(st.layers) * layer_params + (st.embedding ? vocab_params : 0.0) +
+  st.params = layers_params(st.layers, st.moe_layers) + (st.embedding ? vocab_params : 0.0) +
               (st.output ? vocab_params : 0.0) + (st.final_norm ? final_norm_params : 0.0);
-  st.expert_params = static_cast<double>(st.layers) * layer_expert_params;
+  st.expert_params = static_cast<double>(st.moe_layers) * layer_expert_params;
   return st;
 }
 
@@ -275,12 +291,29 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.layer_params = static_cast<double>(counts.attention + counts.shared) / static_cast<double>(s.tp) +
                     static_cast<double>(counts.mlp) / mlp_split + static_cast<double>(counts.norms + counts.router);
   if (m.experts > 1) sh.layer_expert_params = static_cast<double>(counts.mlp) / mlp_split;
+  sh.dense_layer_params = m.experts > 1 ? static_cast<double>(counts.attention + counts.dense_mlp) /
+                                                  static_cast<double>(s.tp) +
+                                              static_cast<double>(counts.norms)
+                                        : sh.layer_params;
   sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);
   fill_gemms(sh, m);
 
   sh.chunks = s.pp * s.virtual_stages;
   sh.max_stage_layers = sh.stage_layers(0);
   sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
+  sh.costed_moe_layers = m.experts > 1 ? sh.max_stage_layers : 0;
+  if (m.mixed_layers()) {
+    // Dense layers first leave stage 0 lighter than the next: the costed
+    // stage is a fullest one with the most mixtures, the heaviest any.
+    sh.costed_moe_layers = sh.stage_moe_layers(0);
+    double most = sh.stage(0).params;
+    sh.heaviest_stage = 0;
+    for (std::int64_t r = 1; r < s.pp; ++r) {
+      auto const st = sh.stage(r);
+      if (st.layers == sh.max_stage_layers) sh.costed_moe_layers = std::max(sh.costed_moe_layers, st.moe_layers);
+      if (st.params > most) most = st.params, sh.heaviest_stage = r;
+    }
+  }
   return sh;
 }
 

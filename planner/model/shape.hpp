@@ -72,6 +72,7 @@ struct stage_shape {
   bool final_norm = false;   ///< the last stage
   double params = 0;         ///< weights of one GPU of the stage, before ZeRO sharding
   double expert_params = 0;  ///< the experts' share of `params` (0 for a dense model)
+  std::int64_t moe_layers = 0;  ///< of `layers`, those that are mixtures (all of a mixture's but its dense ones)
 };
 
 /// The groups of a strategy and the links they cross: what depends on the
@@ -134,6 +135,10 @@ struct strategy_shape : shape_groups {
   std::int64_t local_vocab = 1;     ///< padded_vocab / tp: logits columns one GPU computes
   double layer_params = 0;   ///< one layer's weights on one GPU (tp/ep split; norms and router replicated)
   double layer_expert_params = 0;  ///< the experts' share of layer_params (0 for a dense model)
+  /// A mixture's dense layer (model::dense_layers, moe_layer_freq) on one
+  /// GPU: attention and norms as layer_params, an MLP ffn wide over tp;
+  /// layer_params for a dense model.
+  double dense_layer_params = 0;
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
@@ -145,6 +150,10 @@ struct strategy_shape : shape_groups {
   // The pipeline.
   std::int64_t chunks = 1;            ///< pp x virtual_stages; chunk c runs on stage c % pp
   std::int64_t max_stage_layers = 0;  ///< the layers of stage 0, the most any stage holds
+  /// Of the max_stage_layers of the stage the step is costed by, the
+  /// mixtures: a stage with the most layers, and of those the most
+  /// mixtures (all of a mixture's without dense layers; 0 for a dense model).
+  std::int64_t costed_moe_layers = 0;
   std::int64_t heaviest_stage = 0;    ///< the stage with the most weights (its gradients sync last)
 
   /// Layers on stage `r` (every chunk of it).
@@ -155,6 +164,12 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] std::vector<layer_range> stage_ranges(std::int64_t r) const;
   /// Stage `r` as one of its GPUs holds it.
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
+  /// Of the layers of stage `r`, those that are mixtures of experts.
+  [[nodiscard]] std::int64_t stage_moe_layers(std::int64_t r) const;
+  /// The weights of `layers` layers of which `moe` are mixtures, on one GPU.
+  [[nodiscard]] double layers_params(std::int64_t layers, std::int64_t moe) const {
+    return static_cast<double>(moe) * layer_params + static_cast<double>(layers - moe) * dense_layer_params;
+  }
   /// Calls of each expert GEMM (`layer_gemm::expert`) a layer issues: one,
   /// or a call per local expert where they run one after another
   /// (training.grouped_gemm = false).

@@ -455,11 +455,36 @@ expect_contains "$TMP/cap_job/megatron/args.txt" "--moe-expert-capacity-factor 1
 expect_contains "$TMP/cap_job/megatron/args.txt" "--moe-pad-expert-input-to-capacity"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/cap_job/megatron/args.txt" --quiet
 expect_same_cost "$TMP/out" "$TMP/cap_planned" "the capacity read back costs otherwise"
-# Dense layers among the mixtures (--moe-layer-freq) are not modelled, and
-# the warning says what is costed instead.
-printf -- '--num-experts 8 --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-layer-freq ([0]*3+[1]*29)\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2\n' >"$TMP/freq.txt"
+# Dense layers among the mixtures (--moe-layer-freq): a run of dense
+# layers first, then every N-th a mixture, from a list or an integer
+# (Megatron-LM's: layers 0, N, 2N, ...); another list is costed as every
+# layer a mixture, and the warning says so.
+freq_job() {
+  printf -- '--num-experts 8 --expert-model-parallel-size 8 --moe-token-dispatcher-type alltoall --moe-layer-freq %s\n--micro-batch-size 1 --global-batch-size 512 --bf16 --use-distributed-optimizer --pipeline-model-parallel-size 2\n' "$1" >"$TMP/freq.txt"
+}
+freq_job '([0]*3+[1]*29)'
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --dump ir
+expect_contains "$TMP/out" "  dense_layers      3"
+expect_lacks "$TMP/err" "warning"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
-expect_contains "$TMP/err" "freq.txt:1:85: warning: Megatron-LM's MoE layer frequency '([0]*3+[1]*29)' is not modelled: costed as '1: every layer a mixture of experts'"
+expect_contains "$TMP/out" "x 8 experts (2 a token) in 29 of 32 layers, the others dense ffn 14336"
+freq_job '[0,1]*16'
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --dump ir
+expect_contains "$TMP/out" "  dense_layers      1"
+expect_contains "$TMP/out" "  moe_layer_freq    2"
+freq_job 4
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --dump ir
+expect_contains "$TMP/out" "  moe_layer_freq    4"
+expect_contains "$TMP/out" "  dense_layers      0"
+freq_job '([1]*3+[0]*1)*8'
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
+expect_contains "$TMP/err" "freq.txt:1:85: warning: Megatron-LM's MoE layer pattern '([1]*3+[0]*1)*8' is not modelled: costed as '1: every layer a mixture of experts (dtplan says dense layers first, then every N-th a mixture)'"
+freq_job '[0]*3+[1]*28'
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
+expect_contains "$TMP/err" "freq.txt:1:102: error: '--moe-layer-freq' names 31 layers; the model has 32"
+freq_job '[0]*3+[1'
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
+expect_contains "$TMP/err" "freq.txt:1:102: error: '--moe-layer-freq' is not a list of 0 and 1 as Megatron-LM evaluates it (such as \"([0]*3+[1]*58)\"): '[0]*3+[1'"
 # Padding without a capacity is Megatron-LM's error too.
 printf -- '--num-experts 8 --moe-pad-expert-input-to-capacity\n--micro-batch-size 1 --global-batch-size 512 --bf16\n' >"$TMP/pad.txt"
 expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/pad.txt"

@@ -11,6 +11,13 @@ docs=()
 n=0
 # json_doc STEM STATUS ARGS...: dtplan ARGS --format json, expecting STATUS,
 # kept as $TMP/STEM.json among the documents validated below.
+# The first plan's stage_moe_layers, as a list.
+expect_stage_moe_layers() {  # FILE LIST
+  checks=$((checks + 1))
+  local got
+  got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["plans"][0]["shape"]["stage_moe_layers"])' "$1")
+  [ "$got" = "$2" ] || fail "$(basename "$1"): stage_moe_layers $got, expected $2"
+}
 json_doc() {
   local stem=$1 status=$2
   shift 2
@@ -108,6 +115,21 @@ expect_status 0 "$DTPLAN" "$TMP/skew.dtp"
 expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token, routing imbalance 1.5), vocab 32000"
 expect_status 0 "$DTPLAN" "$TMP/capacity.dtp"
 expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token, capacity 1.25 padded), vocab 32000"
+# Llama 4's every other layer dense: the model's two keys, each stage's
+# mixtures and a dense layer's weights (schema version 8); its text line;
+# no bundle, whose skeleton runs one kind of layer.
+sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/dense_layers = 1; moe_layer_freq = 2/' "$TMP/capacity.dtp" >"$TMP/interleaved.dtp"
+json_doc interleaved 0 "$TMP/interleaved.dtp"
+expect_contains "$TMP/interleaved.json" '"dense_layers": 1,'
+expect_contains "$TMP/interleaved.json" '"moe_layer_freq": 2,'
+expect_stage_moe_layers "$TMP/interleaved.json" "[8, 8]"
+expect_contains "$TMP/interleaved.json" '"dense_layer_params_per_gpu": 202383360,'
+expect_contains "$TMP/capacity.json" '"dense_layers": 0,'
+expect_stage_moe_layers "$TMP/capacity.json" "[16, 16]"
+expect_status 0 "$DTPLAN" "$TMP/interleaved.dtp"
+expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token) in 16 of 32 layers, the others dense ffn 11008, vocab 32000"
+expect_status 2 "$DTPLAN" "$TMP/interleaved.dtp" --emit "$TMP/interleaved_bundle"
+expect_contains "$TMP/err" "error: cannot write plan 's' as a bundle: its skeleton runs one kind of layer, and model 'm' has 16 dense layers beside its 16 mixtures of experts (dense_layers, moe_layer_freq)"
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

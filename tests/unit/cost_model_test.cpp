@@ -1702,3 +1702,79 @@ TEST_CASE("a routing skew: the busiest GPU receives its load, every rank of its 
   p.model.pad_to_capacity = true;
   CHECK(shape_of(p, s).received_share == 2.0);
 }
+
+TEST_CASE("a mixture's dense layers: their stage's weights, its mean layer, all-to-alls in the mixtures only",
+          "[comm][golden]") {
+  // Mixtral-like with its first two layers dense (DeepSeek's
+  // first_k_dense_replace): 30 mixtures of 32 layers.
+  auto p = mixtral_like_on_4x8();
+  p.model.dense_layers = 2;
+  REQUIRE(p.model.mixed_layers());
+  analytic_cost_model const model;
+  auto all_moe = p;
+  all_moe.model.dense_layers = 0;
+  auto dense = p;
+  dense.model = dense_layer_model(p.model);
+  {
+    // Two stages of 16: stage 0 holds the dense two and 14 mixtures, stage
+    // 1 16 mixtures and the output: the step is costed by stage 1, whose
+    // layers are all mixtures, and its weights sync last.
+    strategy s;
+    s.dp = 16, s.pp = 2, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+    auto const sh = shape_of(p, s);
+    CHECK(sh.stage_moe_layers(0) == 14);
+    CHECK(sh.stage_moe_layers(1) == 16);
+    CHECK(sh.costed_moe_layers == 16);
+    CHECK(sh.heaviest_stage == 1);
+    auto const st = sh.stage(0);
+    CHECK(st.moe_layers == 14);
+    CHECK(st.params == 14 * sh.layer_params + 2 * sh.dense_layer_params + sh.vocab_params);
+    CHECK(st.expert_params == 14 * sh.layer_expert_params);
+    // A dense layer on a GPU: attention and an MLP 14336 wide, the norms.
+    CHECK(sh.dense_layer_params == 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 3.0 * 4096 * 14336 + 2 * 4096);
+    auto const sc = compute_per_micro_batch(sh);
+    CHECK(sc.dense_layers == 0);
+    CHECK(sc.layer_forward == compute_per_micro_batch(shape_of(all_moe, s)).layer_forward);
+    // Its memory: stage 0, the most loaded (two micro-batches in flight),
+    // holds the 16-bit weights of the dense two and 14 mixtures.
+    auto const mem = estimate_memory(sh);
+    CHECK(mem.stage == 0);
+    CHECK(mem.weights.value() == st.params * 2);
+  }
+  {
+    // One stage: its mean layer is 30 mixtures' and 2 dense layers'; the
+    // all-to-alls run in the 30 only, the tensor-parallel collectives two a
+    // pass in a dense layer, one in a mixture (no shared expert).
+    strategy s;
+    s.dp = 16, s.tp = 2, s.ep = 8, s.zero = 1, s.sequence_parallel = true, s.checkpoint = checkpoint_mode::none;
+    auto const sh = shape_of(p, s);
+    CHECK(sh.costed_moe_layers == 30);
+    auto const sc = compute_per_micro_batch(sh);
+    auto const m = compute_per_micro_batch(shape_of(all_moe, s));
+    auto const d = compute_per_micro_batch(shape_of(dense, s));
+    CHECK(sc.dense_layers == 2);
+    CHECK(sc.layer_forward.value() == Approx((30 * m.layer_forward.value() + 2 * d.layer_forward.value()) / 32));
+    CHECK(sc.layer_backward.value() == Approx((30 * m.layer_backward.value() + 2 * d.layer_backward.value()) / 32));
+    CHECK(sc.layers_kernels_forward() == 30 * m.layer_kernels + 2 * d.layer_kernels);
+    CHECK(sc.kernels() == 30 * (m.layer_kernels + m.layer_kernels_backward) +
+                              2 * (d.layer_kernels + d.layer_kernels_backward) + m.head_kernels());
+    auto const step = model.step_time(p, s);
+    auto const micro = sh.grad_accum;
+    auto const a2a = find_comm(step, comm_group::ep);
+    REQUIRE(a2a);
+    CHECK(a2a->count == 2 * 2 * 30 * micro);
+    std::int64_t reduce_scatters = 0;
+    for (auto const& e : step.comm)
+      if (e.group == comm_group::tp && e.op == collective::reduce_scatter && e.size.value() == 8192.0 * 4096 * 2)
+        reduce_scatters += e.count;
+    CHECK(reduce_scatters == 2 * (30 * 1 + 2 * 2) * micro);
+    // Faster than every layer a mixture.
+    CHECK(step.step < model.step_time(all_moe, s).step);
+    // Its activations: two dense layers' in place of two mixtures'.
+    double const a_moe = activations_per_layer(all_moe.model, s, sh.softmax_fp32).value();
+    double const a_dense = activations_per_layer(dense.model, s, sh.softmax_fp32).value();
+    CHECK(a_dense != a_moe);
+    CHECK(estimate_memory(sh).activations.value() - estimate_memory(shape_of(all_moe, s)).activations.value() ==
+          Approx(2 * (a_dense - a_moe)).epsilon(1e-9));
+  }
+}

@@ -126,3 +126,54 @@ TEST_CASE("the catalog presets count as published", "[params][catalog]") {
   CHECK(preset("gpt3_175b") == Approx(174.6).epsilon(0.005));
   CHECK(preset("gpt3_1_3b") == Approx(1.31).epsilon(0.005));
 }
+
+TEST_CASE("a mixture's dense layers: Llama 4 Maverick's 400.7 B, 17.2 B a token with the embedding", "[params]") {
+  // meta-llama/Llama-4-Maverick-17B-128E's text model: 48 layers, hidden
+  // 5120, 40 heads (8 kv, head_dim 128), 128 experts of 8192 and a shared
+  // one, top 1, vocabulary 202048, untied; every other layer from the
+  // second a mixture (interleave_moe_layer_step 2), the others a dense MLP
+  // 16384 wide: dense_layers = 1, moe_layer_freq = 2.
+  auto m = test::decoder("maverick", 48, 5120, 40, 8, 16384, planner::mlp_kind::swiglu, 202048);
+  m.experts = 128;
+  m.experts_per_token = 1;
+  m.expert_ffn = 8192;
+  m.shared_expert_ffn = 8192;
+  m.dense_layers = 1;
+  m.moe_layer_freq = 2;
+  CHECK(m.moe_layer_count() == 24);
+  CHECK(!m.moe_layer(0));
+  CHECK(m.moe_layer(1));
+  CHECK(!m.moe_layer(46));
+  CHECK(m.moe_layer(47));
+  CHECK(m.moe_layers_in(0, 12) == 6);
+  CHECK(m.moe_layers_in(1, 2) == 1);
+  CHECK(m.moe_layers_in(2, 3) == 0);
+  auto const c = count_params(m);
+  std::int64_t const attention = 2LL * 5120 * 5120 + 2LL * 5120 * 1024;
+  CHECK(c.attention == attention);
+  CHECK(c.dense_mlp == 3LL * 5120 * 16384);
+  CHECK(c.dense_per_layer == attention + 3LL * 5120 * 16384 + 2 * 5120);
+  // 24 mixtures of 128 x 3 x 5120 x 8192, a router 5120 x 128 and a shared
+  // expert 3 x 5120 x 8192; 24 dense layers; both embeddings; the norm.
+  std::int64_t const moe_layer = attention + 128LL * 3 * 5120 * 8192 + 5120LL * 128 + 3LL * 5120 * 8192 + 2 * 5120;
+  CHECK(c.per_layer == moe_layer);
+  CHECK(c.total == 24 * moe_layer + 24 * c.dense_per_layer + 2LL * 202048 * 5120 + 5120);
+  CHECK(c.total == 400'711'848'960);
+  // A token's matrix products: the mixture's one expert, shared expert and
+  // router, the dense MLP, and the logits: 16.1 B (17.2 B with the input
+  // embedding, Meta's "17B active").
+  CHECK(c.matmul == 24 * (2LL * 5120 * 5120 + 2LL * 5120 * 1024 + 2 * 3LL * 5120 * 8192 + 5120LL * 128) +
+                        24 * (2LL * 5120 * 5120 + 2LL * 5120 * 1024 + 3LL * 5120 * 16384) + 202048LL * 5120);
+  CHECK(c.matmul == 16'149'708'800);
+  // DeepSeek-V3's first three dense: 58 of 61 mixtures.
+  m.layers = 61, m.dense_layers = 3, m.moe_layer_freq = 1;
+  CHECK(m.moe_layer_count() == 58);
+  CHECK(m.moe_layers_in(0, 4) == 1);
+  CHECK(m.moe_layers_in(4, 8) == 4);
+  // Without dense layers every layer is a mixture; a dense model has none.
+  m.dense_layers = 0;
+  CHECK(m.moe_layer_count() == 61);
+  CHECK(!m.mixed_layers());
+  m.experts = 1;
+  CHECK(m.moe_layer_count() == 0);
+}
