@@ -291,16 +291,6 @@ std::optional<emit_result> emit_bundle(planner::program const& p, planner::plan 
                                   ec ? ec.message() : reason(ENOTDIR)));
       return std::nullopt;
     }
-    // The skeleton runs one kind of layer: a mixture's dense layers would
-    // run its experts' GEMMs there.
-    if (p.model.mixed_layers()) {
-      diags.error({}, fmt::format("cannot write plan '{}' as a bundle: its skeleton runs one kind of layer, and model "
-                                  "'{}' has {} dense layers beside its {} mixtures of experts (dense_layers, "
-                                  "moe_layer_freq)",
-                                  pl.name, p.model.name, p.model.layers - p.model.moe_layer_count(),
-                                  p.model.moe_layer_count()));
-      return std::nullopt;
-    }
     // The framework's job is made first: a plan it cannot run writes nothing.
     std::vector<job_file> job_files;
     if (options.job) {

@@ -125,6 +125,12 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
     return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
                        "not a multiple of the experts' {}",
                        m.shared_expert_ffn, m.mlp_width());
+  // The qwen3 model dtplan writes makes every layer a mixture
+  // (models/qwen3/model/model.py, moe_enabled).
+  if (m.mixed_layers())
+    return fmt::format("torchtitan's qwen3 model makes every layer a mixture of experts; model '{}' has {} dense "
+                       "layers (dense_layers, moe_layer_freq)",
+                       m.name, m.layers - m.moe_layer_count());
   return std::nullopt;
 }
 
@@ -203,6 +209,21 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
 }
 
 // ---- torchtitan ----------------------------------------------------------
+
+// The mixtures among a model's layers as Megatron-LM's --moe-layer-freq
+// reads them (core_v0.13.0 models/gpt/gpt_layer_specs.py:446-474): its
+// integer where no dense layers come first, else a list, 1 a mixture:
+// "[0]*3+[1]*58", "[0]*1+([1]+[0]*1)*24".
+std::string moe_layer_pattern(planner::model const& m) {
+  auto const k = m.dense_layers, n = m.moe_layer_freq, rest = m.layers - m.dense_layers;
+  if (k == 0) return fmt::format("{}", n);
+  std::string out = fmt::format("[0]*{}", k);
+  if (n == 1) return out + fmt::format("+[1]*{}", rest);
+  auto const whole = rest / n, left = rest % n;
+  if (whole > 0) out += fmt::format("+([1]+[0]*{})*{}", n - 1, whole);
+  if (left > 0) out += left == 1 ? std::string("+[1]") : fmt::format("+[1]+[0]*{}", left - 1);
+  return out;
+}
 
 // A torchtitan llama3 flavor of the model's shape (torchtitan/models/llama3/__init__.py).
 struct flavor {
@@ -435,6 +456,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     // arguments.py:2700-2793; the default dispatcher gathers instead).
     a.add("--num-experts", m.experts);
     a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
+    if (m.mixed_layers()) a.add("--moe-layer-freq", moe_layer_pattern(m));
     if (m.mlp_width() != m.ffn) a.add("--moe-ffn-hidden-size", m.mlp_width());
     if (m.shared_expert_ffn > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_expert_ffn);
     if (m.capacity_factor) a.add("--moe-expert-capacity-factor", fmt::format("{}", *m.capacity_factor));

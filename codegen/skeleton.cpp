@@ -10,6 +10,7 @@
 #include "codegen/templates/template_text.hpp"
 #include "planner/model/compute.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/params.hpp"
 #include "planner/model/shape.hpp"
 
 namespace dtplan::codegen {
@@ -172,6 +173,52 @@ void write_groups(line_writer& line, planner::program const& p, planner::strateg
   line("}};");
 }
 
+// One kind of layer's weight GEMMs as `<prefix>gemm_count` and
+// `<prefix>gemms`.
+void write_layer_gemms(line_writer& line, std::string_view prefix, planner::strategy_shape const& sh,
+                       planner::gpu const& g, planner::precision prec) {
+  line("constexpr int {}gemm_count = {};", prefix, sh.gemm_count);
+  line("constexpr gemm_spec {}gemms[{}] = {{", prefix, sh.gemm_count);
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& x = sh.gemms[static_cast<std::size_t>(i)];
+    auto const calls = sh.calls_of(x);
+    auto const call = planner::gemm_shape{x.forward.m, x.forward.n, x.forward.k, x.forward.batch / calls};
+    auto const t = weight_gemm(g, call, x.recompute_n, prec);
+    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), call.m, call.n, call.k, call.batch, calls,
+         x.recompute_n, real(t.forward * static_cast<double>(calls)), real(t.backward * static_cast<double>(calls)),
+         real(t.recompute * static_cast<double>(calls)));
+  }
+  line("}};");
+}
+
+// One kind of layer's memory-bound work (norms, residual adds, activation,
+// rotary; standard attention's softmax and dropout are in the attention
+// core) as `<prefix>memory`: what its compute has beside its GEMMs and
+// attention.
+void write_layer_memory(line_writer& line, std::string_view prefix, planner::strategy_shape const& sh,
+                        planner::stage_compute const& sc, bool flash) {
+  auto const& g = sh.prog->cluster.device;
+  auto const prec = sh.prog->model.prec;
+  double gemm_forward = 0, gemm_backward = 0;
+  std::int64_t gemm_calls = 0;
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& x = sh.gemms[static_cast<std::size_t>(i)];
+    auto const calls = sh.calls_of(x);
+    auto const t = weight_gemm(g, {x.forward.m, x.forward.n, x.forward.k, x.forward.batch / calls}, x.recompute_n, prec);
+    gemm_forward += t.forward * static_cast<double>(calls);
+    gemm_backward += t.backward * static_cast<double>(calls);
+    gemm_calls += calls;
+  }
+  auto const core_kernels = flash ? 1 : 4;
+  auto const fwd_kernels = sc.layer_kernels - gemm_calls - core_kernels;
+  auto const bwd_kernels = sc.layer_kernels_backward - 2 * gemm_calls - (flash ? 1 : 8);
+  double const mem_fwd = sc.layer_forward.value() - gemm_forward - sc.layer_attention_core.value();
+  double const mem_bwd = sc.layer_backward.value() - gemm_backward - sc.layer_attention_core_backward.value();
+  line("constexpr memory_spec {}memory = {{{}, {}, {}, {}, {}, {}}};", prefix,
+       static_cast<long long>(bytes_in(g, mem_fwd, fwd_kernels)), fwd_kernels,
+       static_cast<long long>(bytes_in(g, mem_bwd, bwd_kernels)), bwd_kernels, real(mem_fwd), real(mem_bwd));
+}
+
 void write_compute(line_writer& line, planner::program const& p, planner::strategy_shape const& sh,
                    planner::stage_compute const& sc) {
   auto const& s = sh.s;
@@ -198,25 +245,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   line("// roofline seconds of one forward, backward (input and weight gradient) and recomputation.");
   line("struct gemm_spec {{ char const* name; long long m, n, k, batch, calls, recompute_n; double forward_s, "
        "backward_s, recompute_s; }};");
-  line("constexpr int k_gemm_count = {};", sh.gemm_count);
-  line("constexpr gemm_spec k_gemms[{}] = {{", sh.gemm_count);
-  double gemm_forward = 0, gemm_backward = 0;
-  std::int64_t gemm_calls = 0;
-  for (int i = 0; i < sh.gemm_count; ++i) {
-    auto const& x = sh.gemms[static_cast<std::size_t>(i)];
-    auto const calls = sh.calls_of(x);
-    auto const call = planner::gemm_shape{x.forward.m, x.forward.n, x.forward.k, x.forward.batch / calls};
-    auto t = weight_gemm(g, call, x.recompute_n, prec);
-    t.forward *= static_cast<double>(calls);
-    t.backward *= static_cast<double>(calls);
-    t.recompute *= static_cast<double>(calls);
-    gemm_forward += t.forward;
-    gemm_backward += t.backward;
-    gemm_calls += calls;
-    line("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},", c_string(x.name), call.m, call.n, call.k, call.batch, calls,
-         x.recompute_n, real(t.forward), real(t.backward), real(t.recompute));
-  }
-  line("}};");
+  write_layer_gemms(line, "k_", sh, g, prec);
   // The LM head runs at 16 bits in fp8 and fp4 training (the cost model's choice).
   auto const head_prec = planner::unquantized(prec);
   auto const logits = weight_gemm(g, sh.logits, 0, head_prec);
@@ -250,19 +279,10 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
        real(sc.layer_attention_core_backward.value()));
   line("constexpr bool k_recompute_attention = {}, k_recompute_memory = {};", recompute_attention, recompute_memory);
 
-  // Memory-bound work of a layer (norms, residual adds, activation, rotary;
-  // standard attention's softmax and dropout are in the attention core).
-  auto const core_kernels = flash ? 1 : 4;
-  auto const fwd_kernels = sc.layer_kernels - gemm_calls - core_kernels;
-  auto const bwd_kernels = sc.layer_kernels_backward - 2 * gemm_calls - (flash ? 1 : 8);
-  double const mem_fwd = sc.layer_forward.value() - gemm_forward - sc.layer_attention_core.value();
-  double const mem_bwd = sc.layer_backward.value() - gemm_backward - sc.layer_attention_core_backward.value();
   line("// Memory-bound work per layer: bytes moved and kernels, forward and backward, and their roofline.");
   line("struct memory_spec {{ long long forward_bytes, forward_kernels, backward_bytes, backward_kernels; double "
        "forward_s, backward_s; }};");
-  line("constexpr memory_spec k_memory = {{{}, {}, {}, {}, {}, {}}};",
-       static_cast<long long>(bytes_in(g, mem_fwd, fwd_kernels)), fwd_kernels,
-       static_cast<long long>(bytes_in(g, mem_bwd, bwd_kernels)), bwd_kernels, real(mem_fwd), real(mem_bwd));
+  write_layer_memory(line, "k_", sh, sc, flash);
   // The head's memory-bound work: final norm, loss (and the embedding on
   // one stage), forward and backward together.
   auto const head_kernels = sc.head_kernels() - 3;
@@ -404,8 +424,34 @@ std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
   line("constexpr char const* k_file = {};", c_string(printable(p.file)));
   line("constexpr char const* k_gpu = {};", c_string(printable(p.cluster.device.name)));
   write_groups(line, p, sh, comm);
-  auto const sc = planner::compute_per_micro_batch(p, s);
-  write_compute(line, p, sh, sc);
+  // A mixture's dense layers (model::dense_layers, moe_layer_freq) run
+  // tables of their own: the mixture's are those of the model with every
+  // layer a mixture, the dense ones' those of its dense layer.
+  auto const& m = p.model;
+  bool const flash = m.attention == planner::attention_kind::flash;
+  if (m.mixed_layers()) {
+    planner::program moe = p, dense = p;
+    moe.model.dense_layers = 0;
+    moe.model.moe_layer_freq = 1;
+    dense.model = planner::dense_layer_model(m);
+    auto const moe_sh = planner::shape_of(moe, s, sh);
+    auto const dense_sh = planner::shape_of(dense, s, sh);
+    write_compute(line, p, moe_sh, planner::compute_per_micro_batch(moe_sh));
+    line("// A mixture's dense layers: the first k_dense_layers, then all but every k_moe_layer_freq-th");
+    line("// from there; their weight GEMMs and memory-bound work.");
+    line("constexpr bool k_mixed_layers = true;");
+    line("constexpr long long k_dense_layers = {}, k_moe_layer_freq = {};", m.dense_layers, m.moe_layer_freq);
+    write_layer_gemms(line, "k_dense_", dense_sh, p.cluster.device, m.prec);
+    write_layer_memory(line, "k_dense_", dense_sh, planner::compute_per_micro_batch(dense_sh), flash);
+  } else {
+    write_compute(line, p, sh, planner::compute_per_micro_batch(sh));
+    line("// Every layer of one kind: the dense tables are the layer's own.");
+    line("constexpr bool k_mixed_layers = false;");
+    line("constexpr long long k_dense_layers = 0, k_moe_layer_freq = 1;");
+    line("constexpr int k_dense_gemm_count = k_gemm_count;");
+    line("constexpr gemm_spec const* k_dense_gemms = k_gemms;");
+    line("constexpr memory_spec k_dense_memory = k_memory;");
+  }
   line("// Planned per-GPU memory of the most loaded GPU (total {} of {} usable).", planner::to_string(pl.memory.total),
        planner::to_string(pl.memory.usable));
   line("constexpr long long k_weights_bytes = {};", whole(pl.memory.weights));

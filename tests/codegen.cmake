@@ -24,7 +24,10 @@ set(codegen_cases all_axes:full 7b_2node:dry tp4_pp2:dry hsdp:dry 70b_1024:dry
     ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/8b_fp8.dtp:fp8_interleaved:full
     # NVFP4 on B200: the same source as every build (its fp4 GEMM path is
     # compiled by each nvcc build), this plan's tables host-only.
-    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/8b_fp4.dtp:fp4_tp2:dry)
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/8b_fp4.dtp:fp4_tp2:dry
+    # A mixture with dense layers among its mixtures: the dense layers'
+    # tables beside the mixtures'.
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/interleaved_moe.dtp:interleaved:dry)
 file(GLOB codegen_plans CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/plans/*.dtp)
 # The plans whose first fixed strategy's skeleton nvcc builds; every other
 # strategy, and every other plan, takes the host-only build.

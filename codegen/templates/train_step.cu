@@ -822,12 +822,23 @@ struct runner {
   std::vector<cudaEvent_t> op_done, recv_ready;
   std::vector<long long> last_backward_of_chunk;
   long long layers_here = 0, planned_layers_here = 0;
+  long long dense_here = 0;  // of layers_here, a mixture's dense layers
   long long layer_slot = 0, backward_slot = 0, grad_slot = 0;
   long long layer_slots = 0, backward_slots = 0, grad_slots = 0;
   std::vector<long long> issued;
   cudaEvent_t gathered[2]{}, joined[2]{}, ring_ready{}, ring_done{};
   event_pool busy, stalls, optimizer_time;
 
+  // Whether the i-th of the `run` layers model chunk `c` runs is one of a
+  // mixture's dense layers: its place among the chunk's planned layers
+  // (scaled with --layers), then plan::k_dense_layers and k_moe_layer_freq.
+  static bool dense_layer(long long c, long long i, long long run) {
+    long long first = 0;
+    for (long long k = 0; k < c; ++k) first += plan::k_chunk_layers[k];
+    long long planned = plan::k_chunk_layers[c];
+    long long at = first + (run > 0 ? i * planned / run : 0);
+    return at < plan::k_dense_layers || (at - plan::k_dense_layers) % plan::k_moe_layer_freq != 0;
+  }
   long long chunk_layers(long long model_chunk) const {
     long long planned = plan::k_chunk_layers[model_chunk];
     if (opt.layers <= 0) return planned;
@@ -1135,19 +1146,21 @@ struct runner {
   bool cp_overlapped() const { return cp_entry >= 0 && plan::k_comm[cp_entry].overlapped; }
 
   // One transformer layer, forward or backward (recomputation first), with
-  // the layer-phase collectives the plan places in it.
-  void layer(bool backward) {
+  // the layer-phase collectives the plan places in it; `dense`: a
+  // mixture's dense layer (k_dense_gemms, k_dense_memory).
+  void layer(bool backward, bool dense) {
     long long slot = layer_slot++;
     // ZeRO-3 gathers of this slot were issued one slot ahead; wait for them
     // and prefetch the next slot's.
     if (has_gathers) CUDA_CHECK(cudaStreamWaitEvent(compute, gathered[slot % 2], 0));
     if (slot + 1 < layer_slots) prefetch_gathers(slot + 1);
-    int g = plan::k_gemm_count;
+    int g = dense ? plan::k_dense_gemm_count : plan::k_gemm_count;
+    plan::gemm_spec const* gemms = dense ? plan::k_dense_gemms : plan::k_gemms;
     long long hops = cp_entry >= 0 ? calls_in_slot(cp_entry, slot, layer_slots) : 0;
-    plan::memory_spec const& mem = plan::k_memory;
+    plan::memory_spec const& mem = dense ? plan::k_dense_memory : plan::k_memory;
     if (backward) {
       for (int i = 0; i < g; ++i) {
-        plan::gemm_spec const& x = plan::k_gemms[i];
+        plan::gemm_spec const& x = gemms[i];
         if (x.recompute_n > 0)
           for (long long c = 0; c < x.calls; ++c) gemm(x.m, x.recompute_n, x.k, x.batch, 0);
       }
@@ -1155,7 +1168,7 @@ struct runner {
       if (plan::k_recompute_memory) stream(mem.forward_bytes, mem.forward_kernels, compute);
       for (int ii = 0; ii < g; ++ii) {
         int i = g - 1 - ii;
-        plan::gemm_spec const& x = plan::k_gemms[i];
+        plan::gemm_spec const& x = gemms[i];
         for (long long c = 0; c < x.calls; ++c) {
           gemm(x.m, x.k, x.n, x.batch, 1);  // input gradient
           gemm(x.k, x.n, x.m, x.batch, 2);  // weight gradient
@@ -1172,7 +1185,7 @@ struct runner {
       issue_overlapped(1, bs, backward_slots);
     } else {
       for (int i = 0; i < g; ++i) {
-        plan::gemm_spec const& x = plan::k_gemms[i];
+        plan::gemm_spec const& x = gemms[i];
         for (long long c = 0; c < x.calls; ++c) gemm(x.m, x.n, x.k, x.batch, 0);
         if (i == 0) attention(false, hops);
         if (i == 1) stream(mem.forward_bytes, mem.forward_kernels, compute);
@@ -1211,12 +1224,12 @@ struct runner {
     bool last = chunk == plan::k_chunks - 1;
     bool final_backward = o.pass == 1 && last_backward_of_chunk[o.chunk] == op;
     if (o.pass == 0) {
-      for (long long i = 0; i < layers; ++i) layer(false);
+      for (long long i = 0; i < layers; ++i) layer(false, dense_layer(chunk, i, layers));
       if (last) head(false);
     } else {
       if (last) head(true);
       for (long long i = 0; i < layers; ++i) {
-        layer(true);
+        layer(true, dense_layer(chunk, layers - 1 - i, layers));
         // The chunk's gradients are final after its last backward: the
         // overlapped gradient sync runs under these layers.
         if (final_backward) issue_overlapped(3, grad_slot++, grad_slots);
@@ -1473,8 +1486,11 @@ static void take_stage(runner& r) {
     r.items = schedule.items(r.stage);
   }
   for (long long c = 0; c < plan::k_virtual_stages; ++c) {
-    r.planned_layers_here += plan::k_chunk_layers[c * plan::k_pp + r.stage];
-    r.layers_here += r.chunk_layers(c * plan::k_pp + r.stage);
+    long long const chunk = c * plan::k_pp + r.stage;
+    r.planned_layers_here += plan::k_chunk_layers[chunk];
+    long long const run = r.chunk_layers(chunk);
+    r.layers_here += run;
+    for (long long i = 0; i < run; ++i) r.dense_here += runner::dense_layer(chunk, i, run) ? 1 : 0;
   }
   r.layer_slots = 2 * plan::k_micro_batches * r.layers_here;
   r.backward_slots = plan::k_micro_batches * r.layers_here;
@@ -1506,6 +1522,11 @@ static void place_buffers(runner& r) {
   };
   for (int i = 0; i < plan::k_gemm_count; ++i) {
     plan::gemm_spec const& x = plan::k_gemms[i];
+    fit(x.m, x.n, x.k, x.batch);
+    fit(x.k, x.n, x.m, x.batch);
+  }
+  for (int i = 0; i < plan::k_dense_gemm_count; ++i) {
+    plan::gemm_spec const& x = plan::k_dense_gemms[i];
     fit(x.m, x.n, x.k, x.batch);
     fit(x.k, x.n, x.m, x.batch);
   }
@@ -1593,6 +1614,18 @@ static std::vector<double> measure(runner& r, double wall) {
       }
     }));
   }
+  if (plan::k_mixed_layers)
+    for (int i = 0; i < plan::k_dense_gemm_count; ++i) {
+      plan::gemm_spec const& x = plan::k_dense_gemms[i];
+      m.push_back(r.probe([&] {
+        for (long long c = 0; c < x.calls; ++c) {
+          r.gemm(x.m, x.n, x.k, x.batch, 0);
+          r.gemm(x.m, x.k, x.n, x.batch, 1);
+          r.gemm(x.k, x.n, x.m, x.batch, 2);
+          if (x.recompute_n > 0) r.gemm(x.m, x.recompute_n, x.k, x.batch, 0);
+        }
+      }));
+    }
   m.push_back(r.probe([&] {
     r.head(false);
     r.head(true);
@@ -1602,12 +1635,14 @@ static std::vector<double> measure(runner& r, double wall) {
     r.attention(true, 0);
     if (plan::k_recompute_attention) r.attention(false, 0);
   }));
-  plan::memory_spec const& mem = plan::k_memory;
-  m.push_back(r.probe([&] {
-    r.stream(mem.forward_bytes, mem.forward_kernels, r.compute);
-    r.stream(mem.backward_bytes, mem.backward_kernels, r.compute);
-    if (plan::k_recompute_memory) r.stream(mem.forward_bytes, mem.forward_kernels, r.compute);
-  }));
+  for (int kind = 0; kind < (plan::k_mixed_layers ? 2 : 1); ++kind) {
+    plan::memory_spec const& mem = kind == 0 ? plan::k_memory : plan::k_dense_memory;
+    m.push_back(r.probe([&] {
+      r.stream(mem.forward_bytes, mem.forward_kernels, r.compute);
+      r.stream(mem.backward_bytes, mem.backward_kernels, r.compute);
+      if (plan::k_recompute_memory) r.stream(mem.forward_bytes, mem.forward_kernels, r.compute);
+    }));
+  }
   for (int e = 0; e < plan::k_comm_count; ++e) {
     barrier(r);
     plan::comm_spec const& c = plan::k_comm[e];
@@ -1635,6 +1670,9 @@ static void report(runner const& r, std::vector<double> const& m) {
   double share = r.planned_layers_here > 0 ? (double)r.layers_here / r.planned_layers_here : 1.0;
   double mb = (double)plan::k_micro_batches;
   double passes = mb * r.layers_here;
+  // A mixture's layers and its dense ones run their own GEMMs and
+  // memory-bound work.
+  double moe_passes = mb * (r.layers_here - r.dense_here), dense_passes = mb * r.dense_here;
   std::printf("plan '%s' of %s on %s: %lld ranks on %lld nodes, tp %lld cp %lld dp %lld pp %lld (%lld chunks), zero %d\n",
               plan::k_name, plan::k_file, plan::k_gpu, plan::k_world, plan::k_nodes, plan::k_tp, plan::k_cp, plan::k_dp,
               plan::k_pp, plan::k_virtual_stages, plan::k_zero);
@@ -1648,9 +1686,15 @@ static void report(runner const& r, std::vector<double> const& m) {
   size_t k = 0;
   for (int i = 0; i < plan::k_gemm_count; ++i, ++k) {
     plan::gemm_spec const& x = plan::k_gemms[i];
-    rows.push_back({std::string("gemm ") + x.name, passes, (x.forward_s + x.backward_s + x.recompute_s) * passes,
-                    m[k] * passes, ""});
+    rows.push_back({std::string("gemm ") + x.name, moe_passes, (x.forward_s + x.backward_s + x.recompute_s) * moe_passes,
+                    m[k] * moe_passes, ""});
   }
+  if (plan::k_mixed_layers)
+    for (int i = 0; i < plan::k_dense_gemm_count; ++i, ++k) {
+      plan::gemm_spec const& x = plan::k_dense_gemms[i];
+      rows.push_back({std::string("gemm ") + x.name + " (dense layers)", dense_passes,
+                      (x.forward_s + x.backward_s + x.recompute_s) * dense_passes, m[k] * dense_passes, ""});
+    }
   if (plan::k_precision >= 3 && r.fp8_fallbacks > 0)
     rows.back().note = plan::k_precision == 3 ? "some fp8 GEMMs ran at 16 bits (shape or GPU)"
                                               : "some fp4 GEMMs ran at 16 bits (shape or GPU)";
@@ -1662,8 +1706,15 @@ static void report(runner const& r, std::vector<double> const& m) {
   rows.push_back({plan::k_attention.flash ? "attention (flash's FLOPs, batched)" : "attention (standard)", passes,
                   (at.forward_s + at.backward_s + (plan::k_recompute_attention ? at.forward_s : 0)) * passes, m[k++] * passes,
                   plan::k_attention.flash ? "scores through HBM: slower than a flash kernel" : ""});
-  rows.push_back({"memory-bound", passes,
-                  (mem.forward_s + mem.backward_s + (plan::k_recompute_memory ? mem.forward_s : 0)) * passes, m[k++] * passes, ""});
+  rows.push_back({"memory-bound", moe_passes,
+                  (mem.forward_s + mem.backward_s + (plan::k_recompute_memory ? mem.forward_s : 0)) * moe_passes,
+                  m[k++] * moe_passes, ""});
+  if (plan::k_mixed_layers) {
+    plan::memory_spec const& dm = plan::k_dense_memory;
+    rows.push_back({"memory-bound (dense layers)", dense_passes,
+                    (dm.forward_s + dm.backward_s + (plan::k_recompute_memory ? dm.forward_s : 0)) * dense_passes,
+                    m[k++] * dense_passes, ""});
+  }
   double in_layer = 0;
   for (int e = 0; e < plan::k_comm_count; ++e, ++k) {
     plan::comm_spec const& c = plan::k_comm[e];

@@ -479,6 +479,16 @@ expect_contains "$TMP/out" "  dense_layers      0"
 freq_job '([1]*3+[0]*1)*8'
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
 expect_contains "$TMP/err" "freq.txt:1:85: warning: Megatron-LM's MoE layer pattern '([1]*3+[0]*1)*8' is not modelled: costed as '1: every layer a mixture of experts (dtplan says dense layers first, then every N-th a mixture)'"
+# Written back as Megatron-LM reads it, and read back the same; torchtitan's
+# qwen3 model has no dense layers.
+freq_job '[0,1]*16'
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --emit "$TMP/freq_job" --quiet
+cp "$TMP/out" "$TMP/freq_planned"
+expect_contains "$TMP/freq_job/megatron/args.txt" "--moe-layer-freq '[0]*1+([1]+[0]*1)*15+[1]'"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq_job/megatron/args.txt" --quiet
+expect_same_cost "$TMP/out" "$TMP/freq_planned" "the dense layers read back cost otherwise"
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --set training.framework=torchtitan --set strategy.zero=3 --emit "$TMP/freq_tt" --framework torchtitan --quiet
+expect_contains "$TMP/err" "torchtitan's qwen3 model makes every layer a mixture of experts; model 'm' has 16 dense layers (dense_layers, moe_layer_freq)"
 freq_job '[0]*3+[1]*28'
 expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
 expect_contains "$TMP/err" "freq.txt:1:102: error: '--moe-layer-freq' names 31 layers; the model has 32"

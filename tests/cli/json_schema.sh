@@ -101,6 +101,7 @@ training { framework = megatron; global_batch = 256 }
 strategy s { pp = 2; ep = 8; zero = 1; shard = 8; checkpoint = full }
 DTP
 json_doc capacity 0 "$TMP/capacity.dtp"
+expect_status 0 "$DTPLAN" "$TMP/capacity.dtp" --emit "$TMP/capacity_bundle" --quiet
 expect_contains "$TMP/capacity.json" '"capacity_factor": 1.25,'
 expect_contains "$TMP/capacity.json" '"pad_to_capacity": true,'
 expect_contains "$TMP/capacity.json" '"group": "replicate",'
@@ -117,7 +118,7 @@ expect_status 0 "$DTPLAN" "$TMP/capacity.dtp"
 expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token, capacity 1.25 padded), vocab 32000"
 # Llama 4's every other layer dense: the model's two keys, each stage's
 # mixtures and a dense layer's weights (schema version 8); its text line;
-# no bundle, whose skeleton runs one kind of layer.
+# its bundle's skeleton with the dense layers' tables beside the mixtures'.
 sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/dense_layers = 1; moe_layer_freq = 2/' "$TMP/capacity.dtp" >"$TMP/interleaved.dtp"
 json_doc interleaved 0 "$TMP/interleaved.dtp"
 expect_contains "$TMP/interleaved.json" '"dense_layers": 1,'
@@ -128,8 +129,10 @@ expect_contains "$TMP/capacity.json" '"dense_layers": 0,'
 expect_stage_moe_layers "$TMP/capacity.json" "[16, 16]"
 expect_status 0 "$DTPLAN" "$TMP/interleaved.dtp"
 expect_contains "$TMP/out" "ffn 11008 swiglu x 8 experts (2 a token) in 16 of 32 layers, the others dense ffn 11008, vocab 32000"
-expect_status 2 "$DTPLAN" "$TMP/interleaved.dtp" --emit "$TMP/interleaved_bundle"
-expect_contains "$TMP/err" "error: cannot write plan 's' as a bundle: its skeleton runs one kind of layer, and model 'm' has 16 dense layers beside its 16 mixtures of experts (dense_layers, moe_layer_freq)"
+expect_status 0 "$DTPLAN" "$TMP/interleaved.dtp" --emit "$TMP/interleaved_bundle" --quiet
+expect_contains "$TMP/interleaved_bundle/skeleton/train_step.cu" "constexpr long long k_dense_layers = 1, k_moe_layer_freq = 2;"
+expect_contains "$TMP/interleaved_bundle/skeleton/train_step.cu" "constexpr int k_dense_gemm_count = 4;"
+expect_contains "$TMP/capacity_bundle/skeleton/train_step.cu" "constexpr gemm_spec const* k_dense_gemms = k_gemms;"
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"
