@@ -1603,20 +1603,10 @@ static void make_streams(runner& r) {
 static std::vector<double> measure(runner& r, double wall) {
   // Per call, like for like with the plan's roofline and alpha-beta figures.
   std::vector<double> m;  // measured per call, in the order of the rows below
-  for (int i = 0; i < plan::k_gemm_count; ++i) {
-    plan::gemm_spec const& x = plan::k_gemms[i];
-    m.push_back(r.probe([&] {
-      for (long long c = 0; c < x.calls; ++c) {
-        r.gemm(x.m, x.n, x.k, x.batch, 0);
-        r.gemm(x.m, x.k, x.n, x.batch, 1);
-        r.gemm(x.k, x.n, x.m, x.batch, 2);
-        if (x.recompute_n > 0) r.gemm(x.m, x.recompute_n, x.k, x.batch, 0);
-      }
-    }));
-  }
-  if (plan::k_mixed_layers)
-    for (int i = 0; i < plan::k_dense_gemm_count; ++i) {
-      plan::gemm_spec const& x = plan::k_dense_gemms[i];
+  // Each weight GEMM of a kind of layer: forward, both gradients, recomputation.
+  auto probe_gemms = [&](plan::gemm_spec const* gemms, int count) {
+    for (int i = 0; i < count; ++i) {
+      plan::gemm_spec const& x = gemms[i];
       m.push_back(r.probe([&] {
         for (long long c = 0; c < x.calls; ++c) {
           r.gemm(x.m, x.n, x.k, x.batch, 0);
@@ -1626,6 +1616,9 @@ static std::vector<double> measure(runner& r, double wall) {
         }
       }));
     }
+  };
+  probe_gemms(plan::k_gemms, plan::k_gemm_count);
+  if (plan::k_mixed_layers) probe_gemms(plan::k_dense_gemms, plan::k_dense_gemm_count);
   m.push_back(r.probe([&] {
     r.head(false);
     r.head(true);

@@ -1179,6 +1179,22 @@ TEST_CASE("Blackwell Ultra's doubled exponential rate speeds the tuned attention
 namespace {
 
 // Mixtral-like: Llama 3 8B's shapes, 8 experts, top 2, on 4 x 8 H100, 512 sequences a step.
+// The activation term of the tokens routed to a GPU's experts, in bytes
+// (-1 where the strategy keeps none).
+double experts_input(program const& q, strategy const& t) {
+  for (auto const& term : activation_terms(q.model, t))
+    if (term.name == "experts' input (top-k copies of the tokens routed to this GPU)") return term.size.value();
+  return -1.0;
+}
+
+// Mixtral-like's data-parallel 32 with its experts over 8, ZeRO-1, no
+// recomputation.
+strategy dp32_ep8() {
+  strategy s;
+  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  return s;
+}
+
 program mixtral_like_on_4x8() {
   auto m = dtplan::test::llama3_8b();
   m.experts = 8;
@@ -1495,8 +1511,7 @@ TEST_CASE("a shared expert on its own stream hides the all-to-alls under its GEM
   // the shared expert leaves part of the forward's two all-to-alls exposed
   // and hides the backward's; 4096 wide it hides both.
   auto p = mixtral_like_on_4x8();
-  strategy s;
-  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto s = dp32_ep8();
   analytic_cost_model const model;
   auto const layers_micro = [&] { return 32.0 * static_cast<double>(shape_of(p, s).grad_accum); };
   for (std::int64_t width : {1536, 4096}) {
@@ -1542,8 +1557,7 @@ TEST_CASE("torchtitan's shared expert before the combine's use hides the forward
   // backward's two stay exposed, the forward's combine hides under the
   // shared expert's GEMMs as far as they last.
   auto p = mixtral_like_on_4x8();
-  strategy s;
-  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto s = dp32_ep8();
   analytic_cost_model const model;
   double const layers_micro = 32.0 * static_cast<double>(shape_of(p, s).grad_accum);
   for (std::int64_t width : {256, 1536}) {
@@ -1586,8 +1600,7 @@ TEST_CASE("an expert capacity: padded experts compute and receive it, dropping o
   // each of the 8 ranks of its group; dropping, an even routing drops
   // nothing and it stays 2048. At 0.5 both keep 1024.
   auto p = mixtral_like_on_4x8();
-  strategy s;
-  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto s = dp32_ep8();
   analytic_cost_model const model;
   auto const dropless = shape_of(p, s);
   CHECK(dropless.routed_share == 1.0);
@@ -1606,12 +1619,7 @@ TEST_CASE("an expert capacity: padded experts compute and receive it, dropping o
   CHECK(padded.routed_share == 1.25);
   CHECK(padded.mlp_tokens == 2560 * 8);
   CHECK(a2a_of(p) == 2 * layer * 1.25);
-  auto const routed = [](program const& q, strategy const& t) {
-    for (auto const& term : activation_terms(q.model, t))
-      if (term.name == "experts' input (top-k copies of the tokens routed to this GPU)") return term.size.value();
-    return -1.0;
-  };
-  CHECK(routed(p, s) == 2 * 1.25 * 8192 * 4096 * 2);
+  CHECK(experts_input(p, s) == 2 * 1.25 * 8192 * 4096 * 2);
   {
     // Split over tp 2 with sequence parallelism (etp = tp), the dispatcher
     // gathers the padded copies over tp and reduce-scatters them back.
@@ -1648,8 +1656,7 @@ TEST_CASE("a routing skew: the busiest GPU receives its load, every rank of its 
   // expert shares the rest, (8 - 1.5) / 7 of the mean: (1.5 + 6.5 / 7) / 2
   // of the even share. With ep 1 every expert is on every GPU: even.
   auto p = mixtral_like_on_4x8();
-  strategy s;
-  s.dp = 32, s.ep = 8, s.zero = 1, s.checkpoint = checkpoint_mode::none;
+  auto s = dp32_ep8();
   analytic_cost_model const model;
   auto const even = shape_of(p, s);
   CHECK(even.received_share == 1.0);
@@ -1668,12 +1675,7 @@ TEST_CASE("a routing skew: the busiest GPU receives its load, every rank of its 
   // The dispatcher's copies of the rank's own tokens are the same; with
   // one expert a GPU nothing arrives to sort.
   CHECK(expert_movement(skewed).forward == expert_movement(even).forward);
-  auto const routed = [](program const& q, strategy const& t) {
-    for (auto const& term : activation_terms(q.model, t))
-      if (term.name == "experts' input (top-k copies of the tokens routed to this GPU)") return term.size.value();
-    return -1.0;
-  };
-  CHECK(routed(p, s) == 2 * 1.5 * 8192 * 4096 * 2);
+  CHECK(experts_input(p, s) == 2 * 1.5 * 8192 * 4096 * 2);
   {
     strategy t = s;
     t.ep = 4;

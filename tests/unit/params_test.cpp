@@ -9,6 +9,15 @@ using planner::count_params;
 
 namespace {
 double billions(planner::model const& m) { return double(count_params(m).total) / 1e9; }
+// `m` as a mixture: `experts` of `width`, `k` a token, a shared expert as wide as `shared`.
+planner::model mixture(planner::model m, std::int64_t experts, std::int64_t k, std::int64_t width,
+                       std::int64_t shared) {
+  m.experts = experts;
+  m.experts_per_token = k;
+  m.expert_ffn = width;
+  m.shared_expert_ffn = shared;
+  return m;
+}
 }  // namespace
 
 TEST_CASE("published parameter counts within 0.5 %", "[params]") {
@@ -92,11 +101,8 @@ TEST_CASE("a shared expert beside the routed ones: Qwen1.5-MoE-A2.7B's 14.3B par
   // 151936, untied (its model card: 14.3B in all, 2.7B activated; its q, k,
   // v biases and the shared expert's one-row gate, 8k a layer, are not
   // counted).
-  auto m = test::decoder("qwen_moe", 24, 2048, 16, 16, 5632, planner::mlp_kind::swiglu, 151936);
-  m.experts = 60;
-  m.experts_per_token = 4;
-  m.expert_ffn = 1408;
-  m.shared_expert_ffn = 5632;
+  auto m = mixture(test::decoder("qwen_moe", 24, 2048, 16, 16, 5632, planner::mlp_kind::swiglu, 151936), 60, 4,
+                   1408, 5632);
   auto const c = count_params(m);
   CHECK(c.shared == 3LL * 2048 * 5632);
   CHECK(c.per_layer == c.attention + c.mlp + c.norms + c.router + c.shared);
@@ -133,11 +139,8 @@ TEST_CASE("a mixture's dense layers: Llama 4 Maverick's 400.7 B, 17.2 B a token 
   // one, top 1, vocabulary 202048, untied; every other layer from the
   // second a mixture (interleave_moe_layer_step 2), the others a dense MLP
   // 16384 wide: dense_layers = 1, moe_layer_freq = 2.
-  auto m = test::decoder("maverick", 48, 5120, 40, 8, 16384, planner::mlp_kind::swiglu, 202048);
-  m.experts = 128;
-  m.experts_per_token = 1;
-  m.expert_ffn = 8192;
-  m.shared_expert_ffn = 8192;
+  auto m = mixture(test::decoder("maverick", 48, 5120, 40, 8, 16384, planner::mlp_kind::swiglu, 202048), 128, 1,
+                   8192, 8192);
   m.dense_layers = 1;
   m.moe_layer_freq = 2;
   CHECK(m.moe_layer_count() == 24);
