@@ -185,7 +185,9 @@ class searcher {
   // COSTMODEL.md section 2: a larger shard group (`all` is the largest)
   // divides sharded state by more ranks and adds nothing; interleaving only
   // raises the micro-batches stage 0 holds, so 1 chunk (or the fewest
-  // allowed) holds the least; a larger micro-batch scales every activation
+  // allowed) holds the least (not for a mixture with dense layers, whose
+  // chunks spread them over the stages: every chunk count is probed there);
+  // a larger micro-batch scales every activation
   // and logits term up (the peak is the larger of two moments, each
   // monotone in it). The probe tries every zero stage, every checkpoint
   // mode and both sequence_parallel values because none is monotone in
@@ -207,18 +209,20 @@ class searcher {
         for (bool with_sp : sp) {
           // Outside `ops` sequence parallelism only divides: its probe alone is the least.
           if (c != checkpoint_mode::ops && !with_sp && std::find(sp.begin(), sp.end(), true) != sp.end()) continue;
-          strategy s = w.structure();
-          s.order = w.orders.front();
-          s.zero = static_cast<int>(z);
-          s.shard = shard_group{};
-          s.checkpoint = c;
-          s.sequence_parallel = with_sp;
-          s.virtual_stages = vs.front();
-          s.micro_batch = mb.front();
-          if (!is_legal(p_, s)) return std::nullopt;
-          auto m = estimate_memory(shape_of(p_, s, group_sizes_of(p_, s)), false);
-          if (m.fits()) return std::nullopt;
-          least = min(least, m.total);
+          for (std::size_t v = 0; v < (p_.model.mixed_layers() ? vs.size() : 1); ++v) {
+            strategy s = w.structure();
+            s.order = w.orders.front();
+            s.zero = static_cast<int>(z);
+            s.shard = shard_group{};
+            s.checkpoint = c;
+            s.sequence_parallel = with_sp;
+            s.virtual_stages = vs[v];
+            s.micro_batch = mb.front();
+            if (!is_legal(p_, s)) return std::nullopt;
+            auto m = estimate_memory(shape_of(p_, s, group_sizes_of(p_, s)), false);
+            if (m.fits()) return std::nullopt;
+            least = min(least, m.total);
+          }
         }
       }
     }

@@ -89,6 +89,42 @@ TEST_CASE("search finds the brute-force optimum on random small problems (analyt
   compare_with_brute_force(analytic_cost_model{}, 4242);
 }
 
+TEST_CASE("search finds the brute-force optimum on random mixtures with dense layers (analytic model)") {
+  // The memory probe's monotonicity (interleaving holds the least with the
+  // fewest chunks) and the time bound, where each stage holds its own mix
+  // of dense layers and mixtures (experts on every rank: ep 1).
+  std::mt19937_64 rng(20261207);
+  analytic_cost_model const model;
+  int with_valid = 0, mixed = 0;
+  for (int i = 0; i < problems / 2; ++i) {
+    auto p = test::random_problem(rng);
+    p.model.experts = 4;
+    p.model.experts_per_token = 2;
+    p.model.dense_layers = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(p.model.layers));
+    p.model.moe_layer_freq = 1 + static_cast<std::int64_t>(rng() % 2);
+    mixed += p.model.mixed_layers() ? 1 : 0;
+    INFO("problem " << i << ": " << p.model.layers << " layers, " << p.model.dense_layers << " dense first, every "
+                    << p.model.moe_layer_freq << " a mixture");
+    auto expected = test::brute_force(p, model);
+    // The brute force's space: the experts on every rank, each split over tp.
+    auto spec = search_everything();
+    spec.ep = key_choice<std::int64_t>::one(1);
+    spec.etp.f = choice_form::form::unset;
+    auto got = search(p, spec, model, with_threads(2));
+    CHECK(got.stats.valid == static_cast<std::int64_t>(expected.size()));
+    for (auto const& e : expected) {
+      auto bound = model.step_lower_bound(shape_of(p, e.s));
+      if (bound > e.step) FAIL_CHECK("bound " << bound.value() << " > step " << e.step.value());
+    }
+    if (expected.empty()) continue;
+    ++with_valid;
+    REQUIRE_FALSE(got.ranked.empty());
+    CHECK(got.ranked.front().step == expected.front().step);
+  }
+  CHECK(mixed >= problems / 4);
+  CHECK(with_valid >= with_valid_floor / 3);
+}
+
 TEST_CASE("the analytic model's per-strategy bound never exceeds its step time") {
   std::mt19937_64 rng(99);
   analytic_cost_model model;
