@@ -10,6 +10,7 @@
 #include "dsl/parse.hpp"
 #include "dsl/source.hpp"
 #include "planner/lower/lower.hpp"
+#include "planner/model/params.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -581,7 +582,7 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   auto names = catalog_model_names();
   CHECK(names == std::vector<std::string>{"llama2_7b", "llama2_13b", "llama2_70b", "llama3_1b", "llama3_3b",
                                           "llama3_8b", "llama3_70b", "llama3_405b", "mpt_7b", "gpt3_1_3b",
-                                          "gpt3_175b"});
+                                          "gpt3_175b", "mixtral_8x7b", "qwen1_5_moe_a2_7b", "llama4_maverick"});
   for (auto const& n : names) {
     INFO(n);
     auto m = catalog_model(n);
@@ -601,6 +602,16 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   within("gpt3_175b", 174.6);
   within("llama2_13b", 13.0);
   within("llama2_70b", 69.0);
+  // Mixtures, by the planner's own count: Mixtral's paper gives 47B (46.7B)
+  // and 13B a token, Qwen's card 14.3B, Meta's 400B and 17B a token with
+  // the input embedding.
+  auto counted = [](std::string const& name) { return count_params(*catalog_model(name)); };
+  CHECK(double(counted("mixtral_8x7b").total) / 1e9 == Approx(46.70).epsilon(0.001));
+  CHECK(double(counted("mixtral_8x7b").matmul + counted("mixtral_8x7b").embedding) / 1e9 ==
+        Approx(12.88).epsilon(0.001));
+  CHECK(double(counted("qwen1_5_moe_a2_7b").total) / 1e9 == Approx(14.32).epsilon(0.001));
+  CHECK(counted("llama4_maverick").total == 400'711'848'960);
+  CHECK(catalog_model("llama4_maverick")->moe_layer_count() == 24);
   auto l = *catalog_model("llama3_405b");
   CHECK(l.layers == 126);
   CHECK(l.hidden == 16384);
