@@ -125,8 +125,8 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
     return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
                        "not a multiple of the experts' {}",
                        m.shared_expert_ffn, m.mlp_width());
-  // The qwen3 model dtplan writes makes every layer a mixture
-  // (models/qwen3/model/model.py, moe_enabled).
+  // The qwen3 model dtplan writes makes every layer a mixture where its
+  // args say moe_enabled (TT v0.2.0 models/qwen3/model/model.py:309-360).
   if (m.mixed_layers())
     return fmt::format("torchtitan's qwen3 model makes every layer a mixture of experts; model '{}' has {} dense "
                        "layers (dense_layers, moe_layer_freq)",
