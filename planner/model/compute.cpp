@@ -507,10 +507,9 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   stage_compute const d = compute_one_kind(shape_of(dense, sh.s, sh));
   double const k = static_cast<double>(moe), rest = static_cast<double>(n - moe), all = static_cast<double>(n);
   auto const mean = [&](seconds a, seconds b) { return (a * k + b * rest) / all; };
+  // (The attention core is the same in both kinds.)
   out.layer_forward = mean(out.layer_forward, d.layer_forward);
   out.layer_backward = mean(out.layer_backward, d.layer_backward);
-  out.layer_attention_core = mean(out.layer_attention_core, d.layer_attention_core);
-  out.layer_attention_core_backward = mean(out.layer_attention_core_backward, d.layer_attention_core_backward);
   out.layer_recompute = mean(out.layer_recompute, d.layer_recompute);
   out.dense_layers = n - moe;
   out.dense_layer_kernels = d.layer_kernels;

@@ -32,14 +32,8 @@ std::int64_t strategy_shape::stage_moe_layers(std::int64_t r) const {
   model const& m = prog->model;
   if (m.experts <= 1) return 0;
   if (!m.mixed_layers()) return stage_layers(r);
-  // Chunk c holds layers / chunks, one more among the first layers % chunks:
-  // it starts at c x (layers / chunks) + min(c, layers % chunks).
-  auto const per = m.layers / chunks, rest = m.layers % chunks;
   std::int64_t n = 0;
-  for (auto c = r; c < chunks; c += s.pp) {
-    auto const first = c * per + std::min(c, rest);
-    n += m.moe_layers_in(first, first + per + (c < rest ? 1 : 0));
-  }
+  for (auto const& range : stage_ranges(r)) n += m.moe_layers_in(range.first, range.last);
   return n;
 }
 
