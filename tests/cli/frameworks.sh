@@ -476,6 +476,13 @@ freq_job 4
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --dump ir
 expect_contains "$TMP/out" "  moe_layer_freq    4"
 expect_contains "$TMP/out" "  dense_layers      0"
+# Written back in its other two forms: dense layers first then every
+# layer a mixture, and Megatron-LM's integer.
+for form in "([0]*3+[1]*29)='[0]*3+[1]*29'" '4=4'; do
+  freq_job "${form%%=*}"
+  expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt" --emit "$TMP/freq_form" --force --quiet
+  expect_contains "$TMP/freq_form/megatron/args.txt" "--moe-layer-freq ${form#*=}"
+done
 freq_job '([1]*3+[0]*1)*8'
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/freq.txt"
 expect_contains "$TMP/err" "freq.txt:1:85: warning: Megatron-LM's MoE layer pattern '([1]*3+[0]*1)*8' is not modelled: costed as '1: every layer a mixture of experts (dtplan says dense layers first, then every N-th a mixture)'"
