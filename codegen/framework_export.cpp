@@ -294,17 +294,26 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  if (m.experts > 1) {
+  if (m.experts > 1 || m.q_width() != m.hidden) {
     // torchtitan's mixtures are model code of their own; Qwen3's is the one
-    // with dtplan's attention (GQA, rotary; its q/k norms aside).
+    // with dtplan's attention (GQA, rotary; its q/k norms aside), and the
+    // one whose heads need not be hidden / heads wide (head_dim, v0.2.0
+    // models/qwen3/model/args.py:30).
     o.string("name", "qwen3");
     o.comment(fmt::format("Register a Qwen3ModelArgs flavor named '{}' in torchtitan/models/qwen3/__init__.py:", m.name));
-    o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, moe_enabled=True,",
-                          m.hidden, m.layers, m.heads, m.kv_heads, m.hidden / m.heads, m.vocab));
-    o.comment(fmt::format("moe_inter_dim={}, moe_args=MoEArgs(num_experts={}, num_shared_experts={}, top_k={})); "
-                          "dtplan costs it without q/k norms.",
-                          m.mlp_width(), m.experts, m.shared_expert_ffn / m.mlp_width(),
-                          std::min(m.experts_per_token, m.experts)));
+    if (m.experts > 1) {
+      o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, "
+                            "moe_enabled=True,",
+                            m.hidden, m.layers, m.heads, m.kv_heads, m.head_width(), m.vocab));
+      o.comment(fmt::format("moe_inter_dim={}, moe_args=MoEArgs(num_experts={}, num_shared_experts={}, top_k={})); "
+                            "dtplan costs it without q/k norms.",
+                            m.mlp_width(), m.experts, m.shared_expert_ffn / m.mlp_width(),
+                            std::min(m.experts_per_token, m.experts)));
+    } else {
+      o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, "
+                            "hidden_dim={}); dtplan costs it without q/k norms.",
+                            m.hidden, m.layers, m.heads, m.kv_heads, m.head_width(), m.vocab, m.ffn));
+    }
     o.string("flavor", m.name);
   } else if (auto const* f = llama3_flavor(m)) {
     o.string("name", "llama3");
@@ -428,6 +437,10 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   a.add("--hidden-size", m.hidden);
   a.add("--ffn-hidden-size", m.ffn);
   a.add("--num-attention-heads", m.heads);
+  // Heads not hidden / heads wide (Qwen3's 128): --kv-channels, in both
+  // (MLM core_v0.13.0 megatron/training/arguments.py:771-773, 1378;
+  // Megatron-DeepSpeed 4efb479 megatron/arguments.py:625).
+  if (m.q_width() != m.hidden) a.add("--kv-channels", m.head_width());
   if (m.kv_heads != m.heads) {
     if (deepspeed) {
       a.add("--num-key-value-heads", m.kv_heads);

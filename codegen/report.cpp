@@ -288,6 +288,7 @@ std::string to_json(report const& r) {
   w.key("hidden").value(p.model.hidden);
   w.key("heads").value(p.model.heads);
   w.key("kv_heads").value(p.model.kv_heads);
+  w.key("head_dim").value(p.model.head_width());
   w.key("ffn").value(p.model.ffn).key("expert_ffn").value(p.model.mlp_width());
   w.key("shared_expert_ffn").value(p.model.experts > 1 ? p.model.shared_expert_ffn : 0);
   w.key("mlp").value(name(p.model.mlp));
@@ -506,11 +507,15 @@ std::string to_text(report const& r, bool explain) {
     if (m.mixed_layers())
       mixture += fmt::format(" in {} of {} layers, the others dense ffn {}", m.moe_layer_count(), m.layers, m.ffn);
   }
+  // Heads narrower or wider than hidden / heads say so: "32 heads (4 kv) of 128".
+  std::string const head_width =
+      m.q_width() != m.hidden ? fmt::format(" of {}", m.head_width()) : std::string();
   out += fmt::format(
-      "  model     {}: {} parameters; {}, hidden {}, {} ({} kv), ffn {} {}{}, vocab {}, "
+      "  model     {}: {} parameters; {}, hidden {}, {} ({} kv){}, ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",
       m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
-      m.kv_heads, m.mlp_width(), name(m.mlp), mixture, m.vocab, m.seq_len, name(m.prec), name(m.optimizer));
+      m.kv_heads, head_width, m.mlp_width(), name(m.mlp), mixture, m.vocab, m.seq_len, name(m.prec),
+      name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));

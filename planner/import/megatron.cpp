@@ -494,15 +494,8 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   model_int("--seq-length", "seq_len");
   model_int("--vocab-size", "vocab");
   // --kv-channels: each head's width, hidden / heads unless written
-  // (arguments.py:771-773); dtplan's heads are that wide.
-  if (auto [kc, e] = integer("--kv-channels"); e && !kc) {
-    failed = true;
-  } else if (e) {
-    std::int64_t const h = hidden ? *hidden : ctx.prior ? ctx.prior->model.hidden : 0;  // 0: not known here
-    std::int64_t const n = heads ? *heads : ctx.prior ? ctx.prior->model.heads : 0;
-    if (h > 0 && n > 0 && *kc != h / n)
-      not_modelled(t, *e, "head width", fmt::format("{}", *kc), fmt::format("{} (hidden / heads)", h / n));
-  }
+  // (core_v0.13.0 megatron/training/arguments.py:771-773).
+  model_int("--kv-channels", "head_dim");
   job.find("--max-position-embeddings");  // at least --seq-length; Megatron asserts it
   bool const describes = c.layers.has_value();
   if (describes && !ctx.file_has_model) {

@@ -154,6 +154,10 @@ struct model {
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;  ///< = heads unless set
+  /// Each attention head's width (Megatron-LM's --kv-channels, Hugging
+  /// Face's head_dim); 0, unwritten: hidden / heads. Qwen3's heads are 128
+  /// wide whatever its hidden size (head_width).
+  std::int64_t head_dim = 0;
   std::int64_t ffn = 0;       ///< = 4 * hidden unless set
   mlp_kind mlp = mlp_kind::gelu;
   /// Unwritten: what the MLP implies (swiglu: Llama's RMSNorm and rotary
@@ -201,6 +205,12 @@ struct model {
   bool dropout = false;
   key_spans keys;
 
+  /// Each head's width: head_dim where written, else hidden / heads.
+  [[nodiscard]] std::int64_t head_width() const { return head_dim > 0 ? head_dim : heads > 0 ? hidden / heads : 0; }
+  /// The queries' width (heads x head_width; hidden unless head_dim says
+  /// otherwise) and the keys' or values' (kv_heads x head_width).
+  [[nodiscard]] std::int64_t q_width() const { return heads * head_width(); }
+  [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_width(); }
   /// The width of the MLP a token runs through: a mixture's expert width,
   /// else ffn.
   [[nodiscard]] std::int64_t mlp_width() const { return experts > 1 && expert_ffn > 0 ? expert_ffn : ffn; }

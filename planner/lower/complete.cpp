@@ -32,9 +32,11 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
     m.ffn = 4 * m.hidden;
   }
   std::vector<block_problem> problems;
-  if (m.hidden % m.heads != 0)
+  if (m.hidden % m.heads != 0 && !m.keys.count("head_dim"))
     problems.push_back(
-        {fmt::format("'hidden' ({}) must be a multiple of 'heads' ({})", m.hidden, m.heads), "heads", "hidden"});
+        {fmt::format("'hidden' ({}) must be a multiple of 'heads' ({}) unless 'head_dim' gives each head's width",
+                     m.hidden, m.heads),
+         "heads", "hidden"});
   if (m.heads % m.kv_heads != 0)
     problems.push_back(
         {fmt::format("'heads' ({}) must be a multiple of 'kv_heads' ({})", m.heads, m.kv_heads), "kv_heads", "heads"});

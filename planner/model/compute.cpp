@@ -523,9 +523,12 @@ std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; 
 flops model_flops_per_step(program const& p) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
+  // The attention core's 12 L s x (q's width; hidden unless head_dim says
+  // otherwise), as Megatron-LM counts it (query_projection_size,
+  // core_v0.13.0 megatron/training/training.py:233).
   double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
                            12.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                               static_cast<double>(m.hidden);
+                               static_cast<double>(m.q_width());
   return flops(per_token * tokens);
 }
 
@@ -533,7 +536,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
   double const attention_fwd = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                               static_cast<double>(m.hidden) * tokens;
+                               static_cast<double>(m.q_width()) * tokens;
   double const layer_matmul = static_cast<double>(matmul_parameters(m) - m.vocab * m.hidden);
   double extra = 0;
   switch (s.checkpoint) {
@@ -542,9 +545,8 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
     case checkpoint_mode::ops: {
       // The k and o projections and the MLP's second matmul, per layer.
-      double const head_dim = static_cast<double>(m.hidden / m.heads);
-      double const kv = static_cast<double>(m.kv_heads) * head_dim;
-      double const q = static_cast<double>(m.heads) * head_dim;
+      double const kv = static_cast<double>(m.kv_width());
+      double const q = static_cast<double>(m.q_width());
       double const ffn = static_cast<double>(m.mlp_width());
       double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
       double const h = static_cast<double>(m.hidden);

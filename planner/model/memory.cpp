@@ -98,7 +98,8 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   double const tokens = seq * double(s.micro_batch);
   double const h = double(m.hidden);
   double const a = double(m.heads);
-  double const kv_width = double(m.kv_heads * (m.hidden / m.heads));
+  double const q_width = double(m.q_width());
+  double const kv_width = double(m.kv_width());
   double const ffn = double(m.mlp_width());
   // Routed copies a token's MLP rows take on the busiest GPU: top-k, at a
   // capacity its share, under a skew the busiest GPU's load.
@@ -124,10 +125,10 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     // batched matmuls, not in the list: its core is recomputed, as under
     // `selective`. Dropout masks are recomputed (regenerated, not stored).
     add("layer input (kept by the checkpoint)", e * tokens * h / rep);
-    add("q projection output (1st matmul)", e * tokens * h / t);
+    add("q projection output (1st matmul)", e * tokens * q_width / t);
     add("v projection output (3rd matmul)", e * tokens * kv_width / t);
     if (m.attention == attention_kind::flash) {
-      add("attention kernel output", e * tokens * h / t);
+      add("attention kernel output", e * tokens * q_width / t);
       add("attention kernel log-sum-exp (fp32)", 4 * a * tokens / t);
     }
     if (sp) add("attention output after its reduce-scatter", e * tokens * h / t);
@@ -144,7 +145,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   }
   add("attention norm input", e * tokens * h / rep);
   add("q, k, v projection input", e * tokens * h / rep);
-  add("q and k (for q.k^T)", e * tokens * (h + kv_width) / t);
+  add("q and k (for q.k^T)", e * tokens * (q_width + kv_width) / t);
   add("v", e * tokens * kv_width / t);
   if (s.checkpoint == checkpoint_mode::none) {
     double const scores = a * seq * seq * double(s.micro_batch) / t;
@@ -162,7 +163,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
       add("flash attention softmax statistics (fp32)", 4 * a * tokens / t);
     }
   }
-  add("attention output (o projection input)", e * tokens * h / t);
+  add("attention output (o projection input)", e * tokens * q_width / t);
   if (dropout) add("attention residual dropout mask", tokens * h / rep);
   add("mlp norm input", e * tokens * h / rep);
   add("mlp input", e * tokens * h / rep);

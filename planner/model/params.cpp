@@ -23,9 +23,8 @@ param_counts count_params(model const& m) {
   param_counts c;
   bool const gpt_style = m.mlp == mlp_kind::gelu;
   wide const h = m.hidden;
-  wide const kv_heads = m.kv_heads;
-  wide const head_dim = m.hidden / m.heads;
-  wide const kv_width = kv_heads * head_dim;
+  wide const q_width = wide{m.heads} * wide{m.head_width()};
+  wide const kv_width = wide{m.kv_heads} * wide{m.head_width()};
   wide const ffn = m.mlp_width();
   wide const experts = m.experts;
   wide const active = std::min<wide>(experts, m.experts_per_token);
@@ -34,7 +33,7 @@ param_counts count_params(model const& m) {
 
   // The largest product below, estimated in double: beyond 2^120 the
   // 128-bit arithmetic itself could overflow, and every count saturates.
-  double const estimate = double(layers) * (4.0 * double(h) * double(h) + 3.0 * double(experts) * double(h) * double(ffn) +
+  double const estimate = double(layers) * (4.0 * double(h) * (double(h) + double(m.heads) * double(m.head_width())) + 3.0 * double(experts) * double(h) * double(ffn) +
                                             3.0 * double(h) * double(std::max<std::int64_t>(0, m.shared_expert_ffn)) +
                                             (experts > 1 ? 3.0 * double(h) * double(std::max<std::int64_t>(0, m.ffn)) : 0.0) +
                                             double(h) * double(experts) + 6.0 * double(h)) +
@@ -51,8 +50,9 @@ param_counts count_params(model const& m) {
 
   wide const embedding = vocab * h;
   wide const output = m.tied_embeddings ? 0 : vocab * h;
-  wide const attention_matrices = 2 * h * h + 2 * h * kv_width;
-  wide const attention = attention_matrices + (gpt_style ? 2 * h + 2 * kv_width : 0);
+  // q, k, v from the hidden state, o back to it; GPT's biases on each.
+  wide const attention_matrices = 2 * h * q_width + 2 * h * kv_width;
+  wide const attention = attention_matrices + (gpt_style ? q_width + 2 * kv_width + h : 0);
   wide const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
   wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
   wide const norm = gpt_style ? 2 * h : h;

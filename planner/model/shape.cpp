@@ -252,9 +252,9 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.tokens = s.micro_batch * sh.seq_local;
   sh.sp_divisor = s.sequence_parallel ? s.tp : 1;
 
-  sh.head_dim = m.hidden / m.heads;
-  sh.q_width = m.heads * sh.head_dim;
-  sh.kv_width = m.kv_heads * sh.head_dim;
+  sh.head_dim = m.head_width();
+  sh.q_width = m.q_width();
+  sh.kv_width = m.kv_width();
   sh.cp_kv_width = pytorch_ring(p.training.cp_comm_type) ? sh.q_width : sh.kv_width;
   sh.local_heads = m.heads / s.tp;
   sh.softmax_fp32 = softmax_falls_back(p, s);

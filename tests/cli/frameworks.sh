@@ -364,11 +364,15 @@ stages 2 "--num-layers-per-virtual-pipeline-stage 0" "error: '--num-layers-per-v
 stages 0 "--num-layers-per-virtual-pipeline-stage 4" ""
 expect_contains "$TMP/out" "virtual_stages 4,"
 stages 2 "--num-layers-per-virtual-pipeline-stage 4 --num-virtual-stages-per-pipeline-rank 2" "stages.txt:25:43: error: '--num-layers-per-virtual-pipeline-stage' and '--num-virtual-stages-per-pipeline-rank' are both written (Megatron-LM takes one; core_v0.13.0 arguments.py:496-507)"
-# --kv-channels is each head's width: read where it is hidden / heads, a
-# warning where it is not (dtplan's heads are that wide).
+# --kv-channels is each head's width, the model's head_dim: hidden / heads
+# or not.
 stages 0 "--kv-channels 128" ""
 expect_lacks "$TMP/err" "kv-channels"
-stages 0 "--kv-channels 64" "stages.txt:25:1: warning: Megatron-LM's head width '64' is not modelled: costed as '128 (hidden / heads)'"
+expect_lacks "$TMP/out" " of 128, ffn"
+stages 0 "--kv-channels 64" ""
+expect_lacks "$TMP/err" "kv-channels"
+expect_contains "$TMP/out" "5.66 B parameters; 32 layers, hidden 4096, 32 heads (32 kv) of 64, ffn"
+stages 2 "--kv-channels 0" "stages.txt:25:15: error: 'head_dim' must be at least 1, got 0"
 # A launch script's expansion dtplan cannot resolve, after a flag, is more
 # arguments it does not read, not the flag's value.
 printf 'EXTRA=$(cat extra.txt)\n' >"$TMP/launch.sh"
@@ -535,6 +539,13 @@ cp "$TMP/out" "$TMP/moe_planned"
 expect_status 0 "$DTPLAN" "$TMP/moe_free.dtp" --from megatron "$TMP/moe_job/megatron/args.txt" --quiet
 expect_same_cost "$TMP/out" "$TMP/moe_planned" "the mixture read back costs otherwise"
 expect_lacks "$TMP/err" "warning"
+# Heads of their own width: torchtitan's llama3 has none (head_dim is
+# dim / n_heads there), its qwen3 does; the flavor to register says it.
+expect_status 0 "$DTPLAN" plans/8b_torchtitan_h100.dtp --set model.head_dim=64 --strategy fsdp --emit "$TMP/tt_head"
+expect_contains "$TMP/tt_head/torchtitan/job.toml" 'name = "qwen3"'
+expect_contains "$TMP/tt_head/torchtitan/job.toml" "# (dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=128256, hidden_dim=14336); dtplan costs it without q/k norms."
+expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set model.head_dim=256 --strategy fsdp_ep4 --emit "$TMP/tt_moe_head"
+expect_contains "$TMP/tt_moe_head/torchtitan/job.toml" "n_heads=16, n_kv_heads=16, head_dim=256, vocab_size=151936, moe_enabled=True,"
 # torchtitan's experts are grouped unless the model's flavor says otherwise,
 # which its job file cannot: a plan costed one after another says so.
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"

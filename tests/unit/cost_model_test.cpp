@@ -194,6 +194,35 @@ TEST_CASE("model FLOPs follow the spec's convention") {
   CHECK(model_flops_per_step(p).value() == Approx(tokens * (6 * matmul + 12.0 * 32 * 4096 * 4096)).epsilon(1e-12));
 }
 
+TEST_CASE("heads narrower than hidden / heads: the projections, the attention core and the FLOPs follow q's width") {
+  program p = two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.tp = 2;
+  auto const wide = shape_of(p, s);
+  auto const wide_core = compute_per_micro_batch(p, s).layer_attention_core;
+  p.model.head_dim = 64;  // 32 heads of 64: q, k and v 2048 wide, hidden 4096
+  auto const sh = shape_of(p, s);
+  CHECK(sh.head_dim == 64);
+  CHECK(sh.q_width == 2048);
+  CHECK(sh.kv_width == 2048);
+  CHECK(std::string(sh.gemms[0].name) == "qkv");
+  CHECK(sh.gemms[0].forward.n == 3 * 2048 / 2);
+  CHECK(sh.gemms[0].forward.k == 4096);
+  CHECK(std::string(sh.gemms[1].name) == "o-proj");
+  CHECK(sh.gemms[1].forward.n == 4096);
+  CHECK(sh.gemms[1].forward.k == 2048 / 2);
+  CHECK(wide.gemms[1].forward.k == 4096 / 2);
+  // The same heads on half the width: the core's work halves (its
+  // efficiency is the kernel's figure whatever the width).
+  auto const core = compute_per_micro_batch(p, s).layer_attention_core;
+  CHECK(core.value() < wide_core.value());
+  CHECK(core.value() > 0.45 * wide_core.value());
+  // Megatron-LM's count: 12 L s x (heads x head_dim) for the core.
+  double const tokens = 256.0 * 4096;
+  double const matmul = 32.0 * (2 * 4096.0 * 2048 + 2 * 4096.0 * 2048 + 3 * 4096.0 * 11008) + 32000.0 * 4096;
+  CHECK(model_flops_per_step(p).value() == Approx(tokens * (6 * matmul + 12.0 * 32 * 4096 * 2048)).epsilon(1e-12));
+}
+
 // DeepGEMM's fp8 GEMMs on H800 (Hopper's SMs, docs/research/hardware.md
 // s.1): M = 4096, N = 7168 reaches 1,404 TFLOP/s at K = 16,384 and 1,031 at
 // K = 2,048; N = 32,768 at K = 512, 591. The catalog's fp8 tile overhead

@@ -223,7 +223,7 @@ TEST_CASE("misuse is reported as lowering reports the same text") {
   CHECK_THROWS_WITH(training().grad_precision(planner::precision::fp8),
                     "expected 'bf16', 'fp16' or 'fp32' for 'grad_precision', got 'fp8'");
   CHECK_THROWS_WITH(model("m").layers(2).hidden(64).heads(3).vocab(1).seq_len(1).build(),
-                    "'hidden' (64) must be a multiple of 'heads' (3)");
+                    "'hidden' (64) must be a multiple of 'heads' (3) unless 'head_dim' gives each head's width");
   CHECK_THROWS_WITH(cluster("c").nodes(2).gpus_per_node(8).gpu("H100_SXM").build(),
                     "cluster 'c' has 2 nodes but no 'inter_node' bandwidth (e.g. 'inter_node = 8 x "
                     "400 Gbit/s')");

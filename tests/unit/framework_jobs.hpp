@@ -4,7 +4,7 @@
 // writes jobs for, and variants of them set to reach the keys the plans
 // alone do not (fp8, fp4, fp16, hybrid sharding, interleaving under FSDP, the
 // overlaps, bf16 optimizer state, SGD, every checkpoint mode, context
-// parallelism's ring).
+// parallelism's ring, heads of their own width).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -103,6 +103,8 @@ inline std::vector<framework_case> framework_cases() {
   // Rotary as torchtitan's complex numbers run it: no other framework's job
   // can say it.
   add_cases(out, plans + "7b_2node.dtp", {"training.fused_rotary=false"}, "complex_rotary", false);
+  // Heads not hidden / heads wide: Megatron's --kv-channels.
+  add_cases(out, plans + "7b_2node.dtp", {"model.head_dim=64"}, "head_dim", false);
   // Context parallelism passing keys and values round PyTorch's ring
   // (torchtitan's context_parallel_rotate_method = "alltoall").
   add_cases(out, plans + "8b_torchtitan_h100.dtp", {"fsdp.cp=2", "fsdp.dp=32", "training.cp_comm_type=alltoall"},

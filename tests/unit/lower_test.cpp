@@ -152,6 +152,31 @@ TEST_CASE("norm and position_embedding follow the MLP unless written") {
         "      |                              ^~~~~~~~~\n");
 }
 
+TEST_CASE("head_dim: each head's width, which frees hidden from being a multiple of heads") {
+  auto r = lower_text("model q : llama3_8b { hidden = 2560; heads = 32; head_dim = 128 }\n" + plain_cluster);
+  INFO(r.errors);
+  REQUIRE(r.p);
+  CHECK(r.p->model.head_dim == 128);
+  CHECK(r.p->model.q_width() == 4096);
+  CHECK(r.p->model.kv_width() == 1024);
+  // 3000 is no multiple of 32; with head_dim written it need not be.
+  CHECK(lower_text("model q : llama3_8b { hidden = 3000; head_dim = 128 }\n" + plain_cluster).p);
+  // Unwritten, hidden / heads, and hidden must divide.
+  auto plain = lower_text(plain_model + plain_cluster);
+  REQUIRE(plain.p);
+  CHECK(plain.p->model.head_dim == 0);
+  CHECK(plain.p->model.head_width() == 128);
+  CHECK(lower_text("model q : llama3_8b { head_dim = 0 }\n" + plain_cluster).errors ==
+        "test.dtp:1:34: error: 'head_dim' must be at least 1, got 0\n"
+        "    1 | model q : llama3_8b { head_dim = 0 }\n"
+        "      |                                  ^\n");
+  // Megatron-LM's name leads to it.
+  CHECK(lower_text("model q : llama3_8b { kv_channels = 96 }\n" + plain_cluster).errors ==
+        "test.dtp:1:23: error: unknown key 'kv_channels' in model 'q'; did you mean 'head_dim'?\n"
+        "    1 | model q : llama3_8b { kv_channels = 96 }\n"
+        "      |                       ^~~~~~~~~~~\n");
+}
+
 TEST_CASE("model defaults: kv_heads = heads, ffn = 4 x hidden, gelu, flash, bf16, adam") {
   auto r = lower_text("model tiny { layers = 2; hidden = 256; heads = 4; vocab = 1000; seq_len = 128 }\n" +
                       plain_cluster);

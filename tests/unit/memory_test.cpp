@@ -103,6 +103,20 @@ TEST_CASE("activations generalised: flash, GQA, swiglu, cp, fp32", "[memory]") {
   CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::full)).value() == 4 * ls * lh);
 }
 
+TEST_CASE("heads wider than hidden / heads: q's tensors follow heads x head_dim", "[memory]") {
+  auto llama = test::llama3_8b();  // s = 8192, h = 4096, 32 heads (8 kv), ffn 14336, flash
+  llama.head_dim = 256;            // q 8192 wide, k and v 2048
+  double const ls = 8192, lh = 4096, q = 8192, kv = 2048, f = 14336;
+  // Norm and projection inputs stay hidden wide; q and k, v, the
+  // attention's output (the o projection's input) take q's width.
+  double const expect = 2 * ls * (lh + lh + (q + kv) + kv + q + lh + lh + 3 * f) + 4 * 32 * ls;
+  CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::none)).value() == expect);
+  // torchtitan's op-level checkpoint keeps q's projection and the kernel's output q wide.
+  strategy ops = tp_of(1, false, checkpoint_mode::ops);
+  double const kept = 2 * ls * (lh + q + kv + q + 3 * f / 3 + lh) + 4 * 32 * ls;
+  CHECK(activations_per_layer(llama, ops).value() == kept);
+}
+
 TEST_CASE("uneven layers: the first chunks take one more", "[memory]") {
   CHECK(layers_per_chunk(10, 4) == std::vector<std::int64_t>{3, 3, 2, 2});
   CHECK(layers_per_chunk(48, 5) == std::vector<std::int64_t>{10, 10, 10, 9, 9});

@@ -180,3 +180,29 @@ TEST_CASE("a mixture's dense layers: Llama 4 Maverick's 400.7 B, 17.2 B a token 
   m.experts = 1;
   CHECK(m.moe_layer_count() == 0);
 }
+
+TEST_CASE("heads wider than hidden / heads: Qwen3-30B-A3B's 30.5 B, 3.3 B a token with the embedding", "[params]") {
+  // Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads of
+  // head_dim 128 (4 kv), 128 experts of 768, 8 a token, vocabulary 151936,
+  // untied (its model card: 30.5 B, 3.3 B activated; its q/k norms, 256 a
+  // layer, not counted here). q is 32 x 128 = 4096 wide, twice hidden.
+  auto m = mixture(test::decoder("qwen3_moe", 48, 2048, 32, 4, 6144, planner::mlp_kind::swiglu, 151936), 128, 8, 768,
+                   0);
+  CHECK(m.head_width() == 64);  // unwritten: hidden / heads
+  m.head_dim = 128;
+  CHECK(m.head_width() == 128);
+  CHECK(m.q_width() == 4096);
+  CHECK(m.kv_width() == 512);
+  auto const c = count_params(m);
+  // q and o are hidden x 4096, k and v hidden x 512.
+  CHECK(c.attention == 2LL * 2048 * 4096 + 2LL * 2048 * 512);
+  CHECK(c.per_layer == c.attention + 128LL * 3 * 2048 * 768 + 2048LL * 128 + 2 * 2048);
+  CHECK(c.total == 48 * c.per_layer + 2LL * 151936 * 2048 + 2048);
+  CHECK(c.total == 30'532'110'336);
+  CHECK(c.matmul == 48 * (c.attention + 8LL * 3 * 2048 * 768 + 2048LL * 128) + 151936LL * 2048);
+  CHECK(c.matmul + 151936LL * 2048 == 3'352'821'760);
+  // GPT's biases follow q's width: q, k, v and o's own (hidden).
+  auto g = test::decoder("gpt", 2, 1024, 8, 8, 4096, planner::mlp_kind::gelu, 1000);
+  g.head_dim = 256;
+  CHECK(count_params(g).attention == 2LL * 1024 * 2048 + 2LL * 1024 * 2048 + 2048 + 2 * 2048 + 1024);
+}
