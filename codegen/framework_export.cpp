@@ -190,6 +190,9 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
            "--no-position-embedding); BigScience's fork has";
   if (planner::low_precision(p.model.prec))
     return fmt::format("Megatron-DeepSpeed trains in bf16, fp16 or fp32, not {}", planner::name(p.model.prec));
+  if (p.model.qk_norm)
+    return "Megatron-DeepSpeed 4efb479 has no q/k norms (megatron/arguments.py has no --qk-layernorm); model '" +
+           p.model.name + "' has them (qk_norm)";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));
@@ -294,25 +297,26 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  if (m.experts > 1 || m.q_width() != m.hidden) {
+  if (m.experts > 1 || m.q_width() != m.hidden || m.qk_norm) {
     // torchtitan's mixtures are model code of their own; Qwen3's is the one
-    // with dtplan's attention (GQA, rotary; its q/k norms aside), and the
-    // one whose heads need not be hidden / heads wide (head_dim, v0.2.0
-    // models/qwen3/model/args.py:30).
+    // with dtplan's attention (GQA, rotary, q/k norms or none), and the one
+    // whose heads need not be hidden / heads wide (head_dim, qk_norm: v0.2.0
+    // models/qwen3/model/args.py:30-35).
     o.string("name", "qwen3");
     o.comment(fmt::format("Register a Qwen3ModelArgs flavor named '{}' in torchtitan/models/qwen3/__init__.py:", m.name));
     if (m.experts > 1) {
       o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, "
                             "moe_enabled=True,",
                             m.hidden, m.layers, m.heads, m.kv_heads, m.head_width(), m.vocab));
-      o.comment(fmt::format("moe_inter_dim={}, moe_args=MoEArgs(num_experts={}, num_shared_experts={}, top_k={})); "
-                            "dtplan costs it without q/k norms.",
-                            m.mlp_width(), m.experts, m.shared_expert_ffn / m.mlp_width(),
-                            std::min(m.experts_per_token, m.experts)));
+      o.comment(fmt::format("qk_norm={}, moe_inter_dim={}, moe_args=MoEArgs(num_experts={}, num_shared_experts={}, "
+                            "top_k={})).",
+                            m.qk_norm ? "True" : "False", m.mlp_width(), m.experts,
+                            m.shared_expert_ffn / m.mlp_width(), std::min(m.experts_per_token, m.experts)));
     } else {
       o.comment(fmt::format("(dim={}, n_layers={}, n_heads={}, n_kv_heads={}, head_dim={}, vocab_size={}, "
-                            "hidden_dim={}); dtplan costs it without q/k norms.",
-                            m.hidden, m.layers, m.heads, m.kv_heads, m.head_width(), m.vocab, m.ffn));
+                            "hidden_dim={}, qk_norm={}).",
+                            m.hidden, m.layers, m.heads, m.kv_heads, m.head_width(), m.vocab, m.ffn,
+                            m.qk_norm ? "True" : "False"));
     }
     o.string("flavor", m.name);
   } else if (auto const* f = llama3_flavor(m)) {
@@ -441,6 +445,10 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   // (MLM core_v0.13.0 megatron/training/arguments.py:771-773, 1378;
   // Megatron-DeepSpeed 4efb479 megatron/arguments.py:625).
   if (m.q_width() != m.hidden) a.add("--kv-channels", m.head_width());
+  // q/k norms of the model's kind, head_dim wide (MLM core_v0.13.0
+  // arguments.py:2690, transformer/attention.py:828-846); deepspeed_refusal
+  // refuses them.
+  if (m.qk_norm) a.add("--qk-layernorm");
   if (m.kv_heads != m.heads) {
     if (deepspeed) {
       a.add("--num-key-value-heads", m.kv_heads);

@@ -289,6 +289,7 @@ std::string to_json(report const& r) {
   w.key("heads").value(p.model.heads);
   w.key("kv_heads").value(p.model.kv_heads);
   w.key("head_dim").value(p.model.head_width());
+  w.key("qk_norm").value(p.model.qk_norm);
   w.key("ffn").value(p.model.ffn).key("expert_ffn").value(p.model.mlp_width());
   w.key("shared_expert_ffn").value(p.model.experts > 1 ? p.model.shared_expert_ffn : 0);
   w.key("mlp").value(name(p.model.mlp));
@@ -507,9 +508,10 @@ std::string to_text(report const& r, bool explain) {
     if (m.mixed_layers())
       mixture += fmt::format(" in {} of {} layers, the others dense ffn {}", m.moe_layer_count(), m.layers, m.ffn);
   }
-  // Heads narrower or wider than hidden / heads say so: "32 heads (4 kv) of 128".
-  std::string const head_width =
-      m.q_width() != m.hidden ? fmt::format(" of {}", m.head_width()) : std::string();
+  // Heads narrower or wider than hidden / heads say so, and q/k norms:
+  // "32 heads (4 kv) of 128 with q/k norms".
+  std::string head_width = m.q_width() != m.hidden ? fmt::format(" of {}", m.head_width()) : std::string();
+  if (m.qk_norm) head_width += " with q/k norms";
   out += fmt::format(
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv){}, ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",

@@ -524,6 +524,10 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     else if (*v != 1.0)
       not_modelled(t, *rotary, "rotary share of each head", fmt::format("{}", *v), "1.0");
   }
+  // --qk-layernorm: a norm of the model's kind on each head's queries and
+  // keys (core_v0.13.0 arguments.py:2690, transformer/attention.py:828-846).
+  if (auto const* qk = job.flag("--qk-layernorm"); qk || describes)
+    set(t, "model", "qk_norm", boolean_value(qk != nullptr, key_at(qk)), key_at(qk));
   if (describes) {
     set(t, "model", "mlp", identifier_value(swiglu ? "swiglu" : "gelu", key_at(swiglu_at)), key_at(swiglu_at));
     set(t, "model", "tied_embeddings", boolean_value(untie == nullptr, key_at(untie)), key_at(untie));

@@ -158,6 +158,12 @@ struct model {
   /// Face's head_dim); 0, unwritten: hidden / heads. Qwen3's heads are 128
   /// wide whatever its hidden size (head_width).
   std::int64_t head_dim = 0;
+  /// A norm on each head's queries and keys before rotary and the core,
+  /// head_dim wide with its own weights (Qwen3, OLMo 2-style models;
+  /// Megatron-LM's --qk-layernorm, core_v0.13.0 transformer/attention.py:
+  /// 828-846; torchtitan's qwen3 qk_norm, v0.2.0 models/qwen3/model/
+  /// model.py:150-159). Of the model's norm kind.
+  bool qk_norm = false;
   std::int64_t ffn = 0;       ///< = 4 * hidden unless set
   mlp_kind mlp = mlp_kind::gelu;
   /// Unwritten: what the MLP implies (swiglu: Llama's RMSNorm and rotary

@@ -231,6 +231,10 @@ std::vector<key_info> model_keys() {
      .what = "for 'head_dim'", .default_text = "= hidden / heads", .aliases = {"kv_channels"},
      .meaning = "each attention head's width: q is heads x head_dim wide, k and v kv_heads x head_dim "
                 "(Qwen3: 128 whatever 'hidden')"},
+    {.block = k::model, .name = "qk_norm", .dom = d::boolean, .field = member<&model::qk_norm>(),
+     .default_value = false, .default_text = "false", .aliases = {"qk_layernorm"},
+     .meaning = "a norm of the model's kind on each head's queries and keys, head_dim wide with its own weights "
+                "(Qwen3; Megatron-LM's --qk-layernorm)"},
     {.block = k::model, .name = "ffn", .dom = d::count, .field = member<&model::ffn>(),
      .default_text = "= 4 x hidden", .aliases = {"intermediate_size", "ffn_hidden_size", "ffn_hidden", "ffn_dim"}, .meaning = "inner size of the MLP"},
     {.block = k::model, .name = "mlp", .dom = d::choice, .field = member<&model::mlp>(),

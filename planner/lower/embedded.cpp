@@ -207,6 +207,7 @@ model_builder& model_builder::hidden(std::int64_t v) { return set("hidden", v, s
 model_builder& model_builder::heads(std::int64_t v) { return set("heads", v, shown(v)); }
 model_builder& model_builder::kv_heads(std::int64_t v) { return set("kv_heads", v, shown(v)); }
 model_builder& model_builder::head_dim(std::int64_t v) { return set("head_dim", v, shown(v)); }
+model_builder& model_builder::qk_norm(bool v) { return set("qk_norm", v, shown(v)); }
 model_builder& model_builder::ffn(std::int64_t v) { return set("ffn", v, shown(v)); }
 model_builder& model_builder::vocab(std::int64_t v) { return set("vocab", v, shown(v)); }
 model_builder& model_builder::seq_len(std::int64_t v) { return set("seq_len", v, shown(v)); }

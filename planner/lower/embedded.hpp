@@ -129,6 +129,7 @@ class model_builder {
   model_builder& heads(std::int64_t v);
   model_builder& kv_heads(std::int64_t v);
   model_builder& head_dim(std::int64_t v);
+  model_builder& qk_norm(bool v = true);
   model_builder& ffn(std::int64_t v);
   model_builder& mlp(mlp_kind v);
   model_builder& norm(norm_kind v);

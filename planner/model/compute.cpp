@@ -412,15 +412,20 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
   double const rotary_bytes = rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
                                            (eager_rotary ? eager_rotary_bytes : 1.0)
                                      : 0.0;
-  double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes);
+  // q/k norms (model::qk_norm): each head's queries and keys normalised,
+  // read and written once each way, as the layer's norms are.
+  double const qk_norm_bytes = m.qk_norm ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
+                                               (eager && rms ? eager_rmsnorm_bytes : 1.0)
+                                         : 0.0;
+  double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes + qk_norm_bytes);
   auto const moved = expert_movement(sh);
   auto const moved_fwd_kernels = static_cast<double>(moved.forward_kernels);
   auto const moved_bwd_kernels = static_cast<double>(moved.backward_kernels);
-  // Fused, one kernel each: the two norms, the two residual adds, the
-  // activation (each expert's of experts one after another, and the shared
-  // expert's), and q's and k's rotation together.
+  // Fused, one kernel each: the two norms (four with q's and k's), the two
+  // residual adds, the activation (each expert's of experts one after
+  // another, and the shared expert's), and q's and k's rotation together.
   double const activations = static_cast<double>(sh.expert_gemm_calls()) + (shared_out > 0 ? 1.0 : 0.0);
-  double const fwd_kernels = 2 * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
+  double const fwd_kernels = (m.qk_norm ? 4 : 2) * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) * activations +
                              (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
   seconds const mem_fwd =

@@ -145,6 +145,8 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   }
   add("attention norm input", e * tokens * h / rep);
   add("q, k, v projection input", e * tokens * h / rep);
+  // q/k norms keep their inputs, the projections' q and k, for the backward.
+  if (m.qk_norm) add("q and k norm inputs", e * tokens * (q_width + kv_width) / t);
   add("q and k (for q.k^T)", e * tokens * (q_width + kv_width) / t);
   add("v", e * tokens * kv_width / t);
   if (s.checkpoint == checkpoint_mode::none) {

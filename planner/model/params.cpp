@@ -52,7 +52,10 @@ param_counts count_params(model const& m) {
   wide const output = m.tied_embeddings ? 0 : vocab * h;
   // q, k, v from the hidden state, o back to it; GPT's biases on each.
   wide const attention_matrices = 2 * h * q_width + 2 * h * kv_width;
-  wide const attention = attention_matrices + (gpt_style ? q_width + 2 * kv_width + h : 0);
+  // q/k norms: one head_dim wide each for queries and keys (a LayerNorm's
+  // bias too), shared by the heads.
+  wide const qk_norms = m.qk_norm ? (gpt_style ? 4 : 2) * wide{m.head_width()} : 0;
+  wide const attention = attention_matrices + (gpt_style ? q_width + 2 * kv_width + h : 0) + qk_norms;
   wide const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
   wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
   wide const norm = gpt_style ? 2 * h : h;

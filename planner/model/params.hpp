@@ -11,7 +11,7 @@ namespace dtplan::planner {
 struct param_counts {
   std::int64_t embedding = 0;   ///< vocab x hidden (input embedding)
   std::int64_t output = 0;      ///< vocab x hidden unless tied, else 0
-  std::int64_t attention = 0;   ///< per layer: q, k, v (GQA-aware), o projections + biases
+  std::int64_t attention = 0;   ///< per layer: q, k, v (GQA-aware), o projections + biases + q/k norms
   std::int64_t mlp = 0;         ///< per layer: all experts' matrices (2 for gelu, 3 for swiglu)
   std::int64_t mlp_active = 0;  ///< per layer: the experts_per_token that one token uses
   std::int64_t norms = 0;       ///< per layer: the two norms

@@ -373,6 +373,17 @@ stages 0 "--kv-channels 64" ""
 expect_lacks "$TMP/err" "kv-channels"
 expect_contains "$TMP/out" "5.66 B parameters; 32 layers, hidden 4096, 32 heads (32 kv) of 64, ffn"
 stages 2 "--kv-channels 0" "stages.txt:25:15: error: 'head_dim' must be at least 1, got 0"
+# --qk-layernorm: q/k norms; a job that describes its model without it has none.
+stages 0 "--qk-layernorm" ""
+expect_lacks "$TMP/err" "qk-layernorm"
+expect_contains "$TMP/out" "32 heads (32 kv) with q/k norms, ffn 11008"
+stages 0 "--kv-channels 128" ""
+sed 's/^model llama2_7b {$/model llama2_7b { qk_norm = true/' plans/7b_2node.dtp >"$TMP/qk_norm.dtp"
+expect_status 0 "$DTPLAN" "$TMP/qk_norm.dtp"
+expect_contains "$TMP/out" "32 heads (32 kv) with q/k norms, ffn 11008"
+expect_status 0 "$DTPLAN" "$TMP/qk_norm.dtp" --from megatron "$TMP/stages.txt"
+expect_lacks "$TMP/out" "q/k norms"
+stages 2 "--qk-layernorm 1" "stages.txt:25:16: error: '--qk-layernorm' takes no value, got '1'"
 # A launch script's expansion dtplan cannot resolve, after a flag, is more
 # arguments it does not read, not the flag's value.
 printf 'EXTRA=$(cat extra.txt)\n' >"$TMP/launch.sh"
@@ -543,7 +554,7 @@ expect_lacks "$TMP/err" "warning"
 # dim / n_heads there), its qwen3 does; the flavor to register says it.
 expect_status 0 "$DTPLAN" plans/8b_torchtitan_h100.dtp --set model.head_dim=64 --strategy fsdp --emit "$TMP/tt_head"
 expect_contains "$TMP/tt_head/torchtitan/job.toml" 'name = "qwen3"'
-expect_contains "$TMP/tt_head/torchtitan/job.toml" "# (dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=128256, hidden_dim=14336); dtplan costs it without q/k norms."
+expect_contains "$TMP/tt_head/torchtitan/job.toml" "# (dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=128256, hidden_dim=14336, qk_norm=False)."
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set model.head_dim=256 --strategy fsdp_ep4 --emit "$TMP/tt_moe_head"
 expect_contains "$TMP/tt_moe_head/torchtitan/job.toml" "n_heads=16, n_kv_heads=16, head_dim=256, vocab_size=151936, moe_enabled=True,"
 # torchtitan's experts are grouped unless the model's flavor says otherwise,
@@ -619,7 +630,7 @@ sed 's/strategy s { dp = 32; zero = 3 }/strategy s { tp = 2; ep = 8; etp = 1; ze
 expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --emit "$TMP/tt_moe_job" --framework torchtitan --quiet
 cp "$TMP/out" "$TMP/tt_moe_planned"
 expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" 'name = "qwen3"'
-expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "# moe_inter_dim=14336, moe_args=MoEArgs(num_experts=8, num_shared_experts=0, top_k=2)); dtplan costs it without q/k norms."
+expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "# qk_norm=False, moe_inter_dim=14336, moe_args=MoEArgs(num_experts=8, num_shared_experts=0, top_k=2))."
 expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_parallel_degree = 8"
 expect_contains "$TMP/tt_moe_job/torchtitan/job.toml" "expert_tensor_parallel_degree = 1"
 expect_status 0 "$DTPLAN" "$TMP/tt_moe_plan.dtp" --from torchtitan "$TMP/tt_moe_job/torchtitan/job.toml" --quiet

@@ -77,7 +77,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 9,'
+expect_contains "$TMP/imported.json" '"schema_version": 10,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -134,15 +134,18 @@ expect_contains "$TMP/interleaved_bundle/skeleton/train_step.cu" "constexpr long
 expect_contains "$TMP/interleaved_bundle/skeleton/train_step.cu" "constexpr int k_dense_gemm_count = 4;"
 expect_contains "$TMP/capacity_bundle/skeleton/train_step.cu" "constexpr gemm_spec const* k_dense_gemms = k_gemms;"
 
-# Qwen3's heads, 128 wide at hidden 2048 (schema version 9): the model's
-# head_dim, its text line; hidden / heads where unwritten.
-sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/hidden = 2048; heads = 32; kv_heads = 4; head_dim = 128/' "$TMP/capacity.dtp" >"$TMP/head_dim.dtp"
+# Qwen3's heads, 128 wide at hidden 2048, and its q/k norms (schema
+# versions 9 and 10): the model's head_dim and qk_norm, its text line;
+# hidden / heads where unwritten.
+sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/hidden = 2048; heads = 32; kv_heads = 4; head_dim = 128; qk_norm = true/' "$TMP/capacity.dtp" >"$TMP/head_dim.dtp"
 json_doc head_dim 0 "$TMP/head_dim.dtp"
 expect_contains "$TMP/head_dim.json" '"head_dim": 128,'
+expect_contains "$TMP/head_dim.json" '"qk_norm": true,'
 expect_contains "$TMP/capacity.json" '"head_dim": 128,'
+expect_contains "$TMP/capacity.json" '"qk_norm": false,'
 expect_contains "$TMP/imported.json" '"head_dim": 128,'
 expect_status 0 "$DTPLAN" "$TMP/head_dim.dtp"
-expect_contains "$TMP/out" "32 layers, hidden 2048, 32 heads (4 kv) of 128, ffn 11008 swiglu"
+expect_contains "$TMP/out" "32 layers, hidden 2048, 32 heads (4 kv) of 128 with q/k norms, ffn 11008 swiglu"
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

@@ -1811,3 +1811,34 @@ TEST_CASE("a mixture's dense layers: their stage's weights, its mean layer, all-
           Approx(2 * (a_dense - a_moe)).epsilon(1e-9));
   }
 }
+
+TEST_CASE("q/k norms: two more norm kernels each way over q and k, as the layer's own norms") {
+  program p = two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.tp = 2;
+  p.model.head_dim = 64;  // q, k and v 2048 wide
+  auto const plain = compute_per_micro_batch(p, s);
+  p.model.qk_norm = true;
+  auto const normed = compute_per_micro_batch(p, s);
+  CHECK(normed.layer_kernels == plain.layer_kernels + 2);
+  CHECK(normed.layer_kernels_backward == plain.layer_kernels_backward + 4);
+  // Each reads and writes its tensor: 2 x 2 bytes x 4096 tokens x (2048 +
+  // 2048) / tp forward, twice that backward, at the GPU's streaming rate.
+  gpu const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const bytes = 2.0 * 2 * 4096 * (2048 + 2048) / 2;
+  CHECK(normed.layer_forward.value() - plain.layer_forward.value() ==
+        Approx(bytes / hbm + 2 * g.kernel_latency.value()).epsilon(1e-9));
+  CHECK(normed.layer_backward.value() - plain.layer_backward.value() ==
+        Approx(2 * bytes / hbm + 4 * g.kernel_latency.value()).epsilon(1e-9));
+  // PyTorch's eager RMSNorm runs each as eight kernels (float(), pow, mean,
+  // rsqrt, multiply, type_as, the weight's multiply: compute.cpp's count).
+  p.training.fused_elementwise = false;
+  p.model.norm = norm_kind::rmsnorm;
+  auto const eager_plain = [&] {
+    program q = p;
+    q.model.qk_norm = false;
+    return compute_per_micro_batch(q, s);
+  }();
+  CHECK(compute_per_micro_batch(p, s).layer_kernels - eager_plain.layer_kernels == 2 * 8);
+}

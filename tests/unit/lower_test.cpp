@@ -152,7 +152,7 @@ TEST_CASE("norm and position_embedding follow the MLP unless written") {
         "      |                              ^~~~~~~~~\n");
 }
 
-TEST_CASE("head_dim: each head's width, which frees hidden from being a multiple of heads") {
+TEST_CASE("head_dim: each head's width, which frees hidden from being a multiple of heads; qk_norm") {
   auto r = lower_text("model q : llama3_8b { hidden = 2560; heads = 32; head_dim = 128 }\n" + plain_cluster);
   INFO(r.errors);
   REQUIRE(r.p);
@@ -170,6 +170,15 @@ TEST_CASE("head_dim: each head's width, which frees hidden from being a multiple
         "test.dtp:1:34: error: 'head_dim' must be at least 1, got 0\n"
         "    1 | model q : llama3_8b { head_dim = 0 }\n"
         "      |                                  ^\n");
+  // q/k norms: off unless written; Megatron-LM's name leads to it.
+  CHECK_FALSE(plain.p->model.qk_norm);
+  auto qk = lower_text("model q : llama3_8b { qk_norm = true }\n" + plain_cluster);
+  REQUIRE(qk.p);
+  CHECK(qk.p->model.qk_norm);
+  CHECK(lower_text("model q : llama3_8b { qk_layernorm = true }\n" + plain_cluster).errors ==
+        "test.dtp:1:23: error: unknown key 'qk_layernorm' in model 'q'; did you mean 'qk_norm'?\n"
+        "    1 | model q : llama3_8b { qk_layernorm = true }\n"
+        "      |                       ^~~~~~~~~~~~\n");
   // Megatron-LM's name leads to it.
   CHECK(lower_text("model q : llama3_8b { kv_channels = 96 }\n" + plain_cluster).errors ==
         "test.dtp:1:23: error: unknown key 'kv_channels' in model 'q'; did you mean 'head_dim'?\n"

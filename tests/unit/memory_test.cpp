@@ -115,6 +115,16 @@ TEST_CASE("heads wider than hidden / heads: q's tensors follow heads x head_dim"
   strategy ops = tp_of(1, false, checkpoint_mode::ops);
   double const kept = 2 * ls * (lh + q + kv + q + 3 * f / 3 + lh) + 4 * 32 * ls;
   CHECK(activations_per_layer(llama, ops).value() == kept);
+  // q/k norms keep their inputs, q and k, beside the normalised q and k;
+  // torchtitan's op-level checkpoint and full recomputation rebuild them.
+  llama.qk_norm = true;
+  CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::none)).value() == expect + 2 * ls * (q + kv));
+  auto without = llama;
+  without.qk_norm = false;
+  auto const selective = tp_of(2, false, checkpoint_mode::selective);
+  CHECK(activations_per_layer(llama, selective).value() ==
+        activations_per_layer(without, selective).value() + 2 * ls * (q + kv) / 2);
+  CHECK(activations_per_layer(llama, ops).value() == kept);
 }
 
 TEST_CASE("uneven layers: the first chunks take one more", "[memory]") {

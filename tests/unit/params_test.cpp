@@ -184,8 +184,8 @@ TEST_CASE("a mixture's dense layers: Llama 4 Maverick's 400.7 B, 17.2 B a token 
 TEST_CASE("heads wider than hidden / heads: Qwen3-30B-A3B's 30.5 B, 3.3 B a token with the embedding", "[params]") {
   // Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads of
   // head_dim 128 (4 kv), 128 experts of 768, 8 a token, vocabulary 151936,
-  // untied (its model card: 30.5 B, 3.3 B activated; its q/k norms, 256 a
-  // layer, not counted here). q is 32 x 128 = 4096 wide, twice hidden.
+  // untied, q/k norms (its model card: 30.5 B, 3.3 B activated). q is 32 x
+  // 128 = 4096 wide, twice hidden.
   auto m = mixture(test::decoder("qwen3_moe", 48, 2048, 32, 4, 6144, planner::mlp_kind::swiglu, 151936), 128, 8, 768,
                    0);
   CHECK(m.head_width() == 64);  // unwritten: hidden / heads
@@ -201,8 +201,17 @@ TEST_CASE("heads wider than hidden / heads: Qwen3-30B-A3B's 30.5 B, 3.3 B a toke
   CHECK(c.total == 30'532'110'336);
   CHECK(c.matmul == 48 * (c.attention + 8LL * 3 * 2048 * 768 + 2048LL * 128) + 151936LL * 2048);
   CHECK(c.matmul + 151936LL * 2048 == 3'352'821'760);
-  // GPT's biases follow q's width: q, k, v and o's own (hidden).
+  // Its q/k norms, RMSNorms 128 wide for queries and keys: 30,532,122,624
+  // (the checkpoint's count); no matrix product more.
+  m.qk_norm = true;
+  CHECK(count_params(m).attention == c.attention + 2 * 128);
+  CHECK(count_params(m).total == 30'532'122'624);
+  CHECK(count_params(m).matmul == c.matmul);
+  // GPT's biases follow q's width: q, k, v and o's own (hidden); its q/k
+  // norms are LayerNorms, a weight and a bias each.
   auto g = test::decoder("gpt", 2, 1024, 8, 8, 4096, planner::mlp_kind::gelu, 1000);
   g.head_dim = 256;
   CHECK(count_params(g).attention == 2LL * 1024 * 2048 + 2LL * 1024 * 2048 + 2048 + 2 * 2048 + 1024);
+  g.qk_norm = true;
+  CHECK(count_params(g).attention == 2LL * 1024 * 2048 + 2LL * 1024 * 2048 + 2048 + 2 * 2048 + 1024 + 4 * 256);
 }
