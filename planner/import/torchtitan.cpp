@@ -25,19 +25,30 @@ std::string every_nth_layer(std::string const& n) {
   return fmt::format("every {}{} layer", n, suffix);
 }
 
-// torchtitan's llama3 flavors that are dtplan presets
-// (torchtitan/models/llama3/__init__.py; planner/catalog/models.dtp).
+// torchtitan's llama3 and qwen3 flavors that are dtplan presets
+// (v0.2.0 torchtitan/models/llama3/__init__.py, models/qwen3/__init__.py;
+// planner/catalog/models.dtp).
 std::optional<std::string> preset_of(std::string const& model, std::string const& flavor) {
-  if (model != "llama3") return std::nullopt;
-  if (flavor == "8B") return "llama3_8b";
-  if (flavor == "70B") return "llama3_70b";
-  if (flavor == "405B") return "llama3_405b";
+  if (model == "llama3") {
+    if (flavor == "8B") return "llama3_8b";
+    if (flavor == "70B") return "llama3_70b";
+    if (flavor == "405B") return "llama3_405b";
+  } else if (model == "qwen3") {
+    if (flavor == "32B") return "qwen3_32b";
+    if (flavor == "30B-A3B") return "qwen3_30b_a3b";
+    if (flavor == "235B-A22B") return "qwen3_235b_a22b";
+  }
   return std::nullopt;
 }
 
+// The flavors the messages name.
+constexpr char const* catalog_flavors = "llama3 '8B', '70B' and '405B', qwen3 '32B', '30B-A3B' and '235B-A22B' are";
+
 bool same_shape(model const& a, model const& b) {
   return a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
-         a.ffn == b.ffn && a.vocab == b.vocab;
+         a.head_width() == b.head_width() && a.qk_norm == b.qk_norm && a.ffn == b.ffn && a.vocab == b.vocab &&
+         a.experts == b.experts && a.experts_per_token == b.experts_per_token && a.mlp_width() == b.mlp_width() &&
+         a.shared_expert_ffn == b.shared_expert_ffn;
 }
 
 // Pipeline schedules (torch.distributed.pipelining get_schedule_class):
@@ -130,10 +141,9 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   auto const flavor_at = key_at(flavor.second ? flavor.second : name.second);
   if (!ctx.file_has_model) {
     if (!preset) {
-      t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog (llama3 "
-                                           "'8B', '70B' and '405B' are): describe it in a 'model' block of the "
-                                           ".dtp file",
-                                           dsl::escaped(*name.first), dsl::escaped(*flavor.first)));
+      t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog ({}): "
+                                           "describe it in a 'model' block of the .dtp file",
+                                           dsl::escaped(*name.first), dsl::escaped(*flavor.first), catalog_flavors));
       return;
     }
     ast::block b;
@@ -148,14 +158,13 @@ void import_torchtitan(job_reader& job, context const& ctx) {
                                              ctx.prior->model.name, dsl::escaped(*name.first),
                                              dsl::escaped(*flavor.first)));
   } else if (ctx.prior && (name.second || flavor.second) && *flavor.first != ctx.prior->model.name) {
-    // A model the job names that dtplan cannot compare (llama4, qwen3,
-    // deepseek_v3, ...): the user must know which of the two is costed. A
+    // A model the job names that dtplan cannot compare (llama4, another
+    // qwen3, deepseek_v3, ...): the user must know which of the two is costed. A
     // flavor named after the file's model is the one --emit registers.
     t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's model '{}' flavor '{}' is "
-                                           "not in dtplan's catalog (llama3 '8B', '70B' and '405B' are), so its "
-                                           "shape is not compared",
+                                           "not in dtplan's catalog ({}), so its shape is not compared",
                                            ctx.prior->model.name, dsl::escaped(*name.first),
-                                           dsl::escaped(*flavor.first)));
+                                           dsl::escaped(*flavor.first), catalog_flavors));
   }
   bool fp8 = false;
   span fp8_at = origin;

@@ -272,9 +272,12 @@ expect_lacks "$TMP/err" "rotary share"
 # A model the job names: compared with the file's when dtplan knows it,
 # else the warning says which of the two is costed (torchtitan v0.2.0's
 # llama4 and qwen3 configurations name theirs).
+printf '%s\n' '[model]' 'name = "llama4"' 'flavor = "17bx128e"' >"$TMP/named.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
+expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's model 'llama4' flavor '17bx128e' is not in dtplan's catalog (llama3 '8B', '70B' and '405B', qwen3 '32B', '30B-A3B' and '235B-A22B' are), so its shape is not compared"
 printf '%s\n' '[model]' 'name = "qwen3"' 'flavor = "32B"' >"$TMP/named.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
-expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's model 'qwen3' flavor '32B' is not in dtplan's catalog (llama3 '8B', '70B' and '405B' are), so its shape is not compared"
+expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's qwen3 '32B' has another shape"
 printf '%s\n' '[model]' 'name = "llama3"' 'flavor = "70B"' >"$TMP/named.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
 expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's llama3 '70B' has another shape"

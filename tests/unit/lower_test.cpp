@@ -616,13 +616,15 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   auto names = catalog_model_names();
   CHECK(names == std::vector<std::string>{"llama2_7b", "llama2_13b", "llama2_70b", "llama3_1b", "llama3_3b",
                                           "llama3_8b", "llama3_70b", "llama3_405b", "mpt_7b", "gpt3_1_3b",
-                                          "gpt3_175b", "mixtral_8x7b", "qwen1_5_moe_a2_7b", "llama4_maverick"});
+                                          "gpt3_175b", "mixtral_8x7b", "qwen1_5_moe_a2_7b", "llama4_maverick",
+                                          "qwen3_32b", "qwen3_30b_a3b", "qwen3_235b_a22b"});
   for (auto const& n : names) {
     INFO(n);
     auto m = catalog_model(n);
     REQUIRE(m);
     CHECK(m->name == n);
-    CHECK(m->hidden % m->heads == 0);
+    // Heads hidden / heads wide, or their own width (Qwen3's 128).
+    CHECK((m->hidden % m->heads == 0 || m->head_dim > 0));
   }
   auto within = [](std::string const& name, double billions) {
     INFO(name);
@@ -646,6 +648,19 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   CHECK(double(counted("qwen1_5_moe_a2_7b").total) / 1e9 == Approx(14.32).epsilon(0.001));
   CHECK(counted("llama4_maverick").total == 400'711'848'960);
   CHECK(catalog_model("llama4_maverick")->moe_layer_count() == 24);
+  // Qwen3's heads 128 wide with q/k norms: 32.8B, 30.5B (3.3B activated),
+  // 235B (22B activated) on Qwen's cards; 3.35B and 22.19B counting the
+  // input embedding.
+  CHECK(counted("qwen3_32b").total == 32'762'123'264);
+  CHECK(counted("qwen3_30b_a3b").total == 30'532'122'624);
+  CHECK(counted("qwen3_30b_a3b").matmul + counted("qwen3_30b_a3b").embedding == 3'352'821'760);
+  CHECK(double(counted("qwen3_235b_a22b").total) / 1e9 == Approx(235.09).epsilon(0.0001));
+  CHECK(double(counted("qwen3_235b_a22b").matmul + counted("qwen3_235b_a22b").embedding) / 1e9 ==
+        Approx(22.19).epsilon(0.0005));
+  auto const q = *catalog_model("qwen3_235b_a22b");
+  CHECK(q.q_width() == 8192);
+  CHECK(q.kv_width() == 512);
+  CHECK(q.qk_norm);
   auto l = *catalog_model("llama3_405b");
   CHECK(l.layers == 126);
   CHECK(l.hidden == 16384);
