@@ -34,6 +34,9 @@ strategy_spec written(strategy const& s, std::string name) {
   spec.pp = key_choice<std::int64_t>::one(s.pp);
   spec.cp = key_choice<std::int64_t>::one(s.cp);
   spec.ep = key_choice<std::int64_t>::one(s.ep);
+  // Experts whole on a rank under tp (etp 1): the job says so; etp = tp
+  // is the default either way.
+  if (s.etp > 0 && s.etp != s.tp) spec.etp = key_choice<std::int64_t>::one(s.etp);
   spec.zero = key_choice<std::int64_t>::one(s.zero);
   spec.shard = key_choice<shard_group>::one(s.shard);
   spec.checkpoint = key_choice<checkpoint_mode>::one(s.checkpoint);
@@ -170,6 +173,11 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "torchtitan only, not deepspeed",
       "mixtral_8x7b_4node_h100.dtp search#1 deepspeed: dtplan writes mixture-of-experts jobs for megatron and "
       "torchtitan only, not deepspeed",
+      "qwen3_30b_a3b_megatron.dtp recipe torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
+      "qwen3_30b_a3b_megatron.dtp recipe deepspeed: dtplan writes mixture-of-experts jobs for megatron and "
+      "torchtitan only, not deepspeed",
+      "qwen3_30b_a3b_megatron.dtp search#1 deepspeed: dtplan writes mixture-of-experts jobs for megatron and "
+      "torchtitan only, not deepspeed",
       "qwen_moe_a2_7b_torchtitan.dtp fsdp_ep4 megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
       "qwen_moe_a2_7b_torchtitan.dtp fsdp_ep4 deepspeed: framework 'deepspeed' does not run checkpoint = ops",
       "qwen_moe_a2_7b_torchtitan.dtp search#1 deepspeed: dtplan writes mixture-of-experts jobs for megatron and "
@@ -231,8 +239,10 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
   // width) as torchtitan's twice and as Megatron-LM's once; Maverick's
   // recipe and best (every other layer dense, --moe-layer-freq) as
   // Megatron-LM's; heads of their own width (--kv-channels) as Megatron-LM's
-  // and DeepSpeed's; q/k norms (--qk-layernorm) as Megatron-LM's.
-  CHECK(out.round_trips == 66);
+  // and DeepSpeed's; q/k norms (--qk-layernorm) as Megatron-LM's; Qwen3-30B-A3B's
+  // recipe and best (heads 128 wide, q/k norms, experts whole under tp) as
+  // Megatron-LM's.
+  CHECK(out.round_trips == 68);
 }
 
 TEST_CASE("a reduce precision apart from the kept one survives a DeepSpeed job, and only a DeepSpeed job") {
