@@ -125,6 +125,11 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
     return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
                        "not a multiple of the experts' {}",
                        m.shared_expert_ffn, m.mlp_width());
+  // Its multi-latent attention is its deepseek_v3 model's, which dtplan
+  // does not write (v0.2.0 models/deepseek_v3/).
+  if (m.mla())
+    return "dtplan writes torchtitan's llama3 and qwen3 models, whose attention is not multi-latent (torchtitan's "
+           "deepseek_v3 model is not written)";
   // The qwen3 model dtplan writes makes every layer a mixture where its
   // args say moe_enabled (TT v0.2.0 models/qwen3/model/model.py:309-360).
   if (m.mixed_layers())
@@ -190,6 +195,9 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
            "--no-position-embedding); BigScience's fork has";
   if (planner::low_precision(p.model.prec))
     return fmt::format("Megatron-DeepSpeed trains in bf16, fp16 or fp32, not {}", planner::name(p.model.prec));
+  if (p.model.mla())
+    return "Megatron-DeepSpeed 4efb479 has no multi-latent attention (megatron/arguments.py has no "
+           "--multi-latent-attention)";
   if (p.model.qk_norm)
     return "Megatron-DeepSpeed 4efb479 has no q/k norms (megatron/arguments.py has no --qk-layernorm); model '" +
            p.model.name + "' has them (qk_norm)";
@@ -444,7 +452,20 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   // Heads not hidden / heads wide (Qwen3's 128): --kv-channels, in both
   // (MLM core_v0.13.0 megatron/training/arguments.py:771-773, 1378;
   // Megatron-DeepSpeed 4efb479 megatron/arguments.py:625).
-  if (m.q_width() != m.hidden) a.add("--kv-channels", m.head_width());
+  if (m.mla()) {
+    // Multi-latent attention and its widths (MLM core_v0.13.0 arguments.py:
+    // 1458, 2819-2828); --qk-layernorm gives its compressed tensors their
+    // norms (gpt_layer_specs.py:124-150).
+    a.add("--multi-latent-attention");
+    if (m.q_lora_rank > 0) a.add("--q-lora-rank", m.q_lora_rank);
+    a.add("--kv-lora-rank", m.kv_lora_rank);
+    a.add("--qk-head-dim", m.head_width());
+    a.add("--qk-pos-emb-head-dim", m.qk_rope_head_dim);
+    a.add("--v-head-dim", m.v_head_width());
+    a.add("--qk-layernorm");
+  } else if (m.q_width() != m.hidden) {
+    a.add("--kv-channels", m.head_width());
+  }
   // q/k norms of the model's kind, head_dim wide (MLM core_v0.13.0
   // arguments.py:2690, transformer/attention.py:828-846); deepspeed_refusal
   // refuses them.

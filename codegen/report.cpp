@@ -290,6 +290,10 @@ std::string to_json(report const& r) {
   w.key("kv_heads").value(p.model.kv_heads);
   w.key("head_dim").value(p.model.head_width());
   w.key("qk_norm").value(p.model.qk_norm);
+  w.key("q_lora_rank").value(p.model.mla() ? p.model.q_lora_rank : 0);
+  w.key("kv_lora_rank").value(p.model.kv_lora_rank);
+  w.key("qk_rope_head_dim").value(p.model.mla() ? p.model.qk_rope_head_dim : 0);
+  w.key("v_head_dim").value(p.model.v_head_width());
   w.key("ffn").value(p.model.ffn).key("expert_ffn").value(p.model.mlp_width());
   w.key("shared_expert_ffn").value(p.model.experts > 1 ? p.model.shared_expert_ffn : 0);
   w.key("mlp").value(name(p.model.mlp));
@@ -512,6 +516,12 @@ std::string to_text(report const& r, bool explain) {
   // "32 heads (4 kv) of 128 with q/k norms".
   std::string head_width = m.q_width() != m.hidden ? fmt::format(" of {}", m.head_width()) : std::string();
   if (m.qk_norm) head_width += " with q/k norms";
+  // Multi-latent attention: "128 heads (128 kv) of multi-latent attention
+  // (q rank 1536, kv rank 512; q/k heads 128 + 64 rotary, v heads 128)".
+  if (m.mla())
+    head_width = fmt::format(" of multi-latent attention (q rank {}, kv rank {}; q/k heads {} + {} rotary, v heads {})",
+                             m.q_lora_rank > 0 ? fmt::format("{}", m.q_lora_rank) : std::string("none"),
+                             m.kv_lora_rank, m.head_width(), m.qk_rope_head_dim, m.v_head_width());
   out += fmt::format(
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv){}, ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",

@@ -274,8 +274,14 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   line("// against {} keys{}; the backward runs {} GEMMs for the forward's two.", keys,
        flash ? " (a causal kernel's blocks on and below the diagonal)" : "", flash ? 5 : 4);
   line("struct attention_spec {{ long long heads, queries, keys, head_dim; int flash; double forward_s, backward_s; }};");
+  // Multi-latent attention's query/key heads are wider than its value
+  // heads: the skeleton's heads are their mean, the same work.
+  auto const core_dim = (sh.qk_head_dim + sh.v_head_dim) / 2;
+  if (sh.qk_head_dim != sh.v_head_dim)
+    line("// Query/key heads {} wide, value heads {}: run as heads of their mean, {}.", sh.qk_head_dim, sh.v_head_dim,
+         core_dim);
   line("constexpr attention_spec k_attention = {{{}, {}, {}, {}, {}, {}, {}}};", s.micro_batch * sh.local_heads,
-       sh.seq_local, keys, sh.head_dim, flash ? 1 : 0, real(sc.layer_attention_core.value()),
+       sh.seq_local, keys, core_dim, flash ? 1 : 0, real(sc.layer_attention_core.value()),
        real(sc.layer_attention_core_backward.value()));
   line("constexpr bool k_recompute_attention = {}, k_recompute_memory = {};", recompute_attention, recompute_memory);
 

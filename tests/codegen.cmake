@@ -27,7 +27,10 @@ set(codegen_cases all_axes:full 7b_2node:dry tp4_pp2:dry hsdp:dry 70b_1024:dry
     ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/8b_fp4.dtp:fp4_tp2:dry
     # A mixture with dense layers among its mixtures: the dense layers'
     # tables beside the mixtures'.
-    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/interleaved_moe.dtp:interleaved:dry)
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/interleaved_moe.dtp:interleaved:dry
+    # Multi-latent attention: ten GEMMs a layer, query/key and value heads
+    # of their own widths.
+    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/plans/latent_moe.dtp:latent:dry)
 file(GLOB codegen_plans CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/plans/*.dtp)
 # The plans whose first fixed strategy's skeleton nvcc builds; every other
 # strategy, and every other plan, takes the host-only build.

@@ -524,10 +524,41 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     else if (*v != 1.0)
       not_modelled(t, *rotary, "rotary share of each head", fmt::format("{}", *v), "1.0");
   }
+  // --multi-latent-attention with its ranks and head widths, Megatron-LM's
+  // defaults where unwritten (core_v0.13.0 arguments.py:1458, 2819-2828:
+  // no q rank, kv rank 32, heads 128 + 64 rotary, values 128); with it
+  // --qk-layernorm is the compressed tensors' norms (gpt_layer_specs.py:
+  // 124-150), which dtplan's multi-latent attention always has.
+  auto const* mla = job.flag("--multi-latent-attention");
+  if (mla || describes) {
+    auto const at = key_at(mla);
+    auto mla_int = [&](std::string_view flag, std::string_view key, std::int64_t fallback) {
+      auto [v, e] = integer(flag);
+      if (e && !v) failed = true;
+      std::int64_t const value = !mla ? 0 : v ? *v : fallback;
+      set(t, "model", key, integer_value(value, e ? value_at(e) : at), e ? key_at(e) : at);
+    };
+    mla_int("--q-lora-rank", "q_lora_rank", 0);
+    mla_int("--kv-lora-rank", "kv_lora_rank", 32);
+    mla_int("--qk-pos-emb-head-dim", "qk_rope_head_dim", 64);
+    mla_int("--v-head-dim", "v_head_dim", 128);
+    if (mla) {
+      auto [v, e] = integer("--qk-head-dim");
+      if (e && !v) failed = true;
+      set(t, "model", "head_dim", integer_value(v ? *v : 128, e ? value_at(e) : at), e ? key_at(e) : at);
+    }
+  }
   // --qk-layernorm: a norm of the model's kind on each head's queries and
   // keys (core_v0.13.0 arguments.py:2690, transformer/attention.py:828-846).
-  if (auto const* qk = job.flag("--qk-layernorm"); qk || describes)
+  auto const* qk = job.flag("--qk-layernorm");
+  if (mla) {
+    set(t, "model", "qk_norm", boolean_value(false, key_at(qk)), key_at(qk ? qk : mla));
+    if (!qk)
+      t.diags.warning(mla->key_where, "Megatron-LM runs this multi-latent attention without its compressed queries' "
+                                      "and keys' norms (no --qk-layernorm): costed with them, as DeepSeek's");
+  } else if (qk || describes) {
     set(t, "model", "qk_norm", boolean_value(qk != nullptr, key_at(qk)), key_at(qk));
+  }
   if (describes) {
     set(t, "model", "mlp", identifier_value(swiglu ? "swiglu" : "gelu", key_at(swiglu_at)), key_at(swiglu_at));
     set(t, "model", "tied_embeddings", boolean_value(untie == nullptr, key_at(untie)), key_at(untie));

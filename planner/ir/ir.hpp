@@ -164,6 +164,17 @@ struct model {
   /// 828-846; torchtitan's qwen3 qk_norm, v0.2.0 models/qwen3/model/
   /// model.py:150-159). Of the model's norm kind.
   bool qk_norm = false;
+  /// Multi-latent attention (DeepSeek-V2/V3; Megatron-LM's
+  /// --multi-latent-attention, core_v0.13.0 transformer/
+  /// multi_latent_attention.py:249-350): keys and values projected down to
+  /// `kv_lora_rank` (0: not MLA) and up again for every head, queries
+  /// through `q_lora_rank` (0: projected directly), each query and key head
+  /// head_dim wide plus `qk_rope_head_dim` rotary (the key's shared by every
+  /// head), each value head `v_head_dim` wide (0: head_dim).
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
   std::int64_t ffn = 0;       ///< = 4 * hidden unless set
   mlp_kind mlp = mlp_kind::gelu;
   /// Unwritten: what the MLP implies (swiglu: Llama's RMSNorm and rotary
@@ -213,10 +224,22 @@ struct model {
 
   /// Each head's width: head_dim where written, else hidden / heads.
   [[nodiscard]] std::int64_t head_width() const { return head_dim > 0 ? head_dim : heads > 0 ? hidden / heads : 0; }
-  /// The queries' width (heads x head_width; hidden unless head_dim says
-  /// otherwise) and the keys' or values' (kv_heads x head_width).
-  [[nodiscard]] std::int64_t q_width() const { return heads * head_width(); }
-  [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_width(); }
+  /// Whether the attention is multi-latent (kv_lora_rank).
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
+  /// A query or key head's width: head_width, and under MLA its rotary
+  /// part after it; a value head's: head_width, or MLA's v_head_dim.
+  [[nodiscard]] std::int64_t qk_head_width() const { return head_width() + (mla() ? qk_rope_head_dim : 0); }
+  [[nodiscard]] std::int64_t v_head_width() const { return mla() && v_head_dim > 0 ? v_head_dim : head_width(); }
+  /// The queries' width (heads x qk_head_width; hidden unless head_dim says
+  /// otherwise) and the keys' or values' (kv_heads x head_width; under MLA
+  /// the mean of a key's and a value's over every head, so that twice it
+  /// is what a token's keys and values hold).
+  [[nodiscard]] std::int64_t q_width() const { return heads * qk_head_width(); }
+  [[nodiscard]] std::int64_t kv_width() const {
+    return mla() ? heads * (qk_head_width() + v_head_width()) / 2 : kv_heads * head_width();
+  }
+  /// The attention's output, the o projection's input: heads x v_head_width.
+  [[nodiscard]] std::int64_t attention_out_width() const { return heads * v_head_width(); }
   /// The width of the MLP a token runs through: a mixture's expert width,
   /// else ffn.
   [[nodiscard]] std::int64_t mlp_width() const { return experts > 1 && expert_ffn > 0 ? expert_ffn : ffn; }

@@ -235,6 +235,22 @@ std::vector<key_info> model_keys() {
      .default_value = false, .default_text = "false", .aliases = {"qk_layernorm"},
      .meaning = "a norm of the model's kind on each head's queries and keys, head_dim wide with its own weights "
                 "(Qwen3; Megatron-LM's --qk-layernorm)"},
+    {.block = k::model, .name = "q_lora_rank", .dom = d::count, .field = member<&model::q_lora_rank>(),
+     .min = 0, .what = "for 'q_lora_rank'", .default_value = std::int64_t{0}, .default_text = "0 (none)",
+     .meaning = "multi-latent attention: the rank queries are projected down to and normalised at before each "
+                "head's up projection (DeepSeek-V3: 1536; 0: projected directly)"},
+    {.block = k::model, .name = "kv_lora_rank", .dom = d::count, .field = member<&model::kv_lora_rank>(),
+     .min = 0, .what = "for 'kv_lora_rank'", .default_value = std::int64_t{0}, .default_text = "0 (not MLA)",
+     .meaning = "multi-latent attention (DeepSeek-V2/V3, Megatron-LM's --multi-latent-attention): the rank keys and "
+                "values are projected down to and normalised at, then up for every head (DeepSeek-V3: 512)"},
+    {.block = k::model, .name = "qk_rope_head_dim", .dom = d::count, .field = member<&model::qk_rope_head_dim>(),
+     .min = 0, .what = "for 'qk_rope_head_dim'", .default_value = std::int64_t{0}, .default_text = "0",
+     .aliases = {"qk_pos_emb_head_dim"},
+     .meaning = "multi-latent attention: the rotary width each query and key head carries after its head_dim "
+                "(the key's projected once and shared by every head; DeepSeek-V3: 64)"},
+    {.block = k::model, .name = "v_head_dim", .dom = d::count, .field = member<&model::v_head_dim>(),
+     .min = 0, .what = "for 'v_head_dim'", .default_value = std::int64_t{0}, .default_text = "head_dim (0)",
+     .meaning = "multi-latent attention: each value head's width (DeepSeek-V3: 128)"},
     {.block = k::model, .name = "ffn", .dom = d::count, .field = member<&model::ffn>(),
      .default_text = "= 4 x hidden", .aliases = {"intermediate_size", "ffn_hidden_size", "ffn_hidden", "ffn_dim"}, .meaning = "inner size of the MLP"},
     {.block = k::model, .name = "mlp", .dom = d::choice, .field = member<&model::mlp>(),

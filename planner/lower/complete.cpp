@@ -80,6 +80,24 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
     problems.push_back({fmt::format("'dense_layers' ({}) leaves none of the {} layers a mixture of experts",
                                     m.dense_layers, m.layers),
                         "dense_layers", "layers"});
+  // Multi-latent attention's keys need it; it has no grouped keys and
+  // normalises its compressed queries and keys itself.
+  if (!m.mla())
+    for (auto [key, value] : {std::pair{"q_lora_rank", m.q_lora_rank}, std::pair{"qk_rope_head_dim", m.qk_rope_head_dim},
+                              std::pair{"v_head_dim", m.v_head_dim}})
+      if (m.keys.count(key) && value != 0)
+        problems.push_back({fmt::format("'{}' ({}) is a multi-latent attention's, but 'kv_lora_rank' is not set", key,
+                                        value),
+                            key, key});
+  if (m.mla() && m.keys.count("kv_heads") && m.kv_heads != m.heads)
+    problems.push_back({fmt::format("multi-latent attention projects keys and values up for every head: 'kv_heads' "
+                                    "({}) must be 'heads' ({}) or unwritten",
+                                    m.kv_heads, m.heads),
+                        "kv_heads", "kv_lora_rank"});
+  if (m.mla() && m.qk_norm)
+    problems.push_back({"multi-latent attention normalises its compressed queries and keys itself: 'qk_norm' "
+                        "does not apply",
+                        "qk_norm", "kv_lora_rank"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

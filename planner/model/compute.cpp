@@ -187,11 +187,13 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   model const& m = sh.prog->model;
   gpu const& g = sh.prog->cluster.device;
   auto const tokens = sh.tokens;
-  auto const head_dim = sh.head_dim;
+  // Scores over query/key heads, the weighted sum over value heads (the
+  // same width but under multi-latent attention).
+  auto const qk_dim = sh.qk_head_dim, v_dim = sh.v_head_dim;
   auto const local_heads = sh.local_heads;
   auto const seq = m.seq_len;
-  double const core_flops = 4.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
-                            static_cast<double>(head_dim) * static_cast<double>(local_heads);
+  double const core_flops = 2.0 * static_cast<double>(tokens) * static_cast<double>(seq) *
+                            static_cast<double>(qk_dim + v_dim) * static_cast<double>(local_heads);
   // Attention core precision: fp8 and fp4 training keep attention in 16-bit.
   precision const core_prec = unquantized(m.prec);
   seconds core_fwd, core_bwd;
@@ -199,8 +201,9 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
     // A causal flash kernel skips the key blocks above the diagonal.
     auto const blocks = ceil_div(seq, flash_block);
     double const causal = static_cast<double>(blocks + 1) / (2.0 * static_cast<double>(blocks));
-    // Tiles and waves as for the weighted sum: queries x head_dim, reduced over keys.
-    gemm_shape const shape{tokens, head_dim, seq, local_heads};
+    // Tiles and waves as for the weighted sum: queries x a value head,
+    // reduced over keys.
+    gemm_shape const shape{tokens, v_dim, seq, local_heads};
     // Flash kernels also compute exp() and rescale the running softmax on the
     // special-function units, so they reach their own (calibrated) share of
     // the peak, attention_efficiency, not matmul_efficiency.
@@ -219,13 +222,14 @@ std::pair<seconds, seconds> attention_core(strategy_shape const& sh) {
   } else {
     auto const batch = sh.s.micro_batch * local_heads;
     auto const q_len = sh.seq_local;
-    gemm_shape const scores{q_len, seq, head_dim, batch};
-    gemm_shape const weighted{q_len, head_dim, seq, batch};
+    gemm_shape const scores{q_len, seq, qk_dim, batch};
+    gemm_shape const weighted{q_len, v_dim, seq, batch};
     double const elems = static_cast<double>(batch) * static_cast<double>(q_len) * static_cast<double>(seq);
     // Scores written, softmax read and written, dropout read, written and masked: ~11 bytes per score.
     core_fwd = gemm_time(g, scores, core_prec) + gemm_time(g, weighted, core_prec) + memory_time(g, bytes(11.0 * elems));
-    core_bwd = gemm_time(g, {q_len, head_dim, seq, batch}, core_prec) + gemm_time(g, {head_dim, seq, q_len, batch}, core_prec) +
-               gemm_time(g, {q_len, seq, head_dim, batch}, core_prec) + gemm_time(g, {seq, head_dim, q_len, batch}, core_prec) +
+    // dQ and dK over the query/key width, dP and dV over the value width.
+    core_bwd = gemm_time(g, {q_len, qk_dim, seq, batch}, core_prec) + gemm_time(g, {qk_dim, seq, q_len, batch}, core_prec) +
+               gemm_time(g, {q_len, seq, v_dim, batch}, core_prec) + gemm_time(g, {seq, v_dim, q_len, batch}, core_prec) +
                memory_time(g, bytes(11.0 * elems));
     if (sh.softmax_fp32) {
       // memory_time pays one kernel's latency; the fallback adds four.
@@ -263,7 +267,7 @@ ring_merge pytorch_ring_merges(strategy_shape const& sh) {
   model const& m = sh.prog->model;
   precision const core_prec = unquantized(m.prec);
   double const cp = static_cast<double>(sh.s.cp);
-  double const q = element_bytes(core_prec) * static_cast<double>(sh.tokens) * static_cast<double>(sh.head_dim) *
+  double const q = element_bytes(core_prec) * static_cast<double>(sh.tokens) * static_cast<double>(sh.qk_head_dim) *
                    static_cast<double>(sh.local_heads);
   r.forward = bytes(((cp - 1) * 20 + 6) * q);
   r.backward = bytes((cp * 28 + 15) * q);
@@ -409,25 +413,43 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
   // cast to fp32, the complex multiply and the cast back remain three
   // kernels of 20 bytes an element.
   bool const eager_rotary = eager || !p.training.fused_rotary;
-  double const rotary_bytes = rotary ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
-                                           (eager_rotary ? eager_rotary_bytes : 1.0)
-                                     : 0.0;
+  // Multi-latent attention's rotary is Megatron-Core's two fused kernels
+  // (core_v0.13.0 fusions/fused_mla_yarn_rope_apply.py): q's read and
+  // written; each head's key built from its up-projected part and the
+  // shared rotary key, and its value split off (read kv-up's output and the
+  // rotary key, write keys and values).
+  double const heads_local = static_cast<double>(sh.local_heads);
+  double const mla_rotary = 2 * heads_local * static_cast<double>(sh.qk_head_dim) +
+                            heads_local * static_cast<double>(m.head_width() + sh.v_head_dim) +
+                            static_cast<double>(m.qk_rope_head_dim) +
+                            heads_local * static_cast<double>(sh.qk_head_dim + sh.v_head_dim);
+  double const rotary_elems = m.mla() ? mla_rotary : 2 * static_cast<double>(q_out + kv_out) / static_cast<double>(tp);
+  double const rotary_bytes = rotary ? t * rotary_elems * (eager_rotary ? eager_rotary_bytes : 1.0) : 0.0;
+  // And its norms of the compressed queries and keys/values, on the
+  // sequence-parallel rows as the layer's norms.
+  double const mla_norm_bytes =
+      m.mla() ? 2 * sp_tokens * static_cast<double>(m.q_lora_rank + m.kv_lora_rank) *
+                    (eager && rms ? eager_rmsnorm_bytes : 1.0)
+              : 0.0;
   // q/k norms (model::qk_norm): each head's queries and keys normalised,
   // read and written once each way, as the layer's norms are.
   double const qk_norm_bytes = m.qk_norm ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
                                                (eager && rms ? eager_rmsnorm_bytes : 1.0)
                                          : 0.0;
-  double const mem_fwd_bytes = e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes + qk_norm_bytes);
+  double const mem_fwd_bytes =
+      e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes + qk_norm_bytes + mla_norm_bytes);
   auto const moved = expert_movement(sh);
   auto const moved_fwd_kernels = static_cast<double>(moved.forward_kernels);
   auto const moved_bwd_kernels = static_cast<double>(moved.backward_kernels);
-  // Fused, one kernel each: the two norms (four with q's and k's), the two
-  // residual adds, the activation (each expert's of experts one after
-  // another, and the shared expert's), and q's and k's rotation together.
+  // Fused, one kernel each: the two norms (four with q's and k's; MLA's
+  // one or two more), the two residual adds, the activation (each expert's
+  // of experts one after another, and the shared expert's), and q's and
+  // k's rotation together (MLA: q's, then keys' and values').
   double const activations = static_cast<double>(sh.expert_gemm_calls()) + (shared_out > 0 ? 1.0 : 0.0);
-  double const fwd_kernels = (m.qk_norm ? 4 : 2) * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
+  double const mla_norms = m.mla() ? (m.q_lora_rank > 0 ? 2.0 : 1.0) : 0.0;
+  double const fwd_kernels = ((m.qk_norm ? 4 : 2) + mla_norms) * (eager && rms ? eager_rmsnorm_kernels : 1.0) + 2 +
                              (eager && swiglu ? eager_swiglu_kernels : 1.0) * activations +
-                             (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : 1.0) : 0.0);
+                             (rotary ? (eager_rotary ? 2 * eager_rotary_kernels : m.mla() ? 2.0 : 1.0) : 0.0);
   seconds const mem_fwd =
       seconds((mem_fwd_bytes + moved.forward.value() + cast_bytes) / hbm) +
       g.kernel_latency * (fwd_kernels + moved_fwd_kernels + (cast_bytes > 0 ? 2.0 * static_cast<double>(n_ops) : 0.0));
@@ -528,20 +550,23 @@ std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; 
 flops model_flops_per_step(program const& p) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
-  // The attention core's 12 L s x (q's width; hidden unless head_dim says
+  // The attention core's 6 L s x heads x (a query/key head's width + a
+  // value head's): 12 L s x q's width (hidden unless head_dim says
   // otherwise), as Megatron-LM counts it (query_projection_size,
-  // core_v0.13.0 megatron/training/training.py:233).
+  // core_v0.13.0 megatron/training/training.py:233; with MLA its
+  // q_head_dim + v_head_dim).
   double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
-                           12.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                               static_cast<double>(m.q_width());
+                           6.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                               static_cast<double>(m.heads) * static_cast<double>(m.qk_head_width() + m.v_head_width());
   return flops(per_token * tokens);
 }
 
 flops hardware_flops_per_step(program const& p, strategy const& s) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
-  double const attention_fwd = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                               static_cast<double>(m.q_width()) * tokens;
+  double const attention_fwd = 2.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                               static_cast<double>(m.heads) *
+                               static_cast<double>(m.qk_head_width() + m.v_head_width()) * tokens;
   double const layer_matmul = static_cast<double>(matmul_parameters(m) - m.vocab * m.hidden);
   double extra = 0;
   switch (s.checkpoint) {

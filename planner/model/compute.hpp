@@ -45,7 +45,7 @@ struct stage_compute {
   seconds head_forward;     ///< embedding + logits + loss, forward (first/last stage)
   seconds head_backward;
   /// Each weight GEMM of a layer (strategy_shape::gemms, same order), forward.
-  std::array<seconds, 7> gemm_forward{};
+  std::array<seconds, max_layer_gemms> gemm_forward{};
   std::int64_t layers = 0;  ///< layers on the stage
   std::int64_t layer_kernels = 0;           ///< operators one layer's forward issues
   std::int64_t layer_kernels_backward = 0;  ///< operators one layer's backward issues

@@ -144,11 +144,27 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     return;
   }
   add("attention norm input", e * tokens * h / rep);
-  add("q, k, v projection input", e * tokens * h / rep);
-  // q/k norms keep their inputs, the projections' q and k, for the backward.
-  if (m.qk_norm) add("q and k norm inputs", e * tokens * (q_width + kv_width) / t);
-  add("q and k (for q.k^T)", e * tokens * (q_width + kv_width) / t);
-  add("v", e * tokens * kv_width / t);
+  if (m.mla()) {
+    // Multi-latent attention (core_v0.13.0 transformer/
+    // multi_latent_attention.py:400-520): the down projections' one input,
+    // each compressed tensor before and after its norm (the norm's input,
+    // the up projection's), the shared rotary key, then every head's
+    // query, key and value for the core; the fused rotary keeps nothing.
+    double const q_lora = double(m.q_lora_rank), kv_lora = double(m.kv_lora_rank);
+    double const heads = a, qk = double(m.qk_head_width()), v = double(m.v_head_width());
+    add("q and kv down projection input", e * tokens * h / rep);
+    if (m.q_lora_rank > 0) add("compressed q, before and after its norm", 2 * e * tokens * q_lora / rep);
+    add("compressed keys and values, before and after their norm", 2 * e * tokens * kv_lora / rep);
+    add("rotary key (shared by the heads)", e * tokens * double(m.qk_rope_head_dim));
+    add("q and k (for q.k^T)", e * tokens * 2 * heads * qk / t);
+    add("v", e * tokens * heads * v / t);
+  } else {
+    add("q, k, v projection input", e * tokens * h / rep);
+    // q/k norms keep their inputs, the projections' q and k, for the backward.
+    if (m.qk_norm) add("q and k norm inputs", e * tokens * (q_width + kv_width) / t);
+    add("q and k (for q.k^T)", e * tokens * (q_width + kv_width) / t);
+    add("v", e * tokens * kv_width / t);
+  }
   if (s.checkpoint == checkpoint_mode::none) {
     double const scores = a * seq * seq * double(s.micro_batch) / t;
     if (m.attention == attention_kind::standard) {
@@ -165,7 +181,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
       add("flash attention softmax statistics (fp32)", 4 * a * tokens / t);
     }
   }
-  add("attention output (o projection input)", e * tokens * q_width / t);
+  add("attention output (o projection input)", e * tokens * double(m.attention_out_width()) / t);
   if (dropout) add("attention residual dropout mask", tokens * h / rep);
   add("mlp norm input", e * tokens * h / rep);
   add("mlp input", e * tokens * h / rep);

@@ -33,7 +33,12 @@ param_counts count_params(model const& m) {
 
   // The largest product below, estimated in double: beyond 2^120 the
   // 128-bit arithmetic itself could overflow, and every count saturates.
-  double const estimate = double(layers) * (4.0 * double(h) * (double(h) + double(m.heads) * double(m.head_width())) + 3.0 * double(experts) * double(h) * double(ffn) +
+  // (MLA's largest terms are bounded by heads x (head_dim + rope + v) x (hidden + both ranks).)
+  double const heads_width = double(m.heads) * (double(m.head_width()) + double(m.qk_rope_head_dim) +
+                                                 double(m.v_head_dim));
+  double const estimate = double(layers) * (4.0 * double(h) * (double(h) + heads_width) +
+                                            4.0 * heads_width * (double(m.q_lora_rank) + double(m.kv_lora_rank)) +
+                                            3.0 * double(experts) * double(h) * double(ffn) +
                                             3.0 * double(h) * double(std::max<std::int64_t>(0, m.shared_expert_ffn)) +
                                             (experts > 1 ? 3.0 * double(h) * double(std::max<std::int64_t>(0, m.ffn)) : 0.0) +
                                             double(h) * double(experts) + 6.0 * double(h)) +
@@ -51,11 +56,23 @@ param_counts count_params(model const& m) {
   wide const embedding = vocab * h;
   wide const output = m.tied_embeddings ? 0 : vocab * h;
   // q, k, v from the hidden state, o back to it; GPT's biases on each.
-  wide const attention_matrices = 2 * h * q_width + 2 * h * kv_width;
+  // Multi-latent attention (model::mla): q down to q_lora_rank and up to
+  // every head's q (or straight up), the keys' and values' down projection
+  // (with the shared rotary key) and up to every head's key and value, o
+  // from the heads' values; a norm on each compressed tensor.
+  wide const heads = m.heads;
+  wide const q_lora = m.q_lora_rank, kv_lora = m.kv_lora_rank;
+  wide const qk_head = m.qk_head_width(), v_head = m.v_head_width();
+  wide const mla_q = q_lora > 0 ? h * q_lora + q_lora * heads * qk_head : h * heads * qk_head;
+  wide const mla_matrices = mla_q + h * (kv_lora + m.qk_rope_head_dim) + kv_lora * heads * (m.head_width() + v_head) +
+                            heads * v_head * h;
+  wide const mla_norms = (gpt_style ? 2 : 1) * (q_lora + kv_lora);
+  wide const attention_matrices = m.mla() ? mla_matrices : 2 * h * q_width + 2 * h * kv_width;
   // q/k norms: one head_dim wide each for queries and keys (a LayerNorm's
   // bias too), shared by the heads.
   wide const qk_norms = m.qk_norm ? (gpt_style ? 4 : 2) * wide{m.head_width()} : 0;
-  wide const attention = attention_matrices + (gpt_style ? q_width + 2 * kv_width + h : 0) + qk_norms;
+  wide const attention = m.mla() ? mla_matrices + mla_norms
+                                  : attention_matrices + (gpt_style ? q_width + 2 * kv_width + h : 0) + qk_norms;
   wide const expert_matrices = (gpt_style ? 2 : 3) * h * ffn;
   wide const expert_params = expert_matrices + (gpt_style ? ffn + h : 0);
   wide const norm = gpt_style ? 2 * h : h;

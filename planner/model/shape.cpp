@@ -76,10 +76,28 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   auto const tp = sh.s.tp;
   auto const h = m.hidden;
   auto const add = [&](char const* name, gemm_shape g, gemm_role role) {
-    sh.gemms[static_cast<std::size_t>(sh.gemm_count++)] = {name, g, 0, role};
+    sh.gemms.at(static_cast<std::size_t>(sh.gemm_count++)) = {name, g, 0, role};
   };
-  add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1}, gemm_role::attention);
-  add("o-proj", {sh.tokens, h, sh.q_width / tp, 1}, gemm_role::attention);
+  if (m.mla()) {
+    // Multi-latent attention as Megatron-Core lays it out (core_v0.13.0
+    // transformer/multi_latent_attention.py:268-336, gpt_layer_specs.py:
+    // 124-150: every projection column-parallel, o row-parallel): q down and
+    // up (or straight up), keys and values down with the rotary key, up to
+    // every head's key and value.
+    auto const heads = m.heads;
+    if (m.q_lora_rank > 0) {
+      add("q-down", {sh.tokens, m.q_lora_rank / tp, h, 1}, gemm_role::attention);
+      add("q-up", {sh.tokens, heads * sh.qk_head_dim / tp, m.q_lora_rank, 1}, gemm_role::attention);
+    } else {
+      add("q", {sh.tokens, heads * sh.qk_head_dim / tp, h, 1}, gemm_role::attention);
+    }
+    add("kv-down", {sh.tokens, (m.kv_lora_rank + m.qk_rope_head_dim) / tp, h, 1}, gemm_role::attention);
+    add("kv-up", {sh.tokens, heads * (m.head_width() + sh.v_head_dim) / tp, m.kv_lora_rank, 1}, gemm_role::attention);
+    add("o-proj", {sh.tokens, h, heads * sh.v_head_dim / tp, 1}, gemm_role::attention);
+  } else {
+    add("qkv", {sh.tokens, (sh.q_width + 2 * sh.kv_width) / tp, h, 1}, gemm_role::attention);
+    add("o-proj", {sh.tokens, h, sh.q_width / tp, 1}, gemm_role::attention);
+  }
   if (m.experts > 1) add("router", {sh.tokens, m.experts, h, 1}, gemm_role::router);
   // A shared expert: a dense MLP beside the routed ones, split over tp.
   if (auto const shared = m.experts > 1 ? m.shared_expert_ffn : 0; shared > 0) {
@@ -103,6 +121,7 @@ void fill_gemms(strategy_shape& sh, model const& m) {
       for (int i = 0; i < sh.gemm_count; ++i) sh.gemms[static_cast<std::size_t>(i)].recompute_n = sh.gemms[static_cast<std::size_t>(i)].forward.n;
       break;
     case checkpoint_mode::ops:
+      if (m.mla()) break;  // refused by the checker: no save list is costed for it
       // torchtitan's op-level policy keeps every other matmul's output: the
       // k projection (a kv slice of the fused qkv), the o projection and the
       // MLP's second matmul (SwiGLU's up half of the fused up GEMM, or a
@@ -253,6 +272,8 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.sp_divisor = s.sequence_parallel ? s.tp : 1;
 
   sh.head_dim = m.head_width();
+  sh.qk_head_dim = m.qk_head_width();
+  sh.v_head_dim = m.v_head_width();
   sh.q_width = m.q_width();
   sh.kv_width = m.kv_width();
   sh.cp_kv_width = pytorch_ring(p.training.cp_comm_type) ? sh.q_width : sh.kv_width;

@@ -37,7 +37,8 @@ enum class gemm_role {
 /// A weight GEMM of a transformer layer, forward, on one GPU: `tokens`
 /// rows times the layer's input width into its (tp-split) output width.
 struct layer_gemm {
-  char const* name = "";  ///< "qkv", "o-proj", "router", "shared-up", "shared-down", "mlp-up", "mlp-down"
+  char const* name = "";  ///< "qkv", "o-proj", "router", "shared-up", "shared-down", "mlp-up", "mlp-down";
+                          ///< under MLA "q-down", "q-up" (or "q"), "kv-down", "kv-up", then "o-proj"
   gemm_shape forward;     ///< [rows, in] x [in, out]
   /// Output columns (n) the backward recomputes first under the
   /// strategy's checkpointing: all of them under `full`; under `ops` the k
@@ -98,6 +99,10 @@ struct shape_groups {
   group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
 };
 
+/// The most weight GEMMs a layer runs: multi-latent attention's five, a
+/// router, a shared expert's two and the MLP's two.
+inline constexpr std::size_t max_layer_gemms = 10;
+
 struct strategy_shape : shape_groups {
   strategy s;                    ///< as checked: dp derived, sequence_parallel only with tp > 1
   std::int64_t gpus_per_node = 1;
@@ -111,8 +116,12 @@ struct strategy_shape : shape_groups {
 
   // The model as one GPU holds it.
   std::int64_t head_dim = 1;
-  std::int64_t q_width = 1;      ///< heads x head_dim
-  std::int64_t kv_width = 1;     ///< kv_heads x head_dim
+  /// A query or key head's width and a value head's: head_dim, or under
+  /// multi-latent attention head_dim + qk_rope_head_dim and v_head_dim.
+  std::int64_t qk_head_dim = 1;
+  std::int64_t v_head_dim = 1;
+  std::int64_t q_width = 1;      ///< heads x qk_head_dim
+  std::int64_t kv_width = 1;     ///< kv_heads x head_dim (model::kv_width under MLA)
   /// The keys' (and values') width context parallelism's ring moves and
   /// holds: kv_width, or q_width for PyTorch's ring, which runs on SDPA's
   /// inputs expanded to the query's heads (cp_comm_type).
@@ -142,8 +151,10 @@ struct strategy_shape : shape_groups {
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
-  /// The layer's weight GEMMs on one GPU, in the order they run.
-  std::array<layer_gemm, 7> gemms{};
+  /// The layer's weight GEMMs on one GPU, in the order they run: the
+  /// attention's two (qkv, o-proj) or multi-latent attention's five, then
+  /// the router, shared expert and MLP.
+  std::array<layer_gemm, max_layer_gemms> gemms{};
   int gemm_count = 0;
   gemm_shape logits;  ///< [tokens, hidden] x [hidden, local_vocab]
 

@@ -387,6 +387,14 @@ expect_contains "$TMP/out" "32 heads (32 kv) with q/k norms, ffn 11008"
 expect_status 0 "$DTPLAN" "$TMP/qk_norm.dtp" --from megatron "$TMP/stages.txt"
 expect_lacks "$TMP/out" "q/k norms"
 stages 2 "--qk-layernorm 1" "stages.txt:25:16: error: '--qk-layernorm' takes no value, got '1'"
+# --multi-latent-attention: its ranks and widths, Megatron-LM's defaults
+# where unwritten; --qk-layernorm is its compressed tensors' norms.
+stages 0 "--multi-latent-attention --qk-layernorm --q-lora-rank 1536 --kv-lora-rank 512" ""
+expect_lacks "$TMP/err" "latent"
+expect_contains "$TMP/out" "32 heads (32 kv) of multi-latent attention (q rank 1536, kv rank 512; q/k heads 128 + 64 rotary, v heads 128), ffn 11008"
+stages 0 "--multi-latent-attention --qk-pos-emb-head-dim 32 --v-head-dim 96" "stages.txt:25:1: warning: Megatron-LM runs this multi-latent attention without its compressed queries' and keys' norms (no --qk-layernorm): costed with them, as DeepSeek's"
+expect_contains "$TMP/out" "(q rank none, kv rank 32; q/k heads 128 + 32 rotary, v heads 96)"
+stages 1 "--multi-latent-attention --qk-layernorm --tensor-model-parallel-size 2" "stages.txt:25:41: error: tp = 2: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and values gathered over the tensor-parallel ranks are not)"
 # A launch script's expansion dtplan cannot resolve, after a flag, is more
 # arguments it does not read, not the flag's value.
 printf 'EXTRA=$(cat extra.txt)\n' >"$TMP/launch.sh"

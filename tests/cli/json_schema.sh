@@ -77,7 +77,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 10,'
+expect_contains "$TMP/imported.json" '"schema_version": 11,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -146,6 +146,16 @@ expect_contains "$TMP/capacity.json" '"qk_norm": false,'
 expect_contains "$TMP/imported.json" '"head_dim": 128,'
 expect_status 0 "$DTPLAN" "$TMP/head_dim.dtp"
 expect_contains "$TMP/out" "32 layers, hidden 2048, 32 heads (4 kv) of 128 with q/k norms, ffn 11008 swiglu"
+# DeepSeek-V3's multi-latent attention (schema version 11): its ranks and
+# widths; 0 (and head_dim's values) without it.
+sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/head_dim = 128; q_lora_rank = 1536; kv_lora_rank = 512; qk_rope_head_dim = 64; v_head_dim = 96/' -e 's/pp = 2; ep = 8/pp = 4; ep = 8/' "$TMP/capacity.dtp" >"$TMP/mla.dtp"
+json_doc mla 0 "$TMP/mla.dtp"
+expect_contains "$TMP/mla.json" '"q_lora_rank": 1536,'
+expect_contains "$TMP/mla.json" '"kv_lora_rank": 512,'
+expect_contains "$TMP/mla.json" '"qk_rope_head_dim": 64,'
+expect_contains "$TMP/mla.json" '"v_head_dim": 96,'
+expect_contains "$TMP/capacity.json" '"kv_lora_rank": 0,'
+expect_contains "$TMP/capacity.json" '"v_head_dim": 128,'
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

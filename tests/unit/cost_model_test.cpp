@@ -1842,3 +1842,75 @@ TEST_CASE("q/k norms: two more norm kernels each way over q and k, as the layer'
   }();
   CHECK(compute_per_micro_batch(p, s).layer_kernels - eager_plain.layer_kernels == 2 * 8);
 }
+
+namespace {
+// Llama 2 7B's shape with DeepSeek-V3's multi-latent attention.
+program latent_two_nodes() {
+  program p = two_nodes();
+  p.model.head_dim = 128;
+  p.model.q_lora_rank = 1536;
+  p.model.kv_lora_rank = 512;
+  p.model.qk_rope_head_dim = 64;
+  p.model.v_head_dim = 128;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("multi-latent attention: five projections, a core over 192-wide queries and 128-wide values") {
+  program p = latent_two_nodes();
+  strategy s = data_parallel(16, 1);
+  auto const sh = shape_of(p, s);
+  REQUIRE(sh.gemm_count == 7);
+  auto gemm = [&](int i) { return sh.gemms[static_cast<std::size_t>(i)]; };
+  CHECK(std::string(gemm(0).name) == "q-down");
+  CHECK((gemm(0).forward.n == 1536 && gemm(0).forward.k == 4096));
+  CHECK(std::string(gemm(1).name) == "q-up");
+  CHECK((gemm(1).forward.n == 32 * 192 && gemm(1).forward.k == 1536));
+  CHECK(std::string(gemm(2).name) == "kv-down");
+  CHECK((gemm(2).forward.n == 512 + 64 && gemm(2).forward.k == 4096));
+  CHECK(std::string(gemm(3).name) == "kv-up");
+  CHECK((gemm(3).forward.n == 32 * (128 + 128) && gemm(3).forward.k == 512));
+  CHECK(std::string(gemm(4).name) == "o-proj");
+  CHECK((gemm(4).forward.n == 4096 && gemm(4).forward.k == 32 * 128));
+  CHECK(sh.qk_head_dim == 192);
+  CHECK(sh.v_head_dim == 128);
+  // Megatron-LM's count: 6 L s x heads x (192 + 128) for the core.
+  double const tokens = 256.0 * 4096;
+  double const attention = 4096.0 * 1536 + 1536.0 * 32 * 192 + 4096.0 * 576 + 512.0 * 32 * 256 + 32.0 * 128 * 4096;
+  double const matmul = 32.0 * (attention + 3 * 4096.0 * 11008) + 32000.0 * 4096;
+  CHECK(model_flops_per_step(p).value() ==
+        Approx(tokens * (6 * matmul + 6.0 * 32 * 4096 * 32 * (192 + 128))).epsilon(1e-12));
+  // The core does (192 + 128) / (2 x 128) = 1.25 times the work of
+  // 128-wide heads, its flash kernel's tiles as for the weighted sum's
+  // (queries x 128-wide values): 1.25 times the time less one launch.
+  auto plain = two_nodes();
+  auto const latency = p.cluster.device.kernel_latency.value();
+  auto const core = compute_per_micro_batch(p, s).layer_attention_core.value() - latency;
+  auto const core128 = compute_per_micro_batch(plain, s).layer_attention_core.value() - latency;
+  CHECK(core / core128 == Approx(1.25).epsilon(1e-12));
+  // Three GEMMs more, two norms more, and Megatron's two fused rotary
+  // kernels for the plain attention's one: six kernels more a layer.
+  p.model.position = plain.model.position = position_kind::rotary;
+  CHECK(compute_per_micro_batch(p, s).layer_kernels - compute_per_micro_batch(plain, s).layer_kernels == 3 + 2 + 1);
+}
+
+TEST_CASE("multi-latent attention is costed at tp = 1 and without op-level checkpointing") {
+  program p = latent_two_nodes();
+  analytic_cost_model const model;
+  strategy_spec spec;
+  spec.name = "s";
+  spec.tp = key_choice<std::int64_t>::one(2);
+  auto pl = evaluate(p, spec, spec.fixed(), model, "s");
+  CHECK_FALSE(pl.valid);
+  REQUIRE_FALSE(pl.errors.empty());
+  CHECK(pl.errors.front().message ==
+        "tp = 2: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and values gathered "
+        "over the tensor-parallel ranks are not)");
+  spec.tp = key_choice<std::int64_t>::one(1);
+  spec.checkpoint = key_choice<checkpoint_mode>::one(checkpoint_mode::ops);
+  pl = evaluate(p, spec, spec.fixed(), model, "s");
+  CHECK_FALSE(pl.valid);
+  REQUIRE_FALSE(pl.errors.empty());
+  CHECK(pl.errors.front().message ==
+        "checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent attention");
+}

@@ -107,6 +107,11 @@ inline std::vector<framework_case> framework_cases() {
   add_cases(out, plans + "7b_2node.dtp", {"model.head_dim=64"}, "head_dim", false);
   // q/k norms: Megatron's --qk-layernorm (Megatron-DeepSpeed has none).
   add_cases(out, plans + "7b_2node.dtp", {"model.qk_norm=true"}, "qk_norm", false);
+  // Multi-latent attention: Megatron's --multi-latent-attention and its widths.
+  add_cases(out, plans + "7b_2node.dtp",
+            {"model.head_dim=128", "model.q_lora_rank=1536", "model.kv_lora_rank=512", "model.qk_rope_head_dim=64",
+             "model.v_head_dim=128"},
+            "mla", false);
   // Context parallelism passing keys and values round PyTorch's ring
   // (torchtitan's context_parallel_rotate_method = "alltoall").
   add_cases(out, plans + "8b_torchtitan_h100.dtp", {"fsdp.cp=2", "fsdp.dp=32", "training.cp_comm_type=alltoall"},

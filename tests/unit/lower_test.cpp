@@ -617,7 +617,7 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   CHECK(names == std::vector<std::string>{"llama2_7b", "llama2_13b", "llama2_70b", "llama3_1b", "llama3_3b",
                                           "llama3_8b", "llama3_70b", "llama3_405b", "mpt_7b", "gpt3_1_3b",
                                           "gpt3_175b", "mixtral_8x7b", "qwen1_5_moe_a2_7b", "llama4_maverick",
-                                          "qwen3_32b", "qwen3_30b_a3b", "qwen3_235b_a22b"});
+                                          "qwen3_32b", "qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_v3"});
   for (auto const& n : names) {
     INFO(n);
     auto m = catalog_model(n);
@@ -657,6 +657,12 @@ TEST_CASE("the catalog: presets have their published shapes and parameter counts
   CHECK(double(counted("qwen3_235b_a22b").total) / 1e9 == Approx(235.09).epsilon(0.0001));
   CHECK(double(counted("qwen3_235b_a22b").matmul + counted("qwen3_235b_a22b").embedding) / 1e9 ==
         Approx(22.19).epsilon(0.0005));
+  // DeepSeek-V3: 671 B, 37 B activated on its card (its multi-token
+  // prediction module aside).
+  CHECK(counted("deepseek_v3").total == 671'026'404'352);
+  CHECK(counted("deepseek_v3").matmul + counted("deepseek_v3").embedding == 37'551'276'032);
+  CHECK(catalog_model("deepseek_v3")->mla());
+  CHECK(catalog_model("deepseek_v3")->moe_layer_count() == 58);
   auto const q = *catalog_model("qwen3_235b_a22b");
   CHECK(q.q_width() == 8192);
   CHECK(q.kv_width() == 512);
@@ -1198,4 +1204,29 @@ TEST_CASE("a set outside a strategy: a framework's zero_stages and checkpoint_mo
                                               "training { global_batch = 64; grad_sync = auto }\n");
   CHECK(training_auto.find("error: 'grad_sync' takes 'per_step' or 'per_micro_batch', not 'auto'; in the "
                            "'training' block only 'attention_backend' takes 'auto'\n") != std::string::npos);
+}
+
+TEST_CASE("multi-latent attention: its keys need kv_lora_rank, every head's keys, no q/k norms") {
+  auto errors = [](std::string const& keys) {
+    return lower_text("model m : llama3_8b { " + keys + " }\n" + plain_cluster).errors;
+  };
+  auto first_line = [](std::string const& text) { return text.substr(0, text.find('\n')); };
+  CHECK(first_line(errors("q_lora_rank = 64")) ==
+        "test.dtp:1:23: error: 'q_lora_rank' (64) is a multi-latent attention's, but 'kv_lora_rank' is not set");
+  CHECK(first_line(errors("v_head_dim = 64")) ==
+        "test.dtp:1:23: error: 'v_head_dim' (64) is a multi-latent attention's, but 'kv_lora_rank' is not set");
+  // llama3_8b's 8 kv heads, written in its block: the error is at kv_lora_rank.
+  CHECK(first_line(errors("kv_lora_rank = 512")) ==
+        "test.dtp:1:23: error: multi-latent attention projects keys and values up for every head: 'kv_heads' (8) "
+        "must be 'heads' (32) or unwritten");
+  auto ok = lower_text("model m : llama3_8b { kv_heads = 32; kv_lora_rank = 512; qk_rope_head_dim = 64 }\n" +
+                       plain_cluster);
+  INFO(ok.errors);
+  REQUIRE(ok.p);
+  CHECK(ok.p->model.mla());
+  CHECK(ok.p->model.qk_head_width() == 128 + 64);
+  CHECK(ok.p->model.v_head_width() == 128);
+  CHECK(first_line(errors("kv_heads = 32; kv_lora_rank = 512; qk_norm = true")) ==
+        "test.dtp:1:58: error: multi-latent attention normalises its compressed queries and keys itself: 'qk_norm' "
+        "does not apply");
 }

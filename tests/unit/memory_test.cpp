@@ -127,6 +127,23 @@ TEST_CASE("heads wider than hidden / heads: q's tensors follow heads x head_dim"
   CHECK(activations_per_layer(llama, ops).value() == kept);
 }
 
+TEST_CASE("multi-latent attention keeps its compressed tensors and every head's q, k and v", "[memory]") {
+  auto m = test::llama3_8b();  // s = 8192, h = 4096, 32 heads, ffn 14336, flash
+  m.kv_heads = 32;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  double const ls = 8192, lh = 4096, f = 14336;
+  // The norm's and the down projections' inputs; q's and the keys' and
+  // values' compressed tensors before and after their norms; the shared
+  // rotary key; q and k at 32 x (128 + 64), v and the output at 32 x 128.
+  double const attention = lh + lh + 2 * 1536 + 2 * 512 + 64 + 2 * 32 * 192 + 32 * 128 + 32 * 128;
+  double const expect = 2 * ls * (attention + lh + lh + 3 * f) + 4 * 32 * ls;
+  CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::none)).value() == expect);
+  CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::full)).value() == 2 * ls * lh);
+}
+
 TEST_CASE("uneven layers: the first chunks take one more", "[memory]") {
   CHECK(layers_per_chunk(10, 4) == std::vector<std::int64_t>{3, 3, 2, 2});
   CHECK(layers_per_chunk(48, 5) == std::vector<std::int64_t>{10, 10, 10, 9, 9});

@@ -215,3 +215,44 @@ TEST_CASE("heads wider than hidden / heads: Qwen3-30B-A3B's 30.5 B, 3.3 B a toke
   g.qk_norm = true;
   CHECK(count_params(g).attention == 2LL * 1024 * 2048 + 2LL * 1024 * 2048 + 2048 + 2 * 2048 + 1024 + 4 * 256);
 }
+
+TEST_CASE("multi-latent attention: DeepSeek-V3's 671.0 B, 37.5 B a token with the embedding", "[params]") {
+  // deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads;
+  // q down to 1536 and up to 128 x (128 + 64), keys and values down to 512
+  // (+ the 64-wide rotary key) and up to 128 x (128 + 128), o from 128 x 128;
+  // 256 experts of 2048, 8 a token, one shared expert, the first 3 layers
+  // dense (18432); vocabulary 129280, untied. Its multi-token prediction
+  // module (14 B) and the router's correction bias are not counted.
+  auto m = mixture(test::decoder("v3", 61, 7168, 128, 128, 18432, planner::mlp_kind::swiglu, 129280), 256, 8, 2048,
+                   2048);
+  m.dense_layers = 3;
+  m.head_dim = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  CHECK(m.mla());
+  CHECK(m.qk_head_width() == 192);
+  CHECK(m.v_head_width() == 128);
+  auto const c = count_params(m);
+  std::int64_t const matrices = 7168LL * 1536 + 1536LL * 128 * 192 + 7168LL * (512 + 64) + 512LL * 128 * (128 + 128) +
+                                128LL * 128 * 7168;
+  CHECK(c.attention == matrices + 1536 + 512);  // and the two compressed tensors' RMSNorms
+  CHECK(c.attention == 187'107'328);
+  std::int64_t const moe_layer =
+      c.attention + 256LL * 3 * 7168 * 2048 + 7168LL * 256 + 3LL * 7168 * 2048 + 2 * 7168;
+  CHECK(c.per_layer == moe_layer);
+  CHECK(c.dense_per_layer == c.attention + 3LL * 7168 * 18432 + 2 * 7168);
+  CHECK(c.total == 58 * moe_layer + 3 * c.dense_per_layer + 2LL * 129280 * 7168 + 7168);
+  CHECK(c.total == 671'026'404'352);
+  // A token's: the attention's five matrices, eight experts, the shared one
+  // and the router in 58 layers, the dense MLP in 3, the logits; with the
+  // input embedding 37.55 B (DeepSeek: 37 B activated).
+  CHECK(c.matmul == 58 * (matrices + 8LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048 + 7168LL * 256) +
+                        3 * (matrices + 3LL * 7168 * 18432) + 129280LL * 7168);
+  CHECK(c.matmul + c.embedding == 37'551'276'032);
+  // Queries projected straight to the heads (DeepSeek-V2-Lite: no q_lora_rank).
+  m.q_lora_rank = 0;
+  CHECK(count_params(m).attention ==
+        7168LL * 128 * 192 + 7168LL * (512 + 64) + 512LL * 128 * (128 + 128) + 128LL * 128 * 7168 + 512);
+}
