@@ -433,11 +433,29 @@ class argument_list {
     lines_ += value.empty() ? flag + "\n" : fmt::format("{} {}\n", flag, plain ? value : shell_quote(value));
   }
   void add(std::string flag, std::int64_t v) { add(std::move(flag), fmt::format("{}", v)); }
+  // A flag of several values (argparse's nargs), each a word of its own;
+  // the values are dtplan's names, which the shell leaves alone.
+  void add_words(std::string const& flag, std::vector<std::string> const& words) {
+    lines_ += flag;
+    for (auto const& w : words) lines_ += " " + w;
+    lines_ += "\n";
+  }
   [[nodiscard]] std::string const& str() const { return lines_; }
 
  private:
   std::string lines_;
 };
+
+// Whether selective recomputation recomputes Megatron's default, the core
+// attention alone; the modules' names as the key's choices spell them.
+bool default_recompute(planner::training const& t) {
+  return t.recompute_modules == std::vector<planner::recompute_module>{planner::recompute_module::core_attn};
+}
+std::vector<std::string> recompute_names(planner::training const& t) {
+  std::vector<std::string> out;
+  for (auto r : t.recompute_modules) out.emplace_back(planner::name(r));
+  return out;
+}
 
 // The model, batch and parallel arguments pretrain_gpt.py shares in
 // Megatron-LM and Megatron-DeepSpeed (`deepspeed`: the latter's spelling).
@@ -538,7 +556,12 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   if (m.experts > 1 && !deepspeed && s.expert_tp() != s.tp) a.add("--expert-tensor-parallel-size", s.expert_tp());
   if (s.sequence_parallel && s.tp > 1) a.add("--sequence-parallel");
   switch (s.checkpoint) {
-    case checkpoint_mode::selective: a.add("--recompute-granularity", "selective"); break;
+    case checkpoint_mode::selective:
+      a.add("--recompute-granularity", "selective");
+      // What it recomputes where not Megatron's default, the core attention
+      // (core_v0.13.0 arguments.py:1768).
+      if (!deepspeed && !default_recompute(p.training)) a.add_words("--recompute-modules", recompute_names(p.training));
+      break;
     case checkpoint_mode::full:
       a.add("--recompute-granularity", "full");
       a.add("--recompute-method", "uniform");
@@ -832,6 +855,13 @@ std::vector<job_file> export_job(job_format f, planner::program const& p, planne
     case job_format::nemo: break;
   }
   uncarried_behaviours(f, p, pl, diags);
+  // Megatron-DeepSpeed's selective recomputation is the core attention's.
+  if (f == job_format::deepspeed && pl.s.checkpoint == checkpoint_mode::selective && !default_recompute(p.training)) {
+    auto it = p.training.keys.find("recompute_modules");
+    diags.warning(it == p.training.keys.end() ? dsl::span{} : it->second,
+                  "the plan was costed with recompute_modules other than {core_attn}; a deepspeed job cannot say it "
+                  "and recomputes the core attention alone");
+  }
   return files;
 }
 

@@ -330,6 +330,11 @@ std::string to_json(report const& r) {
   w.key("tokens_per_step").value(p.training.global_batch * p.model.seq_len);
   // Only when not the default, so reports of existing plans keep their bytes.
   if (p.training.cross_entropy != planner::cross_entropy_kind::fused) w.key("cross_entropy").value(name(p.training.cross_entropy));
+  if (p.training.recompute_modules != std::vector<recompute_module>{recompute_module::core_attn}) {
+    w.key("recompute_modules").begin_array();
+    for (auto r : p.training.recompute_modules) w.value(name(r));
+    w.end_array();
+  }
   w.end_object();
   auto base = baselines(*r.plans);
   w.key("plans").begin_array();
@@ -532,10 +537,18 @@ std::string to_text(report const& r, bool explain) {
                      c.device.name, counted(c.gpus(), "GPU"), to_string(c.intra_node));
   if (c.nodes > 1) out += fmt::format(", {} per node between nodes", to_string(c.inter_node));
   out += "\n";
-  out += fmt::format("  training  global batch {} = {}tokens per step{}\n",
+  // What selective recomputation recomputes where not the core attention
+  // alone: "; selective recomputation of layernorm, mla_up_proj".
+  std::string recomputed;
+  if (p.training.recompute_modules != std::vector<recompute_module>{recompute_module::core_attn}) {
+    for (auto r : p.training.recompute_modules) recomputed += fmt::format("{}{}", recomputed.empty() ? "" : ", ", name(r));
+    recomputed = "; selective recomputation of " + recomputed;
+  }
+  out += fmt::format("  training  global batch {} = {}tokens per step{}{}\n",
                      counted(p.training.global_batch, "sequence"),
                      count(static_cast<double>(p.training.global_batch * m.seq_len)),
-                     p.training.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy");
+                     p.training.cross_entropy == planner::cross_entropy_kind::fused ? "" : "; unfused cross entropy",
+                     recomputed);
   if (r.stats)
     out += fmt::format("  search    {}, {} valid, {}\n", counted(r.stats->candidates, "candidate"), r.stats->valid,
                        to_string(r.stats->elapsed));

@@ -968,6 +968,38 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   if (!set_megatron_recomputation(job, mode, mode_at, granularity != nullptr || c.legacy != nullptr, method, layers,
                                   c.legacy && !renamed ? "--checkpoint-activations" : "--recompute-granularity full"))
     failed = true;
+  // --recompute-modules: what selective recomputation recomputes, the core
+  // attention unless written (core_v0.13.0 arguments.py:1768,
+  // transformer_config.py:289-303, 813-836). "moe", the whole mixture with
+  // its all-to-alls again, is not costed: the rest are.
+  if (auto const* modules = deepspeed ? nullptr : job.find("--recompute-modules")) {
+    std::vector<std::string> names;
+    if (modules->val && modules->val->k == dsl::config::value::kind::array) {
+      for (auto const& item : modules->val->items) names.push_back(item.text);
+    } else if (modules->val) {
+      auto v = job.text(*modules);
+      if (!v) return c;
+      names.push_back(*v);
+    }
+    ast::set chosen{value_at(modules), {}};
+    for (auto const& n : names) {
+      if (n == "core_attn" || n == "moe_act" || n == "layernorm" || n == "mla_up_proj" || n == "mlp") {
+        chosen.items.push_back(ast::identifier{value_at(modules), n});
+      } else if (n == "moe") {
+        t.diags.warning(modules->key_where, "Megatron-LM's recompute module 'moe' (the whole mixture, its "
+                                            "all-to-alls again) is not modelled: costed as kept");
+      } else {
+        t.diags.error(value_at(modules), fmt::format("'--recompute-modules' takes core_attn, moe_act, layernorm, "
+                                                     "mla_up_proj, mlp or moe, not '{}'",
+                                                     dsl::escaped(n)));
+        return c;
+      }
+    }
+    if (!chosen.items.empty()) set(t, "training", "recompute_modules", chosen, modules->key_where);
+    if (mode != "selective")
+      t.diags.warning(modules->key_where, "'--recompute-modules' applies to '--recompute-granularity selective'; "
+                                          "this job does not recompute selectively");
+  }
   set_strategy(t, "order", string_value("tp-cp-dp-pp", origin), origin);
 
   if (auto const* opt = job.find("--optimizer")) {

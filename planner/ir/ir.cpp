@@ -48,6 +48,16 @@ char const* name(checkpoint_mode c) {
   }
   return "?";
 }
+char const* name(recompute_module r) {
+  switch (r) {
+    case recompute_module::core_attn: return "core_attn";
+    case recompute_module::moe_act: return "moe_act";
+    case recompute_module::layernorm: return "layernorm";
+    case recompute_module::mla_up_proj: return "mla_up_proj";
+    case recompute_module::mlp: return "mlp";
+  }
+  return "?";
+}
 char const* name(cross_entropy_kind c) {
   switch (c) {
     case cross_entropy_kind::fused: return "fused";
@@ -205,6 +215,23 @@ std::optional<size_limit> beyond_limits(model const& m, training const& t) {
     return size_limit{"global_batch",
                       fmt::format("global_batch = {} sequences of {} tokens: more tokens per step than fit in 64 bits",
                                   t.global_batch, m.seq_len)};
+  // Each module recomputed must exist in the model, as Megatron-Core
+  // asserts (core_v0.13.0 transformer_config.py:813-836).
+  if (t.recomputes(recompute_module::moe_act) && m.experts <= 1)
+    return size_limit{"recompute_modules", fmt::format("recompute_modules has moe_act, a mixture's expert activation, "
+                                                       "but model '{}' has no experts",
+                                                       m.name)};
+  if (t.recomputes(recompute_module::moe_act) && !t.grouped_gemm)
+    return size_limit{"recompute_modules", "recompute_modules has moe_act, which Megatron-Core runs with grouped "
+                                           "experts only (grouped_gemm = true)"};
+  if (t.recomputes(recompute_module::mla_up_proj) && !m.mla())
+    return size_limit{"recompute_modules", fmt::format("recompute_modules has mla_up_proj, but model '{}' has no "
+                                                       "multi-latent attention (kv_lora_rank)",
+                                                       m.name)};
+  if (t.recomputes(recompute_module::mlp) && m.experts > 1 && !m.mixed_layers())
+    return size_limit{"recompute_modules", fmt::format("recompute_modules has mlp, a dense MLP, but every layer of "
+                                                       "model '{}' is a mixture of experts",
+                                                       m.name)};
   return std::nullopt;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -45,6 +46,13 @@ enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
 /// every other matmul are kept, the rest recomputed). `ops` is last so the
 /// values of the first three stay as they were; `recompute_rank` orders them.
 enum class checkpoint_mode { none, selective, full, ops };
+/// What checkpoint = selective recomputes (Megatron-Core's
+/// --recompute-modules, core_v0.13.0 transformer_config.py:289-303): the
+/// core attention (its default), MoE experts' activation function, the two
+/// layer norms, multi-latent attention's up projections and rotary (each
+/// output discarded and rebuilt in the backward), the dense MLP.
+enum class recompute_module { core_attn, moe_act, layernorm, mla_up_proj, mlp };
+constexpr unsigned recompute_bit(recompute_module r) { return 1u << static_cast<unsigned>(r); }
 /// How the loss is computed: fused (Megatron's vocab-parallel cross entropy
 /// works in place on one fp32 copy of the logits) or unfused (PyTorch's
 /// cross_entropy(logits.float(), labels): log_softmax then nll_loss, three
@@ -121,6 +129,7 @@ constexpr position_kind implied_position(mlp_kind m) {
 char const* name(attention_kind);
 char const* name(optimizer_kind);
 char const* name(checkpoint_mode);
+char const* name(recompute_module);
 char const* name(cross_entropy_kind);
 char const* name(cp_comm_kind);
 char const* name(transformer_impl_kind);
@@ -497,6 +506,12 @@ struct training {
   /// time to issue each operator adds to the GPU's instead of hiding under
   /// it, and no communication overlaps compute (BigScience's BLOOM ran so).
   bool cuda_launch_blocking = false;
+  /// What checkpoint = selective recomputes (recompute_module); Megatron's
+  /// default, the core attention alone.
+  std::vector<recompute_module> recompute_modules{recompute_module::core_attn};
+  [[nodiscard]] bool recomputes(recompute_module r) const {
+    return std::find(recompute_modules.begin(), recompute_modules.end(), r) != recompute_modules.end();
+  }
   key_spans keys;
 };
 

@@ -479,10 +479,49 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
   }
   switch (s.checkpoint) {
     case checkpoint_mode::none: break;
-    case checkpoint_mode::selective:
-      out.layer_recompute = core_fwd;
-      out.layer_kernels_recompute = core_kernels;
+    case checkpoint_mode::selective: {
+      // What the training recomputes (recompute_modules; Megatron's default
+      // the core attention), each module's forward again: the two layer
+      // norms, a mixture's experts' activation, MLA's up projections and
+      // rotary, the dense MLP's GEMMs and activation.
+      auto const& tr = p.training;
+      auto const gemm_named = [&](std::string_view name) {
+        for (int i = 0; i < sh.gemm_count; ++i)
+          if (name == sh.gemms[static_cast<std::size_t>(i)].name) return out.gemm_forward[static_cast<std::size_t>(i)];
+        return seconds();
+      };
+      double const norm_kernels = eager && rms ? eager_rmsnorm_kernels : 1.0;
+      double const act_kernels = eager && swiglu ? eager_swiglu_kernels : 1.0;
+      double const act_factor = eager && swiglu ? eager_swiglu_bytes : 1.0;
+      seconds rec;
+      double kernels = 0;
+      if (tr.recomputes(recompute_module::core_attn)) {
+        rec += core_fwd;
+        kernels += static_cast<double>(core_kernels);
+      }
+      if (tr.recomputes(recompute_module::layernorm)) {
+        rec += seconds(e * norm_bytes / hbm) + g.kernel_latency * (2 * norm_kernels);
+        kernels += 2 * norm_kernels;
+      }
+      if (tr.recomputes(recompute_module::moe_act) && m.experts > 1) {
+        double const calls = static_cast<double>(sh.expert_gemm_calls());
+        rec += seconds(e * t * act_out * mlp_share * act_factor / hbm) + g.kernel_latency * (act_kernels * calls);
+        kernels += act_kernels * calls;
+      }
+      if (tr.recomputes(recompute_module::mla_up_proj) && m.mla()) {
+        rec += gemm_named("q-up") + gemm_named("q") + gemm_named("kv-up") + seconds(e * rotary_bytes / hbm) +
+               g.kernel_latency * (rotary ? 2.0 : 0.0);
+        kernels += 2 + (rotary ? 2.0 : 0.0);
+      }
+      if (tr.recomputes(recompute_module::mlp) && m.experts <= 1) {
+        rec += gemm_named("mlp-up") + gemm_named("mlp-down") + seconds(e * t * act_out * act_factor / hbm) +
+               g.kernel_latency * act_kernels;
+        kernels += 2 + act_kernels;
+      }
+      out.layer_recompute = rec;
+      out.layer_kernels_recompute = static_cast<std::int64_t>(kernels);
       break;
+    }
     case checkpoint_mode::full:
       out.layer_recompute = out.layer_forward;
       out.layer_kernels_recompute = out.layer_kernels;
@@ -571,7 +610,24 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
   double extra = 0;
   switch (s.checkpoint) {
     case checkpoint_mode::none: break;
-    case checkpoint_mode::selective: extra = attention_fwd; break;
+    case checkpoint_mode::selective: {
+      // The recomputed modules' matrix products (recompute_modules): the
+      // core, MLA's up projections, the dense MLP's.
+      auto const& tr = p.training;
+      double const heads = static_cast<double>(m.heads);
+      double const up = m.mla() ? (m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(m.hidden)) *
+                                          heads * static_cast<double>(m.qk_head_width()) +
+                                      static_cast<double>(m.kv_lora_rank) * heads *
+                                          static_cast<double>(m.head_width() + m.v_head_width())
+                                : 0.0;
+      double const dense = static_cast<double>(m.experts > 1 ? m.layers - m.moe_layer_count() : m.layers);
+      double const mlp = (m.mlp == mlp_kind::swiglu ? 3.0 : 2.0) * static_cast<double>(m.hidden) *
+                         static_cast<double>(m.ffn);
+      if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd;
+      if (tr.recomputes(recompute_module::mla_up_proj)) extra += 2.0 * up * static_cast<double>(m.layers) * tokens;
+      if (tr.recomputes(recompute_module::mlp)) extra += 2.0 * mlp * dense * tokens;
+      break;
+    }
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
     case checkpoint_mode::ops: {
       // The k and o projections and the MLP's second matmul, per layer.

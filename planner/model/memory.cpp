@@ -89,7 +89,12 @@ namespace {
 // Calls add(name, bytes) for each stored tensor; names are literals so the
 // hot path (activations_per_layer in the search) builds no strings.
 template <class F>
-void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F&& add) {
+void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed, F&& add) {
+  // What selective checkpointing recomputes (training::recompute_modules):
+  // each such module's outputs are not kept.
+  auto const rebuilt = [&](recompute_module r) {
+    return s.checkpoint == checkpoint_mode::selective && (recomputed & recompute_bit(r)) != 0;
+  };
   double const t = double(s.tp);
   bool const sp = s.sequence_parallel && s.tp > 1;
   double const rep = sp ? t : 1.0;  // divisor of the tensors tensor parallelism replicates
@@ -152,20 +157,24 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     // query, key and value for the core; the fused rotary keeps nothing.
     double const q_lora = double(m.q_lora_rank), kv_lora = double(m.kv_lora_rank);
     double const heads = a, qk = double(m.qk_head_width()), v = double(m.v_head_width());
-    add("q and kv down projection input", e * tokens * h / rep);
+    if (!rebuilt(recompute_module::layernorm)) add("q and kv down projection input", e * tokens * h / rep);
     if (m.q_lora_rank > 0) add("compressed q, before and after its norm", 2 * e * tokens * q_lora / rep);
     add("compressed keys and values, before and after their norm", 2 * e * tokens * kv_lora / rep);
     add("rotary key (shared by the heads)", e * tokens * double(m.qk_rope_head_dim));
-    add("q and k (for q.k^T)", e * tokens * 2 * heads * qk / t);
-    add("v", e * tokens * heads * v / t);
+    // Recomputing the up projections and rotary rebuilds the core's inputs.
+    if (!rebuilt(recompute_module::mla_up_proj)) {
+      add("q and k (for q.k^T)", e * tokens * 2 * heads * qk / t);
+      add("v", e * tokens * heads * v / t);
+    }
   } else {
-    add("q, k, v projection input", e * tokens * h / rep);
+    if (!rebuilt(recompute_module::layernorm)) add("q, k, v projection input", e * tokens * h / rep);
     // q/k norms keep their inputs, the projections' q and k, for the backward.
     if (m.qk_norm) add("q and k norm inputs", e * tokens * (q_width + kv_width) / t);
     add("q and k (for q.k^T)", e * tokens * (q_width + kv_width) / t);
     add("v", e * tokens * kv_width / t);
   }
-  if (s.checkpoint == checkpoint_mode::none) {
+  if (s.checkpoint == checkpoint_mode::none ||
+      (s.checkpoint == checkpoint_mode::selective && !rebuilt(recompute_module::core_attn))) {
     double const scores = a * seq * seq * double(s.micro_batch) / t;
     if (m.attention == attention_kind::standard) {
       if (fp32_softmax)
@@ -184,7 +193,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
   add("attention output (o projection input)", e * tokens * double(m.attention_out_width()) / t);
   if (dropout) add("attention residual dropout mask", tokens * h / rep);
   add("mlp norm input", e * tokens * h / rep);
-  add("mlp input", e * tokens * h / rep);
+  if (!rebuilt(recompute_module::layernorm)) add("mlp input", e * tokens * h / rep);
   if (m.experts > 1) {
     // The experts' first GEMM keeps its input for its weight gradient: the
     // top-k copies of the tokens routed to this GPU's experts, as the
@@ -195,13 +204,18 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
     double const gathered = sp ? double(s.expert_tp()) : 1.0;
     add("experts' input (top-k copies of the tokens routed to this GPU)", e * active * tokens * h * gathered / rep);
   }
-  if (m.mlp == mlp_kind::gelu) {
+  // A dense MLP recomputed keeps only its input; a mixture's experts'
+  // activation recomputed, its output (the second matrix's input).
+  bool const mlp_rebuilt = m.experts <= 1 && rebuilt(recompute_module::mlp);
+  bool const act_rebuilt = m.experts > 1 && rebuilt(recompute_module::moe_act);
+  if (mlp_rebuilt) {
+  } else if (m.mlp == mlp_kind::gelu) {
     add("gelu input", e * active * tokens * ffn / t);
-    add("gelu output (second matrix input)", e * active * tokens * ffn / t);
+    if (!act_rebuilt) add("gelu output (second matrix input)", e * active * tokens * ffn / t);
   } else {
     add("swiglu gate output", e * active * tokens * ffn / t);
     add("swiglu up output", e * active * tokens * ffn / t);
-    add("swiglu product (down projection input)", e * active * tokens * ffn / t);
+    if (!act_rebuilt) add("swiglu product (down projection input)", e * active * tokens * ffn / t);
   }
   if (m.experts > 1 && m.shared_expert_ffn > 0) {
     // The shared expert: a dense MLP on the same input, split over tp.
@@ -223,15 +237,22 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, F
 
 }  // namespace
 
-std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax) {
-  std::vector<memory_term> out;
-  for_each_activation(m, s, fp32_softmax, [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
+unsigned recompute_mask(training const& t) {
+  unsigned out = 0;
+  for (auto r : t.recompute_modules) out |= recompute_bit(r);
   return out;
 }
 
-bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax) {
+std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed) {
+  std::vector<memory_term> out;
+  for_each_activation(m, s, fp32_softmax, recomputed,
+                      [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
+  return out;
+}
+
+bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed) {
   double sum = 0;
-  for_each_activation(m, s, fp32_softmax, [&](char const*, double v) { sum += v; });
+  for_each_activation(m, s, fp32_softmax, recomputed, [&](char const*, double v) { sum += v; });
   return bytes(sum);
 }
 
@@ -252,7 +273,7 @@ class stage_memory {
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
         dense_(m_.mixed_layers() ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
-        act_layer_(mean_layer_activations()) {
+        recomputed_(recompute_mask(p_.training)), act_layer_(mean_layer_activations()) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
     b_.stage = r;
@@ -518,8 +539,8 @@ class stage_memory {
     bytes const recompute_working =
         s_.checkpoint == checkpoint_mode::none
             ? bytes{}
-            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32) -
-                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32) : act_layer_));
+            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32, recomputed_) -
+                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32, recomputed_) : act_layer_));
     double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
     char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
@@ -636,6 +657,7 @@ class stage_memory {
   per_param const bpp_;
   double const e_, tokens_, h_, rep_;
   std::optional<model> const dense_;  ///< a mixture's dense layer, where it has some
+  unsigned const recomputed_;  ///< what selective checkpointing recomputes (recompute_mask)
   bytes const act_layer_;
 
   // The layer a recomputation works on: a mixture's where the stage holds
@@ -644,9 +666,9 @@ class stage_memory {
   // One layer's activations on this stage: a mixture's and a dense layer's
   // in the stage's proportion where it holds both.
   [[nodiscard]] bytes mean_layer_activations() const {
-    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32);
+    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32, recomputed_);
     if (!dense_ || placed_.layers == 0 || placed_.moe_layers == placed_.layers) return moe;
-    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32);
+    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32, recomputed_);
     if (placed_.moe_layers == 0) return dense;
     double const n = double(placed_.layers), k = double(placed_.moe_layers);
     return (moe * k + dense * (n - k)) / n;

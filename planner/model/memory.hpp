@@ -104,11 +104,19 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// `fp32_softmax`: the standard path's softmax output is kept in fp32, as
 /// PyTorch's softmax keeps it where Megatron's fused kernel does not fit
 /// (softmax_falls_back, kernels.hpp).
-std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax = false);
+/// `recomputed`: what checkpoint = selective recomputes (recompute_mask of
+/// the training's recompute_modules; Megatron's default, the core
+/// attention).
+std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax = false,
+                                          unsigned recomputed = recompute_bit(recompute_module::core_attn));
 
 /// Per transformer layer and one micro-batch: the bytes of activations kept
 /// for the backward pass, per Korthikanti et al. generalised to GQA, SwiGLU
 /// and flash attention.
-bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax = false);
+bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax = false,
+                            unsigned recomputed = recompute_bit(recompute_module::core_attn));
+
+/// The training's recompute_modules as a mask of recompute_bit.
+unsigned recompute_mask(training const& t);
 
 }  // namespace dtplan::planner

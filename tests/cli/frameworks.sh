@@ -387,6 +387,13 @@ expect_contains "$TMP/out" "32 heads (32 kv) with q/k norms, ffn 11008"
 expect_status 0 "$DTPLAN" "$TMP/qk_norm.dtp" --from megatron "$TMP/stages.txt"
 expect_lacks "$TMP/out" "q/k norms"
 stages 2 "--qk-layernorm 1" "stages.txt:25:16: error: '--qk-layernorm' takes no value, got '1'"
+# --recompute-modules: what selective recomputation recomputes.
+stages 0 "--recompute-modules core_attn layernorm" ""
+expect_lacks "$TMP/err" "recompute"
+expect_contains "$TMP/out" "tokens per step; selective recomputation of core_attn, layernorm"
+stages 0 "--recompute-modules moe core_attn" "stages.txt:25:1: warning: Megatron-LM's recompute module 'moe' (the whole mixture, its all-to-alls again) is not modelled: costed as kept"
+stages 2 "--recompute-modules attn" "stages.txt:25:21: error: '--recompute-modules' takes core_attn, moe_act, layernorm, mla_up_proj, mlp or moe, not 'attn'"
+stages 2 "--recompute-modules moe_act" "stages.txt:25:1: error: recompute_modules has moe_act, a mixture's expert activation, but model 'llama2_7b' has no experts"
 # --multi-latent-attention: its ranks and widths, Megatron-LM's defaults
 # where unwritten; --qk-layernorm is its compressed tensors' norms.
 stages 0 "--multi-latent-attention --qk-layernorm --q-lora-rank 1536 --kv-lora-rank 512" ""

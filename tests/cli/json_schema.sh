@@ -18,6 +18,12 @@ expect_stage_moe_layers() {  # FILE LIST
   got=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["plans"][0]["shape"]["stage_moe_layers"])' "$1")
   [ "$got" = "$2" ] || fail "$(basename "$1"): stage_moe_layers $got, expected $2"
 }
+# An assertion in Python on the document `d` of FILE.
+expect_python() {  # FILE ASSERTION
+  checks=$((checks + 1))
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); exec(sys.argv[2])' "$1" "$2" 2>"$TMP/python_err" ||
+    fail "$(basename "$1"): $(tail -1 "$TMP/python_err")"
+}
 json_doc() {
   local stem=$1 status=$2
   shift 2
@@ -77,7 +83,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 11,'
+expect_contains "$TMP/imported.json" '"schema_version": 12,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -155,6 +161,12 @@ expect_contains "$TMP/mla.json" '"kv_lora_rank": 512,'
 expect_contains "$TMP/mla.json" '"qk_rope_head_dim": 64,'
 expect_contains "$TMP/mla.json" '"v_head_dim": 96,'
 expect_contains "$TMP/capacity.json" '"kv_lora_rank": 0,'
+# What selective recomputation recomputes (schema version 12): only where
+# not the core attention alone.
+sed -e 's/training { framework = megatron; global_batch = 256 }/training { framework = megatron; global_batch = 256; recompute_modules = {core_attn, moe_act} }/' -e 's/checkpoint = full/checkpoint = selective/' "$TMP/capacity.dtp" >"$TMP/modules.dtp"
+json_doc modules 0 "$TMP/modules.dtp"
+expect_python "$TMP/modules.json" 'assert d["training"]["recompute_modules"] == ["core_attn", "moe_act"], d["training"]'
+expect_python "$TMP/capacity.json" 'assert "recompute_modules" not in d["training"], d["training"]'
 expect_contains "$TMP/capacity.json" '"v_head_dim": 128,'
 
 checks=$((checks + 1))

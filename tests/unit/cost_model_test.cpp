@@ -1914,3 +1914,38 @@ TEST_CASE("multi-latent attention is costed at tp = 1 and without op-level check
   CHECK(pl.errors.front().message ==
         "checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent attention");
 }
+
+TEST_CASE("selective recomputation's modules: each one's forward again") {
+  program p = two_nodes();
+  p.model.norm = norm_kind::rmsnorm;
+  strategy s = data_parallel(16, 1);
+  s.checkpoint = checkpoint_mode::selective;
+  auto const core = compute_per_micro_batch(p, s);
+  gpu const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  double const lat = g.kernel_latency.value();
+  // The default: the attention core's forward.
+  CHECK(core.layer_recompute.value() == core.layer_attention_core.value());
+  // The layer norms: two norms reading and writing 4096 tokens x 4096 in bf16.
+  p.training.recompute_modules = {recompute_module::layernorm};
+  auto const norms = compute_per_micro_batch(p, s);
+  CHECK(norms.layer_recompute.value() == Approx(2.0 * 2 * 2 * 4096 * 4096 / hbm + 2 * lat).epsilon(1e-12));
+  CHECK(norms.layer_kernels_recompute == 2);
+  // The dense MLP: its two GEMMs' forward and the activation.
+  p.training.recompute_modules = {recompute_module::mlp};
+  auto const mlp = compute_per_micro_batch(p, s);
+  double const gemms = core.gemm_forward[2].value() + core.gemm_forward[3].value();
+  double const act = 2.0 * 4096 * (3.0 * 11008) / hbm + lat;
+  CHECK(mlp.layer_recompute.value() == Approx(gemms + act).epsilon(1e-12));
+  CHECK(mlp.layer_kernels_recompute == 3);
+  // Together: the sum; memory, the tensors each rebuilds.
+  p.training.recompute_modules = {recompute_module::core_attn, recompute_module::layernorm, recompute_module::mlp};
+  auto const all = compute_per_micro_batch(p, s);
+  CHECK(all.layer_recompute.value() ==
+        Approx(core.layer_recompute.value() + norms.layer_recompute.value() + mlp.layer_recompute.value())
+            .epsilon(1e-12));
+  analytic_cost_model const model;
+  CHECK(estimate_memory(p, s).activations < estimate_memory(two_nodes(), s).activations);
+  auto const step = model.step_time(p, s);
+  CHECK(step.recompute.value() > model.step_time(two_nodes(), s).recompute.value());
+}

@@ -107,6 +107,10 @@ inline std::vector<framework_case> framework_cases() {
   add_cases(out, plans + "7b_2node.dtp", {"model.head_dim=64"}, "head_dim", false);
   // q/k norms: Megatron's --qk-layernorm (Megatron-DeepSpeed has none).
   add_cases(out, plans + "7b_2node.dtp", {"model.qk_norm=true"}, "qk_norm", false);
+  // Selective recomputation of more than the core attention: Megatron's
+  // --recompute-modules (DeepSpeed's job cannot say it).
+  add_cases(out, plans + "7b_2node.dtp", {"training.recompute_modules={core_attn, layernorm, mlp}"}, "modules",
+            false);
   // Multi-latent attention: Megatron's --multi-latent-attention and its widths.
   add_cases(out, plans + "7b_2node.dtp",
             {"model.head_dim=128", "model.q_lora_rank=1536", "model.kv_lora_rank=512", "model.qk_rope_head_dim=64",

@@ -182,7 +182,9 @@ TEST_CASE("the table's defaults are the blocks lowering and the C++ API start fr
 
 TEST_CASE("every choice is named as its IR enum names it") {
   for (auto const& k : all_keys()) {
-    if (k.dom != domain::choice || k.block == block_kind::strategy || k.block == block_kind::framework) continue;
+    // (A set's choices: below.)
+    if (k.dom != domain::choice || k.block == block_kind::strategy || k.block == block_kind::framework || k.takes_set)
+      continue;
     for (std::size_t i = 0; i < k.choices.size(); ++i) {
       // `auto` is resolved for the GPU (lowering's tests of attention_backend).
       if (k.choices[i] == "auto") continue;
@@ -204,6 +206,10 @@ TEST_CASE("every choice is named as its IR enum names it") {
     }
   }
   for (std::size_t i = 0; i < 4; ++i) CHECK(name(static_cast<checkpoint_mode>(i)) == find_key(block_kind::strategy, "checkpoint")->choices[i]);
+  auto const* modules = find_key(block_kind::training, "recompute_modules");
+  REQUIRE(modules);
+  REQUIRE(modules->choices.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(name(static_cast<recompute_module>(i)) == modules->choices[i]);
 }
 
 TEST_CASE("a framework block has each run-time behaviour row of the training block, the same row") {
@@ -233,10 +239,12 @@ TEST_CASE("a framework block has each run-time behaviour row of the training blo
   CHECK(behaviours >= 17);
   for (auto const& f : keys_of(block_kind::framework))
     if (f.behaviour) CHECK(find_key(block_kind::training, f.name));
-  // Only a framework's limits take sets; only attention_backend takes auto.
+  // Only a framework's limits and the training's recompute_modules take
+  // sets; only attention_backend takes auto.
   for (auto const& k : all_keys()) {
     INFO(name(k.block) << "." << k.name);
-    CHECK(k.takes_set == (k.block == block_kind::framework && (k.name == "zero_stages" || k.name == "checkpoint_modes")));
+    CHECK(k.takes_set == ((k.block == block_kind::framework && (k.name == "zero_stages" || k.name == "checkpoint_modes")) ||
+                          (k.block == block_kind::training && k.name == "recompute_modules")));
     CHECK(takes_auto(k) == (k.name == "attention_backend"));
   }
 }

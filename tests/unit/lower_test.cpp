@@ -1172,7 +1172,7 @@ TEST_CASE("attention_backend = auto is the framework's kernel on the cluster's G
   CHECK(resolved_attention(gpu_generation::hopper) == attention_backend::fused);
 }
 
-TEST_CASE("a set outside a strategy: a framework's zero_stages and checkpoint_modes only") {
+TEST_CASE("a set outside a strategy: a framework's zero_stages and checkpoint_modes, the training's recompute_modules") {
   auto fw = [](std::string const& keys) {
     return error_of("framework f { " + keys + " }\n" + plain_model +
                     "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
@@ -1199,7 +1199,8 @@ TEST_CASE("a set outside a strategy: a framework's zero_stages and checkpoint_mo
                                       "block only 'attention_backend' takes 'auto'\n") != std::string::npos);
   auto training = error_of(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
                                          "training { global_batch = 64; nvls = {true} }\n");
-  CHECK(training.find("error: sets, ranges and 'auto' are only allowed in a 'strategy' block\n") != std::string::npos);
+  CHECK(training.find("error: 'nvls' takes 'true' or 'false', not a set; in the 'training' block only "
+                      "'recompute_modules' takes a set\n") != std::string::npos);
   auto training_auto = error_of(plain_model + "cluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
                                               "training { global_batch = 64; grad_sync = auto }\n");
   CHECK(training_auto.find("error: 'grad_sync' takes 'per_step' or 'per_micro_batch', not 'auto'; in the "
@@ -1229,4 +1230,39 @@ TEST_CASE("multi-latent attention: its keys need kv_lora_rank, every head's keys
   CHECK(first_line(errors("kv_heads = 32; kv_lora_rank = 512; qk_norm = true")) ==
         "test.dtp:1:58: error: multi-latent attention normalises its compressed queries and keys itself: 'qk_norm' "
         "does not apply");
+}
+
+TEST_CASE("recompute_modules: a set of Megatron-Core's modules, each of them in the model") {
+  auto with = [](std::string const& model, std::string const& modules) {
+    return lower_text("model m : " + model + "\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                      "training { global_batch = 64; recompute_modules = " + modules + " }\n");
+  };
+  auto ok = with("llama3_8b { }", "{core_attn, layernorm, mlp}");
+  INFO(ok.errors);
+  REQUIRE(ok.p);
+  CHECK(ok.p->training.recompute_modules ==
+        std::vector<recompute_module>{recompute_module::core_attn, recompute_module::layernorm, recompute_module::mlp});
+  CHECK(ok.p->training.recomputes(recompute_module::layernorm));
+  CHECK_FALSE(ok.p->training.recomputes(recompute_module::moe_act));
+  auto plain = lower_text(plain_model + plain_cluster);
+  REQUIRE(plain.p);
+  CHECK(plain.p->training.recompute_modules == std::vector<recompute_module>{recompute_module::core_attn});
+  CHECK(with("llama3_8b { }", "{moe_act}").errors ==
+        "test.dtp:3:31: error: recompute_modules has moe_act, a mixture's expert activation, but model 'm' has no "
+        "experts\n"
+        "    3 | training { global_batch = 64; recompute_modules = {moe_act} }\n"
+        "      |                               ^~~~~~~~~~~~~~~~~\n");
+  CHECK(with("llama3_8b { }", "{mla_up_proj}").errors.find(
+            "error: recompute_modules has mla_up_proj, but model 'm' has no multi-latent attention (kv_lora_rank)") !=
+        std::string::npos);
+  CHECK(with("mixtral_8x7b { }", "{mlp}").errors.find("error: recompute_modules has mlp, a dense MLP, but every layer "
+                                                       "of model 'm' is a mixture of experts") != std::string::npos);
+  CHECK(with("mixtral_8x7b { }", "{moe_act}").p);
+  CHECK(lower_text("model m : mixtral_8x7b { }\ncluster c { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n"
+                   "training { global_batch = 64; grouped_gemm = false; recompute_modules = {moe_act} }\n")
+            .errors.find("error: recompute_modules has moe_act, which Megatron-Core runs with grouped experts only "
+                         "(grouped_gemm = true)") != std::string::npos);
+  CHECK(with("llama3_8b { }", "{core_attn, moe}").errors.find(
+            "error: expected 'core_attn', 'moe_act', 'layernorm', 'mla_up_proj' or 'mlp' for 'recompute_modules', "
+            "got 'moe'") != std::string::npos);
 }

@@ -144,6 +144,46 @@ TEST_CASE("multi-latent attention keeps its compressed tensors and every head's 
   CHECK(activations_per_layer(m, tp_of(1, false, checkpoint_mode::full)).value() == 2 * ls * lh);
 }
 
+TEST_CASE("selective recomputation of Megatron-Core's modules: each drops what it rebuilds", "[memory]") {
+  auto const llama = test::llama3_8b();  // s = 8192, h = 4096, kv 1024, ffn 14336, flash
+  double const ls = 8192, lh = 4096, f = 14336;
+  auto const selective = tp_of(1, false, checkpoint_mode::selective);
+  auto const bit = [](recompute_module r) { return recompute_bit(r); };
+  double const core = activations_per_layer(llama, selective).value();  // the default: the core attention
+  // Without core_attn the flash kernel's statistics are kept (as without recomputation).
+  CHECK(activations_per_layer(llama, selective, false, 0).value() == core + 4 * 32 * ls);
+  CHECK(activations_per_layer(llama, selective, false, 0).value() ==
+        activations_per_layer(llama, tp_of(1, false, checkpoint_mode::none)).value());
+  // The two layer norms' outputs: the qkv and the MLP's inputs.
+  CHECK(activations_per_layer(llama, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::layernorm))
+            .value() == core - 2 * 2 * ls * lh);
+  // The dense MLP: all but its input (SwiGLU's gate, up and product).
+  CHECK(activations_per_layer(llama, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::mlp))
+            .value() == core - 3 * 2 * ls * f);
+  // A mixture's expert activation: its output, top-k copies.
+  auto moe = llama;
+  moe.experts = 8;
+  moe.experts_per_token = 2;
+  double const moe_core = activations_per_layer(moe, selective).value();
+  CHECK(activations_per_layer(moe, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::moe_act))
+            .value() == moe_core - 2 * 2 * ls * f);
+  // mlp does not reach a mixture's experts.
+  CHECK(activations_per_layer(moe, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::mlp))
+            .value() == moe_core);
+  // Multi-latent attention's up projections: every head's q, k and v.
+  auto mla = llama;
+  mla.kv_heads = 32;
+  mla.kv_lora_rank = 512;
+  mla.qk_rope_head_dim = 64;
+  double const mla_core = activations_per_layer(mla, selective).value();
+  CHECK(activations_per_layer(mla, selective, false,
+                              bit(recompute_module::core_attn) | bit(recompute_module::mla_up_proj))
+            .value() == mla_core - 2 * ls * (2 * 32 * 192 + 32 * 128));
+  // Other modes ignore the modules.
+  CHECK(activations_per_layer(llama, tp_of(1, false, checkpoint_mode::full), false, bit(recompute_module::layernorm))
+            .value() == 2 * ls * lh);
+}
+
 TEST_CASE("uneven layers: the first chunks take one more", "[memory]") {
   CHECK(layers_per_chunk(10, 4) == std::vector<std::int64_t>{3, 3, 2, 2});
   CHECK(layers_per_chunk(48, 5) == std::vector<std::int64_t>{10, 10, 10, 9, 9});
