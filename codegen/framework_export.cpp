@@ -258,6 +258,35 @@ flavor const* llama3_flavor(planner::model const& m) {
   return nullptr;
 }
 
+// A torchtitan qwen3 flavor of the model's shape (v0.2.0
+// torchtitan/models/qwen3/__init__.py): heads 128 wide with q/k norms,
+// untied, the dense ones' MLP or the mixtures' experts (128, 8 a token, no
+// shared expert).
+struct qwen3_flavor_shape {
+  char const* name;
+  std::int64_t layers, hidden, heads, kv_heads, ffn, experts, expert_ffn;
+};
+constexpr qwen3_flavor_shape qwen3_flavors[] = {
+    {"32B", 64, 5120, 64, 8, 25600, 1, 0},
+    {"30B-A3B", 48, 2048, 32, 4, 6144, 128, 768},
+    {"235B-A22B", 94, 4096, 64, 4, 12288, 128, 1536},
+};
+
+qwen3_flavor_shape const* qwen3_flavor(planner::model const& m) {
+  if (m.vocab != 151936 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings || !m.qk_norm ||
+      m.head_width() != 128 || m.norm != planner::norm_kind::rmsnorm ||
+      m.position != planner::position_kind::rotary || m.mixed_layers() || m.mla())
+    return nullptr;
+  for (auto const& f : qwen3_flavors) {
+    bool const moe = f.experts > 1;
+    if (f.layers == m.layers && f.hidden == m.hidden && f.heads == m.heads && f.kv_heads == m.kv_heads &&
+        f.ffn == m.ffn && f.experts == m.experts &&
+        (!moe || (m.experts_per_token == 8 && m.mlp_width() == f.expert_ffn && m.shared_expert_ffn == 0)))
+      return &f;
+  }
+  return nullptr;
+}
+
 class toml_text {
  public:
   void comment(std::string_view line) { out_ += line.empty() ? "#\n" : fmt::format("# {}\n", comment_text(line)); }
@@ -305,7 +334,11 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  if (m.experts > 1 || m.q_width() != m.hidden || m.qk_norm) {
+  if (auto const* q = qwen3_flavor(m)) {
+    // One of torchtitan's own qwen3 flavors: named, nothing to register.
+    o.string("name", "qwen3");
+    o.string("flavor", q->name);
+  } else if (m.experts > 1 || m.q_width() != m.hidden || m.qk_norm) {
     // torchtitan's mixtures are model code of their own; Qwen3's is the one
     // with dtplan's attention (GQA, rotary, q/k norms or none), and the one
     // whose heads need not be hidden / heads wide (head_dim, qk_norm: v0.2.0

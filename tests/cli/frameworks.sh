@@ -575,6 +575,19 @@ expect_contains "$TMP/tt_head/torchtitan/job.toml" 'name = "qwen3"'
 expect_contains "$TMP/tt_head/torchtitan/job.toml" "# (dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=128256, hidden_dim=14336, qk_norm=False)."
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set model.head_dim=256 --strategy fsdp_ep4 --emit "$TMP/tt_moe_head"
 expect_contains "$TMP/tt_moe_head/torchtitan/job.toml" "n_heads=16, n_kv_heads=16, head_dim=256, vocab_size=151936, moe_enabled=True,"
+# A model that is one of torchtitan's own qwen3 flavors is written as it,
+# and read back as the catalog's, with the file's model or without one.
+expect_status 0 "$DTPLAN" plans/qwen3_30b_a3b_megatron.dtp --strategy recipe --set strategy.zero=3 \
+  --set strategy.checkpoint=full --set training.framework=torchtitan --emit "$TMP/tt_qwen3" --quiet
+cp "$TMP/out" "$TMP/tt_qwen3_planned"
+expect_contains "$TMP/tt_qwen3/torchtitan/job.toml" 'flavor = "30B-A3B"'
+expect_lacks "$TMP/tt_qwen3/torchtitan/job.toml" "Register"
+printf 'cluster dgx_h100 { nodes = 1; gpus_per_node = 8; gpu = H100_SXM }\n' >"$TMP/tt_qwen3_cluster.dtp"
+expect_status 0 "$DTPLAN" "$TMP/tt_qwen3_cluster.dtp" --from torchtitan "$TMP/tt_qwen3/torchtitan/job.toml" --quiet
+expect_same_cost "$TMP/out" "$TMP/tt_qwen3_planned" "the catalog's Qwen3-30B-A3B read back from its flavor costs otherwise"
+expect_status 0 "$DTPLAN" plans/qwen3_30b_a3b_megatron.dtp --from torchtitan "$TMP/tt_qwen3/torchtitan/job.toml" --quiet
+expect_same_cost "$TMP/out" "$TMP/tt_qwen3_planned" "Qwen3-30B-A3B read back onto its plan costs otherwise"
+expect_lacks "$TMP/err" "is costed"
 # torchtitan's experts are grouped unless the model's flavor says otherwise,
 # which its job file cannot: a plan costed one after another says so.
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"
