@@ -1949,3 +1949,23 @@ TEST_CASE("selective recomputation's modules: each one's forward again") {
   auto const step = model.step_time(p, s);
   CHECK(step.recompute.value() > model.step_time(two_nodes(), s).recompute.value());
 }
+
+TEST_CASE("a layer of ten weight GEMMs: DeepSeek-V3's, every one costed and the stage's layers intact") {
+  // Multi-latent attention's five, the router, the shared expert's two and
+  // the experts' two: the most a layer runs (max_layer_gemms). An array
+  // one short once overwrote the stage's layer count.
+  program p = two_nodes(128, 8);
+  p.model = *catalog_model("deepseek_v3");
+  strategy s = data_parallel(128, 1);
+  s.pp = 8;
+  s.ep = 32;
+  auto const sh = shape_of(p, s);
+  REQUIRE(sh.gemm_count == static_cast<int>(max_layer_gemms));
+  auto const sc = compute_per_micro_batch(p, s);
+  CHECK(sc.layers == 8);  // 61 layers over 8 stages: 8 on the first five
+  for (std::size_t i = 0; i < max_layer_gemms; ++i) {
+    INFO(sh.gemms[i].name);
+    CHECK(sc.gemm_forward[i].value() > 0);
+  }
+  CHECK(sc.layer_forward.value() < 0.1);
+}
