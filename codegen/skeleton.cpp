@@ -436,10 +436,10 @@ std::string train_step_cu(planner::program const& p, planner::plan const& pl) {
   auto const& m = p.model;
   bool const flash = m.attention == planner::attention_kind::flash;
   if (m.mixed_layers()) {
-    planner::program moe = p, dense = p;
+    planner::program moe = p;
     moe.model.dense_layers = 0;
     moe.model.moe_layer_freq = 1;
-    dense.model = planner::dense_layer_model(m);
+    auto const dense = planner::dense_layer_program(p);
     auto const moe_sh = planner::shape_of(moe, s, sh);
     auto const dense_sh = planner::shape_of(dense, s, sh);
     write_compute(line, p, moe_sh, planner::compute_per_micro_batch(moe_sh));

@@ -69,6 +69,10 @@ std::int64_t stage_size(std::int64_t layers, std::int64_t chunks) { return (laye
 std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
   return layers / chunks + (c < layers % chunks ? 1 : 0);
 }
+std::int64_t first_layer_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c) {
+  // The chunks before it, and one more layer for each of them among the first layers % chunks.
+  return c * (layers / chunks) + std::min(c, layers % chunks);
+}
 std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t vpp, std::int64_t r) {
   // Each of its vpp chunks has layers / chunks, and those among the first
   // layers % chunks one more.

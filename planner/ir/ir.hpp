@@ -637,6 +637,8 @@ std::int64_t stage_size(std::int64_t layers, std::int64_t chunks);
 /// `chunks` chunks: layers / chunks each, the first layers % chunks a layer
 /// more ("10 layers over 4 stages: 3 on stages 0-1, 2 on 2-3").
 std::int64_t layers_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
+/// The first layer (from 0) of pipeline chunk `c` in that split.
+std::int64_t first_layer_of_chunk(std::int64_t layers, std::int64_t chunks, std::int64_t c);
 /// The layers pipeline rank `r` holds in that split over pp x vpp chunks:
 /// its chunks r, r + pp, ... (stage 0 the most).
 std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t vpp, std::int64_t r);

@@ -568,9 +568,10 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   // A mixture with dense layers (model::dense_layers, moe_layer_freq): the
   // costed stage's dense ones as the same model with one dense MLP, on the
   // same groups; the per-layer times become the stage's mean layer.
-  program dense = *sh.prog;
-  dense.model = dense_layer_model(m);
-  stage_compute const d = compute_one_kind(shape_of(dense, sh.s, sh));
+  std::optional<program> own;
+  program const* dense = sh.dense_twin;
+  if (!dense) dense = &own.emplace(dense_layer_program(*sh.prog));
+  stage_compute const d = compute_one_kind(shape_of(*dense, sh.s, sh));
   double const k = static_cast<double>(moe), rest = static_cast<double>(n - moe), all = static_cast<double>(n);
   auto const mean = [&](seconds a, seconds b) { return (a * k + b * rest) / all; };
   // (The attention core is the same in both kinds.)

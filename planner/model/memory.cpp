@@ -272,7 +272,8 @@ class stage_memory {
         bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
-        dense_(m_.mixed_layers() ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
+        own_dense_(m_.mixed_layers() && !sh.dense_twin ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
+        dense_(!m_.mixed_layers() ? nullptr : sh.dense_twin ? &sh.dense_twin->model : &*own_dense_),
         recomputed_(recompute_mask(p_.training)), act_layer_(mean_layer_activations()) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
@@ -656,7 +657,8 @@ class stage_memory {
   bool const detail_;
   per_param const bpp_;
   double const e_, tokens_, h_, rep_;
-  std::optional<model> const dense_;  ///< a mixture's dense layer, where it has some
+  std::optional<model> const own_dense_;  ///< dense_'s storage where the shape keeps no twin
+  model const* const dense_;  ///< a mixture's dense layer, where it has some
   unsigned const recomputed_;  ///< what selective checkpointing recomputes (recompute_mask)
   bytes const act_layer_;
 

@@ -124,6 +124,16 @@ model dense_layer_model(model const& m) {
   return d;
 }
 
+program dense_layer_program(program const& p) {
+  program d;
+  d.file = p.file;
+  d.model = dense_layer_model(p.model);
+  d.cluster = p.cluster;
+  d.training = p.training;
+  d.framework = p.framework;
+  return d;
+}
+
 std::optional<size_limit> beyond_limits(model const& m, std::string const& called) {
   if (!count_params(m).saturated) return std::nullopt;
   return size_limit{nullptr, fmt::format("{} has more parameters than fit in 64 bits", called)};

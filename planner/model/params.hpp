@@ -43,6 +43,10 @@ param_counts count_params(model const& m);
 /// (model::dense_layers, moe_layer_freq).
 model dense_layer_model(model const& m);
 
+/// `p` with its model's dense layer as the model (dense_layer_model) and no
+/// strategies: what a mixture's dense layers are costed as.
+program dense_layer_program(program const& p);
+
 /// A model whose parameter count exceeds 64 bits (count_params saturates);
 /// `called` is how the message names the block ("model 'm'").
 std::optional<size_limit> beyond_limits(model const& m, std::string const& called);

@@ -17,14 +17,14 @@ std::int64_t strategy_shape::stage_layers(std::int64_t r) const {
   return layers_of_rank(prog->model.layers, s.pp, s.virtual_stages, r);
 }
 
+layer_range strategy_shape::chunk_range(std::int64_t c) const {
+  auto const first = first_layer_of_chunk(prog->model.layers, chunks, c);
+  return {first, first + chunk_layers(c)};
+}
+
 std::vector<layer_range> strategy_shape::stage_ranges(std::int64_t r) const {
   std::vector<layer_range> out;
-  std::int64_t first = 0;
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    auto const n = chunk_layers(c);
-    if (c % s.pp == r) out.push_back({first, first + n});
-    first += n;
-  }
+  for (std::int64_t c = r; c < chunks; c += s.pp) out.push_back(chunk_range(c));
   return out;
 }
 
@@ -32,8 +32,13 @@ std::int64_t strategy_shape::stage_moe_layers(std::int64_t r) const {
   model const& m = prog->model;
   if (m.experts <= 1) return 0;
   if (!m.mixed_layers()) return stage_layers(r);
+  // The search asks this of every candidate's stages: its chunks directly,
+  // no list of them.
   std::int64_t n = 0;
-  for (auto const& range : stage_ranges(r)) n += m.moe_layers_in(range.first, range.last);
+  for (std::int64_t c = r; c < chunks; c += s.pp) {
+    auto const range = chunk_range(c);
+    n += m.moe_layers_in(range.first, range.last);
+  }
   return n;
 }
 

@@ -151,6 +151,11 @@ struct strategy_shape : shape_groups {
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
+  /// A mixture's dense layers as a program of their own
+  /// (dense_layer_program of *prog), where the caller keeps one for many
+  /// shapes (the search); null: built where needed.
+  program const* dense_twin = nullptr;
+
   /// The layer's weight GEMMs on one GPU, in the order they run: the
   /// attention's two (qkv, o-proj) or multi-latent attention's five, then
   /// the router, shared expert and MLP.
@@ -173,6 +178,8 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] std::int64_t chunk_layers(std::int64_t c) const;
   /// The layers of stage `r`'s chunks, in the order it runs them.
   [[nodiscard]] std::vector<layer_range> stage_ranges(std::int64_t r) const;
+  /// The layers of pipeline chunk `c`.
+  [[nodiscard]] layer_range chunk_range(std::int64_t c) const;
   /// Stage `r` as one of its GPUs holds it.
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
   /// Of the layers of stage `r`, those that are mixtures of experts.

@@ -26,6 +26,7 @@
 #include "planner/model/evaluate.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/params.hpp"
 #include "planner/search/explain.hpp"
 #include "planner/search/space.hpp"
 
@@ -141,7 +142,8 @@ class searcher {
   searcher(program const& p, cost_model const& model, search_options const& o, space_view const& space,
            std::size_t waiting_cap)
       : p_(p), model_(model), options_(o), space_(space),
-        k_(static_cast<std::size_t>(std::max(0, o.top))), waiting_cap_(std::max<std::size_t>(1, waiting_cap)) {}
+        k_(static_cast<std::size_t>(std::max(0, o.top))), waiting_cap_(std::max<std::size_t>(1, waiting_cap)),
+        dense_twin_(p.model.mixed_layers() ? std::optional<program>(dense_layer_program(p)) : std::nullopt) {}
 
   void run(std::vector<work_item> const& items, thread_state& st, std::atomic<std::size_t>& next,
            std::atomic<std::int64_t>& done) {
@@ -219,7 +221,7 @@ class searcher {
             s.virtual_stages = vs[v];
             s.micro_batch = mb.front();
             if (!is_legal(p_, s)) return std::nullopt;
-            auto m = estimate_memory(shape_of(p_, s, group_sizes_of(p_, s)), false);
+            auto m = estimate_memory(shaped(shape_of(p_, s, group_sizes_of(p_, s))), false);
             if (m.fits()) return std::nullopt;
             least = min(least, m.total);
           }
@@ -287,7 +289,7 @@ class searcher {
                     ++st.tally.illegal;
                     continue;
                   }
-                  auto const shape = shape_of(p_, s, groups[o]);
+                  auto const shape = shaped(shape_of(p_, s, groups[o]));
                   auto const size = shape.shard_ranks();
                   auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
                   if (hit == memo.end()) {
@@ -372,7 +374,7 @@ class searcher {
           return;
         }
         auto const s = c.unpacked();
-        auto const shape = shape_of(p_, s);
+        auto const shape = shaped(shape_of(p_, s));
         auto step = model_.step_time(shape).step.value();
         if (k_ == 0) continue;
         if (st.top.size() == k_ && step > st.top.back().step.value()) continue;
@@ -393,6 +395,13 @@ class searcher {
   space_view const& space_;
   std::size_t k_;
   std::size_t waiting_cap_;
+  // A mixture's dense layers as a program, built once for every candidate's
+  // shape (strategy_shape::dense_twin) rather than once a shape.
+  std::optional<program> const dense_twin_;
+  [[nodiscard]] strategy_shape shaped(strategy_shape sh) const {
+    if (dense_twin_) sh.dense_twin = &*dense_twin_;
+    return sh;
+  }
   std::atomic<double> kth_{infinity};
 
  public:
