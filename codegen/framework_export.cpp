@@ -479,11 +479,8 @@ class argument_list {
   std::string lines_;
 };
 
-// Whether selective recomputation recomputes Megatron's default, the core
-// attention alone; the modules' names as the key's choices spell them.
-bool default_recompute(planner::training const& t) {
-  return t.recompute_modules == std::vector<planner::recompute_module>{planner::recompute_module::core_attn};
-}
+// The modules selective recomputation recomputes, as the key's choices
+// spell them.
 std::vector<std::string> recompute_names(planner::training const& t) {
   std::vector<std::string> out;
   for (auto r : t.recompute_modules) out.emplace_back(planner::name(r));
@@ -593,7 +590,8 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
       a.add("--recompute-granularity", "selective");
       // What it recomputes where not Megatron's default, the core attention
       // (core_v0.13.0 arguments.py:1768).
-      if (!deepspeed && !default_recompute(p.training)) a.add_words("--recompute-modules", recompute_names(p.training));
+      if (!deepspeed && !p.training.recomputes_core_attention_only())
+        a.add_words("--recompute-modules", recompute_names(p.training));
       break;
     case checkpoint_mode::full:
       a.add("--recompute-granularity", "full");
@@ -889,7 +887,8 @@ std::vector<job_file> export_job(job_format f, planner::program const& p, planne
   }
   uncarried_behaviours(f, p, pl, diags);
   // Megatron-DeepSpeed's selective recomputation is the core attention's.
-  if (f == job_format::deepspeed && pl.s.checkpoint == checkpoint_mode::selective && !default_recompute(p.training)) {
+  if (f == job_format::deepspeed && pl.s.checkpoint == checkpoint_mode::selective &&
+      !p.training.recomputes_core_attention_only()) {
     auto it = p.training.keys.find("recompute_modules");
     diags.warning(it == p.training.keys.end() ? dsl::span{} : it->second,
                   "the plan was costed with recompute_modules other than {core_attn}; a deepspeed job cannot say it "

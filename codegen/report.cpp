@@ -330,7 +330,7 @@ std::string to_json(report const& r) {
   w.key("tokens_per_step").value(p.training.global_batch * p.model.seq_len);
   // Only when not the default, so reports of existing plans keep their bytes.
   if (p.training.cross_entropy != planner::cross_entropy_kind::fused) w.key("cross_entropy").value(name(p.training.cross_entropy));
-  if (p.training.recompute_modules != std::vector<recompute_module>{recompute_module::core_attn}) {
+  if (!p.training.recomputes_core_attention_only()) {
     w.key("recompute_modules").begin_array();
     for (auto r : p.training.recompute_modules) w.value(name(r));
     w.end_array();
@@ -540,7 +540,7 @@ std::string to_text(report const& r, bool explain) {
   // What selective recomputation recomputes where not the core attention
   // alone: "; selective recomputation of layernorm, mla_up_proj".
   std::string recomputed;
-  if (p.training.recompute_modules != std::vector<recompute_module>{recompute_module::core_attn}) {
+  if (!p.training.recomputes_core_attention_only()) {
     for (auto r : p.training.recompute_modules) recomputed += fmt::format("{}{}", recomputed.empty() ? "" : ", ", name(r));
     recomputed = "; selective recomputation of " + recomputed;
   }

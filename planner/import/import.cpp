@@ -150,6 +150,18 @@ std::optional<bool> job_reader::boolean(entry const& e) {
   return std::nullopt;
 }
 
+std::optional<std::vector<std::string>> job_reader::texts(entry const& e) {
+  std::vector<std::string> out;
+  if (e.val && e.val->k == dsl::config::value::kind::array) {
+    for (auto const& item : e.val->items) out.push_back(item.text);
+  } else if (e.val) {
+    auto v = text(e);
+    if (!v) return std::nullopt;
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
 std::optional<std::string> job_reader::text(entry const& e) {
   using kind = dsl::config::value::kind;
   if (e.val && e.val->k != kind::string) {

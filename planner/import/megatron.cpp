@@ -2,6 +2,7 @@
 // megatron/training/arguments.py for every argument and default read here),
 // and what Megatron-DeepSpeed 4efb479 (megatron/arguments.py) shares of them.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "planner/import/translate.hpp"
+#include "planner/ir/keys.hpp"
 #include "planner/ir/ir.hpp"
 
 namespace dtplan::planner::import_detail {
@@ -973,25 +975,20 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
   // transformer_config.py:289-303, 813-836). "moe", the whole mixture with
   // its all-to-alls again, is not costed: the rest are.
   if (auto const* modules = deepspeed ? nullptr : job.find("--recompute-modules")) {
-    std::vector<std::string> names;
-    if (modules->val && modules->val->k == dsl::config::value::kind::array) {
-      for (auto const& item : modules->val->items) names.push_back(item.text);
-    } else if (modules->val) {
-      auto v = job.text(*modules);
-      if (!v) return c;
-      names.push_back(*v);
-    }
+    auto const names = job.texts(*modules);
+    if (!names) return c;
+    // Megatron-LM's names are dtplan's choices, and 'moe'.
+    auto const& choices = find_key(block_kind::training, "recompute_modules")->choices;
     ast::set chosen{value_at(modules), {}};
-    for (auto const& n : names) {
-      if (n == "core_attn" || n == "moe_act" || n == "layernorm" || n == "mla_up_proj" || n == "mlp") {
+    for (auto const& n : *names) {
+      if (std::find(choices.begin(), choices.end(), n) != choices.end()) {
         chosen.items.push_back(ast::identifier{value_at(modules), n});
       } else if (n == "moe") {
         t.diags.warning(modules->key_where, "Megatron-LM's recompute module 'moe' (the whole mixture, its "
                                             "all-to-alls again) is not modelled: costed as kept");
       } else {
-        t.diags.error(value_at(modules), fmt::format("'--recompute-modules' takes core_attn, moe_act, layernorm, "
-                                                     "mla_up_proj, mlp or moe, not '{}'",
-                                                     dsl::escaped(n)));
+        t.diags.error(value_at(modules), fmt::format("'--recompute-modules' takes {} or moe, not '{}'",
+                                                     fmt::join(choices, ", "), dsl::escaped(n)));
         return c;
       }
     }
@@ -1181,16 +1178,10 @@ void import_megatron(job_reader& job, context const& ctx) {
     // One type for every layer, or one per layer (nargs '+'). a2a
     // (Ulysses), allgather and a2a+p2p move other tensors than Transformer
     // Engine's ring.
-    std::vector<std::string> types;
-    if (comm->val && comm->val->k == dsl::config::value::kind::array) {
-      for (auto const& item : comm->val->items) types.push_back(item.text);
-    } else {
-      auto v = job.text(*comm);
-      if (!v) return;
-      types.push_back(*v);
-    }
-    auto const other = std::find_if(types.begin(), types.end(), [](std::string const& v) { return v != "p2p"; });
-    if (other == types.end())
+    auto const types = job.texts(*comm);
+    if (!types) return;
+    auto const other = std::find_if(types->begin(), types->end(), [](std::string const& v) { return v != "p2p"; });
+    if (other == types->end())
       set(t, "training", "cp_comm_type", identifier_value("p2p", value_at(comm)), comm->key_where);
     else
       t.diags.warning(comm->key_where, fmt::format("Megatron-LM's context-parallel communication '{}' is not "

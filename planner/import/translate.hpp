@@ -58,6 +58,9 @@ class job_reader {
   std::optional<double> real(entry const& e);
   std::optional<bool> boolean(entry const& e);
   std::optional<std::string> text(entry const& e);
+  /// The words of an argument that takes several (argparse's nargs): each
+  /// of them, or its one value's text; none written, none.
+  std::optional<std::vector<std::string>> texts(entry const& e);
 
   /// Reports every entry not read: a warning per key, naming it, at its
   /// place in the job's file. Called once, at the end.

@@ -512,6 +512,10 @@ struct training {
   [[nodiscard]] bool recomputes(recompute_module r) const {
     return std::find(recompute_modules.begin(), recompute_modules.end(), r) != recompute_modules.end();
   }
+  /// Whether it is Megatron's default, the core attention alone.
+  [[nodiscard]] bool recomputes_core_attention_only() const {
+    return recompute_modules.size() == 1 && recompute_modules.front() == recompute_module::core_attn;
+  }
   key_spans keys;
 };
 
