@@ -11,6 +11,7 @@
 #include "codegen/launch.hpp"
 #include "codegen/report.hpp"
 #include "codegen/templates/template_text.hpp"
+#include "planner/import/import.hpp"
 #include "planner/ir/keys.hpp"
 #include "planner/ir/units.hpp"
 #include "planner/lower/lower.hpp"
@@ -236,57 +237,6 @@ std::string moe_layer_pattern(planner::model const& m) {
   return out;
 }
 
-// A torchtitan llama3 flavor of the model's shape (torchtitan/models/llama3/__init__.py).
-struct flavor {
-  char const* name;
-  std::int64_t layers, hidden, heads, kv_heads, ffn;
-};
-constexpr flavor llama3_flavors[] = {
-    {"8B", 32, 4096, 32, 8, 14336},
-    {"70B", 80, 8192, 64, 8, 28672},
-    {"405B", 126, 16384, 128, 8, 53248},
-};
-
-flavor const* llama3_flavor(planner::model const& m) {
-  if (m.vocab != 128256 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings ||
-      m.norm != planner::norm_kind::rmsnorm || m.position != planner::position_kind::rotary)
-    return nullptr;
-  for (auto const& f : llama3_flavors)
-    if (f.layers == m.layers && f.hidden == m.hidden && f.heads == m.heads && f.kv_heads == m.kv_heads &&
-        f.ffn == m.ffn)
-      return &f;
-  return nullptr;
-}
-
-// A torchtitan qwen3 flavor of the model's shape (v0.2.0
-// torchtitan/models/qwen3/__init__.py): heads 128 wide with q/k norms,
-// untied, the dense ones' MLP or the mixtures' experts (128, 8 a token, no
-// shared expert).
-struct qwen3_flavor_shape {
-  char const* name;
-  std::int64_t layers, hidden, heads, kv_heads, ffn, experts, expert_ffn;
-};
-constexpr qwen3_flavor_shape qwen3_flavors[] = {
-    {"32B", 64, 5120, 64, 8, 25600, 1, 0},
-    {"30B-A3B", 48, 2048, 32, 4, 6144, 128, 768},
-    {"235B-A22B", 94, 4096, 64, 4, 12288, 128, 1536},
-};
-
-qwen3_flavor_shape const* qwen3_flavor(planner::model const& m) {
-  if (m.vocab != 151936 || m.mlp != planner::mlp_kind::swiglu || m.tied_embeddings || !m.qk_norm ||
-      m.head_width() != 128 || m.norm != planner::norm_kind::rmsnorm ||
-      m.position != planner::position_kind::rotary || m.mixed_layers() || m.mla())
-    return nullptr;
-  for (auto const& f : qwen3_flavors) {
-    bool const moe = f.experts > 1;
-    if (f.layers == m.layers && f.hidden == m.hidden && f.heads == m.heads && f.kv_heads == m.kv_heads &&
-        f.ffn == m.ffn && f.experts == m.experts &&
-        (!moe || (m.experts_per_token == 8 && m.mlp_width() == f.expert_ffn && m.shared_expert_ffn == 0)))
-      return &f;
-  }
-  return nullptr;
-}
-
 class toml_text {
  public:
   void comment(std::string_view line) { out_ += line.empty() ? "#\n" : fmt::format("# {}\n", comment_text(line)); }
@@ -334,10 +284,11 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  if (auto const* q = qwen3_flavor(m)) {
-    // One of torchtitan's own qwen3 flavors: named, nothing to register.
-    o.string("name", "qwen3");
-    o.string("flavor", q->name);
+  if (auto const f = planner::torchtitan_flavor_of(m)) {
+    // One of torchtitan's own flavors, a preset of the catalog: named,
+    // nothing to register.
+    o.string("name", f->model);
+    o.string("flavor", f->flavor);
   } else if (m.experts > 1 || m.q_width() != m.hidden || m.qk_norm) {
     // torchtitan's mixtures are model code of their own; Qwen3's is the one
     // with dtplan's attention (GQA, rotary, q/k norms or none), and the one
@@ -360,9 +311,6 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
                             m.qk_norm ? "True" : "False"));
     }
     o.string("flavor", m.name);
-  } else if (auto const* f = llama3_flavor(m)) {
-    o.string("name", "llama3");
-    o.string("flavor", f->name);
   } else {
     o.string("name", "llama3");
     o.comment(fmt::format("No torchtitan llama3 flavor has this shape: register one named '{}' in "

@@ -2,7 +2,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "dsl/config/config.hpp"
@@ -48,5 +50,19 @@ struct job_source {
 /// the job's unread keys as warnings; nothing when there is an error.
 std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file, job_source const& job,
                                 lower_options const& options, dsl::diagnostics& diags);
+
+/// A torchtitan model flavor that is a preset of dtplan's catalog (v0.2.0
+/// torchtitan/models/llama3/__init__.py, models/qwen3/__init__.py): read as
+/// it by --from torchtitan, written as it by the torchtitan export.
+struct torchtitan_flavor {
+  std::string_view model, flavor, preset;
+};
+std::span<torchtitan_flavor const> torchtitan_flavors();
+/// The flavor whose preset has `m`'s shape (same_model_shape), if any.
+std::optional<torchtitan_flavor> torchtitan_flavor_of(model const& m);
+/// Whether two models have the same shape, what a flavor fixes: every width,
+/// the layers' kinds, the norms, positions and embeddings (not the sequence,
+/// precision, optimizer or kernels).
+bool same_model_shape(model const& a, model const& b);
 
 }  // namespace dtplan::planner

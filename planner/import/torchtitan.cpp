@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/import/import.hpp"
 #include "planner/import/translate.hpp"
 #include "planner/lower/lower.hpp"
 
@@ -25,30 +26,24 @@ std::string every_nth_layer(std::string const& n) {
   return fmt::format("every {}{} layer", n, suffix);
 }
 
-// torchtitan's llama3 and qwen3 flavors that are dtplan presets
-// (v0.2.0 torchtitan/models/llama3/__init__.py, models/qwen3/__init__.py;
-// planner/catalog/models.dtp).
+// The catalog preset of torchtitan's `model` `flavor` (torchtitan_flavors).
 std::optional<std::string> preset_of(std::string const& model, std::string const& flavor) {
-  if (model == "llama3") {
-    if (flavor == "8B") return "llama3_8b";
-    if (flavor == "70B") return "llama3_70b";
-    if (flavor == "405B") return "llama3_405b";
-  } else if (model == "qwen3") {
-    if (flavor == "32B") return "qwen3_32b";
-    if (flavor == "30B-A3B") return "qwen3_30b_a3b";
-    if (flavor == "235B-A22B") return "qwen3_235b_a22b";
-  }
+  for (auto const& f : torchtitan_flavors())
+    if (f.model == model && f.flavor == flavor) return std::string(f.preset);
   return std::nullopt;
 }
 
-// The flavors the messages name.
-constexpr char const* catalog_flavors = "llama3 '8B', '70B' and '405B', qwen3 '32B', '30B-A3B' and '235B-A22B' are";
-
-bool same_shape(model const& a, model const& b) {
-  return a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
-         a.head_width() == b.head_width() && a.qk_norm == b.qk_norm && a.ffn == b.ffn && a.vocab == b.vocab &&
-         a.experts == b.experts && a.experts_per_token == b.experts_per_token && a.mlp_width() == b.mlp_width() &&
-         a.shared_expert_ffn == b.shared_expert_ffn;
+// The flavors the messages name: "llama3 '8B', '70B' and '405B', qwen3 ...".
+std::string catalog_flavors() {
+  std::string out;
+  auto const all = torchtitan_flavors();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    bool const first = i == 0 || all[i - 1].model != all[i].model;
+    bool const last = i + 1 == all.size() || all[i + 1].model != all[i].model;
+    out += first ? fmt::format("{}{} '{}'", i == 0 ? "" : ", ", all[i].model, all[i].flavor)
+                 : fmt::format("{} '{}'", last ? " and" : ",", all[i].flavor);
+  }
+  return out + " are";
 }
 
 // Pipeline schedules (torch.distributed.pipelining get_schedule_class):
@@ -143,7 +138,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     if (!preset) {
       t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog ({}): "
                                            "describe it in a 'model' block of the .dtp file",
-                                           dsl::escaped(*name.first), dsl::escaped(*flavor.first), catalog_flavors));
+                                           dsl::escaped(*name.first), dsl::escaped(*flavor.first), catalog_flavors()));
       return;
     }
     ast::block b;
@@ -153,7 +148,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     b.base = ast::identifier{flavor_at, *preset};
     t.blocks.push_back(std::move(b));
   } else if (preset && ctx.prior) {
-    if (auto m = catalog_model(*preset); m && !same_shape(*m, ctx.prior->model))
+    if (auto m = catalog_model(*preset); m && !same_model_shape(*m, ctx.prior->model))
       t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's {} '{}' has another shape",
                                              ctx.prior->model.name, dsl::escaped(*name.first),
                                              dsl::escaped(*flavor.first)));
@@ -164,7 +159,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's model '{}' flavor '{}' is "
                                            "not in dtplan's catalog ({}), so its shape is not compared",
                                            ctx.prior->model.name, dsl::escaped(*name.first),
-                                           dsl::escaped(*flavor.first), catalog_flavors));
+                                           dsl::escaped(*flavor.first), catalog_flavors()));
   }
   bool fp8 = false;
   span fp8_at = origin;
@@ -502,3 +497,32 @@ void import_torchtitan(job_reader& job, context const& ctx) {
 }
 
 }  // namespace dtplan::planner::import_detail
+
+namespace dtplan::planner {
+
+std::span<torchtitan_flavor const> torchtitan_flavors() {
+  static constexpr torchtitan_flavor all[] = {
+      {"llama3", "8B", "llama3_8b"},      {"llama3", "70B", "llama3_70b"},
+      {"llama3", "405B", "llama3_405b"},  {"qwen3", "32B", "qwen3_32b"},
+      {"qwen3", "30B-A3B", "qwen3_30b_a3b"}, {"qwen3", "235B-A22B", "qwen3_235b_a22b"},
+  };
+  return all;
+}
+
+bool same_model_shape(model const& a, model const& b) {
+  return a.layers == b.layers && a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
+         a.head_width() == b.head_width() && a.qk_norm == b.qk_norm && a.ffn == b.ffn && a.mlp == b.mlp &&
+         a.norm == b.norm && a.position == b.position && a.vocab == b.vocab && a.tied_embeddings == b.tied_embeddings &&
+         a.experts == b.experts && a.experts_per_token == b.experts_per_token && a.mlp_width() == b.mlp_width() &&
+         a.shared_expert_ffn == b.shared_expert_ffn && a.moe_layer_count() == b.moe_layer_count() &&
+         a.dense_layers == b.dense_layers && a.q_lora_rank == b.q_lora_rank && a.kv_lora_rank == b.kv_lora_rank &&
+         a.qk_rope_head_dim == b.qk_rope_head_dim && a.v_head_width() == b.v_head_width();
+}
+
+std::optional<torchtitan_flavor> torchtitan_flavor_of(model const& m) {
+  for (auto const& f : torchtitan_flavors())
+    if (auto preset = catalog_model(std::string(f.preset)); preset && same_model_shape(*preset, m)) return f;
+  return std::nullopt;
+}
+
+}  // namespace dtplan::planner
