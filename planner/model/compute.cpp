@@ -423,8 +423,10 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
                             heads_local * static_cast<double>(m.head_width() + sh.v_head_dim) +
                             static_cast<double>(m.qk_rope_head_dim) +
                             heads_local * static_cast<double>(sh.qk_head_dim + sh.v_head_dim);
-  double const rotary_elems = m.mla() ? mla_rotary : 2 * static_cast<double>(q_out + kv_out) / static_cast<double>(tp);
-  double const rotary_bytes = rotary ? t * rotary_elems * (eager_rotary ? eager_rotary_bytes : 1.0) : 0.0;
+  // The micro-batch's queries and keys on this GPU, read and written once.
+  double const qk_elems = 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp);
+  double const rotary_elems = m.mla() ? t * mla_rotary : qk_elems;
+  double const rotary_bytes = rotary ? rotary_elems * (eager_rotary ? eager_rotary_bytes : 1.0) : 0.0;
   // And its norms of the compressed queries and keys/values, on the
   // sequence-parallel rows as the layer's norms.
   double const mla_norm_bytes =
@@ -433,9 +435,7 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
               : 0.0;
   // q/k norms (model::qk_norm): each head's queries and keys normalised,
   // read and written once each way, as the layer's norms are.
-  double const qk_norm_bytes = m.qk_norm ? 2 * t * static_cast<double>(q_out + kv_out) / static_cast<double>(tp) *
-                                               (eager && rms ? eager_rmsnorm_bytes : 1.0)
-                                         : 0.0;
+  double const qk_norm_bytes = m.qk_norm ? qk_elems * (eager && rms ? eager_rmsnorm_bytes : 1.0) : 0.0;
   double const mem_fwd_bytes =
       e * (norm_bytes + residual_bytes + act_bytes + rotary_bytes + qk_norm_bytes + mla_norm_bytes);
   auto const moved = expert_movement(sh);
@@ -615,15 +615,10 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       // The recomputed modules' matrix products (recompute_modules): the
       // core, MLA's up projections, the dense MLP's.
       auto const& tr = p.training;
-      double const heads = static_cast<double>(m.heads);
-      double const up = m.mla() ? (m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(m.hidden)) *
-                                          heads * static_cast<double>(m.qk_head_width()) +
-                                      static_cast<double>(m.kv_lora_rank) * heads *
-                                          static_cast<double>(m.head_width() + m.v_head_width())
-                                : 0.0;
+      auto const counts = count_params(m);
+      double const up = static_cast<double>(counts.attention_up);
       double const dense = static_cast<double>(m.experts > 1 ? m.layers - m.moe_layer_count() : m.layers);
-      double const mlp = (m.mlp == mlp_kind::swiglu ? 3.0 : 2.0) * static_cast<double>(m.hidden) *
-                         static_cast<double>(m.ffn);
+      double const mlp = static_cast<double>(counts.dense_mlp_matrices);
       if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd;
       if (tr.recomputes(recompute_module::mla_up_proj)) extra += 2.0 * up * static_cast<double>(m.layers) * tokens;
       if (tr.recomputes(recompute_module::mlp)) extra += 2.0 * mlp * dense * tokens;

@@ -47,6 +47,8 @@ param_counts count_params(model const& m) {
     constexpr auto most = std::numeric_limits<std::int64_t>::max();
     c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = c.shared = most;
     c.per_layer = c.dense_mlp = c.dense_per_layer = c.total = c.matmul = most;
+    c.attention_up = m.mla() ? most : 0;
+    c.dense_mlp_matrices = most;
     if (m.tied_embeddings) c.output = 0;
     if (experts == 1) c.router = c.shared = 0;
     c.saturated = true;
@@ -63,8 +65,8 @@ param_counts count_params(model const& m) {
   wide const heads = m.heads;
   wide const q_lora = m.q_lora_rank, kv_lora = m.kv_lora_rank;
   wide const qk_head = m.qk_head_width(), v_head = m.v_head_width();
-  wide const mla_q = q_lora > 0 ? h * q_lora + q_lora * heads * qk_head : h * heads * qk_head;
-  wide const mla_matrices = mla_q + h * (kv_lora + m.qk_rope_head_dim) + kv_lora * heads * (m.head_width() + v_head) +
+  wide const mla_up = (q_lora > 0 ? q_lora : h) * heads * qk_head + kv_lora * heads * (m.head_width() + v_head);
+  wide const mla_matrices = (q_lora > 0 ? h * q_lora : 0) + h * (kv_lora + m.qk_rope_head_dim) + mla_up +
                             heads * v_head * h;
   wide const mla_norms = (gpt_style ? 2 : 1) * (q_lora + kv_lora);
   wide const attention_matrices = m.mla() ? mla_matrices : 2 * h * q_width + 2 * h * kv_width;
@@ -100,6 +102,8 @@ param_counts count_params(model const& m) {
   c.shared = clamp64(shared);
   c.per_layer = clamp64(per_layer);
   c.dense_mlp = clamp64(dense_mlp);
+  c.dense_mlp_matrices = clamp64(experts > 1 ? dense_matrices : expert_matrices);
+  c.attention_up = m.mla() ? clamp64(mla_up) : 0;
   c.dense_per_layer = clamp64(dense_per_layer);
   wide const total = moe_layers * per_layer + dense_layers * dense_per_layer + embedding + output + norm;
   c.total = clamp64(total);

@@ -24,6 +24,11 @@ struct param_counts {
   /// model's: mlp and per_layer.
   std::int64_t dense_mlp = 0;
   std::int64_t dense_per_layer = 0;
+  std::int64_t dense_mlp_matrices = 0;  ///< dense_mlp's matrices, without GPT's biases
+  /// Multi-latent attention's up projections (model::mla): q's (or its
+  /// whole projection without q_lora_rank) and the keys' and values', per
+  /// layer; 0 for other attention.
+  std::int64_t attention_up = 0;
   std::int64_t total = 0;       ///< every parameter
   std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
                                 ///< (layers' matrices with active experts + output/logits)
