@@ -394,6 +394,11 @@ expect_contains "$TMP/out" "tokens per step; selective recomputation of core_att
 stages 0 "--recompute-modules moe core_attn" "stages.txt:25:1: warning: Megatron-LM's recompute module 'moe' (the whole mixture, its all-to-alls again) is not modelled: costed as kept"
 stages 2 "--recompute-modules attn" "stages.txt:25:21: error: '--recompute-modules' takes core_attn, moe_act, layernorm, mla_up_proj, mlp or moe, not 'attn'"
 stages 2 "--recompute-modules moe_act" "stages.txt:25:1: error: recompute_modules has moe_act, a mixture's expert activation, but model 'llama2_7b' has no experts"
+# Without selective recomputation the modules apply to nothing: said so.
+grep -v "^--recompute-granularity" "$TMP/stages.txt" | sed 's/^--recompute-modules moe_act$/--recompute-modules layernorm/' >"$TMP/full_modules.txt"
+printf -- '--recompute-granularity full\n--recompute-method uniform\n--recompute-num-layers 1\n' >>"$TMP/full_modules.txt"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/full_modules.txt"
+expect_contains "$TMP/err" "full_modules.txt:25:1: warning: '--recompute-modules' applies to '--recompute-granularity selective'; this job does not recompute selectively"
 # --multi-latent-attention: its ranks and widths, Megatron-LM's defaults
 # where unwritten; --qk-layernorm is its compressed tensors' norms.
 stages 0 "--multi-latent-attention --qk-layernorm --q-lora-rank 1536 --kv-lora-rank 512" ""

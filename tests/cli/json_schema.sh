@@ -160,6 +160,11 @@ expect_contains "$TMP/mla.json" '"q_lora_rank": 1536,'
 expect_contains "$TMP/mla.json" '"kv_lora_rank": 512,'
 expect_contains "$TMP/mla.json" '"qk_rope_head_dim": 64,'
 expect_contains "$TMP/mla.json" '"v_head_dim": 96,'
+# Its skeleton runs the core as heads of the mean width, the same work.
+expect_status 0 "$DTPLAN" "$TMP/mla.dtp" --emit "$TMP/mla_bundle" --quiet
+expect_contains "$TMP/mla_bundle/skeleton/train_step.cu" "// Query/key heads 192 wide, value heads 96: run as heads of their mean, 144."
+expect_contains "$TMP/mla_bundle/skeleton/train_step.cu" "constexpr attention_spec k_attention = {32, 4096, 2112, 144, 1,"
+expect_lacks "$TMP/capacity_bundle/skeleton/train_step.cu" "Query/key heads"
 expect_contains "$TMP/capacity.json" '"kv_lora_rank": 0,'
 # What selective recomputation recomputes (schema version 12): only where
 # not the core attention alone.
