@@ -1993,12 +1993,12 @@ TEST_CASE("NeMo's DeepSeek-V3 recipe: its recomputed modules bring its first sta
   // NeMo v2.4.0 recipes/deepseek_v3.py:100-126: tp 1, pp 16, ep 64,
   // micro-batch 1, selective recomputation of MLA's up projections and the
   // norms. Still over an H100's 75.6 GiB usable, as the README says.
-  strategy s;
-  s.dp = 64;
-  s.pp = 16;
-  s.ep = 64;
-  s.zero = 1;
-  s.checkpoint = checkpoint_mode::selective;
+  auto const split = [](std::int64_t dp, std::int64_t pp, std::int64_t ep, checkpoint_mode c) {
+    strategy x;
+    x.dp = dp, x.pp = pp, x.ep = ep, x.zero = 1, x.checkpoint = c;
+    return x;
+  };
+  strategy const s = split(64, 16, 64, checkpoint_mode::selective);
   auto const gib = [](bytes b) { return b.value() / (1024.0 * 1024 * 1024); };
   auto const core = estimate_memory(deepseek_v3_128_nodes(""), s);
   CHECK(gib(core.total) == Approx(121.6).margin(0.05));
@@ -2006,12 +2006,7 @@ TEST_CASE("NeMo's DeepSeek-V3 recipe: its recomputed modules bring its first sta
   CHECK(gib(modules.total) == Approx(85.8).margin(0.05));
   CHECK_FALSE(modules.fits());
   // The README's search result: tp 1, pp 8, ep 32, full recomputation, 16.9 s.
-  strategy best;
-  best.dp = 128;
-  best.pp = 8;
-  best.ep = 32;
-  best.zero = 1;
-  best.checkpoint = checkpoint_mode::full;
+  strategy const best = split(128, 8, 32, checkpoint_mode::full);
   analytic_cost_model const model;
   CHECK(model.step_time(deepseek_v3_128_nodes(""), best).step.value() == Approx(16.9).margin(0.05));
 }
