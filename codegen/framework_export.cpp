@@ -131,6 +131,11 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   if (m.mla())
     return "dtplan writes torchtitan's llama3 and qwen3 models, whose attention is not multi-latent (torchtitan's "
            "deepseek_v3 model is not written)";
+  // No torchtitan model at v0.2.0 has multi-token prediction.
+  if (m.mtp_layers > 0)
+    return fmt::format("torchtitan v0.2.0's models have no multi-token prediction; model '{}' has it (mtp_layers = "
+                       "{})",
+                       m.name, m.mtp_layers);
   // The qwen3 model dtplan writes makes every layer a mixture where its
   // args say moe_enabled (TT v0.2.0 models/qwen3/model/model.py:309-360).
   if (m.mixed_layers())
@@ -202,6 +207,10 @@ std::optional<std::string> deepspeed_refusal(planner::program const& p, planner:
   if (p.model.qk_norm)
     return "Megatron-DeepSpeed 4efb479 has no q/k norms (megatron/arguments.py has no --qk-layernorm); model '" +
            p.model.name + "' has them (qk_norm)";
+  if (p.model.mtp_layers > 0)
+    return "Megatron-DeepSpeed 4efb479 has no multi-token prediction (megatron/arguments.py has no "
+           "--mtp-num-layers); model '" +
+           p.model.name + "' has it (mtp_layers)";
   if (s.order != planner::default_order)
     return fmt::format("Megatron-DeepSpeed lays ranks out as tp-dp-pp; the plan's order is {}",
                        planner::to_string(s.order));
@@ -466,6 +475,10 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   // arguments.py:2690, transformer/attention.py:828-846); deepspeed_refusal
   // refuses them.
   if (m.qk_norm) a.add("--qk-layernorm");
+  // Multi-token prediction modules after the last layer (MLM core_v0.13.0
+  // arguments.py:1460-1464), on the last stage; deepspeed_refusal refuses
+  // them.
+  if (m.mtp_layers > 0) a.add("--mtp-num-layers", m.mtp_layers);
   if (m.kv_heads != m.heads) {
     if (deepspeed) {
       a.add("--num-key-value-heads", m.kv_heads);

@@ -290,6 +290,7 @@ std::string to_json(report const& r) {
   w.key("kv_heads").value(p.model.kv_heads);
   w.key("head_dim").value(p.model.head_width());
   w.key("qk_norm").value(p.model.qk_norm);
+  w.key("mtp_layers").value(p.model.mtp_layers);
   w.key("q_lora_rank").value(p.model.mla() ? p.model.q_lora_rank : 0);
   w.key("kv_lora_rank").value(p.model.kv_lora_rank);
   w.key("qk_rope_head_dim").value(p.model.mla() ? p.model.qk_rope_head_dim : 0);
@@ -527,10 +528,13 @@ std::string to_text(report const& r, bool explain) {
     head_width = fmt::format(" of multi-latent attention (q rank {}, kv rank {}; q/k heads {} + {} rotary, v heads {})",
                              m.q_lora_rank > 0 ? fmt::format("{}", m.q_lora_rank) : std::string("none"),
                              m.kv_lora_rank, m.head_width(), m.qk_rope_head_dim, m.v_head_width());
+  // Multi-token prediction: "61 layers + 1 multi-token prediction module".
+  std::string layers = counted(m.layers, "layer");
+  if (m.mtp_layers > 0) layers += " + " + counted(m.mtp_layers, "multi-token prediction module");
   out += fmt::format(
       "  model     {}: {} parameters; {}, hidden {}, {} ({} kv){}, ffn {} {}{}, vocab {}, "
       "seq_len {}; {}, {}\n",
-      m.name, billions(count_params(m).total), counted(m.layers, "layer"), m.hidden, counted(m.heads, "head"),
+      m.name, billions(count_params(m).total), layers, m.hidden, counted(m.heads, "head"),
       m.kv_heads, head_width, m.mlp_width(), name(m.mlp), mixture, m.vocab, m.seq_len, name(m.prec),
       name(m.optimizer));
   out += fmt::format("  cluster   {}: {} x {} {} = {}; {} per GPU inside a node", c.name, c.nodes, c.gpus_per_node,

@@ -253,6 +253,18 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
        head_prec == planner::precision::fp32 ? 32 : 16);
   line("constexpr gemm_spec k_logits = {{\"logits\", {}, {}, {}, 1, 1, 0, {}, {}, 0}};", sh.logits.m, sh.logits.n,
        sh.logits.k, real(logits.forward), real(logits.backward));
+  // Multi-token prediction modules (model::mtp_layers) on the last chunk:
+  // each its projection, a layer of the last layer's kind and the LM head
+  // again.
+  auto const mtp = p.model.mtp_layers;
+  planner::gemm_shape const projection{sh.tokens, p.model.hidden / s.tp, 2 * p.model.hidden, 1};
+  auto const proj = weight_gemm(g, projection, 0, prec);
+  line("// Multi-token prediction modules after the last layer, each a layer of the last layer's kind");
+  line("// (never recomputed), its projection [tokens, 2 hidden] x [2 hidden, hidden / tp] and the LM head.");
+  line("constexpr long long k_mtp_layers = {};", mtp);
+  line("constexpr bool k_mtp_dense = {};", mtp > 0 && !p.model.mtp_moe() && p.model.experts > 1);
+  line("constexpr gemm_spec k_mtp_projection = {{\"mtp-projection\", {}, {}, {}, 1, 1, 0, {}, {}, 0}};",
+       projection.m, projection.n, projection.k, real(proj.forward), real(proj.backward));
 
   // Attention core: per (sample, local head) the local queries against the
   // keys a causal flash kernel visits (the blocks on and below the
@@ -291,8 +303,11 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   write_layer_memory(line, "k_", sh, sc, flash);
   // The head's memory-bound work: final norm, loss (and the embedding on
   // one stage), forward and backward together.
-  auto const head_kernels = sc.head_kernels() - 3;
-  double const head_mem = sc.head_forward.value() + sc.head_backward.value() - logits.forward - logits.backward;
+  auto const head_kernels =
+      sc.head_kernels() - sc.mtp_layers * (sc.mtp_kernels_forward + sc.mtp_kernels_backward) - 3;
+  double const head_mem = sc.head_forward.value() + sc.head_backward.value() -
+                          static_cast<double>(sc.mtp_layers) * (sc.mtp_forward + sc.mtp_backward).value() -
+                          logits.forward - logits.backward;
   line("constexpr memory_spec k_head_memory = {{{}, {}, 0, 0, {}, 0}};  // norm, loss, embedding",
        static_cast<long long>(bytes_in(g, head_mem, head_kernels)), head_kernels, real(std::max(0.0, head_mem)));
 }

@@ -1207,6 +1207,45 @@ struct runner {
     stream(plan::k_head_memory.forward_bytes / 2, std::max(1LL, plan::k_head_memory.forward_kernels / 2), compute);
   }
 
+  // Multi-token prediction modules after the last chunk's layers: each its
+  // projection, a layer of the last layer's kind (k_mtp_dense) never
+  // recomputed, and the LM head again; backward the mirror. Their
+  // collectives are among the layers' in the plan's entries.
+  void mtp(bool backward) {
+    int g = plan::k_mtp_dense ? plan::k_dense_gemm_count : plan::k_gemm_count;
+    plan::gemm_spec const* gemms = plan::k_mtp_dense ? plan::k_dense_gemms : plan::k_gemms;
+    plan::memory_spec const& mem = plan::k_mtp_dense ? plan::k_dense_memory : plan::k_memory;
+    plan::gemm_spec const& pr = plan::k_mtp_projection;
+    for (long long module = 0; module < plan::k_mtp_layers; ++module) {
+      if (backward) {
+        head(true);
+        for (int ii = 0; ii < g; ++ii) {
+          int i = g - 1 - ii;
+          plan::gemm_spec const& x = gemms[i];
+          for (long long c = 0; c < x.calls; ++c) {
+            gemm(x.m, x.k, x.n, x.batch, 1);
+            gemm(x.k, x.n, x.m, x.batch, 2);
+          }
+          if (i == 1) {
+            stream(mem.backward_bytes, mem.backward_kernels, compute);
+            attention(true, 0);
+          }
+        }
+        gemm(pr.m, pr.k, pr.n, 1, 1);
+        gemm(pr.k, pr.n, pr.m, 1, 2);
+      } else {
+        gemm(pr.m, pr.n, pr.k, 1, 0);
+        for (int i = 0; i < g; ++i) {
+          plan::gemm_spec const& x = gemms[i];
+          for (long long c = 0; c < x.calls; ++c) gemm(x.m, x.n, x.k, x.batch, 0);
+          if (i == 0) attention(false, 0);
+          if (i == 1) stream(mem.forward_bytes, mem.forward_kernels, compute);
+        }
+        head(false);
+      }
+    }
+  }
+
   // Pipeline op `op` of this stage: its layers (and the head on the last
   // model chunk), timed as compute-stream busy time.
   void run_op(long long op) {
@@ -1225,9 +1264,11 @@ struct runner {
     bool final_backward = o.pass == 1 && last_backward_of_chunk[o.chunk] == op;
     if (o.pass == 0) {
       for (long long i = 0; i < layers; ++i) layer(false, dense_layer(chunk, i, layers));
+      if (last) mtp(false);
       if (last) head(false);
     } else {
       if (last) head(true);
+      if (last) mtp(true);
       for (long long i = 0; i < layers; ++i) {
         layer(true, dense_layer(chunk, layers - 1 - i, layers));
         // The chunk's gradients are final after its last backward: the
@@ -1531,6 +1572,10 @@ static void place_buffers(runner& r) {
     fit(x.k, x.n, x.m, x.batch);
   }
   fit(plan::k_logits.m, plan::k_logits.n, plan::k_logits.k, 1);
+  if (plan::k_mtp_layers > 0) {
+    fit(plan::k_mtp_projection.m, plan::k_mtp_projection.n, plan::k_mtp_projection.k, 1);
+    fit(plan::k_mtp_projection.k, plan::k_mtp_projection.n, plan::k_mtp_projection.m, 1);
+  }
   plan::attention_spec const& a = plan::k_attention;
   slab_elems = std::max({slab_elems, a.heads * a.queries * a.head_dim, a.heads * a.keys * a.head_dim});
   for (int s = 0; s < 3; ++s) r.slab[s] = r.mem.take({b_activations, b_buffers, b_weights}, slab_elems * eb);

@@ -41,7 +41,10 @@ constexpr std::string_view not_costed_arguments[] = {
     "--rotary-base", "--profile", "--profile-step-start", "--profile-step-end",
     // LayerNorm's weight kept as 1 + gamma: the same kernels. Delayed fp8
     // scaling's history of amaxes, a few kilobytes a tensor.
-    "--apply-layernorm-1p", "--fp8-amax-history-len", "--fp8-amax-compute-algo"};
+    "--apply-layernorm-1p", "--fp8-amax-history-len", "--fp8-amax-compute-algo",
+    // The multi-token prediction loss's weight (core_v0.13.0
+    // transformer/multi_token_prediction.py:674-686): a scale on a loss.
+    "--mtp-loss-scaling-factor"};
 
 // A value of Megatron-LM's `what` dtplan does not model, at its key.
 void not_modelled(translation& t, entry const& e, std::string_view what, std::string_view value,
@@ -302,8 +305,12 @@ std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::in
                                   decoders, layers));
     return std::nullopt;
   }
-  if (mtp > 0)
-    t.diags.warning(at, "multi-token prediction layers (m) are not modelled: costed without them");
+  if (mtp > 0) {
+    t.diags.error(at, "'--pipeline-model-parallel-layout' places multi-token prediction layers (m), which "
+                      "Megatron-LM core_v0.13.0 does not run in a layout (pipeline_parallel_layer_layout.py:109-110): "
+                      "without one it runs them on the last stage");
+    return std::nullopt;
+  }
   std::vector<std::int64_t> theirs(static_cast<std::size_t>(chunks));
   for (std::int64_t c = 0; c < chunks; ++c)
     theirs[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(
@@ -549,6 +556,13 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       if (e && !v) failed = true;
       set(t, "model", "head_dim", integer_value(v ? *v : 128, e ? value_at(e) : at), e ? key_at(e) : at);
     }
+  }
+  // --mtp-num-layers: multi-token prediction modules after the last layer
+  // (core_v0.13.0 arguments.py:1460-1464; none unless written).
+  {
+    auto [v, e] = integer("--mtp-num-layers");
+    if (e && !v) failed = true;
+    if (v || (!e && describes)) set(t, "model", "mtp_layers", integer_value(v.value_or(0), value_at(e)), key_at(e));
   }
   // --qk-layernorm: a norm of the model's kind on each head's queries and
   // keys (core_v0.13.0 arguments.py:2690, transformer/attention.py:828-846).

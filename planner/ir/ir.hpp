@@ -229,6 +229,15 @@ struct model {
   /// (GPT-3/Megatron recipes use 0.1; LLaMA, MPT, BLOOM and most recent
   /// pretraining use none). The model key `dropout`, an extension of DSL.md.
   bool dropout = false;
+  /// Multi-token prediction modules after the last layer (DeepSeek-V3's
+  /// one; Megatron-Core's --mtp-num-layers, core_v0.13.0 transformer/
+  /// multi_token_prediction.py:302-490, 603-690): each normalises the
+  /// previous depth's output and the embedding of the tokens one further
+  /// on, projects the two (2 hidden -> hidden), runs a transformer layer of
+  /// the last layer's kind and a final norm, and computes logits and a loss
+  /// again with the shared embedding and output layer. All on the last
+  /// pipeline stage (get_mtp_num_layers_to_build), never recomputed.
+  std::int64_t mtp_layers = 0;
   key_spans keys;
 
   /// Each head's width: head_dim where written, else hidden / heads.
@@ -272,6 +281,10 @@ struct model {
   [[nodiscard]] std::int64_t moe_layer_count() const { return moe_layers_in(0, layers); }
   /// Whether some layers of a mixture are dense.
   [[nodiscard]] bool mixed_layers() const { return experts > 1 && moe_layer_count() < layers; }
+  /// Whether a multi-token prediction module's layer is a mixture: the
+  /// last layer's kind, as Megatron-LM builds and counts it (core_v0.13.0
+  /// megatron/training/training.py:263-269, last_layer_is_moe).
+  [[nodiscard]] bool mtp_moe() const { return layers > 0 && moe_layer(layers - 1); }
 };
 
 struct gpu {

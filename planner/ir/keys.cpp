@@ -318,6 +318,12 @@ std::vector<key_info> model_keys() {
      .what = "for 'moe_layer_freq'", .default_value = std::int64_t{1}, .default_text = "1 (every layer)",
      .meaning = "of a mixture's layers after dense_layers, every this-many-th is a mixture, from the first "
                 "(Megatron-LM's --moe-layer-freq); the others dense"},
+    {.block = k::model, .name = "mtp_layers", .dom = d::count, .field = member<&model::mtp_layers>(),
+     .min = 0, .what = "for 'mtp_layers'", .default_value = std::int64_t{0}, .default_text = "0",
+     .aliases = {"mtp_num_layers", "num_nextn_predict_layers"},
+     .meaning = "multi-token prediction modules after the last layer (DeepSeek-V3: 1; Megatron-LM's "
+                "--mtp-num-layers): each a projection, a layer of the last layer's kind and logits again, on the "
+                "last pipeline stage"},
     {.block = k::model, .name = "dropout", .dom = d::boolean, .field = member<&model::dropout>(),
      .default_value = false, .default_text = "false", .meaning = "dropout masks are kept for the backward"},
   };

@@ -98,6 +98,14 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
     problems.push_back({"multi-latent attention normalises its compressed queries and keys itself: 'qk_norm' "
                         "does not apply",
                         "qk_norm", "kv_lora_rank"});
+  // Megatron-Core, the one implementation, asserts rotary or no position
+  // embeddings with multi-token prediction (core_v0.13.0 megatron/training/
+  // arguments.py:1073-1079).
+  if (m.mtp_layers > 0 && m.position != position_kind::rotary)
+    problems.push_back({fmt::format("'mtp_layers' ({}): Megatron-LM runs multi-token prediction with rotary position "
+                                    "embeddings, not {}",
+                                    m.mtp_layers, name(m.position)),
+                        "mtp_layers", "position_embedding"});
   if (m.experts_per_token > m.experts)
     problems.push_back({fmt::format("'experts_per_token' ({}) cannot exceed 'experts' ({})", m.experts_per_token,
                                     m.experts),

@@ -148,7 +148,8 @@ class rules {
     return true;
   }
 
-  // Tensor parallelism splits heads, key/value heads and the MLP evenly.
+  // Tensor parallelism splits heads, key/value heads and the MLP evenly;
+  // what the model's attention and multi-token prediction allow.
   void splits(strategy const& s) {
     model const& m = p_.model;
     std::int64_t const kv_heads = m.kv_heads;
@@ -180,7 +181,15 @@ class rules {
         return std::string("checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent "
                            "attention");
       });
-
+    // Megatron-Core, the one implementation of multi-token prediction,
+    // asserts it runs without context parallelism (core_v0.13.0
+    // megatron/training/arguments.py:1073-1076).
+    if (m.mtp_layers > 0 && s.cp > 1)
+      error("cp", [&] {
+        return fmt::format("cp = {}: Megatron-LM runs multi-token prediction (mtp_layers = {}) without context "
+                           "parallelism only",
+                           s.cp, m.mtp_layers);
+      });
   }
 
   // Pipeline chunks: no more than layers; interleaving needs a pipeline.

@@ -555,7 +555,50 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
   std::int64_t const embedding_kernels = pp == 1 ? 1 : 0;
   out.head_kernels_forward = 3 + embedding_kernels;
   out.head_kernels_backward = 4 + embedding_kernels;
+  // A multi-token prediction module's own work (core_v0.13.0 transformer/
+  // multi_token_prediction.py:385-490, 640-690): the four inputs rolled a
+  // token on (roll_tensor: a roll, a fill, a sum each), the embedding of
+  // the tokens one further on, its norm and the previous depth's, the two
+  // concatenated (2 hidden), projected to hidden / tp (a column-parallel
+  // linear of the layer's precision), the final norm, the logits and the
+  // loss again; backward the same but the rolls and the concatenation,
+  // whose gradient is two views. Its layer is added by
+  // compute_per_micro_batch.
+  if (m.mtp_layers > 0) {
+    auto const proj = weight_op(g, tokens, 2 * m.hidden, m.hidden / tp, 1, prec);
+    seconds const concat = memory_time(g, bytes(2 * 2 * e * sp_tokens * h));
+    seconds const rolls = g.kernel_latency * 12.0;
+    out.mtp_forward = rolls + embed + norm * 3.0 + concat + proj.forward + logits.forward + loss;
+    out.mtp_backward = embed + norm * 6.0 + proj.backward + logits.backward + loss;
+  }
   return out;
+}
+
+// The costed stage's multi-token prediction modules (model::mtp_layers),
+// each its own work and a layer of kind `layer`, added to the head: its
+// forward, backward and, under selective recomputation, what its layer
+// recomputes (Megatron-Core's module-level recomputation runs inside the
+// layer; full recomputation is the transformer block's and leaves the
+// modules' layers out: core_v0.13.0 transformer/transformer_block.py
+// _checkpointed_forward, multi_token_prediction.py has none).
+void add_mtp(stage_compute& out, stage_compute const& layer, strategy const& s, model const& m) {
+  bool const selective = s.checkpoint == checkpoint_mode::selective;
+  auto const modules = m.mtp_layers;
+  double const k = static_cast<double>(modules);
+  out.mtp_layers = modules;
+  out.mtp_moe = m.mtp_moe();
+  out.mtp_forward += layer.layer_forward;
+  out.mtp_backward += layer.layer_backward + (selective ? layer.layer_recompute : seconds());
+  out.head_forward += out.mtp_forward * k;
+  out.head_backward += out.mtp_backward * k;
+  // Its own operators (rolls 12, embedding, three norms, concatenation,
+  // projection, logits, loss; backward the embedding, norms, projection's
+  // two, logits' two, loss) and its layer's.
+  out.mtp_kernels_forward = 12 + 1 + 3 + 1 + 1 + 1 + 1 + layer.layer_kernels;
+  out.mtp_kernels_backward =
+      1 + 3 + 2 + 2 + 1 + layer.layer_kernels_backward + (selective ? layer.layer_kernels_recompute : 0);
+  out.head_kernels_forward += modules * out.mtp_kernels_forward;
+  out.head_kernels_backward += modules * out.mtp_kernels_backward;
 }
 
 }  // namespace
@@ -564,7 +607,12 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   stage_compute out = compute_one_kind(sh);
   model const& m = sh.prog->model;
   auto const n = out.layers, moe = sh.costed_moe_layers;
-  if (!m.mixed_layers() || n <= 0 || moe >= n) return out;
+  bool const mtp = m.mtp_layers > 0;
+  bool const needs_dense = m.mixed_layers() && ((n > 0 && moe < n) || (mtp && !m.mtp_moe()));
+  if (!needs_dense) {
+    if (mtp) add_mtp(out, stage_compute(out), sh.s, m);
+    return out;
+  }
   // A mixture with dense layers (model::dense_layers, moe_layer_freq): the
   // costed stage's dense ones as the same model with one dense MLP, on the
   // same groups; the per-layer times become the stage's mean layer.
@@ -572,6 +620,8 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   program const* dense = sh.dense_twin;
   if (!dense) dense = &own.emplace(dense_layer_program(*sh.prog));
   stage_compute const d = compute_one_kind(shape_of(*dense, sh.s, sh));
+  if (mtp) add_mtp(out, m.mtp_moe() ? stage_compute(out) : d, sh.s, m);
+  if (n <= 0 || moe >= n) return out;
   double const k = static_cast<double>(moe), rest = static_cast<double>(n - moe), all = static_cast<double>(n);
   auto const mean = [&](seconds a, seconds b) { return (a * k + b * rest) / all; };
   // (The attention core is the same in both kinds.)
@@ -595,8 +645,10 @@ flops model_flops_per_step(program const& p) {
   // otherwise), as Megatron-LM counts it (query_projection_size,
   // core_v0.13.0 megatron/training/training.py:233; with MLA its
   // q_head_dim + v_head_dim).
+  // Multi-token prediction modules' layers count as layers, their
+  // projections and logits as matrices (training.py:265-269, 385-401).
   double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
-                           6.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                           6.0 * static_cast<double>(m.layers + m.mtp_layers) * static_cast<double>(m.seq_len) *
                                static_cast<double>(m.heads) * static_cast<double>(m.qk_head_width() + m.v_head_width());
   return flops(per_token * tokens);
 }
@@ -607,7 +659,16 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
   double const attention_fwd = 2.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
                                static_cast<double>(m.heads) *
                                static_cast<double>(m.qk_head_width() + m.v_head_width()) * tokens;
-  double const layer_matmul = static_cast<double>(matmul_parameters(m) - m.vocab * m.hidden);
+  // The layers' matrices: neither the logits nor the multi-token
+  // prediction modules, which full recomputation leaves out.
+  auto const counts = count_params(m);
+  double const layer_matmul =
+      static_cast<double>(counts.matmul) -
+      static_cast<double>(m.vocab) * static_cast<double>(m.hidden) * static_cast<double>(1 + m.mtp_layers) -
+      static_cast<double>(m.mtp_layers) * static_cast<double>(counts.mtp_matmul);
+  // Selective recomputation runs inside each layer, the modules' too.
+  double const per_layer_core = attention_fwd / static_cast<double>(std::max<std::int64_t>(1, m.layers));
+  double const mtp = static_cast<double>(m.mtp_layers);
   double extra = 0;
   switch (s.checkpoint) {
     case checkpoint_mode::none: break;
@@ -615,12 +676,13 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       // The recomputed modules' matrix products (recompute_modules): the
       // core, MLA's up projections, the dense MLP's.
       auto const& tr = p.training;
-      auto const counts = count_params(m);
       double const up = static_cast<double>(counts.attention_up);
-      double const dense = static_cast<double>(m.experts > 1 ? m.layers - m.moe_layer_count() : m.layers);
+      double const dense = static_cast<double>(m.experts > 1 ? m.layers - m.moe_layer_count() : m.layers) +
+                           (m.mtp_moe() ? 0.0 : mtp);
       double const mlp = static_cast<double>(counts.dense_mlp_matrices);
-      if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd;
-      if (tr.recomputes(recompute_module::mla_up_proj)) extra += 2.0 * up * static_cast<double>(m.layers) * tokens;
+      if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd + per_layer_core * mtp;
+      if (tr.recomputes(recompute_module::mla_up_proj))
+        extra += 2.0 * up * (static_cast<double>(m.layers) + mtp) * tokens;
       if (tr.recomputes(recompute_module::mlp)) extra += 2.0 * mlp * dense * tokens;
       break;
     }

@@ -52,6 +52,17 @@ struct stage_compute {
   std::int64_t layer_kernels_recompute = 0; ///< operators the recomputation issues per layer
   std::int64_t head_kernels_forward = 0;    ///< operators of the head's forward
   std::int64_t head_kernels_backward = 0;   ///< operators of the head's backward
+  /// Multi-token prediction modules (model::mtp_layers) on the costed
+  /// stage, part of the head: head_forward, head_backward and the head's
+  /// kernels hold them, each a layer of the last layer's kind (mtp_moe:
+  /// a mixture's) and its own work, one module's in `mtp_forward` and
+  /// `mtp_backward` with its layer.
+  std::int64_t mtp_layers = 0;
+  bool mtp_moe = false;
+  seconds mtp_forward;
+  seconds mtp_backward;
+  std::int64_t mtp_kernels_forward = 0;   ///< operators of one module's forward, its layer's included
+  std::int64_t mtp_kernels_backward = 0;
   /// Of `layers`, a mixture's dense layers (model::dense_layers,
   /// moe_layer_freq): the per-layer times above are then the stage's mean
   /// layer, the kernel counts a mixture layer's, and these a dense one's.

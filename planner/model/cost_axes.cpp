@@ -122,11 +122,17 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   // collective of a pass over the stage's layers.
   std::int64_t const dense_layers = x.sc.dense_layers, moe = layers - dense_layers;
   std::int64_t const units = per_pass * moe + 2 * dense_layers;
-  std::int64_t const count = passes * units * x.micro;
+  // Multi-token prediction modules (part of the head, stage_compute): each
+  // a layer of the last layer's kind, forward and backward, never
+  // recomputed.
+  std::int64_t const mtp = x.sc.mtp_layers;
+  std::int64_t const mtp_moe = x.sc.mtp_moe ? mtp : 0, mtp_dense = mtp - mtp_moe;
+  std::int64_t const mtp_units = per_pass * mtp_moe + 2 * mtp_dense;
+  std::int64_t const count = (passes * units + 2 * mtp_units) * x.micro;
   double const md = static_cast<double>(x.micro);
   bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
   if (s.sequence_parallel) {
-    std::int64_t const ag_count = (passes + (ops ? 1 : 0)) * units * x.micro;
+    std::int64_t const ag_count = ((passes + (ops ? 1 : 0)) * units + 2 * mtp_units) * x.micro;
     auto const ag = call(collective::all_gather, x.activation, tp);
     auto const rs = call(collective::reduce_scatter, x.activation, tp);
     auto const ag_total = ag * static_cast<double>(ag_count);
@@ -157,8 +163,8 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       ag_dense = exposed(ag, gf[0]) + ag / t;
       rs_dense = exposed(rs, gf[1]) + rs / t;
     }
-    double const passes_d = static_cast<double>(passes * moe * x.micro);
-    double const dense_passes = static_cast<double>(passes * dense_layers * x.micro);
+    double const passes_d = static_cast<double>((passes * moe + 2 * mtp_moe) * x.micro);
+    double const dense_passes = static_cast<double>((passes * dense_layers + 2 * mtp_dense) * x.micro);
     seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag_dense * dense_passes +
                                                  ag * static_cast<double>((ops ? units : 0) * x.micro));
     seconds const rs_exposed = min(rs_total, rs_layer * passes_d + rs_dense * dense_passes);
@@ -166,45 +172,74 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_exposed,
             comm_phase::layer);
     stream.time = (ag_exposed + rs_exposed) / md;
-    stream.calls = (2 * passes + (ops ? 1 : 0)) * units;
-    stream.forward_time =
-        (ag_layer + rs_layer) * static_cast<double>(moe) + (ag_dense + rs_dense) * static_cast<double>(dense_layers);
-    stream.forward_calls = 2 * units;  // the all-gathers and the reduce-scatters
+    stream.calls = (2 * passes + (ops ? 1 : 0)) * units + 4 * mtp_units;
+    stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(moe + mtp_moe) +
+                          (ag_dense + rs_dense) * static_cast<double>(dense_layers + mtp_dense);
+    stream.forward_calls = 2 * (units + mtp_units);  // the all-gathers and the reduce-scatters
     if (expert_tp) {
       std::int64_t const e_ag_layer = passes + (ops ? 1 : 0), e_rs_layer = passes;
+      std::int64_t const e_ag_calls = e_ag_layer * moe + 2 * mtp_moe, e_rs_calls = e_rs_layer * moe + 2 * mtp_moe;
       auto const e_ag = call(collective::all_gather, routed, tp);
       auto const e_rs = call(collective::reduce_scatter, routed, tp);
-      auto const e_ag_total = e_ag * static_cast<double>(e_ag_layer * moe * x.micro);
-      auto const e_rs_total = e_rs * static_cast<double>(e_rs_layer * moe * x.micro);
-      out.add(collective::all_gather, comm_group::tp, tp, routed, e_ag_layer * moe * x.micro, e_ag_total, e_ag_total,
+      auto const e_ag_total = e_ag * static_cast<double>(e_ag_calls * x.micro);
+      auto const e_rs_total = e_rs * static_cast<double>(e_rs_calls * x.micro);
+      out.add(collective::all_gather, comm_group::tp, tp, routed, e_ag_calls * x.micro, e_ag_total, e_ag_total,
               comm_phase::layer);
-      out.add(collective::reduce_scatter, comm_group::tp, tp, routed, e_rs_layer * moe * x.micro, e_rs_total,
-              e_rs_total, comm_phase::layer);
+      out.add(collective::reduce_scatter, comm_group::tp, tp, routed, e_rs_calls * x.micro, e_rs_total, e_rs_total,
+              comm_phase::layer);
       stream.time += (e_ag_total + e_rs_total) / md;
-      stream.calls += (e_ag_layer + e_rs_layer) * moe;
-      stream.forward_time += (e_ag + e_rs) * static_cast<double>(moe);
-      stream.forward_calls += 2 * moe;
+      stream.calls += e_ag_calls + e_rs_calls;
+      stream.forward_time += (e_ag + e_rs) * static_cast<double>(moe + mtp_moe);
+      stream.forward_calls += 2 * (moe + mtp_moe);
     }
   } else {
-    std::int64_t const ar_stage = passes * units + (ops ? layers : 0);  // a micro-batch's on the stage
+    std::int64_t const ar_stage = passes * units + 2 * mtp_units + (ops ? layers : 0);  // a micro-batch's on the stage
     std::int64_t const ar_count = ar_stage * x.micro;
     auto const ar = call(collective::all_reduce, x.activation, tp);
     auto const total = ar * static_cast<double>(ar_count);
     out.add(collective::all_reduce, comm_group::tp, tp, x.activation, ar_count, total, total, comm_phase::layer);
     stream.time = ar * static_cast<double>(ar_stage);
     stream.calls = ar_stage;
-    stream.forward_time = ar * static_cast<double>(units);
-    stream.forward_calls = units;
+    stream.forward_time = ar * static_cast<double>(units + mtp_units);
+    stream.forward_calls = units + mtp_units;
     if (expert_tp) {
+      std::int64_t const e_calls = passes * moe + 2 * mtp_moe;
       auto const e_ar = call(collective::all_reduce, routed, tp);
-      auto const e_total = e_ar * static_cast<double>(passes * moe * x.micro);
-      out.add(collective::all_reduce, comm_group::tp, tp, routed, passes * moe * x.micro, e_total, e_total,
+      auto const e_total = e_ar * static_cast<double>(e_calls * x.micro);
+      out.add(collective::all_reduce, comm_group::tp, tp, routed, e_calls * x.micro, e_total, e_total,
               comm_phase::layer);
-      stream.time += e_ar * static_cast<double>(passes * moe);
-      stream.calls += passes * moe;
-      stream.forward_time += e_ar * static_cast<double>(moe);
-      stream.forward_calls += moe;
+      stream.time += e_ar * static_cast<double>(e_calls);
+      stream.calls += e_calls;
+      stream.forward_time += e_ar * static_cast<double>(moe + mtp_moe);
+      stream.forward_calls += moe + mtp_moe;
     }
+  }
+  // Each module's projection (core_v0.13.0 transformer/
+  // multi_token_prediction.py:455-466): a column-parallel linear on the two
+  // concatenated inputs, 2 hidden wide, whose output is gathered over tp
+  // (gather_from_tensor_model_parallel_region: its backward a split). With
+  // sequence parallelism the linear gathers its input first and
+  // reduce-scatters that input's gradient; without, it all-reduces it. In
+  // the open.
+  if (mtp > 0) {
+    bytes const wide = x.activation * 2.0;
+    auto const out_gather = call(collective::all_gather, x.activation, tp);
+    auto const in_forward = s.sequence_parallel ? call(collective::all_gather, wide, tp) : seconds();
+    auto const in_backward = call(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, wide, tp);
+    std::int64_t const n = mtp * x.micro;
+    out.add(collective::all_gather, comm_group::tp, tp, x.activation, n, out_gather * static_cast<double>(n),
+            out_gather * static_cast<double>(n), comm_phase::layer);
+    if (s.sequence_parallel)
+      out.add(collective::all_gather, comm_group::tp, tp, wide, n, in_forward * static_cast<double>(n),
+              in_forward * static_cast<double>(n), comm_phase::layer);
+    out.add(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, comm_group::tp, tp, wide, n,
+            in_backward * static_cast<double>(n), in_backward * static_cast<double>(n), comm_phase::layer);
+    double const k = static_cast<double>(mtp);
+    std::int64_t const forward_calls = s.sequence_parallel ? 2 : 1;
+    stream.time += (out_gather + in_forward + in_backward) * k;
+    stream.calls += (forward_calls + 1) * mtp;
+    stream.forward_time += (out_gather + in_forward) * k;
+    stream.forward_calls += forward_calls * mtp;
   }
   // Without loss parallelism the last stage all-gathers each micro-batch's
   // 16-bit logits over tp before the loss (torchtitan's output layer then
@@ -213,12 +248,16 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   if (!x.sh.prog->training.loss_parallel) {
     bytes const logits(static_cast<double>(sh.tokens) * static_cast<double>(sh.padded_vocab) *
                        element_bytes(unquantized(x.m.prec)));
+    // (Each multi-token prediction module's logits too.)
+    std::int64_t const heads = 1 + mtp;
+    double const hd = static_cast<double>(heads);
     auto const one = call(collective::all_gather, logits, tp);
-    out.add(collective::all_gather, comm_group::tp, tp, logits, x.micro, one * md, one * md, comm_phase::layer);
-    stream.time += one;
-    stream.calls += 1;
-    stream.forward_time += one;
-    stream.forward_calls += 1;
+    out.add(collective::all_gather, comm_group::tp, tp, logits, heads * x.micro, one * md * hd, one * md * hd,
+            comm_phase::layer);
+    stream.time += one * hd;
+    stream.calls += heads;
+    stream.forward_time += one * hd;
+    stream.forward_calls += heads;
   }
   return stream;
 }
@@ -305,7 +344,10 @@ void pipeline_parallel(step_context const& x, comm_builder& out) {
   // DeepSpeed's pipeline engine do. Every rank of those stages does so at
   // once over its own pair, in the gradient's precision, or with bf16 in
   // the optimizer's fp32 copy where the framework reduces that
-  // (training.tied_hp_grad: DeepSpeed's BF16_Optimizer).
+  // (training.tied_hp_grad: DeepSpeed's BF16_Optimizer). The embedding
+  // multi-token prediction reads on the last stage is summed the same way
+  // (core_v0.13.0 models/common/language_module/language_module.py:
+  // 116-150: shared_embedding on both stages).
   if (sh.embedding.active()) {
     bytes const grads(sh.vocab_params * tied_grad_bytes(x.m, t));
     auto const one = call(collective::all_reduce, grads, sh.embedding);
@@ -623,7 +665,9 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // models/llama4/infra/parallelize.py:37-43).
   std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0);
   std::int64_t const moe = x.sc.layers - x.sc.dense_layers;  // a mixture's dense layers send nothing
-  std::int64_t const count = 2 * passes * moe * x.micro;
+  // A multi-token prediction module's mixture layer: forward and backward.
+  std::int64_t const mtp = x.sc.mtp_moe ? x.sc.mtp_layers : 0;
+  std::int64_t const count = 2 * (passes * moe + 2 * mtp) * x.micro;
   seconds const total = one * static_cast<double>(count);
   seconds exposed = total;
   // Megatron-Core's --moe-shared-expert-overlap runs the shared expert on a
@@ -647,7 +691,8 @@ void expert_parallel(step_context const& x, comm_builder& out) {
     seconds const forward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared)
                                                     : one + max(seconds(0), one - shared);
     seconds const backward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared * 2.0) : one * 2.0;
-    exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(moe * x.micro);
+    exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(moe * x.micro) +
+              (forward + backward) * static_cast<double>(mtp * x.micro);
   }
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, total, exposed, comm_phase::layer);
 }

@@ -288,8 +288,12 @@ class stage_memory {
     peak_moment();
     b_.total = b_.weights + b_.gradients + b_.optimizer + b_.activations + b_.buffers;
     if (detail_)
-      b_.stage_note = fmt::format("stage {} of {} ({}{}{})", b_.stage, s_.pp, placed_.embedding ? "embedding, " : "",
-                                  placed_.final_norm ? "logits, " : "", counted(placed_.layers, "layer"));
+      b_.stage_note = fmt::format("stage {} of {} ({}{}{}{})", b_.stage, s_.pp, placed_.embedding ? "embedding, " : "",
+                                  placed_.final_norm ? "logits, " : "",
+                                  placed_.mtp_layers > 0
+                                      ? counted(placed_.mtp_layers, "multi-token prediction module") + ", "
+                                      : std::string(),
+                                  counted(placed_.layers, "layer"));
     return std::move(b_);
   }
 
@@ -387,6 +391,28 @@ class stage_memory {
     if (placed_.embedding && m_.dropout)
       add(b_.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
           bytes(tokens_ * h_ / rep_ * double(in_flight)));
+    if (placed_.mtp_layers > 0) mtp_activations();
+  }
+
+  // Multi-token prediction modules, on the last stage with the loss: one
+  // micro-batch's, whose backward follows its forward there. Each keeps
+  // its layer's activations (selective recomputation applies inside the
+  // layer; full recomputation is the decoder block's and leaves it whole),
+  // and the inputs of its two norms, projection (2 hidden), final norm and
+  // logits (core_v0.13.0 transformer/multi_token_prediction.py:444-486).
+  void mtp_activations() {
+    model const& kind = m_.mtp_moe() || !dense_ ? m_ : *dense_;
+    strategy kept = s_;
+    if (kept.checkpoint != checkpoint_mode::selective) kept.checkpoint = checkpoint_mode::none;
+    bytes const layer = activations_per_layer(kind, kept, sh_.softmax_fp32, recomputed_);
+    double const modules = double(placed_.mtp_layers);
+    add(b_.activations, [&] {
+      return fmt::format("multi-token prediction ({}: a layer's {} each, not recomputed{})",
+                         counted(placed_.mtp_layers, "module"), to_string(layer),
+                         kept.checkpoint == checkpoint_mode::selective ? " but selectively" : "");
+    }, layer * modules);
+    add(b_.activations, "multi-token prediction's norm, projection and logits inputs (6 x s.b.h a module)",
+        bytes(modules * 6 * e_ * tokens_ * h_ / rep_));
   }
 
   /// Megatron-Core's tensor-parallel overlap runs on Transformer Engine's
@@ -545,9 +571,12 @@ class stage_memory {
     double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
     char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
+    // Each multi-token prediction module's loss keeps its fp32 softmax
+    // until its backward, after the model's.
+    double const mtp_loss = double(placed_.mtp_layers) * (4 * vocab_elems + 8 * tokens_);
     double const at_loss = !placed_.final_norm ? 0.0
                                                : e_ * tokens_ * h_ / rep_ + loss_bytes * vocab_elems +
-                                                     8 * tokens_ + (layers > 0 ? gathered : 0.0);
+                                                     8 * tokens_ + (layers > 0 ? gathered : 0.0) + mtp_loss;
     double const exchange = layers > 0 ? cp_exchange() : 0.0;
     double const in_layer = layers > 0 ? recompute_working.value() + 2 * gathered + exchange : 0.0;
     if (!(placed_.final_norm && at_loss >= in_layer)) {
@@ -613,6 +642,11 @@ class stage_memory {
           bytes(fp32_loss_bytes * vocab_elems));
     }
     add(b_.activations, "loss (fp32 per token)", bytes(8 * tokens_));
+    add(b_.activations, [&] {
+      return fmt::format("multi-token prediction's losses ({}: the fp32 softmax of {} and the loss, kept for their "
+                         "backward)",
+                         counted(placed_.mtp_layers, "module"), per_rank);
+    }, bytes(mtp_loss));
     if (layers > 0) add(b_.buffers, "ZeRO-3 gathered last layer (its backward comes next)", bytes(gathered));
   }
 

@@ -36,17 +36,20 @@ param_counts count_params(model const& m) {
   // (MLA's largest terms are bounded by heads x (head_dim + rope + v) x (hidden + both ranks).)
   double const heads_width = double(m.heads) * (double(m.head_width()) + double(m.qk_rope_head_dim) +
                                                  double(m.v_head_dim));
-  double const estimate = double(layers) * (4.0 * double(h) * (double(h) + heads_width) +
+  double const mtp_modules = double(std::max<std::int64_t>(0, m.mtp_layers));
+  double const estimate = (double(layers) + mtp_modules) * (4.0 * double(h) * (double(h) + heads_width) +
                                             4.0 * heads_width * (double(m.q_lora_rank) + double(m.kv_lora_rank)) +
                                             3.0 * double(experts) * double(h) * double(ffn) +
                                             3.0 * double(h) * double(std::max<std::int64_t>(0, m.shared_expert_ffn)) +
                                             (experts > 1 ? 3.0 * double(h) * double(std::max<std::int64_t>(0, m.ffn)) : 0.0) +
                                             double(h) * double(experts) + 6.0 * double(h)) +
-                          2.0 * double(vocab) * double(h) + 3.0 * double(experts) * (double(ffn) + double(h));
+                          (2.0 + mtp_modules) * double(vocab) * double(h) +
+                          3.0 * double(experts) * (double(ffn) + double(h));
   if (estimate > 0x1p120) {
     constexpr auto most = std::numeric_limits<std::int64_t>::max();
     c.embedding = c.output = c.attention = c.mlp = c.mlp_active = c.norms = c.final_norm = c.router = c.shared = most;
     c.per_layer = c.dense_mlp = c.dense_per_layer = c.total = c.matmul = most;
+    c.mtp = c.mtp_matmul = m.mtp_layers > 0 ? most : 0;
     c.attention_up = m.mla() ? most : 0;
     c.dense_mlp_matrices = most;
     if (m.tied_embeddings) c.output = 0;
@@ -105,11 +108,25 @@ param_counts count_params(model const& m) {
   c.dense_mlp_matrices = clamp64(experts > 1 ? dense_matrices : expert_matrices);
   c.attention_up = m.mla() ? clamp64(mla_up) : 0;
   c.dense_per_layer = clamp64(dense_per_layer);
-  wide const total = moe_layers * per_layer + dense_layers * dense_per_layer + embedding + output + norm;
+  // A layer's matrices one token goes through: a mixture's, a dense one's.
+  wide const moe_matmul = attention_matrices + active * expert_matrices + router + shared_matrices;
+  wide const dense_matmul = attention_matrices + (experts > 1 ? dense_matrices : expert_matrices);
+  // Multi-token prediction: a layer of the last layer's kind, the
+  // projection of the two normalised inputs (2 h x h, no bias: core_v0.13.0
+  // transformer/multi_token_prediction.py:357-372) and three norms.
+  wide const mtp_count = std::max<std::int64_t>(0, m.mtp_layers);
+  bool const mtp_moe = m.mtp_moe();
+  wide const mtp = (mtp_moe ? per_layer : dense_per_layer) + 2 * h * h + 3 * norm;
+  wide const mtp_matmul = (mtp_moe ? moe_matmul : dense_matmul) + 2 * h * h;
+  c.mtp = mtp_count > 0 ? clamp64(mtp) : 0;
+  c.mtp_matmul = mtp_count > 0 ? clamp64(mtp_matmul) : 0;
+  wide const total =
+      moe_layers * per_layer + dense_layers * dense_per_layer + embedding + output + norm + mtp_count * mtp;
   c.total = clamp64(total);
-  // The logits are a matrix product whether or not the output is tied.
-  wide const matmul = moe_layers * (attention_matrices + active * expert_matrices + router + shared_matrices) +
-                      dense_layers * (attention_matrices + (experts > 1 ? dense_matrices : expert_matrices)) + vocab * h;
+  // The logits are a matrix product whether or not the output is tied; each
+  // module computes them again.
+  wide const matmul = moe_layers * moe_matmul + dense_layers * dense_matmul + vocab * h +
+                      mtp_count * (mtp_matmul + vocab * h);
   c.matmul = clamp64(matmul);
   // The totals bound every other count.
   c.saturated = total > top64 || matmul > top64;

@@ -29,9 +29,16 @@ struct param_counts {
   /// whole projection without q_lora_rank) and the keys' and values', per
   /// layer; 0 for other attention.
   std::int64_t attention_up = 0;
-  std::int64_t total = 0;       ///< every parameter
+  /// One multi-token prediction module (model::mtp_layers): a layer of the
+  /// last layer's kind, the 2 hidden -> hidden projection and three norms
+  /// (the embedding and output layer are the model's); and its matrices
+  /// one token goes through (the logits' aside).
+  std::int64_t mtp = 0;
+  std::int64_t mtp_matmul = 0;
+  std::int64_t total = 0;       ///< every parameter, the multi-token prediction modules' too
   std::int64_t matmul = 0;      ///< parameters in matrix products one token goes through
-                                ///< (layers' matrices with active experts + output/logits)
+                                ///< (layers' matrices with active experts + output/logits, and
+                                ///< each multi-token prediction module's with its logits)
   bool saturated = false;       ///< some count exceeds 64 bits and was held at its maximum
 };
 

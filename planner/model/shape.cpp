@@ -55,10 +55,23 @@ stage_shape strategy_shape::stage(std::int64_t r) const {
   st.params = layers_params(st.layers, st.moe_layers) + (st.embedding ? vocab_params : 0.0) +
               (st.output ? vocab_params : 0.0) + (st.final_norm ? final_norm_params : 0.0);
   st.expert_params = static_cast<double>(st.moe_layers) * layer_expert_params;
+  if (r == s.pp - 1 && m.mtp_layers > 0) {
+    // The modules read the embedding: its copy here where stage 0 holds it
+    // and the output layer is not the same table.
+    st.mtp_layers = m.mtp_layers;
+    double const modules = static_cast<double>(m.mtp_layers);
+    st.params += modules * mtp_params + (s.pp > 1 && !m.tied_embeddings ? vocab_params : 0.0);
+    st.expert_params += modules * mtp_expert_params;
+  }
   return st;
 }
 
 namespace {
+
+// Whether a pipeline's first and last stage each hold a copy of the
+// embedding whose gradients they sum: a tied one (the last stage's logits),
+// or one that multi-token prediction reads on the last stage.
+bool embedding_pair(model const& m) { return m.tied_embeddings || m.mtp_layers > 0; }
 
 // The ranks of a stage the expert grid lays out: tp / etp x dp x cp (each
 // expert slice's members, rank_layout::expert_members_of).
@@ -156,7 +169,7 @@ shape_groups group_sizes_of(program const& p, strategy const& s) {
   sh.sync = sized(s.dp * s.cp);
   auto const members = expert_ranks(s);
   sh.expert_sync = experts_apart(s) && members % s.ep == 0 ? sized(members / s.ep) : sh.sync;
-  sh.embedding = sized(s.pp > 1 && p.model.tied_embeddings ? 2 : 1);
+  sh.embedding = sized(s.pp > 1 && embedding_pair(p.model) ? 2 : 1);
   if (s.zero >= 1) {
     sh.sharding = sharding_of(s);
     auto const n = layout.shard_ranks(sh.sharding);
@@ -212,7 +225,7 @@ shape_groups groups_of(program const& p, strategy const& s) {
   sh.expert_shard = sh.expert_sync;
   if (s.zero >= 1 && sh.shard.size < sh.sync.size && experts_apart(s) && members % s.ep == 0)
     sh.expert_shard = group(p, layout.placement_of(layout.expert_shard_group_of(0, s.ep, etp, sh.sharding)));
-  if (s.pp > 1 && m.tied_embeddings) {
+  if (s.pp > 1 && embedding_pair(m)) {
     // The first and last stage of one pipeline: apart when the pipeline's
     // stages are.
     group_placement pair;
@@ -316,6 +329,13 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
                                               static_cast<double>(counts.norms)
                                         : sh.layer_params;
   sh.vocab_params = static_cast<double>(sh.padded_vocab) * static_cast<double>(m.hidden) / static_cast<double>(s.tp);
+  if (m.mtp_layers > 0) {
+    bool const moe = m.mtp_moe();
+    sh.mtp_params = (moe ? sh.layer_params : sh.dense_layer_params) +
+                    2.0 * static_cast<double>(m.hidden) * static_cast<double>(m.hidden) / static_cast<double>(s.tp) +
+                    3.0 * sh.final_norm_params;
+    sh.mtp_expert_params = moe ? sh.layer_expert_params : 0.0;
+  }
   fill_gemms(sh, m);
 
   sh.chunks = s.pp * s.virtual_stages;

@@ -74,6 +74,11 @@ struct stage_shape {
   double params = 0;         ///< weights of one GPU of the stage, before ZeRO sharding
   double expert_params = 0;  ///< the experts' share of `params` (0 for a dense model)
   std::int64_t moe_layers = 0;  ///< of `layers`, those that are mixtures (all of a mixture's but its dense ones)
+  /// Multi-token prediction modules (the last stage: model::mtp_layers),
+  /// beside `layers`; `params` holds them and, where the embedding is on
+  /// another stage and not tied to the output, the embedding's copy they
+  /// read (core_v0.13.0 models/gpt/gpt_model.py:134-141, 540-562).
+  std::int64_t mtp_layers = 0;
 };
 
 /// The groups of a strategy and the links they cross: what depends on the
@@ -149,6 +154,11 @@ struct strategy_shape : shape_groups {
   /// layer_params for a dense model.
   double dense_layer_params = 0;
   double vocab_params = 0;   ///< one (padded) vocabulary table on one GPU
+  /// One multi-token prediction module on one GPU: a layer of the last
+  /// layer's kind, its projection (2 hidden x hidden / tp, column-parallel)
+  /// and three norms; and the experts' share of it (model::mtp_moe).
+  double mtp_params = 0;
+  double mtp_expert_params = 0;
   double final_norm_params = 0;  ///< the final norm (on the last stage)
 
   /// A mixture's dense layers as a program of their own

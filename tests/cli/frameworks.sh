@@ -335,7 +335,7 @@ reads 2 'E,t*16|T*16,L' "error: '--pipeline-model-parallel-layout' has 'T' where
 reads 2 'E,t*16|t*1é,L' "error: '--pipeline-model-parallel-layout' has 'é' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
 reads 2 'E,t*32,L' "error: '--pipeline-model-parallel-layout' has 1 stage, not a multiple of the pipeline's 2"
 reads 2 'E,t*99999999999999999999|t,L' "error: '--pipeline-model-parallel-layout' unrolls to more than 1048576 layers"
-reads 0 'E,t*16|t*16,m,L' "warning: multi-token prediction layers (m) are not modelled: costed without them"
+reads 2 'E,t*16|t*16,m,L' "layout.txt:25:34: error: '--pipeline-model-parallel-layout' places multi-token prediction layers (m), which Megatron-LM core_v0.13.0 does not run in a layout (pipeline_parallel_layer_layout.py:109-110): without one it runs them on the last stage"
 layout 'E,t*16|t*16,L'
 printf -- '--account-for-loss-in-pipeline-split\n' >>"$TMP/layout.txt"
 expect_status 2 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
@@ -399,6 +399,18 @@ grep -v "^--recompute-granularity" "$TMP/stages.txt" | sed 's/^--recompute-modul
 printf -- '--recompute-granularity full\n--recompute-method uniform\n--recompute-num-layers 1\n' >>"$TMP/full_modules.txt"
 expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/full_modules.txt"
 expect_contains "$TMP/err" "full_modules.txt:25:1: warning: '--recompute-modules' applies to '--recompute-granularity selective'; this job does not recompute selectively"
+# --mtp-num-layers: multi-token prediction modules on the last stage; its
+# loss's weight changes no time; Megatron-LM runs it without cp.
+stages 0 "--mtp-num-layers 1" ""
+expect_lacks "$TMP/err" "mtp"
+expect_contains "$TMP/out" "6.97 B parameters; 32 layers + 1 multi-token prediction module, hidden 4096,"
+stages 0 "--mtp-num-layers 1 --mtp-loss-scaling-factor 0.3" "stages.txt:25:20: warning: Megatron-LM's '--mtp-loss-scaling-factor' is not read: it does not change a step's time or memory"
+sed 's/^--context-parallel-size 1$/--context-parallel-size 2/' "$TMP/stages.txt" >"$TMP/mtp_cp.txt"
+expect_status 1 "$DTPLAN" "$plan" --from megatron "$TMP/mtp_cp.txt"
+expect_contains "$TMP/err" "mtp_cp.txt:26:1: error: cp = 2: Megatron-LM runs multi-token prediction (mtp_layers = 1) without context parallelism only"
+stages 2 "--mtp-num-layers -1" "stages.txt:25:18: error: 'mtp_layers' must be at least 0, got -1"
+stages 0 "--mtp-num-layers 0" ""
+expect_contains "$TMP/out" "6.74 B parameters; 32 layers, hidden 4096,"
 # --multi-latent-attention: its ranks and widths, Megatron-LM's defaults
 # where unwritten; --qk-layernorm is its compressed tensors' norms.
 stages 0 "--multi-latent-attention --qk-layernorm --q-lora-rank 1536 --kv-lora-rank 512" ""

@@ -83,7 +83,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 12,'
+expect_contains "$TMP/imported.json" '"schema_version": 13,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -173,6 +173,19 @@ json_doc modules 0 "$TMP/modules.dtp"
 expect_python "$TMP/modules.json" 'assert d["training"]["recompute_modules"] == ["core_attn", "moe_act"], d["training"]'
 expect_python "$TMP/capacity.json" 'assert "recompute_modules" not in d["training"], d["training"]'
 expect_contains "$TMP/capacity.json" '"v_head_dim": 128,'
+# Multi-token prediction (schema version 13): its modules, 0 without; the
+# text line; the skeleton runs each on the last stage.
+sed -e 's/capacity_factor = 1.25; pad_to_capacity = true/mtp_layers = 1/' "$TMP/capacity.dtp" >"$TMP/mtp.dtp"
+json_doc mtp 0 "$TMP/mtp.dtp"
+expect_contains "$TMP/mtp.json" '"mtp_layers": 1,'
+expect_contains "$TMP/capacity.json" '"mtp_layers": 0,'
+expect_status 0 "$DTPLAN" "$TMP/mtp.dtp"
+expect_contains "$TMP/out" "32 layers + 1 multi-token prediction module, hidden 4096,"
+expect_status 0 "$DTPLAN" "$TMP/mtp.dtp" --emit "$TMP/mtp_bundle" --quiet
+expect_contains "$TMP/mtp_bundle/skeleton/train_step.cu" "constexpr long long k_mtp_layers = 1;"
+expect_contains "$TMP/mtp_bundle/skeleton/train_step.cu" "constexpr bool k_mtp_dense = false;"
+expect_contains "$TMP/mtp_bundle/skeleton/train_step.cu" "constexpr gemm_spec k_mtp_projection = {\"mtp-projection\", 4096, 4096, 8192, 1, 1, 0,"
+expect_contains "$TMP/capacity_bundle/skeleton/train_step.cu" "constexpr long long k_mtp_layers = 0;"
 
 checks=$((checks + 1))
 python3 "$validate" "$schema" "${docs[@]}" >"$TMP/validated" 2>&1 || fail "$(cat "$TMP/validated")"

@@ -1916,6 +1916,23 @@ TEST_CASE("multi-latent attention is costed at tp = 1 and without op-level check
         "checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent attention");
 }
 
+TEST_CASE("multi-token prediction runs without context parallelism, as Megatron-LM asserts") {
+  program p = two_nodes();
+  p.model.mtp_layers = 1;
+  analytic_cost_model const model;
+  strategy_spec spec;
+  spec.name = "s";
+  spec.cp = key_choice<std::int64_t>::one(2);
+  auto pl = evaluate(p, spec, spec.fixed(), model, "s");
+  CHECK_FALSE(pl.valid);
+  REQUIRE_FALSE(pl.errors.empty());
+  CHECK(pl.errors.front().message ==
+        "cp = 2: Megatron-LM runs multi-token prediction (mtp_layers = 1) without context parallelism only");
+  spec.cp = key_choice<std::int64_t>::one(1);
+  pl = evaluate(p, spec, spec.fixed(), model, "s");
+  for (auto const& e : pl.errors) CHECK(e.message.find("multi-token") == std::string::npos);
+}
+
 TEST_CASE("selective recomputation's modules: each one's forward again") {
   program p = two_nodes();
   p.model.norm = norm_kind::rmsnorm;
@@ -1974,9 +1991,9 @@ TEST_CASE("a layer of ten weight GEMMs: DeepSeek-V3's, every one costed and the 
 namespace {
 // DeepSeek-V3 on 128 DGX H100 under Megatron-Core, global batch 4,096 of
 // 4,096 tokens, the training block's `extra` keys added (README's figures).
-program deepseek_v3_128_nodes(std::string const& extra) {
+program deepseek_v3_128_nodes(std::string const& extra, std::string const& model_keys = "") {
   dtplan::dsl::source_manager sources;
-  auto const id = sources.add("v3.dtp", "model m : deepseek_v3 {}\n"
+  auto const id = sources.add("v3.dtp", "model m : deepseek_v3 {" + model_keys + "}\n"
                                         "cluster c { nodes = 128; gpus_per_node = 8; gpu = H100_SXM; "
                                         "inter_node = 8 x 400 Gbit/s }\n"
                                         "training { framework = megatron; global_batch = 4096; " +
@@ -2009,4 +2026,133 @@ TEST_CASE("NeMo's DeepSeek-V3 recipe: its recomputed modules bring its first sta
   strategy const best = split(128, 8, 32, checkpoint_mode::full);
   analytic_cost_model const model;
   CHECK(model.step_time(deepseek_v3_128_nodes(""), best).step.value() == Approx(16.9).margin(0.05));
+  CHECK(gib(estimate_memory(deepseek_v3_128_nodes(""), best).total) == Approx(41.9).margin(0.05));
+  // As DeepSeek trained it, with one multi-token prediction module (README):
+  // its last stage becomes the most loaded.
+  auto const mtp = deepseek_v3_128_nodes("", "mtp_layers = 1");
+  CHECK(model.step_time(mtp, best).step.value() == Approx(19.4).margin(0.05));
+  auto const held = estimate_memory(mtp, best);
+  CHECK(gib(held.total) == Approx(52.9).margin(0.05));
+  CHECK(held.stage == 7);
+}
+
+TEST_CASE("multi-token prediction: each module's own work and a layer of the last layer's kind, in the head") {
+  // Megatron-Core core_v0.13.0 transformer/multi_token_prediction.py:
+  // 385-490, 640-690. Llama 2 7B's shape over pp 2, full recomputation,
+  // which leaves the modules' layers whole.
+  program p = two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.pp = 2;
+  s.checkpoint = checkpoint_mode::full;
+  auto const plain = compute_per_micro_batch(p, s);
+  p.model.mtp_layers = 2;
+  auto const with = compute_per_micro_batch(p, s);
+  CHECK(with.layers == plain.layers);
+  CHECK(with.layer_forward.value() == plain.layer_forward.value());
+  CHECK(with.recompute().value() == plain.recompute().value());
+  CHECK(with.mtp_layers == 2);
+  CHECK(with.head_forward.value() - plain.head_forward.value() == Approx(2 * with.mtp_forward.value()).epsilon(1e-12));
+  CHECK(with.head_backward.value() - plain.head_backward.value() ==
+        Approx(2 * with.mtp_backward.value()).epsilon(1e-12));
+  // A module's own work beyond the head's (final norm, logits, loss, on
+  // the last of two stages): twelve roll kernels, the embedding and two
+  // more norms (each 2 x 2 bytes x 4096 x 4096 through HBM), the
+  // concatenation (twice that), the projection [4096, 8192] x [8192, 4096];
+  // backward the embedding, four more norm passes and the projection's two
+  // gradients. Its layer is the stage's, not recomputed.
+  gpu const& g = p.cluster.device;
+  double const t = 4096, h = 4096;
+  double const pass = memory_time(g, bytes(2 * 2 * t * h)).value();
+  double const concat = memory_time(g, bytes(4 * 2 * t * h)).value();
+  double const projection = gemm_time(g, {4096, 4096, 8192, 1}, precision::bf16).value();
+  double const projection_back = gemm_time(g, {4096, 8192, 4096, 1}, precision::bf16).value() +
+                                 gemm_time(g, {8192, 4096, 4096, 1}, precision::bf16).value();
+  double const kl = g.kernel_latency.value();
+  CHECK(with.mtp_forward.value() - plain.layer_forward.value() - plain.head_forward.value() ==
+        Approx(12 * kl + 3 * pass + concat + projection).epsilon(1e-9));
+  CHECK(with.mtp_backward.value() - plain.layer_backward.value() - plain.head_backward.value() ==
+        Approx(5 * pass + projection_back).epsilon(1e-9));
+  // Operators: rolls 12, embedding, three norms, concatenation,
+  // projection, logits, loss and the layer's; backward the embedding, three
+  // norms, the projection's and logits' two each, the loss and the layer's.
+  CHECK(with.head_kernels_forward - plain.head_kernels_forward == 2 * (20 + plain.layer_kernels));
+  CHECK(with.head_kernels_backward - plain.head_kernels_backward == 2 * (9 + plain.layer_kernels_backward));
+  // Selective recomputation runs inside the modules' layers too.
+  s.checkpoint = checkpoint_mode::selective;
+  auto const selective = compute_per_micro_batch(p, s);
+  CHECK(selective.layer_recompute.value() > 0);
+  CHECK(selective.mtp_backward.value() - selective.layer_backward.value() - selective.layer_recompute.value() ==
+        Approx(with.mtp_backward.value() - with.layer_backward.value()).epsilon(1e-9));
+}
+
+TEST_CASE("multi-token prediction: the last stage holds the modules and an embedding to read, summed with stage 0's") {
+  program const none = two_nodes();
+  program p = two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.pp = 2;
+  auto const plain = shape_of(none, s);
+  CHECK_FALSE(plain.embedding.active());  // untied: no pair without the modules
+  p.model.mtp_layers = 1;
+  auto const with = shape_of(p, s);
+  // A dense layer, the projection 2 x 4096 x 4096 and three RMSNorms.
+  CHECK(with.mtp_params == plain.layer_params + 2.0 * 4096 * 4096 + 3 * 4096);
+  CHECK(with.stage(0).params == plain.stage(0).params);
+  CHECK(with.stage(1).params == plain.stage(1).params + with.mtp_params + 32000.0 * 4096);
+  CHECK(with.stage(1).mtp_layers == 1);
+  CHECK(with.embedding.size == 2);
+  // Megatron sums the two copies' gradients after the backward
+  // (core_v0.13.0 distributed/finalize_model_grads.py:119-153), once a
+  // step, in the gradients' precision (bf16 in this program).
+  analytic_cost_model const model;
+  auto const step = model.step_time(with);
+  bool summed = false;
+  for (auto const& e : step.comm)
+    if (e.group == comm_group::embedding) summed = e.size.value() == 32000.0 * 4096 * 2 && e.count == 1;
+  CHECK(summed);
+  // One stage holds both ends: no copy, no sum.
+  s.pp = 1;
+  CHECK(shape_of(p, s).stage(0).params == shape_of(none, s).stage(0).params + with.mtp_params);
+  CHECK_FALSE(shape_of(p, s).embedding.active());
+}
+
+TEST_CASE("multi-token prediction's memory: its layer whole, its inputs, its loss's softmax at the loss") {
+  program p = two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.checkpoint = checkpoint_mode::none;
+  auto const plain = estimate_memory(p, s);
+  p.model.mtp_layers = 1;
+  auto const with = estimate_memory(p, s);
+  REQUIRE(std::string(with.peak_moment) == "the loss (end of the forward, start of the backward)");
+  double const t = 4096, h = 4096;
+  double const layer = activations_per_layer(p.model, s, false, recompute_mask(p.training)).value();
+  CHECK(with.activations.value() - plain.activations.value() ==
+        Approx(layer + 6 * 2 * t * h + 4 * 32000 * t + 8 * t).epsilon(1e-12));
+  // Under full recomputation the module's layer is still kept whole.
+  s.checkpoint = checkpoint_mode::full;
+  auto const terms = estimate_memory(shape_of(p, s), true).detail;
+  bool whole = false;
+  for (auto const& term : terms)
+    if (term.name.starts_with("multi-token prediction (1 module")) whole = term.size.value() == layer;
+  CHECK(whole);
+}
+
+TEST_CASE("multi-token prediction's FLOPs: a layer, the projection and the logits again, as Megatron-LM counts them") {
+  // core_v0.13.0 megatron/training/training.py:265-269, 385-401.
+  program p = two_nodes();
+  auto const plain = model_flops_per_step(p).value();
+  p.model.mtp_layers = 1;
+  double const tokens = 256.0 * 4096;
+  double const layer = 4 * 4096.0 * 4096 + 3 * 4096.0 * 11008;
+  double const module = layer + 2 * 4096.0 * 4096 + 32000.0 * 4096;
+  double const core = 6.0 * 4096 * 32 * (128 + 128);
+  CHECK(model_flops_per_step(p).value() - plain == Approx(tokens * (6 * module + core)).epsilon(1e-12));
+  // Full recomputation leaves the module out; selective recomputes its core.
+  strategy s = data_parallel(8, 1);
+  s.checkpoint = checkpoint_mode::full;
+  double const full_extra = hardware_flops_per_step(p, s).value() - model_flops_per_step(p).value();
+  program q = two_nodes();
+  CHECK(full_extra == Approx(hardware_flops_per_step(q, s).value() - model_flops_per_step(q).value()).epsilon(1e-12));
+  s.checkpoint = checkpoint_mode::selective;
+  double const selective_extra = hardware_flops_per_step(p, s).value() - model_flops_per_step(p).value();
+  CHECK(selective_extra == Approx(tokens * 2.0 * 4096 * 32 * 256 * 33).epsilon(1e-12));
 }

@@ -116,6 +116,10 @@ inline std::vector<framework_case> framework_cases() {
             {"model.head_dim=128", "model.q_lora_rank=1536", "model.kv_lora_rank=512", "model.qk_rope_head_dim=64",
              "model.v_head_dim=128"},
             "mla", false);
+  // Multi-token prediction over a pipeline: Megatron's --mtp-num-layers
+  // (Megatron-DeepSpeed and torchtitan have none).
+  add_cases(out, plans + "7b_2node.dtp", {"model.mtp_layers=1", "current.pp=2", "current.dp=8"}, "mtp", false);
+  add_cases(out, plans + "8b_torchtitan_h100.dtp", {"model.mtp_layers=2"}, "mtp", false);
   // Context parallelism passing keys and values round PyTorch's ring
   // (torchtitan's context_parallel_rotate_method = "alltoall").
   add_cases(out, plans + "8b_torchtitan_h100.dtp", {"fsdp.cp=2", "fsdp.dp=32", "training.cp_comm_type=alltoall"},

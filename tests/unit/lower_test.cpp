@@ -179,6 +179,23 @@ TEST_CASE("head_dim: each head's width, which frees hidden from being a multiple
         "test.dtp:1:23: error: unknown key 'qk_layernorm' in model 'q'; did you mean 'qk_norm'?\n"
         "    1 | model q : llama3_8b { qk_layernorm = true }\n"
         "      |                       ^~~~~~~~~~~~\n");
+  // Multi-token prediction: none unless written; Megatron-LM's and
+  // Hugging Face's names lead to it; rotary positions only, as
+  // Megatron-LM asserts.
+  CHECK(plain.p->model.mtp_layers == 0);
+  auto mtp = lower_text("model q : llama3_8b { mtp_layers = 2 }\n" + plain_cluster);
+  INFO(mtp.errors);
+  REQUIRE(mtp.p);
+  CHECK(mtp.p->model.mtp_layers == 2);
+  CHECK(lower_text("model q : llama3_8b { num_nextn_predict_layers = 1 }\n" + plain_cluster).errors ==
+        "test.dtp:1:23: error: unknown key 'num_nextn_predict_layers' in model 'q'; did you mean 'mtp_layers'?\n"
+        "    1 | model q : llama3_8b { num_nextn_predict_layers = 1 }\n"
+        "      |                       ^~~~~~~~~~~~~~~~~~~~~~~~\n");
+  CHECK(lower_text("model q : gpt3_175b { mtp_layers = 1 }\n" + plain_cluster).errors ==
+        "test.dtp:1:23: error: 'mtp_layers' (1): Megatron-LM runs multi-token prediction with rotary position "
+        "embeddings, not learned\n"
+        "    1 | model q : gpt3_175b { mtp_layers = 1 }\n"
+        "      |                       ^~~~~~~~~~\n");
   // Megatron-LM's name leads to it.
   CHECK(lower_text("model q : llama3_8b { kv_channels = 96 }\n" + plain_cluster).errors ==
         "test.dtp:1:23: error: unknown key 'kv_channels' in model 'q'; did you mean 'head_dim'?\n"

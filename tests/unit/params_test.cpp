@@ -222,7 +222,7 @@ TEST_CASE("multi-latent attention: DeepSeek-V3's 671.0 B, 37.5 B a token with th
   // (+ the 64-wide rotary key) and up to 128 x (128 + 128), o from 128 x 128;
   // 256 experts of 2048, 8 a token, one shared expert, the first 3 layers
   // dense (18432); vocabulary 129280, untied. Its multi-token prediction
-  // module (14 B) and the router's correction bias are not counted.
+  // module is counted below; the router's correction bias is not.
   auto m = mixture(test::decoder("v3", 61, 7168, 128, 128, 18432, planner::mlp_kind::swiglu, 129280), 256, 8, 2048,
                    2048);
   m.dense_layers = 3;
@@ -251,6 +251,30 @@ TEST_CASE("multi-latent attention: DeepSeek-V3's 671.0 B, 37.5 B a token with th
   CHECK(c.matmul == 58 * (matrices + 8LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048 + 7168LL * 256) +
                         3 * (matrices + 3LL * 7168 * 18432) + 129280LL * 7168);
   CHECK(c.matmul + c.embedding == 37'551'276'032);
+  CHECK(c.mtp == 0);
+  // DeepSeek-V3's multi-token prediction module (num_nextn_predict_layers
+  // 1): a mixture layer (the last layer's kind), the projection 2 x 7168 x
+  // 7168 and three RMSNorms, the embedding and output shared. 11.61 B; the
+  // checkpoint stores its own embedding and head copies besides (2 x 0.93
+  // B), 13.46 B, DeepSeek's "14B of the MTP module" (DeepSeek-V3 README:
+  // 671 B main model + 14 B MTP module = 685 B).
+  {
+    auto w = m;
+    w.mtp_layers = 1;
+    auto const d = count_params(w);
+    CHECK(d.mtp == moe_layer + 2LL * 7168 * 7168 + 3 * 7168);
+    CHECK(d.mtp == 11'610'067'968);
+    CHECK(d.total == 682'636'472'320);
+    CHECK(d.mtp + 2LL * 129280 * 7168 == 13'463'426'048);
+    // A token goes through the module's attention, eight experts, the
+    // shared one, the router, the projection and the logits again.
+    CHECK(d.mtp_matmul == matrices + 8LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048 + 7168LL * 256 + 2LL * 7168 * 7168);
+    CHECK(d.matmul == c.matmul + d.mtp_matmul + 129280LL * 7168);
+    // With a dense last layer the module's layer is dense.
+    w.moe_layer_freq = 2;  // layers 3, 5, ..., 59 mixtures; 60 dense
+    CHECK_FALSE(w.mtp_moe());
+    CHECK(count_params(w).mtp == count_params(w).dense_per_layer + 2LL * 7168 * 7168 + 3 * 7168);
+  }
   // Queries projected straight to the heads (DeepSeek-V2-Lite: no q_lora_rank).
   m.q_lora_rank = 0;
   CHECK(count_params(m).attention ==
