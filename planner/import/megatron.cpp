@@ -986,23 +986,20 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     failed = true;
   // --recompute-modules: what selective recomputation recomputes, the core
   // attention unless written (core_v0.13.0 arguments.py:1768,
-  // transformer_config.py:289-303, 813-836). "moe", the whole mixture with
-  // its all-to-alls again, is not costed: the rest are.
+  // transformer_config.py:289-303, 813-836).
   if (auto const* modules = deepspeed ? nullptr : job.find("--recompute-modules")) {
     auto const names = job.texts(*modules);
     if (!names) return c;
-    // Megatron-LM's names are dtplan's choices, and 'moe'.
+    // Megatron-LM's names are dtplan's choices.
     auto const& choices = find_key(block_kind::training, "recompute_modules")->choices;
     ast::set chosen{value_at(modules), {}};
     for (auto const& n : *names) {
       if (std::find(choices.begin(), choices.end(), n) != choices.end()) {
         chosen.items.push_back(ast::identifier{value_at(modules), n});
-      } else if (n == "moe") {
-        t.diags.warning(modules->key_where, "Megatron-LM's recompute module 'moe' (the whole mixture, its "
-                                            "all-to-alls again) is not modelled: costed as kept");
       } else {
-        t.diags.error(value_at(modules), fmt::format("'--recompute-modules' takes {} or moe, not '{}'",
-                                                     fmt::join(choices, ", "), dsl::escaped(n)));
+        std::vector<std::string> const most(choices.begin(), choices.end() - 1);
+        t.diags.error(value_at(modules), fmt::format("'--recompute-modules' takes {} or {}, not '{}'",
+                                                     fmt::join(most, ", "), choices.back(), dsl::escaped(n)));
         return c;
       }
     }

@@ -55,6 +55,7 @@ char const* name(recompute_module r) {
     case recompute_module::layernorm: return "layernorm";
     case recompute_module::mla_up_proj: return "mla_up_proj";
     case recompute_module::mlp: return "mlp";
+    case recompute_module::moe: return "moe";
   }
   return "?";
 }
@@ -224,6 +225,10 @@ std::optional<size_limit> beyond_limits(model const& m, training const& t) {
   if (t.recomputes(recompute_module::moe_act) && m.experts <= 1)
     return size_limit{"recompute_modules", fmt::format("recompute_modules has moe_act, a mixture's expert activation, "
                                                        "but model '{}' has no experts",
+                                                       m.name)};
+  if (t.recomputes(recompute_module::moe) && m.experts <= 1)
+    return size_limit{"recompute_modules", fmt::format("recompute_modules has moe, a mixture's whole MLP, but model "
+                                                       "'{}' has no experts",
                                                        m.name)};
   if (t.recomputes(recompute_module::moe_act) && !t.grouped_gemm)
     return size_limit{"recompute_modules", "recompute_modules has moe_act, which Megatron-Core runs with grouped "

@@ -51,7 +51,7 @@ enum class checkpoint_mode { none, selective, full, ops };
 /// core attention (its default), MoE experts' activation function, the two
 /// layer norms, multi-latent attention's up projections and rotary (each
 /// output discarded and rebuilt in the backward), the dense MLP.
-enum class recompute_module { core_attn, moe_act, layernorm, mla_up_proj, mlp };
+enum class recompute_module { core_attn, moe_act, layernorm, mla_up_proj, mlp, moe };
 constexpr unsigned recompute_bit(recompute_module r) { return 1u << static_cast<unsigned>(r); }
 /// How the loss is computed: fused (Megatron's vocab-parallel cross entropy
 /// works in place on one fp32 copy of the logits) or unfused (PyTorch's

@@ -646,11 +646,11 @@ std::vector<key_info> training_keys() {
                 "of the catalog"},
     {.block = k::training, .name = "recompute_modules", .dom = d::choice,
      .field = member<&training::recompute_modules>(),
-     .choices = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp"}, .default_value = value_set{0},
+     .choices = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe"}, .default_value = value_set{0},
      .default_text = "{core_attn}", .takes_set = true, .dump_default = false,
      .meaning = "what checkpoint = selective recomputes (a set; Megatron-Core's --recompute-modules): the core "
                 "attention, a mixture's expert activation, the two layer norms, multi-latent attention's up "
-                "projections and rotary, the dense MLP"},
+                "projections and rotary, the dense MLP, a mixture's whole MLP with its dispatch and combine"},
     {.block = k::training, .name = "cuda_launch_blocking", .dom = d::boolean,
      .field = member<&training::cuda_launch_blocking>(), .default_value = false, .default_text = "false",
      .dump_default = false,

@@ -503,7 +503,25 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
         rec += seconds(e * norm_bytes / hbm) + g.kernel_latency * (2 * norm_kernels);
         kernels += 2 * norm_kernels;
       }
-      if (tr.recomputes(recompute_module::moe_act) && m.experts > 1) {
+      // A mixture's whole MLP ('moe'): the router, the experts' and the
+      // shared expert's GEMMs, their activations and the dispatcher's
+      // permutations again (its collectives: cost_axes); it holds the
+      // experts' activation, so moe_act adds nothing more.
+      bool const whole_moe = tr.recomputes(recompute_module::moe) && m.experts > 1;
+      if (whole_moe) {
+        double calls = 0;
+        for (int i = 0; i < sh.gemm_count; ++i) {
+          auto const& gm = sh.gemms[static_cast<std::size_t>(i)];
+          if (gm.role == gemm_role::attention) continue;
+          rec += out.gemm_forward[static_cast<std::size_t>(i)];
+          calls += static_cast<double>(sh.calls_of(gm));
+        }
+        double const activations_run = static_cast<double>(sh.expert_gemm_calls()) + (shared_out > 0 ? 1.0 : 0.0);
+        rec += seconds((e * act_bytes + moved.forward.value()) / hbm) +
+               g.kernel_latency * (act_kernels * activations_run + moved_fwd_kernels);
+        kernels += calls + act_kernels * activations_run + moved_fwd_kernels;
+      }
+      if (tr.recomputes(recompute_module::moe_act) && m.experts > 1 && !whole_moe) {
         double const calls = static_cast<double>(sh.expert_gemm_calls());
         rec += seconds(e * t * act_out * mlp_share * act_factor / hbm) + g.kernel_latency * (act_kernels * calls);
         kernels += act_kernels * calls;
@@ -684,6 +702,18 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       if (tr.recomputes(recompute_module::mla_up_proj))
         extra += 2.0 * up * (static_cast<double>(m.layers) + mtp) * tokens;
       if (tr.recomputes(recompute_module::mlp)) extra += 2.0 * mlp * dense * tokens;
+      // A mixture's whole MLP: its router, active experts and shared
+      // expert, in every mixture layer (the modules' too).
+      if (tr.recomputes(recompute_module::moe) && m.experts > 1) {
+        double const moe_layers = static_cast<double>(m.moe_layer_count()) + (m.mtp_moe() ? mtp : 0.0);
+        double const h = static_cast<double>(m.hidden);
+        double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
+        double const per = (m.mlp == mlp_kind::gelu ? 2.0 : 3.0) * h *
+                               (active * static_cast<double>(m.mlp_width()) +
+                                static_cast<double>(std::max<std::int64_t>(0, m.shared_expert_ffn))) +
+                           h * static_cast<double>(m.experts);
+        extra += 2.0 * per * moe_layers * tokens;
+      }
       break;
     }
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;

@@ -13,6 +13,13 @@ namespace dtplan::planner::cost {
 namespace {
 
 
+// Whether selective recomputation reruns a mixture's whole MLP
+// (recompute_modules has moe).
+bool recomputes_whole_moe(strategy_shape const& sh) {
+  return sh.s.checkpoint == checkpoint_mode::selective && sh.prog->model.experts > 1 &&
+         sh.prog->training.recomputes(recompute_module::moe);
+}
+
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
 
@@ -212,6 +219,27 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       stream.calls += e_calls;
       stream.forward_time += e_ar * static_cast<double>(moe + mtp_moe);
       stream.forward_calls += moe + mtp_moe;
+    }
+  }
+  // A mixture's whole MLP recomputed ('moe') runs its tensor-parallel
+  // collectives again before the backward: the shared expert's (a dense
+  // MLP's pair) and, with etp = tp, the dispatcher's gather and scatter of
+  // the routed tokens. In the open.
+  if (recomputes_whole_moe(sh) && mixture) {
+    std::int64_t const again = (moe + (x.sc.mtp_moe ? mtp : 0)) * x.micro;
+    auto repeat = [&](collective op, bytes size) {
+      auto const one = call(op, size, tp);
+      out.add(op, comm_group::tp, tp, size, again, one * static_cast<double>(again), one * static_cast<double>(again),
+              comm_phase::layer);
+      stream.time += one * (static_cast<double>(again) / md);
+      stream.calls += again / x.micro;
+    };
+    if (s.sequence_parallel) {
+      if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
+      if (expert_tp) repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
+    } else {
+      if (shared) repeat(collective::all_reduce, x.activation);
+      if (expert_tp) repeat(collective::all_reduce, routed);
     }
   }
   // Each module's projection (core_v0.13.0 transformer/
@@ -663,11 +691,15 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // torchtitan's op-level policy keeps the all-to-alls' outputs (its
   // mixtures' save lists hold all_to_all_single: TT v0.2.0
   // models/llama4/infra/parallelize.py:37-43).
-  std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0);
+  // Megatron-Core's 'moe' recompute module dispatches and combines again
+  // too (core_v0.13.0 moe/moe_layer.py:247-263), in the modules' layers as
+  // well.
+  std::int64_t const again = recomputes_whole_moe(sh) ? 1 : 0;
+  std::int64_t const passes = 2 + (sh.s.checkpoint == checkpoint_mode::full ? 1 : 0) + again;
   std::int64_t const moe = x.sc.layers - x.sc.dense_layers;  // a mixture's dense layers send nothing
   // A multi-token prediction module's mixture layer: forward and backward.
   std::int64_t const mtp = x.sc.mtp_moe ? x.sc.mtp_layers : 0;
-  std::int64_t const count = 2 * (passes * moe + 2 * mtp) * x.micro;
+  std::int64_t const count = 2 * (passes * moe + (2 + again) * mtp) * x.micro;
   seconds const total = one * static_cast<double>(count);
   seconds exposed = total;
   // Megatron-Core's --moe-shared-expert-overlap runs the shared expert on a
@@ -692,7 +724,7 @@ void expert_parallel(step_context const& x, comm_builder& out) {
                                                     : one + max(seconds(0), one - shared);
     seconds const backward = t.shared_expert_overlap ? max(seconds(0), one * 2.0 - shared * 2.0) : one * 2.0;
     exposed = (forward * static_cast<double>(passes - 1) + backward) * static_cast<double>(moe * x.micro) +
-              (forward + backward) * static_cast<double>(mtp * x.micro);
+              (forward * static_cast<double>(1 + again) + backward) * static_cast<double>(mtp * x.micro);
   }
   out.add(collective::all_to_all, comm_group::ep, sh.ep, size, count, total, exposed, comm_phase::layer);
 }

@@ -194,6 +194,14 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, u
   if (dropout) add("attention residual dropout mask", tokens * h / rep);
   add("mlp norm input", e * tokens * h / rep);
   if (!rebuilt(recompute_module::layernorm)) add("mlp input", e * tokens * h / rep);
+  // A mixture's whole MLP recomputed (Megatron-Core's 'moe' module: router,
+  // dispatch, experts, shared expert and combine under one checkpoint,
+  // core_v0.13.0 moe/moe_layer.py:115-117, 247-263) keeps only its input.
+  bool const moe_rebuilt = m.experts > 1 && rebuilt(recompute_module::moe);
+  if (moe_rebuilt) {
+    if (dropout) add("mlp residual dropout mask", tokens * h / rep);
+    return;
+  }
   if (m.experts > 1) {
     // The experts' first GEMM keeps its input for its weight gradient: the
     // top-k copies of the tokens routed to this GPU's experts, as the

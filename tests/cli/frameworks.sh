@@ -391,7 +391,7 @@ stages 2 "--qk-layernorm 1" "stages.txt:25:16: error: '--qk-layernorm' takes no 
 stages 0 "--recompute-modules core_attn layernorm" ""
 expect_lacks "$TMP/err" "recompute"
 expect_contains "$TMP/out" "tokens per step; selective recomputation of core_attn, layernorm"
-stages 0 "--recompute-modules moe core_attn" "stages.txt:25:1: warning: Megatron-LM's recompute module 'moe' (the whole mixture, its all-to-alls again) is not modelled: costed as kept"
+stages 2 "--recompute-modules moe core_attn" "stages.txt:25:1: error: recompute_modules has moe, a mixture's whole MLP, but model 'llama2_7b' has no experts"
 stages 2 "--recompute-modules attn" "stages.txt:25:21: error: '--recompute-modules' takes core_attn, moe_act, layernorm, mla_up_proj, mlp or moe, not 'attn'"
 stages 2 "--recompute-modules moe_act" "stages.txt:25:1: error: recompute_modules has moe_act, a mixture's expert activation, but model 'llama2_7b' has no experts"
 # Without selective recomputation the modules apply to nothing: said so.

@@ -83,7 +83,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 13,'
+expect_contains "$TMP/imported.json" '"schema_version": 14,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,
@@ -168,9 +168,9 @@ expect_lacks "$TMP/capacity_bundle/skeleton/train_step.cu" "Query/key heads"
 expect_contains "$TMP/capacity.json" '"kv_lora_rank": 0,'
 # What selective recomputation recomputes (schema version 12): only where
 # not the core attention alone.
-sed -e 's/training { framework = megatron; global_batch = 256 }/training { framework = megatron; global_batch = 256; recompute_modules = {core_attn, moe_act} }/' -e 's/checkpoint = full/checkpoint = selective/' "$TMP/capacity.dtp" >"$TMP/modules.dtp"
+sed -e 's/training { framework = megatron; global_batch = 256 }/training { framework = megatron; global_batch = 256; recompute_modules = {core_attn, moe_act, moe} }/' -e 's/checkpoint = full/checkpoint = selective/' "$TMP/capacity.dtp" >"$TMP/modules.dtp"
 json_doc modules 0 "$TMP/modules.dtp"
-expect_python "$TMP/modules.json" 'assert d["training"]["recompute_modules"] == ["core_attn", "moe_act"], d["training"]'
+expect_python "$TMP/modules.json" 'assert d["training"]["recompute_modules"] == ["core_attn", "moe_act", "moe"], d["training"]'
 expect_python "$TMP/capacity.json" 'assert "recompute_modules" not in d["training"], d["training"]'
 expect_contains "$TMP/capacity.json" '"v_head_dim": 128,'
 # Multi-token prediction (schema version 13): its modules, 0 without; the

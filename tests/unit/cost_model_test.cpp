@@ -2022,6 +2022,12 @@ TEST_CASE("NeMo's DeepSeek-V3 recipe: its recomputed modules bring its first sta
   auto const modules = estimate_memory(deepseek_v3_128_nodes("recompute_modules = {mla_up_proj, layernorm}"), s);
   CHECK(gib(modules.total) == Approx(85.8).margin(0.05));
   CHECK_FALSE(modules.fits());
+  // Recomputing the mixtures' whole MLP too ('moe') fits it (README).
+  auto const whole = deepseek_v3_128_nodes("recompute_modules = {mla_up_proj, layernorm, moe}");
+  CHECK(gib(estimate_memory(whole, s).total) == Approx(58.7).margin(0.05));
+  CHECK(estimate_memory(whole, s).fits());
+  analytic_cost_model const recipe_model;
+  CHECK(recipe_model.step_time(whole, s).step.value() == Approx(17.4).margin(0.05));
   // The README's search result: tp 1, pp 8, ep 32, full recomputation, 16.9 s.
   strategy const best = split(128, 8, 32, checkpoint_mode::full);
   analytic_cost_model const model;
@@ -2155,4 +2161,84 @@ TEST_CASE("multi-token prediction's FLOPs: a layer, the projection and the logit
   s.checkpoint = checkpoint_mode::selective;
   double const selective_extra = hardware_flops_per_step(p, s).value() - model_flops_per_step(p).value();
   CHECK(selective_extra == Approx(tokens * 2.0 * 4096 * 32 * 256 * 33).epsilon(1e-12));
+}
+
+TEST_CASE("selective recomputation of a mixture's whole MLP ('moe'): its GEMMs, permutations and all-to-alls again") {
+  // Megatron-Core core_v0.13.0 moe/moe_layer.py:115-117, 247-263: router,
+  // dispatch, experts and combine under one checkpoint.
+  program p = two_nodes();
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  p.training.fused_elementwise = true;
+  strategy s = data_parallel(16, 1);
+  s.ep = 8;
+  auto const core = compute_per_micro_batch(p, s);
+  auto const sh = shape_of(p, s);
+  analytic_cost_model const model;
+  auto const all_to_alls = [&](program const& q) {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(shape_of(q, s)).comm)
+      if (e.group == comm_group::ep) n += e.count;
+    return n;
+  };
+  auto const core_calls = all_to_alls(p);
+  program whole = p;
+  whole.training.recompute_modules = {recompute_module::core_attn, recompute_module::moe};
+  auto const rebuilt = compute_per_micro_batch(whole, s);
+  // The router's and the experts' GEMMs forward, the activation over the
+  // top-k copies (3 x ffn x 2 bytes a row in, 2 x 4096 rows of 11008 each
+  // way: SwiGLU's read of gate and up, its write), the dispatcher's
+  // permutations.
+  seconds gemms;
+  std::int64_t calls = 0;
+  for (int i = 0; i < sh.gemm_count; ++i)
+    if (sh.gemms[static_cast<std::size_t>(i)].role != gemm_role::attention) {
+      gemms += core.gemm_forward[static_cast<std::size_t>(i)];
+      calls += sh.calls_of(sh.gemms[static_cast<std::size_t>(i)]);
+    }
+  gpu const& g = p.cluster.device;
+  double const hbm = g.hbm_bandwidth.value() * g.hbm_efficiency;
+  auto const moved = expert_movement(sh);
+  double const act = 2.0 * 4096 * 3 * 11008 * 2;
+  double const act_calls = static_cast<double>(sh.expert_gemm_calls());
+  CHECK(rebuilt.layer_recompute.value() - core.layer_recompute.value() ==
+        Approx(gemms.value() + (act + moved.forward.value()) / hbm +
+               g.kernel_latency.value() * (act_calls + static_cast<double>(moved.forward_kernels)))
+            .epsilon(1e-9));
+  CHECK(rebuilt.layer_kernels_recompute - core.layer_kernels_recompute ==
+        calls + static_cast<std::int64_t>(act_calls) + moved.forward_kernels);
+  // A third pass of dispatch and combine.
+  CHECK(all_to_alls(whole) * 2 == core_calls * 3);
+  // Its FLOPs: the router and two experts' SwiGLU matrices again, forward.
+  double const tokens = 256.0 * 4096;
+  double const per = 3 * 4096.0 * 2 * 11008 + 4096.0 * 8;
+  s.checkpoint = checkpoint_mode::selective;
+  CHECK(hardware_flops_per_step(whole, s).value() - hardware_flops_per_step(p, s).value() ==
+        Approx(2 * per * 32 * tokens).epsilon(1e-12));
+}
+
+TEST_CASE("'moe' recomputation repeats the mixture's tensor-parallel gathers and scatters") {
+  // Under tp 2 with sequence parallelism and each expert split over tp
+  // (etp = tp): the shared expert's all-gather and reduce-scatter and the
+  // dispatcher's of the routed tokens, once more a layer a micro-batch.
+  program p = two_nodes();
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  p.model.shared_expert_ffn = 11008;
+  strategy s = data_parallel(8, 1);
+  s.tp = 2;
+  s.sequence_parallel = true;
+  s.ep = 4;
+  program whole = p;
+  whole.training.recompute_modules = {recompute_module::core_attn, recompute_module::moe};
+  analytic_cost_model const model;
+  auto const calls = [&](program const& q, collective op) {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(shape_of(q, s)).comm)
+      if (e.group == comm_group::tp && e.op == op) n += e.count;
+    return n;
+  };
+  std::int64_t const more = 2 * 32 * shape_of(p, s).grad_accum;  // shared + routed, 32 layers, each micro-batch
+  CHECK(calls(whole, collective::all_gather) - calls(p, collective::all_gather) == more);
+  CHECK(calls(whole, collective::reduce_scatter) - calls(p, collective::reduce_scatter) == more);
 }

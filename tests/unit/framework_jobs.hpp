@@ -111,6 +111,9 @@ inline std::vector<framework_case> framework_cases() {
   // --recompute-modules (DeepSpeed's job cannot say it).
   add_cases(out, plans + "7b_2node.dtp", {"training.recompute_modules={core_attn, layernorm, mlp}"}, "modules",
             false);
+  // A mixture's whole MLP recomputed: --recompute-modules moe.
+  add_cases(out, plans + "qwen3_30b_a3b_megatron.dtp",
+            {"recipe.checkpoint=selective", "training.recompute_modules={core_attn, moe}"}, "moe_modules", false);
   // Multi-latent attention: Megatron's --multi-latent-attention and its widths.
   add_cases(out, plans + "7b_2node.dtp",
             {"model.head_dim=128", "model.q_lora_rank=1536", "model.kv_lora_rank=512", "model.qk_rope_head_dim=64",

@@ -208,8 +208,8 @@ TEST_CASE("every choice is named as its IR enum names it") {
   for (std::size_t i = 0; i < 4; ++i) CHECK(name(static_cast<checkpoint_mode>(i)) == find_key(block_kind::strategy, "checkpoint")->choices[i]);
   auto const* modules = find_key(block_kind::training, "recompute_modules");
   REQUIRE(modules);
-  REQUIRE(modules->choices.size() == 5);
-  for (std::size_t i = 0; i < 5; ++i) CHECK(name(static_cast<recompute_module>(i)) == modules->choices[i]);
+  REQUIRE(modules->choices.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(name(static_cast<recompute_module>(i)) == modules->choices[i]);
 }
 
 TEST_CASE("a framework block has each run-time behaviour row of the training block, the same row") {

@@ -1279,7 +1279,12 @@ TEST_CASE("recompute_modules: a set of Megatron-Core's modules, each of them in 
                    "training { global_batch = 64; grouped_gemm = false; recompute_modules = {moe_act} }\n")
             .errors.find("error: recompute_modules has moe_act, which Megatron-Core runs with grouped experts only "
                          "(grouped_gemm = true)") != std::string::npos);
+  // A mixture's whole MLP: a mixture's only.
   CHECK(with("llama3_8b { }", "{core_attn, moe}").errors.find(
-            "error: expected 'core_attn', 'moe_act', 'layernorm', 'mla_up_proj' or 'mlp' for 'recompute_modules', "
-            "got 'moe'") != std::string::npos);
+            "error: recompute_modules has moe, a mixture's whole MLP, but model 'm' has no experts") !=
+        std::string::npos);
+  CHECK(with("mixtral_8x7b { }", "{core_attn, moe}").p);
+  CHECK(with("llama3_8b { }", "{core_attn, moe_all}").errors.find(
+            "error: expected 'core_attn', 'moe_act', 'layernorm', 'mla_up_proj', 'mlp' or 'moe' for "
+            "'recompute_modules', got 'moe_all'") != std::string::npos);
 }

@@ -167,6 +167,10 @@ TEST_CASE("selective recomputation of Megatron-Core's modules: each drops what i
   double const moe_core = activations_per_layer(moe, selective).value();
   CHECK(activations_per_layer(moe, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::moe_act))
             .value() == moe_core - 2 * 2 * ls * f);
+  // Its whole MLP ('moe'): all but the MLP's input, the experts' top-k
+  // copies of it, their gate, up and product, and the router's fp32 logits.
+  CHECK(activations_per_layer(moe, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::moe))
+            .value() == moe_core - 2 * 2 * ls * lh - 3 * 2 * 2 * ls * f - 4 * ls * 8);
   // mlp does not reach a mixture's experts.
   CHECK(activations_per_layer(moe, selective, false, bit(recompute_module::core_attn) | bit(recompute_module::mlp))
             .value() == moe_core);
