@@ -468,7 +468,10 @@ class stage_memory {
     // PyTorch FSDP (1 and 2) keeps the root unit (embedding, final norm,
     // output projection: what a stage holds outside its layers) gathered
     // from its forward to its post-backward, so both moments below hold it.
-    double const root_params = placed_.params - sh_.layers_params(placed_.layers, placed_.moe_layers);
+    // (Multi-token prediction modules are units of their own, resharded
+    // after their forward like a layer.)
+    double const root_params = placed_.params - sh_.layers_params(placed_.layers, placed_.moe_layers) -
+                               double(placed_.mtp_layers) * sh_.mtp_params;
     if (zero3() && root_params > 0)
       add(b_.buffers, "ZeRO-3 gathered embedding/output unit (held through the step)", bytes(root_params * bpp_.weights));
     if (sh_.stage_kept_gathered() && placed_.layers > 0) {

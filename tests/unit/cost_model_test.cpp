@@ -2140,6 +2140,16 @@ TEST_CASE("multi-token prediction's memory: its layer whole, its inputs, its los
   for (auto const& term : terms)
     if (term.name.starts_with("multi-token prediction (1 module")) whole = term.size.value() == layer;
   CHECK(whole);
+  // Under ZeRO-3 a module is a unit of its own, not held with the
+  // embedding and output through the step.
+  s.zero = 3;
+  auto const root = [&](program const& q) {
+    for (auto const& term : estimate_memory(shape_of(q, s), true).detail)
+      if (term.name.starts_with("ZeRO-3 gathered embedding/output unit")) return term.size.value();
+    return 0.0;
+  };
+  CHECK(root(p) > 0);
+  CHECK(root(p) == root(two_nodes()));
 }
 
 TEST_CASE("multi-token prediction's FLOPs: a layer, the projection and the logits again, as Megatron-LM counts them") {
