@@ -1895,42 +1895,40 @@ TEST_CASE("multi-latent attention: five projections, a core over 192-wide querie
   CHECK(compute_per_micro_batch(p, s).layer_kernels - compute_per_micro_batch(plain, s).layer_kernels == 3 + 2 + 1);
 }
 
+namespace {
+// The strategy `spec` fixes on `p`, checked: its first error, "" where it
+// has none.
+std::string first_error(program const& p, strategy_spec const& spec) {
+  analytic_cost_model const model;
+  auto const pl = evaluate(p, spec, spec.fixed(), model, "s");
+  return pl.errors.empty() ? std::string() : pl.errors.front().message;
+}
+}  // namespace
+
 TEST_CASE("multi-latent attention is costed at tp = 1 and without op-level checkpointing") {
   program p = latent_two_nodes();
-  analytic_cost_model const model;
   strategy_spec spec;
   spec.name = "s";
   spec.tp = key_choice<std::int64_t>::one(2);
-  auto pl = evaluate(p, spec, spec.fixed(), model, "s");
-  CHECK_FALSE(pl.valid);
-  REQUIRE_FALSE(pl.errors.empty());
-  CHECK(pl.errors.front().message ==
+  CHECK(first_error(p, spec) ==
         "tp = 2: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and values gathered "
         "over the tensor-parallel ranks are not)");
   spec.tp = key_choice<std::int64_t>::one(1);
   spec.checkpoint = key_choice<checkpoint_mode>::one(checkpoint_mode::ops);
-  pl = evaluate(p, spec, spec.fixed(), model, "s");
-  CHECK_FALSE(pl.valid);
-  REQUIRE_FALSE(pl.errors.empty());
-  CHECK(pl.errors.front().message ==
+  CHECK(first_error(p, spec) ==
         "checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent attention");
 }
 
 TEST_CASE("multi-token prediction runs without context parallelism, as Megatron-LM asserts") {
   program p = two_nodes();
   p.model.mtp_layers = 1;
-  analytic_cost_model const model;
   strategy_spec spec;
   spec.name = "s";
   spec.cp = key_choice<std::int64_t>::one(2);
-  auto pl = evaluate(p, spec, spec.fixed(), model, "s");
-  CHECK_FALSE(pl.valid);
-  REQUIRE_FALSE(pl.errors.empty());
-  CHECK(pl.errors.front().message ==
+  CHECK(first_error(p, spec) ==
         "cp = 2: Megatron-LM runs multi-token prediction (mtp_layers = 1) without context parallelism only");
   spec.cp = key_choice<std::int64_t>::one(1);
-  pl = evaluate(p, spec, spec.fixed(), model, "s");
-  for (auto const& e : pl.errors) CHECK(e.message.find("multi-token") == std::string::npos);
+  CHECK(first_error(p, spec).find("multi-token") == std::string::npos);
 }
 
 TEST_CASE("selective recomputation's modules: each one's forward again") {
