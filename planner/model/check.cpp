@@ -165,16 +165,16 @@ class rules {
       error("tp", [&] { return fmt::format("tp = {} does not divide {} = {}", s.tp, ffn_key, ffn); });
     if (m.experts > 1 && m.shared_expert_ffn % s.tp != 0)
       error("tp", [&] { return fmt::format("tp = {} does not divide shared_expert_ffn = {}", s.tp, m.shared_expert_ffn); });
-    // Multi-latent attention under tensor parallelism gathers its compressed
-    // queries, keys and values over the tensor-parallel ranks and splits its
-    // down projections (core_v0.13.0 transformer/multi_latent_attention.py:
-    // 400-460): collectives dtplan does not cost. DeepSeek-V3 and NeMo's
-    // recipe for it train at tp = 1.
-    if (m.mla() && s.tp > 1)
+    // Multi-latent attention's down projections are column-parallel: tp
+    // splits their outputs (core_v0.13.0 transformer/
+    // multi_latent_attention.py:286-336), q_lora_rank and kv_lora_rank with
+    // the rotary key.
+    if (m.mla() && m.q_lora_rank % s.tp != 0)
+      error("tp", [&] { return fmt::format("tp = {} does not divide q_lora_rank = {}", s.tp, m.q_lora_rank); });
+    if (m.mla() && (m.kv_lora_rank + m.qk_rope_head_dim) % s.tp != 0)
       error("tp", [&] {
-        return fmt::format("tp = {}: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and "
-                           "values gathered over the tensor-parallel ranks are not)",
-                           s.tp);
+        return fmt::format("tp = {} does not divide kv_lora_rank + qk_rope_head_dim = {} + {}", s.tp, m.kv_lora_rank,
+                           m.qk_rope_head_dim);
       });
     if (m.mla() && s.checkpoint == checkpoint_mode::ops)
       error("checkpoint", [&] {

@@ -221,6 +221,53 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       stream.forward_calls += moe + mtp_moe;
     }
   }
+  // Multi-latent attention under tensor parallelism (core_v0.13.0
+  // transformer/multi_latent_attention.py:400-460, gpt_layer_specs.py:
+  // 124-150): its down projections are column-parallel linears each of its
+  // own, so the layer's input is gathered for the second as well (its
+  // gradient scattered back: a reduce-scatter with sequence parallelism,
+  // an all-reduce without); their outputs are gathered over tp along the
+  // width (the compressed q, the compressed keys and values with the
+  // rotary key) and, with sequence parallelism, split to the sequence
+  // again, whose backward all-gathers; the up projections gather their
+  // inputs and scatter their gradients (all-reduce them without sequence
+  // parallelism). The first gather of the input and the o projection's
+  // scatter are every layer's, above. In the open, each layer (the
+  // modules' too) each micro-batch; full recomputation's forward again.
+  if (x.m.mla()) {
+    double const rows = static_cast<double>(sh.tokens) * x.e;
+    bool const q_down = x.m.q_lora_rank > 0;
+    bytes const q(rows * static_cast<double>(x.m.q_lora_rank));
+    bytes const kv(rows * static_cast<double>(x.m.kv_lora_rank));
+    bytes const kv_rope(rows * static_cast<double>(x.m.kv_lora_rank + x.m.qk_rope_head_dim));
+    bool const sp = s.sequence_parallel;
+    std::int64_t const forwards = (1 + (s.checkpoint == checkpoint_mode::full ? 1 : 0)) * layers + mtp;
+    std::int64_t const backwards = layers + mtp;
+    // `times` calls of `op` a layer, in each forward pass or in the backward.
+    auto add = [&](collective op, bytes size, std::int64_t times, bool forward) {
+      std::int64_t const per_micro = times * (forward ? forwards : backwards);
+      auto const one = call(op, size, tp);
+      std::int64_t const n = per_micro * x.micro;
+      out.add(op, comm_group::tp, tp, size, n, one * static_cast<double>(n), one * static_cast<double>(n),
+              comm_phase::layer);
+      stream.time += one * static_cast<double>(per_micro);
+      stream.calls += per_micro;
+      if (forward) {  // the first forward's; full recomputation's runs in the backward
+        stream.forward_time += one * static_cast<double>(times * (layers + mtp));
+        stream.forward_calls += times * (layers + mtp);
+      }
+    };
+    auto const back = sp ? collective::reduce_scatter : collective::all_reduce;
+    if (sp) add(collective::all_gather, x.activation, 1, true);
+    if (q_down) add(collective::all_gather, q, sp ? 2 : 1, true);
+    add(collective::all_gather, kv_rope, 1, true);
+    if (sp) add(collective::all_gather, kv, 1, true);
+    add(back, x.activation, 1, false);
+    if (q_down) add(back, q, 1, false);
+    add(back, kv, 1, false);
+    if (sp && q_down) add(collective::all_gather, q, 1, false);
+    if (sp) add(collective::all_gather, kv, 1, false);
+  }
   // A mixture's whole MLP recomputed ('moe') runs its tensor-parallel
   // collectives again before the backward: the shared expert's (a dense
   // MLP's pair) and, with etp = tp, the dispatcher's gather and scatter of

@@ -418,7 +418,9 @@ expect_lacks "$TMP/err" "latent"
 expect_contains "$TMP/out" "32 heads (32 kv) of multi-latent attention (q rank 1536, kv rank 512; q/k heads 128 + 64 rotary, v heads 128), ffn 11008"
 stages 0 "--multi-latent-attention --qk-pos-emb-head-dim 32 --v-head-dim 96" "stages.txt:25:1: warning: Megatron-LM runs this multi-latent attention without its compressed queries' and keys' norms (no --qk-layernorm): costed with them, as DeepSeek's"
 expect_contains "$TMP/out" "(q rank none, kv rank 32; q/k heads 128 + 32 rotary, v heads 96)"
-stages 1 "--multi-latent-attention --qk-layernorm --tensor-model-parallel-size 2" "stages.txt:25:41: error: tp = 2: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and values gathered over the tensor-parallel ranks are not)"
+stages 0 "--multi-latent-attention --qk-layernorm --tensor-model-parallel-size 2 --sequence-parallel" ""
+expect_contains "$TMP/out" "dp 4, tp 2, pp 2, cp 1, zero 1, shard all, checkpoint selective, micro_batch 1, virtual_stages 1, sequence_parallel true,"
+expect_lacks "$TMP/err" "latent"
 # A launch script's expansion dtplan cannot resolve, after a flag, is more
 # arguments it does not read, not the flag's value.
 printf 'EXTRA=$(cat extra.txt)\n' >"$TMP/launch.sh"

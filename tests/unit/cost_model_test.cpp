@@ -1905,14 +1905,64 @@ std::string first_error(program const& p, strategy_spec const& spec) {
 }
 }  // namespace
 
-TEST_CASE("multi-latent attention is costed at tp = 1 and without op-level checkpointing") {
+TEST_CASE("multi-latent attention under tensor parallelism: its own gathers of the input and the compressed tensors") {
+  // Megatron-Core core_v0.13.0 transformer/multi_latent_attention.py:
+  // 400-460: tp 2 with sequence parallelism, q rank 1536, kv rank 512 with
+  // a 64-wide rotary key, 4096 tokens of 16 bits a micro-batch, 32 layers.
+  program const dense_attention = two_nodes();
+  program const p = latent_two_nodes();
+  strategy s = data_parallel(8, 1);
+  s.tp = 2;
+  s.sequence_parallel = true;
+  analytic_cost_model const model;
+  auto const calls = [&](program const& q, collective op, double size) {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(shape_of(q, s)).comm)
+      if (e.group == comm_group::tp && e.op == op && e.size.value() == size) n += e.count;
+    return n;
+  };
+  double const rows = 4096.0 * 2;
+  std::int64_t const layers = 32 * shape_of(p, s).grad_accum;  // a layer's each micro-batch
+  // The second down projection's own gather of the input, and its gradient.
+  CHECK(calls(p, collective::all_gather, rows * 4096) - calls(dense_attention, collective::all_gather, rows * 4096) ==
+        layers);
+  CHECK(calls(p, collective::reduce_scatter, rows * 4096) -
+            calls(dense_attention, collective::reduce_scatter, rows * 4096) ==
+        layers);
+  // The compressed q gathered along its width and as the up projection's
+  // input, and again for its split's backward; its gradient scattered.
+  CHECK(calls(p, collective::all_gather, rows * 1536) == 3 * layers);
+  CHECK(calls(p, collective::reduce_scatter, rows * 1536) == layers);
+  // The keys' and values' down projection's output with the rotary key.
+  CHECK(calls(p, collective::all_gather, rows * (512 + 64)) == layers);
+  CHECK(calls(p, collective::all_gather, rows * 512) == 2 * layers);
+  CHECK(calls(p, collective::reduce_scatter, rows * 512) == layers);
+  // Full recomputation gathers again in its forward.
+  s.checkpoint = checkpoint_mode::full;
+  CHECK(calls(p, collective::all_gather, rows * (512 + 64)) == 2 * layers);
+  CHECK(calls(p, collective::reduce_scatter, rows * 512) == layers);
+  // Without sequence parallelism: the width gathers, and all-reduces of the
+  // input's and the compressed tensors' gradients.
+  s.checkpoint = checkpoint_mode::selective;
+  s.sequence_parallel = false;
+  CHECK(calls(p, collective::all_gather, rows * 1536) == layers);
+  CHECK(calls(p, collective::all_reduce, rows * 1536) == layers);
+  CHECK(calls(p, collective::all_reduce, rows * 512) == layers);
+}
+
+TEST_CASE("multi-latent attention: tp splits its down projections; op-level checkpointing is not costed") {
   program p = latent_two_nodes();
   strategy_spec spec;
   spec.name = "s";
   spec.tp = key_choice<std::int64_t>::one(2);
-  CHECK(first_error(p, spec) ==
-        "tp = 2: multi-latent attention is costed at tp = 1 only (its compressed queries, keys and values gathered "
-        "over the tensor-parallel ranks are not)");
+  CHECK(first_error(p, spec) == "");
+  spec.tp = key_choice<std::int64_t>::one(8);
+  p.model.q_lora_rank = 1532;
+  CHECK(first_error(p, spec) == "tp = 8 does not divide q_lora_rank = 1532");
+  p.model.q_lora_rank = 1536;
+  p.model.qk_rope_head_dim = 60;
+  CHECK(first_error(p, spec) == "tp = 8 does not divide kv_lora_rank + qk_rope_head_dim = 512 + 60");
+  p.model.qk_rope_head_dim = 64;
   spec.tp = key_choice<std::int64_t>::one(1);
   spec.checkpoint = key_choice<checkpoint_mode>::one(checkpoint_mode::ops);
   CHECK(first_error(p, spec) ==
