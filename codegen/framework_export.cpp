@@ -503,8 +503,8 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   }
   if (m.experts > 1 && !deepspeed) {
     // Every layer's MLP a mixture, its experts expert_ffn wide, the tokens
-    // sent to them all-to-all as dtplan costs them (core_v0.13.0
-    // arguments.py:2700-2793; the default dispatcher gathers instead).
+    // sent to them by the plan's dispatcher (core_v0.13.0
+    // arguments.py:2700-2793).
     a.add("--num-experts", m.experts);
     a.add("--moe-router-topk", std::min(m.experts_per_token, m.experts));
     if (m.mixed_layers()) a.add("--moe-layer-freq", moe_layer_pattern(m));
@@ -512,7 +512,7 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     if (m.shared_expert_ffn > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_expert_ffn);
     if (m.capacity_factor) a.add("--moe-expert-capacity-factor", fmt::format("{}", *m.capacity_factor));
     if (m.pad_to_capacity) a.add("--moe-pad-expert-input-to-capacity");
-    a.add("--moe-token-dispatcher-type", "alltoall");
+    a.add("--moe-token-dispatcher-type", planner::name(p.training.moe_token_dispatcher));
     if (p.training.grouped_gemm) a.add("--moe-grouped-gemm");
     if (p.training.permute_fusion) a.add("--moe-permute-fusion");
     if (m.shared_expert_ffn > 0 && p.training.shared_expert_overlap) a.add("--moe-shared-expert-overlap");
@@ -737,6 +737,7 @@ bool carried(job_format f, std::string_view key, planner::program const& p, plan
                (grad_precision(p) == precision::fp16 && prec == precision::fp16);
       return key == "overlap_grad_sync" || key == "cuda_graphs" || key == "grad_bucket" || key == "timing_log_level" ||
              key == "transformer_impl" || key == "grouped_gemm" || key == "permute_fusion" ||
+             key == "moe_token_dispatcher" ||
              key == "shared_expert_overlap" ||
              key == "optimizer_state_precision" ||
              (key == "cp_comm_type" && t.cp_comm_type == planner::cp_comm_kind::p2p) ||
@@ -775,6 +776,7 @@ bool applies(std::string_view key, planner::program const& p, planner::plan cons
   if (key == "loss_parallel") return s.tp > 1;
   if (key == "grouped_gemm") return p.model.experts > 1 && p.model.experts / s.ep > 1;
   if (key == "permute_fusion") return p.model.experts > 1;
+  if (key == "moe_token_dispatcher") return p.model.experts > 1 && (s.ep > 1 || s.tp > 1);
   if (key == "shared_expert_overlap" || key == "shared_expert_combine_overlap")
     return p.model.experts > 1 && p.model.shared_expert_ffn > 0 && s.ep > 1;
   if (key == "fused_rotary") return p.model.position == planner::position_kind::rotary && p.training.fused_elementwise;

@@ -721,19 +721,27 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     auto [ep, epe] = integer("--expert-model-parallel-size");
     if (epe && !ep) failed = true;
     set_strategy(t, "ep", integer_value(ep.value_or(1), value_at(epe)), key_at(epe));
-    // dtplan costs the tokens' trip to their experts as an all-to-all,
-    // which Megatron-LM runs with --moe-token-dispatcher-type alltoall; its
-    // default gathers every token of the ep ranks instead
-    // (arguments.py:2790-2793).
-    // Looked up only where it applies: a dense job's is left unread, and said so.
-    if (n && ep.value_or(1) > 1) {
-      if (auto const* dispatcher = job.find("--moe-token-dispatcher-type"); !dispatcher) {
-        t.diags.warning(epe->key_where, "Megatron-LM's default token dispatcher 'allgather' is not modelled: costed "
-                                        "as 'alltoall' (--moe-token-dispatcher-type alltoall)");
-      } else if (auto v = job.text(*dispatcher); !v) {
+    // The tokens' trip to their experts: Megatron-LM's default gathers
+    // every token over the tp x ep ranks (arguments.py:2790-2793,
+    // moe/token_dispatcher.py:196-330); alltoall sends each its top-k
+    // copies; flex (DeepEP) is not modelled. Looked up only where it
+    // applies: a dense job's is left unread, and said so.
+    if (n) {
+      auto const* dispatcher = job.find("--moe-token-dispatcher-type");
+      std::optional<std::string> v = dispatcher ? job.text(*dispatcher) : std::optional<std::string>("allgather");
+      if (!v) {
         failed = true;
-      } else if (*v != "alltoall") {
+      } else if (*v == "alltoall" || *v == "allgather") {
+        set(t, "training", "moe_token_dispatcher", identifier_value(*v, value_at(dispatcher)), key_at(dispatcher));
+      } else if (*v == "flex") {
         not_modelled(t, *dispatcher, "token dispatcher", *v, "alltoall");
+        set(t, "training", "moe_token_dispatcher", identifier_value("alltoall", value_at(dispatcher)),
+            key_at(dispatcher));
+      } else {
+        t.diags.error(value_at(dispatcher), fmt::format("'--moe-token-dispatcher-type' takes allgather, alltoall or "
+                                                        "flex, not '{}'",
+                                                        dsl::escaped(*v)));
+        failed = true;
       }
     }
     bool shared_expert = false;

@@ -68,6 +68,11 @@ enum class cross_entropy_kind { fused, unfused };
 /// SDPA's inputs, the keys and values expanded to the query's heads, and
 /// accumulates the gradients in fp32.
 enum class cp_comm_kind { p2p, allgather, alltoall };
+/// How a mixture's tokens reach their experts: all-to-alls over the
+/// expert-parallel ranks of each token's top-k copies, or Megatron-Core's
+/// all-gather of every token over the tp x ep ranks (and a reduce-scatter
+/// back), each rank keeping those of its own experts.
+enum class dispatcher_kind { alltoall, allgather };
 /// How a framework splits the layers over the pipeline's chunks: any way
 /// (dtplan's uneven split, the first chunks a layer more), into stages of
 /// one size whose count is ceil(layers / size) (torchtitan's
@@ -132,6 +137,7 @@ char const* name(checkpoint_mode);
 char const* name(recompute_module);
 char const* name(cross_entropy_kind);
 char const* name(cp_comm_kind);
+char const* name(dispatcher_kind);
 char const* name(transformer_impl_kind);
 /// Every checkpoint mode, by how much it recomputes (and, for dense
 /// transformers, how little it keeps): the order the search, the advice and
@@ -408,6 +414,9 @@ struct training {
   /// kernels (Transformer Engine's, Megatron-Core's --moe-permute-fusion);
   /// false: by PyTorch's indexing operators, more kernels for the same bytes.
   bool permute_fusion = true;
+  /// A mixture's token dispatcher (Megatron-Core's
+  /// --moe-token-dispatcher-type; torchtitan and DeepSpeed all-to-all).
+  dispatcher_kind moe_token_dispatcher = dispatcher_kind::alltoall;
   /// A mixture's shared expert runs on a stream of its own from the
   /// dispatch to the combine, its GEMMs under the all-to-alls (Megatron-
   /// Core's --moe-shared-expert-overlap); false: in line with the rest.

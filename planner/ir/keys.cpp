@@ -518,6 +518,13 @@ std::vector<key_info> behaviour_keys() {
      .default_value = true, .default_text = "true", .aliases = {"moe_permute_fusion"}, .dump_default = false,
      .meaning = "a mixture's tokens put into expert order and summed back by fused kernels; false: by PyTorch's "
                 "indexing operators (Megatron-Core without --moe-permute-fusion, torchtitan)"},
+    {.block = k, .name = "moe_token_dispatcher", .dom = d::choice,
+     .field = member<&training::moe_token_dispatcher, B>(), .choices = {"alltoall", "allgather"},
+     .default_value = std::int64_t{0}, .default_text = "alltoall", .aliases = {"moe_token_dispatcher_type"},
+     .dump_default = false,
+     .meaning = "a mixture's token dispatcher: all-to-alls of each token's top-k copies over the expert-parallel "
+                "ranks, or every token all-gathered over the tp x ep ranks and reduce-scattered back "
+                "(Megatron-Core's --moe-token-dispatcher-type)"},
     {.block = k, .name = "shared_expert_overlap", .dom = d::boolean,
      .field = member<&training::shared_expert_overlap, B>(), .default_value = false, .default_text = "false",
      .aliases = {"moe_shared_expert_overlap"}, .dump_default = false,

@@ -181,6 +181,24 @@ class rules {
         return std::string("checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent "
                            "attention");
       });
+    // The allgather token dispatcher as dtplan costs it: over the ep ranks
+    // (etp = 1) or the tp ranks (ep = 1), with sequence parallelism under tp
+    // (Megatron-Core refuses a mixture under tp without it in training,
+    // moe/moe_layer.py:240-244).
+    if (m.experts > 1 && p_.training.moe_token_dispatcher == dispatcher_kind::allgather) {
+      if (s.ep > 1 && s.expert_tp() > 1)
+        error("ep", [&] {
+          return fmt::format("moe_token_dispatcher = allgather over tp x ep = {} x {} ranks, each expert split over "
+                             "tp, is not costed: alltoall, or etp = 1",
+                             s.tp, s.ep);
+        });
+      if (s.tp > 1 && !s.sequence_parallel)
+        error("sequence_parallel", [&] {
+          return fmt::format("moe_token_dispatcher = allgather under tp = {} is costed with sequence parallelism "
+                             "only",
+                             s.tp);
+        });
+    }
     // Megatron-Core, the one implementation of multi-token prediction,
     // asserts it runs without context parallelism (core_v0.13.0
     // megatron/training/arguments.py:1073-1076).

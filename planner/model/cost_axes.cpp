@@ -23,6 +23,49 @@ bool recomputes_whole_moe(strategy_shape const& sh) {
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
 
+// Megatron-Core's allgather token dispatcher over `over` (the tp x ep
+// ranks: ep with etp = 1, tp with ep = 1), each mixture layer
+// `forwards` times forward and `backwards` times backward a micro-batch
+// (core_v0.13.0 moe/token_dispatcher.py:196-330): the routing map (a byte
+// an expert), the probabilities (16-bit) and the tokens all-gathered, the
+// experts' output reduce-scattered back; backward the probabilities' and
+// tokens' gradients reduce-scattered and the output's gathered. Every rank
+// sends its own tokens once, whatever the top-k. In the open. Returns the
+// time a micro-batch, its calls and the first forward's share.
+in_stream allgather_dispatch(step_context const& x, comm_builder& out, group_shape const& over, comm_group group,
+                             std::int64_t forwards, std::int64_t backwards, std::int64_t layers) {
+  in_stream st;
+  if (over.size <= 1) return st;
+  double const gathered = static_cast<double>(x.sh.tokens) / static_cast<double>(x.sh.sp_divisor) *
+                          static_cast<double>(over.size);
+  double const experts = static_cast<double>(x.m.experts);
+  bytes const hidden(gathered * static_cast<double>(x.m.hidden) * x.e);
+  bytes const probs(gathered * experts * x.e), map(gathered * experts);
+  auto add = [&](collective op, bytes size, std::int64_t per_micro, bool forward) {
+    auto const one = call(op, size, over);
+    std::int64_t const n = per_micro * x.micro;
+    out.add(op, group, over, size, n, one * static_cast<double>(n), one * static_cast<double>(n), comm_phase::layer);
+    st.time += one * static_cast<double>(per_micro);
+    st.calls += per_micro;
+    if (forward) {
+      st.forward_time += one * static_cast<double>(layers);
+      st.forward_calls += layers;
+    }
+  };
+  add(collective::all_gather, map, forwards, true);
+  add(collective::all_gather, probs, forwards, true);
+  add(collective::all_gather, hidden, forwards, true);
+  add(collective::reduce_scatter, hidden, forwards, true);
+  add(collective::reduce_scatter, probs, backwards, false);
+  add(collective::reduce_scatter, hidden, backwards, false);
+  add(collective::all_gather, hidden, backwards, false);
+  return st;
+}
+
+bool allgather_dispatcher(step_context const& x) {
+  return x.m.experts > 1 && x.sh.prog->training.moe_token_dispatcher == dispatcher_kind::allgather;
+}
+
 // Buckets of `bucket` bytes that hold `b`: at least one, and at most 10^18
 // (a count no integer conversion overflows; the keys keep a bucket at a
 // byte or more, so only a model of 10^18 bytes of gradients reaches it).
@@ -183,7 +226,17 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(moe + mtp_moe) +
                           (ag_dense + rs_dense) * static_cast<double>(dense_layers + mtp_dense);
     stream.forward_calls = 2 * (units + mtp_units);  // the all-gathers and the reduce-scatters
-    if (expert_tp) {
+    if (expert_tp && allgather_dispatcher(x)) {
+      // Megatron-Core's allgather dispatcher over the tp ranks (ep = 1).
+      std::int64_t const again = recomputes_whole_moe(sh) ? 1 : 0;
+      std::int64_t const layers_moe = moe + mtp_moe;
+      auto const st = allgather_dispatch(x, out, tp, comm_group::tp, (passes - 1 + again) * moe + (1 + again) * mtp_moe,
+                                         layers_moe, layers_moe);
+      stream.time += st.time;
+      stream.calls += st.calls;
+      stream.forward_time += st.forward_time;
+      stream.forward_calls += st.forward_calls;
+    } else if (expert_tp) {
       std::int64_t const e_ag_layer = passes + (ops ? 1 : 0), e_rs_layer = passes;
       std::int64_t const e_ag_calls = e_ag_layer * moe + 2 * mtp_moe, e_rs_calls = e_rs_layer * moe + 2 * mtp_moe;
       auto const e_ag = call(collective::all_gather, routed, tp);
@@ -283,10 +336,11 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     };
     if (s.sequence_parallel) {
       if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
-      if (expert_tp) repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
+      if (expert_tp && !allgather_dispatcher(x))
+        repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
     } else {
       if (shared) repeat(collective::all_reduce, x.activation);
-      if (expert_tp) repeat(collective::all_reduce, routed);
+      if (expert_tp && !allgather_dispatcher(x)) repeat(collective::all_reduce, routed);
     }
   }
   // Each module's projection (core_v0.13.0 transformer/
@@ -746,6 +800,11 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   std::int64_t const moe = x.sc.layers - x.sc.dense_layers;  // a mixture's dense layers send nothing
   // A multi-token prediction module's mixture layer: forward and backward.
   std::int64_t const mtp = x.sc.mtp_moe ? x.sc.mtp_layers : 0;
+  if (allgather_dispatcher(x)) {
+    // Over the ep ranks: etp = 1 here (the check refuses etp = tp > 1).
+    allgather_dispatch(x, out, sh.ep, comm_group::ep, (passes - 1) * moe + (1 + again) * mtp, moe + mtp, moe + mtp);
+    return;
+  }
   std::int64_t const count = 2 * (passes * moe + (2 + again) * mtp) * x.micro;
   seconds const total = one * static_cast<double>(count);
   seconds exposed = total;

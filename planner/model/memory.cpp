@@ -506,6 +506,17 @@ class stage_memory {
     } else if (s_.tp > 1) {
       add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
     }
+    // Megatron-Core's allgather token dispatcher gathers the tp x ep
+    // ranks' tokens into its global memory buffer, kept for the run
+    // (core_v0.13.0 moe/token_dispatcher.py:258-260, use_global_buffer).
+    if (m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0 &&
+        p_.training.moe_token_dispatcher == dispatcher_kind::allgather) {
+      double const ranks = double(s_.ep > 1 ? s_.ep : s_.tp);
+      if (ranks > 1)
+        add(b_.buffers, [&] {
+          return fmt::format("allgather token dispatcher's buffer ({} ranks' tokens, s.b.h/t each)", ranks);
+        }, bytes(e_ * tokens_ / rep_ * ranks * h_));
+    }
     if (s_.pp > 1) pipeline_buffers();
   }
 

@@ -461,13 +461,31 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/out" "46.70 B parameters; 32 layers, hidden 4096, 32 heads (8 kv), ffn 14336 swiglu x 8 experts (2 a token),"
 expect_contains "$TMP/out" "10.9 GiB  optimizer moments (adam x 8 B, ZeRO-1 over 16, experts over 2)"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 2, cp 1, ep 8, zero 1, shard all,"
-expect_contains "$TMP/err" "moe.txt:1:17: warning: Megatron-LM's default token dispatcher 'allgather' is not modelled: costed as 'alltoall' (--moe-token-dispatcher-type alltoall)"
+# Megatron-LM's default dispatcher gathers every token of the ep ranks
+# (the buffer it keeps, its gathers and scatters) and costs more than the
+# all-to-alls of each token's two copies.
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "256.0 MiB  allgather token dispatcher's buffer (8 ranks' tokens, s.b.h/t each)"
+expect_contains "$TMP/out" "    all-gather      ep            8   256.0 MiB    512 intra     342 ms     342 ms"
+expect_contains "$TMP/out" "time per step                      10.6 s"
 printf -- '--moe-token-dispatcher-type alltoall\n' >>"$TMP/moe.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "time per step                      9.56 s"
+expect_lacks "$TMP/out" "dispatcher's buffer"
+# The README's two figures for the gathering dispatcher.
+expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --set training.moe_token_dispatcher=allgather --quiet
+expect_contains "$TMP/out" "example: valid, 5.57 s per step"
+expect_status 0 "$DTPLAN" plans/qwen3_30b_a3b_megatron.dtp --set training.moe_token_dispatcher=allgather --quiet
+expect_contains "$TMP/out" "recipe: valid, 2.41 s per step"
+printf -- '--moe-token-dispatcher-type scatter\n' >>"$TMP/moe.txt"
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/err" "moe.txt:4:29: error: '--moe-token-dispatcher-type' takes allgather, alltoall or flex, not 'scatter'"
+sed -i '$d' "$TMP/moe.txt"
 printf -- '--moe-token-dispatcher-type flex\n' >>"$TMP/moe.txt"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/err" "moe.txt:4:1: warning: Megatron-LM's token dispatcher 'flex' is not modelled: costed as 'alltoall'"
+expect_contains "$TMP/out" "time per step                      9.56 s"
 # Without --moe-grouped-gemm Megatron-LM runs the local experts one after
 # another (SequentialMLP; core_v0.13.0 transformer_config.py:461): read as
 # grouped_gemm = false, which costs 4 experts a GPU (ep 2) more than the flag.

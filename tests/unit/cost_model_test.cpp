@@ -2300,3 +2300,72 @@ TEST_CASE("'moe' recomputation repeats the mixture's tensor-parallel gathers and
   CHECK(calls(whole, collective::all_gather) - calls(p, collective::all_gather) == more);
   CHECK(calls(whole, collective::reduce_scatter) - calls(p, collective::reduce_scatter) == more);
 }
+
+TEST_CASE("Megatron-Core's allgather token dispatcher: every token of the tp x ep ranks gathered and scattered back") {
+  // core_v0.13.0 moe/token_dispatcher.py:196-330, 8 experts, 2 a token,
+  // 4096 tokens of 4096 at 16 bits a micro-batch, 32 layers.
+  program alltoall = two_nodes();
+  alltoall.model.experts = 8;
+  alltoall.model.experts_per_token = 2;
+  program allgather = alltoall;
+  allgather.training.moe_token_dispatcher = dispatcher_kind::allgather;
+  analytic_cost_model const model;
+  auto const calls = [&](program const& q, strategy const& s, comm_group g, collective op, double size) {
+    std::int64_t n = 0;
+    for (auto const& e : model.step_time(shape_of(q, s)).comm)
+      if (e.group == g && e.op == op && e.size.value() == size) n += e.count;
+    return n;
+  };
+  // Over the ep ranks: the eight ranks' tokens (256 MiB) gathered and the
+  // output scattered back each way, the map and probabilities gathered.
+  strategy s = data_parallel(16, 1);
+  s.ep = 8;
+  std::int64_t const layers = 32 * shape_of(allgather, s).grad_accum;
+  double const hidden = 8 * 4096.0 * 4096 * 2;
+  CHECK(calls(allgather, s, comm_group::ep, collective::all_gather, hidden) == 2 * layers);
+  CHECK(calls(allgather, s, comm_group::ep, collective::reduce_scatter, hidden) == 2 * layers);
+  CHECK(calls(allgather, s, comm_group::ep, collective::all_gather, 8 * 4096.0 * 8 * 2) == layers);  // probabilities
+  CHECK(calls(allgather, s, comm_group::ep, collective::all_gather, 8 * 4096.0 * 8) == layers);      // routing map
+  CHECK(calls(allgather, s, comm_group::ep, collective::all_to_all, 4096.0 * 4096 * 2 * 2) == 0);
+  CHECK(calls(alltoall, s, comm_group::ep, collective::all_to_all, 4096.0 * 4096 * 2 * 2) == 4 * layers);
+  // The buffer it gathers into, kept for the run.
+  auto const kept = [&](program const& q) {
+    for (auto const& term : estimate_memory(shape_of(q, s), true).detail)
+      if (term.name.starts_with("allgather token dispatcher's buffer")) return term.size.value();
+    return 0.0;
+  };
+  CHECK(kept(allgather) == hidden);
+  CHECK(kept(alltoall) == 0);
+  // Over the tp ranks (ep 1, each expert split over tp): the layer's tokens
+  // once, not their two copies.
+  s = data_parallel(8, 1);
+  s.tp = 2;
+  s.sequence_parallel = true;
+  std::int64_t const tp_layers = 32 * shape_of(allgather, s).grad_accum;
+  double const tokens = 4096.0 * 4096 * 2, copies = 2 * tokens;
+  CHECK(calls(allgather, s, comm_group::tp, collective::all_gather, copies) == 0);
+  CHECK(calls(alltoall, s, comm_group::tp, collective::all_gather, copies) == 2 * tp_layers);
+  CHECK(calls(allgather, s, comm_group::tp, collective::all_gather, tokens) -
+            calls(alltoall, s, comm_group::tp, collective::all_gather, tokens) ==
+        2 * tp_layers);
+}
+
+TEST_CASE("the allgather token dispatcher is costed over the ep or the tp ranks, with sequence parallelism") {
+  program p = two_nodes();
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  p.training.moe_token_dispatcher = dispatcher_kind::allgather;
+  strategy_spec spec;
+  spec.name = "s";
+  spec.tp = key_choice<std::int64_t>::one(2);
+  spec.ep = key_choice<std::int64_t>::one(4);
+  spec.sequence_parallel = key_choice<bool>::one(true);
+  CHECK(first_error(p, spec) ==
+        "moe_token_dispatcher = allgather over tp x ep = 2 x 4 ranks, each expert split over tp, is not costed: "
+        "alltoall, or etp = 1");
+  spec.ep = key_choice<std::int64_t>::one(1);
+  spec.sequence_parallel = key_choice<bool>::one(false);
+  CHECK(first_error(p, spec) == "moe_token_dispatcher = allgather under tp = 2 is costed with sequence parallelism only");
+  spec.sequence_parallel = key_choice<bool>::one(true);
+  CHECK(first_error(p, spec).find("moe_token_dispatcher") == std::string::npos);
+}

@@ -111,6 +111,9 @@ inline std::vector<framework_case> framework_cases() {
   // --recompute-modules (DeepSpeed's job cannot say it).
   add_cases(out, plans + "7b_2node.dtp", {"training.recompute_modules={core_attn, layernorm, mlp}"}, "modules",
             false);
+  // Megatron-LM's default token dispatcher, over the ep ranks (etp 1).
+  add_cases(out, plans + "qwen3_30b_a3b_megatron.dtp", {"training.moe_token_dispatcher=allgather"}, "allgather",
+            false);
   // A mixture's whole MLP recomputed: --recompute-modules moe.
   add_cases(out, plans + "qwen3_30b_a3b_megatron.dtp",
             {"recipe.checkpoint=selective", "training.recompute_modules={core_attn, moe}"}, "moe_modules", false);
