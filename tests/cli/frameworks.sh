@@ -473,6 +473,9 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_lacks "$TMP/err" "warning"
 expect_contains "$TMP/out" "time per step                      9.56 s"
 expect_lacks "$TMP/out" "dispatcher's buffer"
+# The README's claim for NeMo's DeepSeek-V3 recipe's search.
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize --quiet
+expect_contains "$TMP/out" "search#1: valid, 13.0 s per step, 1.29 M tokens/s, MFU 37.1 %, 72.6 GiB per GPU"
 # The README's two figures for the gathering dispatcher.
 expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --set training.moe_token_dispatcher=allgather --quiet
 expect_contains "$TMP/out" "example: valid, 5.57 s per step"
