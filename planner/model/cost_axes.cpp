@@ -133,6 +133,132 @@ seconds comm_builder::exposed() const {
   return t;
 }
 
+// Multi-latent attention under tensor parallelism (core_v0.13.0
+// transformer/multi_latent_attention.py:400-460, gpt_layer_specs.py:
+// 124-150): its down projections are column-parallel linears each of its
+// own, so the layer's input is gathered for the second as well (its
+// gradient scattered back: a reduce-scatter with sequence parallelism,
+// an all-reduce without); their outputs are gathered over tp along the
+// width (the compressed q, the compressed keys and values with the
+// rotary key) and, with sequence parallelism, split to the sequence
+// again, whose backward all-gathers; the up projections gather their
+// inputs and scatter their gradients (all-reduce them without sequence
+// parallelism). The first gather of the input and the o projection's
+// scatter are every layer's (tensor_parallel). In the open, each layer (the
+// modules' too) each micro-batch; full recomputation's forward again.
+void mla_gathers(step_context const& x, comm_builder& out, in_stream& stream) {
+  if (x.sh.s.tp <= 1) return;
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  auto const& tp = sh.tp;
+  std::int64_t const layers = x.sc.layers, mtp = x.sc.mtp_layers;
+  if (x.m.mla()) {
+    double const rows = static_cast<double>(sh.tokens) * x.e;
+    bool const q_down = x.m.q_lora_rank > 0;
+    bytes const q(rows * static_cast<double>(x.m.q_lora_rank));
+    bytes const kv(rows * static_cast<double>(x.m.kv_lora_rank));
+    bytes const kv_rope(rows * static_cast<double>(x.m.kv_lora_rank + x.m.qk_rope_head_dim));
+    bool const sp = s.sequence_parallel;
+    std::int64_t const forwards = (1 + (s.checkpoint == checkpoint_mode::full ? 1 : 0)) * layers + mtp;
+    std::int64_t const backwards = layers + mtp;
+    // `times` calls of `op` a layer, in each forward pass or in the backward.
+    auto add = [&](collective op, bytes size, std::int64_t times, bool forward) {
+      std::int64_t const per_micro = times * (forward ? forwards : backwards);
+      auto const one = call(op, size, tp);
+      std::int64_t const n = per_micro * x.micro;
+      out.add(op, comm_group::tp, tp, size, n, one * static_cast<double>(n), one * static_cast<double>(n),
+              comm_phase::layer);
+      stream.time += one * static_cast<double>(per_micro);
+      stream.calls += per_micro;
+      if (forward) {  // the first forward's; full recomputation's runs in the backward
+        stream.forward_time += one * static_cast<double>(times * (layers + mtp));
+        stream.forward_calls += times * (layers + mtp);
+      }
+    };
+    auto const back = sp ? collective::reduce_scatter : collective::all_reduce;
+    if (sp) add(collective::all_gather, x.activation, 1, true);
+    if (q_down) add(collective::all_gather, q, sp ? 2 : 1, true);
+    add(collective::all_gather, kv_rope, 1, true);
+    if (sp) add(collective::all_gather, kv, 1, true);
+    add(back, x.activation, 1, false);
+    if (q_down) add(back, q, 1, false);
+    add(back, kv, 1, false);
+    if (sp && q_down) add(collective::all_gather, q, 1, false);
+    if (sp) add(collective::all_gather, kv, 1, false);
+  }
+}
+
+// A mixture's whole MLP recomputed ('moe') runs its tensor-parallel
+// collectives again before the backward: the shared expert's (a dense
+// MLP's pair) and, with etp = tp, the dispatcher's gather and scatter of
+// the routed tokens. In the open.
+void moe_recomputed_again(step_context const& x, comm_builder& out, in_stream& stream) {
+  if (x.sh.s.tp <= 1) return;
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  auto const& tp = sh.tp;
+  std::int64_t const layers = x.sc.layers, mtp = x.sc.mtp_layers;
+  bool const mixture = x.m.experts > 1;
+  bool const shared = mixture && x.m.shared_expert_ffn > 0;
+  bool const expert_tp = mixture && s.expert_tp() == s.tp;
+  std::int64_t const moe = layers - x.sc.dense_layers;
+  double const md = static_cast<double>(x.micro);
+  bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
+  if (recomputes_whole_moe(sh) && mixture) {
+    std::int64_t const again = (moe + (x.sc.mtp_moe ? mtp : 0)) * x.micro;
+    auto repeat = [&](collective op, bytes size) {
+      auto const one = call(op, size, tp);
+      out.add(op, comm_group::tp, tp, size, again, one * static_cast<double>(again), one * static_cast<double>(again),
+              comm_phase::layer);
+      stream.time += one * (static_cast<double>(again) / md);
+      stream.calls += again / x.micro;
+    };
+    if (s.sequence_parallel) {
+      if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
+      if (expert_tp && !allgather_dispatcher(x))
+        repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
+    } else {
+      if (shared) repeat(collective::all_reduce, x.activation);
+      if (expert_tp && !allgather_dispatcher(x)) repeat(collective::all_reduce, routed);
+    }
+  }
+}
+
+// Each module's projection (core_v0.13.0 transformer/
+// multi_token_prediction.py:455-466): a column-parallel linear on the two
+// concatenated inputs, 2 hidden wide, whose output is gathered over tp
+// (gather_from_tensor_model_parallel_region: its backward a split). With
+// sequence parallelism the linear gathers its input first and
+// reduce-scatters that input's gradient; without, it all-reduces it. In
+// the open.
+void mtp_projections(step_context const& x, comm_builder& out, in_stream& stream) {
+  if (x.sh.s.tp <= 1) return;
+  auto const& sh = x.sh;
+  auto const& s = sh.s;
+  auto const& tp = sh.tp;
+  std::int64_t const mtp = x.sc.mtp_layers;
+  if (mtp > 0) {
+    bytes const wide = x.activation * 2.0;
+    auto const out_gather = call(collective::all_gather, x.activation, tp);
+    auto const in_forward = s.sequence_parallel ? call(collective::all_gather, wide, tp) : seconds();
+    auto const in_backward = call(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, wide, tp);
+    std::int64_t const n = mtp * x.micro;
+    out.add(collective::all_gather, comm_group::tp, tp, x.activation, n, out_gather * static_cast<double>(n),
+            out_gather * static_cast<double>(n), comm_phase::layer);
+    if (s.sequence_parallel)
+      out.add(collective::all_gather, comm_group::tp, tp, wide, n, in_forward * static_cast<double>(n),
+              in_forward * static_cast<double>(n), comm_phase::layer);
+    out.add(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, comm_group::tp, tp, wide, n,
+            in_backward * static_cast<double>(n), in_backward * static_cast<double>(n), comm_phase::layer);
+    double const k = static_cast<double>(mtp);
+    std::int64_t const forward_calls = s.sequence_parallel ? 2 : 1;
+    stream.time += (out_gather + in_forward + in_backward) * k;
+    stream.calls += (forward_calls + 1) * mtp;
+    stream.forward_time += (out_gather + in_forward) * k;
+    stream.forward_calls += forward_calls * mtp;
+  }
+}
+
 in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   auto const& sh = x.sh;
   auto const& s = sh.s;
@@ -274,102 +400,9 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
       stream.forward_calls += moe + mtp_moe;
     }
   }
-  // Multi-latent attention under tensor parallelism (core_v0.13.0
-  // transformer/multi_latent_attention.py:400-460, gpt_layer_specs.py:
-  // 124-150): its down projections are column-parallel linears each of its
-  // own, so the layer's input is gathered for the second as well (its
-  // gradient scattered back: a reduce-scatter with sequence parallelism,
-  // an all-reduce without); their outputs are gathered over tp along the
-  // width (the compressed q, the compressed keys and values with the
-  // rotary key) and, with sequence parallelism, split to the sequence
-  // again, whose backward all-gathers; the up projections gather their
-  // inputs and scatter their gradients (all-reduce them without sequence
-  // parallelism). The first gather of the input and the o projection's
-  // scatter are every layer's, above. In the open, each layer (the
-  // modules' too) each micro-batch; full recomputation's forward again.
-  if (x.m.mla()) {
-    double const rows = static_cast<double>(sh.tokens) * x.e;
-    bool const q_down = x.m.q_lora_rank > 0;
-    bytes const q(rows * static_cast<double>(x.m.q_lora_rank));
-    bytes const kv(rows * static_cast<double>(x.m.kv_lora_rank));
-    bytes const kv_rope(rows * static_cast<double>(x.m.kv_lora_rank + x.m.qk_rope_head_dim));
-    bool const sp = s.sequence_parallel;
-    std::int64_t const forwards = (1 + (s.checkpoint == checkpoint_mode::full ? 1 : 0)) * layers + mtp;
-    std::int64_t const backwards = layers + mtp;
-    // `times` calls of `op` a layer, in each forward pass or in the backward.
-    auto add = [&](collective op, bytes size, std::int64_t times, bool forward) {
-      std::int64_t const per_micro = times * (forward ? forwards : backwards);
-      auto const one = call(op, size, tp);
-      std::int64_t const n = per_micro * x.micro;
-      out.add(op, comm_group::tp, tp, size, n, one * static_cast<double>(n), one * static_cast<double>(n),
-              comm_phase::layer);
-      stream.time += one * static_cast<double>(per_micro);
-      stream.calls += per_micro;
-      if (forward) {  // the first forward's; full recomputation's runs in the backward
-        stream.forward_time += one * static_cast<double>(times * (layers + mtp));
-        stream.forward_calls += times * (layers + mtp);
-      }
-    };
-    auto const back = sp ? collective::reduce_scatter : collective::all_reduce;
-    if (sp) add(collective::all_gather, x.activation, 1, true);
-    if (q_down) add(collective::all_gather, q, sp ? 2 : 1, true);
-    add(collective::all_gather, kv_rope, 1, true);
-    if (sp) add(collective::all_gather, kv, 1, true);
-    add(back, x.activation, 1, false);
-    if (q_down) add(back, q, 1, false);
-    add(back, kv, 1, false);
-    if (sp && q_down) add(collective::all_gather, q, 1, false);
-    if (sp) add(collective::all_gather, kv, 1, false);
-  }
-  // A mixture's whole MLP recomputed ('moe') runs its tensor-parallel
-  // collectives again before the backward: the shared expert's (a dense
-  // MLP's pair) and, with etp = tp, the dispatcher's gather and scatter of
-  // the routed tokens. In the open.
-  if (recomputes_whole_moe(sh) && mixture) {
-    std::int64_t const again = (moe + (x.sc.mtp_moe ? mtp : 0)) * x.micro;
-    auto repeat = [&](collective op, bytes size) {
-      auto const one = call(op, size, tp);
-      out.add(op, comm_group::tp, tp, size, again, one * static_cast<double>(again), one * static_cast<double>(again),
-              comm_phase::layer);
-      stream.time += one * (static_cast<double>(again) / md);
-      stream.calls += again / x.micro;
-    };
-    if (s.sequence_parallel) {
-      if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
-      if (expert_tp && !allgather_dispatcher(x))
-        repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
-    } else {
-      if (shared) repeat(collective::all_reduce, x.activation);
-      if (expert_tp && !allgather_dispatcher(x)) repeat(collective::all_reduce, routed);
-    }
-  }
-  // Each module's projection (core_v0.13.0 transformer/
-  // multi_token_prediction.py:455-466): a column-parallel linear on the two
-  // concatenated inputs, 2 hidden wide, whose output is gathered over tp
-  // (gather_from_tensor_model_parallel_region: its backward a split). With
-  // sequence parallelism the linear gathers its input first and
-  // reduce-scatters that input's gradient; without, it all-reduces it. In
-  // the open.
-  if (mtp > 0) {
-    bytes const wide = x.activation * 2.0;
-    auto const out_gather = call(collective::all_gather, x.activation, tp);
-    auto const in_forward = s.sequence_parallel ? call(collective::all_gather, wide, tp) : seconds();
-    auto const in_backward = call(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, wide, tp);
-    std::int64_t const n = mtp * x.micro;
-    out.add(collective::all_gather, comm_group::tp, tp, x.activation, n, out_gather * static_cast<double>(n),
-            out_gather * static_cast<double>(n), comm_phase::layer);
-    if (s.sequence_parallel)
-      out.add(collective::all_gather, comm_group::tp, tp, wide, n, in_forward * static_cast<double>(n),
-              in_forward * static_cast<double>(n), comm_phase::layer);
-    out.add(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, comm_group::tp, tp, wide, n,
-            in_backward * static_cast<double>(n), in_backward * static_cast<double>(n), comm_phase::layer);
-    double const k = static_cast<double>(mtp);
-    std::int64_t const forward_calls = s.sequence_parallel ? 2 : 1;
-    stream.time += (out_gather + in_forward + in_backward) * k;
-    stream.calls += (forward_calls + 1) * mtp;
-    stream.forward_time += (out_gather + in_forward) * k;
-    stream.forward_calls += forward_calls * mtp;
-  }
+  mla_gathers(x, out, stream);
+  moe_recomputed_again(x, out, stream);
+  mtp_projections(x, out, stream);
   // Without loss parallelism the last stage all-gathers each micro-batch's
   // 16-bit logits over tp before the loss (torchtitan's output layer then
   // returns Replicate, models/llama3/infra/parallelize.py apply_tp); the
