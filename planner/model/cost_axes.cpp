@@ -23,6 +23,21 @@ bool recomputes_whole_moe(strategy_shape const& sh) {
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
 
+// `per_micro` calls of `op` over `over` each micro-batch, on the critical
+// path (no compute hides them), `forward` of them in the first forward
+// pass: entered in `out`, and in `st` a micro-batch's.
+void in_the_open(step_context const& x, comm_builder& out, in_stream& st, collective op, comm_group group,
+                 group_shape const& over, bytes size, std::int64_t per_micro, std::int64_t forward) {
+  if (per_micro <= 0) return;
+  auto const one = call(op, size, over);
+  std::int64_t const n = per_micro * x.micro;
+  out.add(op, group, over, size, n, one * static_cast<double>(n), one * static_cast<double>(n), comm_phase::layer);
+  st.time += one * static_cast<double>(per_micro);
+  st.calls += per_micro;
+  st.forward_time += one * static_cast<double>(forward);
+  st.forward_calls += forward;
+}
+
 // Megatron-Core's allgather token dispatcher over `over` (the tp x ep
 // ranks: ep with etp = 1, tp with ep = 1), each mixture layer
 // `forwards` times forward and `backwards` times backward a micro-batch
@@ -42,15 +57,7 @@ in_stream allgather_dispatch(step_context const& x, comm_builder& out, group_sha
   bytes const hidden(gathered * static_cast<double>(x.m.hidden) * x.e);
   bytes const probs(gathered * experts * x.e), map(gathered * experts);
   auto add = [&](collective op, bytes size, std::int64_t per_micro, bool forward) {
-    auto const one = call(op, size, over);
-    std::int64_t const n = per_micro * x.micro;
-    out.add(op, group, over, size, n, one * static_cast<double>(n), one * static_cast<double>(n), comm_phase::layer);
-    st.time += one * static_cast<double>(per_micro);
-    st.calls += per_micro;
-    if (forward) {
-      st.forward_time += one * static_cast<double>(layers);
-      st.forward_calls += layers;
-    }
+    in_the_open(x, out, st, op, group, over, size, per_micro, forward ? layers : 0);
   };
   add(collective::all_gather, map, forwards, true);
   add(collective::all_gather, probs, forwards, true);
@@ -147,45 +154,34 @@ seconds comm_builder::exposed() const {
 // scatter are every layer's (tensor_parallel). In the open, each layer (the
 // modules' too) each micro-batch; full recomputation's forward again.
 void mla_gathers(step_context const& x, comm_builder& out, in_stream& stream) {
-  if (x.sh.s.tp <= 1) return;
   auto const& sh = x.sh;
   auto const& s = sh.s;
-  auto const& tp = sh.tp;
+  if (s.tp <= 1 || !x.m.mla()) return;
   std::int64_t const layers = x.sc.layers, mtp = x.sc.mtp_layers;
-  if (x.m.mla()) {
-    double const rows = static_cast<double>(sh.tokens) * x.e;
-    bool const q_down = x.m.q_lora_rank > 0;
-    bytes const q(rows * static_cast<double>(x.m.q_lora_rank));
-    bytes const kv(rows * static_cast<double>(x.m.kv_lora_rank));
-    bytes const kv_rope(rows * static_cast<double>(x.m.kv_lora_rank + x.m.qk_rope_head_dim));
-    bool const sp = s.sequence_parallel;
-    std::int64_t const forwards = (1 + (s.checkpoint == checkpoint_mode::full ? 1 : 0)) * layers + mtp;
-    std::int64_t const backwards = layers + mtp;
-    // `times` calls of `op` a layer, in each forward pass or in the backward.
-    auto add = [&](collective op, bytes size, std::int64_t times, bool forward) {
-      std::int64_t const per_micro = times * (forward ? forwards : backwards);
-      auto const one = call(op, size, tp);
-      std::int64_t const n = per_micro * x.micro;
-      out.add(op, comm_group::tp, tp, size, n, one * static_cast<double>(n), one * static_cast<double>(n),
-              comm_phase::layer);
-      stream.time += one * static_cast<double>(per_micro);
-      stream.calls += per_micro;
-      if (forward) {  // the first forward's; full recomputation's runs in the backward
-        stream.forward_time += one * static_cast<double>(times * (layers + mtp));
-        stream.forward_calls += times * (layers + mtp);
-      }
-    };
-    auto const back = sp ? collective::reduce_scatter : collective::all_reduce;
-    if (sp) add(collective::all_gather, x.activation, 1, true);
-    if (q_down) add(collective::all_gather, q, sp ? 2 : 1, true);
-    add(collective::all_gather, kv_rope, 1, true);
-    if (sp) add(collective::all_gather, kv, 1, true);
-    add(back, x.activation, 1, false);
-    if (q_down) add(back, q, 1, false);
-    add(back, kv, 1, false);
-    if (sp && q_down) add(collective::all_gather, q, 1, false);
-    if (sp) add(collective::all_gather, kv, 1, false);
-  }
+  double const rows = static_cast<double>(sh.tokens) * x.e;
+  bool const q_down = x.m.q_lora_rank > 0;
+  bytes const q(rows * static_cast<double>(x.m.q_lora_rank));
+  bytes const kv(rows * static_cast<double>(x.m.kv_lora_rank));
+  bytes const kv_rope(rows * static_cast<double>(x.m.kv_lora_rank + x.m.qk_rope_head_dim));
+  bool const sp = s.sequence_parallel;
+  std::int64_t const forwards = (1 + (s.checkpoint == checkpoint_mode::full ? 1 : 0)) * layers + mtp;
+  std::int64_t const backwards = layers + mtp;
+  // `times` calls of `op` a layer, in each forward pass (the first's in
+  // the forward run; full recomputation's in the backward) or in the backward.
+  auto add = [&](collective op, bytes size, std::int64_t times, bool forward) {
+    in_the_open(x, out, stream, op, comm_group::tp, sh.tp, size, times * (forward ? forwards : backwards),
+                forward ? times * (layers + mtp) : 0);
+  };
+  auto const back = sp ? collective::reduce_scatter : collective::all_reduce;
+  if (sp) add(collective::all_gather, x.activation, 1, true);
+  if (q_down) add(collective::all_gather, q, sp ? 2 : 1, true);
+  add(collective::all_gather, kv_rope, 1, true);
+  if (sp) add(collective::all_gather, kv, 1, true);
+  add(back, x.activation, 1, false);
+  if (q_down) add(back, q, 1, false);
+  add(back, kv, 1, false);
+  if (sp && q_down) add(collective::all_gather, q, 1, false);
+  if (sp) add(collective::all_gather, kv, 1, false);
 }
 
 // A mixture's whole MLP recomputed ('moe') runs its tensor-parallel
@@ -193,34 +189,23 @@ void mla_gathers(step_context const& x, comm_builder& out, in_stream& stream) {
 // MLP's pair) and, with etp = tp, the dispatcher's gather and scatter of
 // the routed tokens. In the open.
 void moe_recomputed_again(step_context const& x, comm_builder& out, in_stream& stream) {
-  if (x.sh.s.tp <= 1) return;
   auto const& sh = x.sh;
   auto const& s = sh.s;
-  auto const& tp = sh.tp;
-  std::int64_t const layers = x.sc.layers, mtp = x.sc.mtp_layers;
-  bool const mixture = x.m.experts > 1;
-  bool const shared = mixture && x.m.shared_expert_ffn > 0;
-  bool const expert_tp = mixture && s.expert_tp() == s.tp;
-  std::int64_t const moe = layers - x.sc.dense_layers;
-  double const md = static_cast<double>(x.micro);
+  if (s.tp <= 1 || !recomputes_whole_moe(sh)) return;
+  bool const shared = x.m.shared_expert_ffn > 0;
+  bool const expert_tp = s.expert_tp() == s.tp;
   bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
-  if (recomputes_whole_moe(sh) && mixture) {
-    std::int64_t const again = (moe + (x.sc.mtp_moe ? mtp : 0)) * x.micro;
-    auto repeat = [&](collective op, bytes size) {
-      auto const one = call(op, size, tp);
-      out.add(op, comm_group::tp, tp, size, again, one * static_cast<double>(again), one * static_cast<double>(again),
-              comm_phase::layer);
-      stream.time += one * (static_cast<double>(again) / md);
-      stream.calls += again / x.micro;
-    };
-    if (s.sequence_parallel) {
-      if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
-      if (expert_tp && !allgather_dispatcher(x))
-        repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
-    } else {
-      if (shared) repeat(collective::all_reduce, x.activation);
-      if (expert_tp && !allgather_dispatcher(x)) repeat(collective::all_reduce, routed);
-    }
+  std::int64_t const again = x.sc.layers - x.sc.dense_layers + (x.sc.mtp_moe ? x.sc.mtp_layers : 0);
+  auto repeat = [&](collective op, bytes size) {
+    in_the_open(x, out, stream, op, comm_group::tp, sh.tp, size, again, 0);
+  };
+  if (s.sequence_parallel) {
+    if (shared) repeat(collective::all_gather, x.activation), repeat(collective::reduce_scatter, x.activation);
+    if (expert_tp && !allgather_dispatcher(x))
+      repeat(collective::all_gather, routed), repeat(collective::reduce_scatter, routed);
+  } else {
+    if (shared) repeat(collective::all_reduce, x.activation);
+    if (expert_tp && !allgather_dispatcher(x)) repeat(collective::all_reduce, routed);
   }
 }
 
@@ -232,31 +217,15 @@ void moe_recomputed_again(step_context const& x, comm_builder& out, in_stream& s
 // reduce-scatters that input's gradient; without, it all-reduces it. In
 // the open.
 void mtp_projections(step_context const& x, comm_builder& out, in_stream& stream) {
-  if (x.sh.s.tp <= 1) return;
   auto const& sh = x.sh;
-  auto const& s = sh.s;
-  auto const& tp = sh.tp;
+  bool const sp = sh.s.sequence_parallel;
   std::int64_t const mtp = x.sc.mtp_layers;
-  if (mtp > 0) {
-    bytes const wide = x.activation * 2.0;
-    auto const out_gather = call(collective::all_gather, x.activation, tp);
-    auto const in_forward = s.sequence_parallel ? call(collective::all_gather, wide, tp) : seconds();
-    auto const in_backward = call(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, wide, tp);
-    std::int64_t const n = mtp * x.micro;
-    out.add(collective::all_gather, comm_group::tp, tp, x.activation, n, out_gather * static_cast<double>(n),
-            out_gather * static_cast<double>(n), comm_phase::layer);
-    if (s.sequence_parallel)
-      out.add(collective::all_gather, comm_group::tp, tp, wide, n, in_forward * static_cast<double>(n),
-              in_forward * static_cast<double>(n), comm_phase::layer);
-    out.add(s.sequence_parallel ? collective::reduce_scatter : collective::all_reduce, comm_group::tp, tp, wide, n,
-            in_backward * static_cast<double>(n), in_backward * static_cast<double>(n), comm_phase::layer);
-    double const k = static_cast<double>(mtp);
-    std::int64_t const forward_calls = s.sequence_parallel ? 2 : 1;
-    stream.time += (out_gather + in_forward + in_backward) * k;
-    stream.calls += (forward_calls + 1) * mtp;
-    stream.forward_time += (out_gather + in_forward) * k;
-    stream.forward_calls += forward_calls * mtp;
-  }
+  if (sh.s.tp <= 1 || mtp <= 0) return;
+  bytes const wide = x.activation * 2.0;
+  in_the_open(x, out, stream, collective::all_gather, comm_group::tp, sh.tp, x.activation, mtp, mtp);
+  if (sp) in_the_open(x, out, stream, collective::all_gather, comm_group::tp, sh.tp, wide, mtp, mtp);
+  in_the_open(x, out, stream, sp ? collective::reduce_scatter : collective::all_reduce, comm_group::tp, sh.tp, wide,
+              mtp, 0);
 }
 
 in_stream tensor_parallel(step_context const& x, comm_builder& out) {
