@@ -257,7 +257,7 @@ void write_compute(line_writer& line, planner::program const& p, planner::strate
   // each its projection, a layer of the last layer's kind and the LM head
   // again.
   auto const mtp = p.model.mtp_layers;
-  planner::gemm_shape const projection{sh.tokens, p.model.hidden / s.tp, 2 * p.model.hidden, 1};
+  auto const& projection = sh.mtp_projection;
   auto const proj = weight_gemm(g, projection, 0, prec);
   line("// Multi-token prediction modules after the last layer, each a layer of the last layer's kind");
   line("// (never recomputed), its projection [tokens, 2 hidden] x [2 hidden, hidden / tp] and the LM head.");

@@ -583,7 +583,8 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
   // whose gradient is two views. Its layer is added by
   // compute_per_micro_batch.
   if (m.mtp_layers > 0) {
-    auto const proj = weight_op(g, tokens, 2 * m.hidden, m.hidden / tp, 1, prec);
+    auto const& pg = sh.mtp_projection;
+    auto const proj = weight_op(g, pg.m, pg.k, pg.n, 1, prec);
     seconds const concat = memory_time(g, bytes(2 * 2 * e * sp_tokens * h));
     seconds const rolls = g.kernel_latency * 12.0;
     out.mtp_forward = rolls + embed + norm * 3.0 + concat + proj.forward + logits.forward + loss;

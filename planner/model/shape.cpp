@@ -153,6 +153,8 @@ void fill_gemms(strategy_shape& sh, model const& m) {
       break;
   }
   sh.logits = {sh.tokens, sh.local_vocab, h, 1};
+  // Multi-token prediction's projection of its two inputs, column-parallel.
+  if (m.mtp_layers > 0) sh.mtp_projection = {sh.tokens, h / tp, 2 * h, 1};
 }
 
 }  // namespace

@@ -172,6 +172,9 @@ struct strategy_shape : shape_groups {
   std::array<layer_gemm, max_layer_gemms> gemms{};
   int gemm_count = 0;
   gemm_shape logits;  ///< [tokens, hidden] x [hidden, local_vocab]
+  /// A multi-token prediction module's projection, [tokens, 2 hidden] x
+  /// [2 hidden, hidden / tp] (model::mtp_layers; unset without one).
+  gemm_shape mtp_projection;
 
   // The pipeline.
   std::int64_t chunks = 1;            ///< pp x virtual_stages; chunk c runs on stage c % pp
