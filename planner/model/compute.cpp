@@ -675,9 +675,10 @@ flops model_flops_per_step(program const& p) {
 flops hardware_flops_per_step(program const& p, strategy const& s) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
-  double const attention_fwd = 2.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                               static_cast<double>(m.heads) *
-                               static_cast<double>(m.qk_head_width() + m.v_head_width()) * tokens;
+  // One layer's attention core forward, and the model's layers'.
+  double const core_per_layer = 2.0 * static_cast<double>(m.seq_len) * static_cast<double>(m.heads) *
+                                static_cast<double>(m.qk_head_width() + m.v_head_width()) * tokens;
+  double const attention_fwd = core_per_layer * static_cast<double>(m.layers);
   // The layers' matrices: neither the logits nor the multi-token
   // prediction modules, which full recomputation leaves out.
   auto const counts = count_params(m);
@@ -685,8 +686,6 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       static_cast<double>(counts.matmul) -
       static_cast<double>(m.vocab) * static_cast<double>(m.hidden) * static_cast<double>(1 + m.mtp_layers) -
       static_cast<double>(m.mtp_layers) * static_cast<double>(counts.mtp_matmul);
-  // Selective recomputation runs inside each layer, the modules' too.
-  double const per_layer_core = attention_fwd / static_cast<double>(std::max<std::int64_t>(1, m.layers));
   double const mtp = static_cast<double>(m.mtp_layers);
   double extra = 0;
   switch (s.checkpoint) {
@@ -699,7 +698,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       double const dense = static_cast<double>(m.experts > 1 ? m.layers - m.moe_layer_count() : m.layers) +
                            (m.mtp_moe() ? 0.0 : mtp);
       double const mlp = static_cast<double>(counts.dense_mlp_matrices);
-      if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd + per_layer_core * mtp;
+      if (tr.recomputes(recompute_module::core_attn)) extra += attention_fwd + core_per_layer * mtp;  // the modules' layers too
       if (tr.recomputes(recompute_module::mla_up_proj))
         extra += 2.0 * up * (static_cast<double>(m.layers) + mtp) * tokens;
       if (tr.recomputes(recompute_module::mlp)) extra += 2.0 * mlp * dense * tokens;
@@ -707,13 +706,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       // expert, in every mixture layer (the modules' too).
       if (tr.recomputes(recompute_module::moe) && m.experts > 1) {
         double const moe_layers = static_cast<double>(m.moe_layer_count()) + (m.mtp_moe() ? mtp : 0.0);
-        double const h = static_cast<double>(m.hidden);
-        double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
-        double const per = (m.mlp == mlp_kind::gelu ? 2.0 : 3.0) * h *
-                               (active * static_cast<double>(m.mlp_width()) +
-                                static_cast<double>(std::max<std::int64_t>(0, m.shared_expert_ffn))) +
-                           h * static_cast<double>(m.experts);
-        extra += 2.0 * per * moe_layers * tokens;
+        extra += 2.0 * static_cast<double>(counts.mixture_mlp_matmul) * moe_layers * tokens;
       }
       break;
     }

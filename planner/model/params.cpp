@@ -51,6 +51,7 @@ param_counts count_params(model const& m) {
     c.per_layer = c.dense_mlp = c.dense_per_layer = c.total = c.matmul = most;
     c.mtp = c.mtp_matmul = m.mtp_layers > 0 ? most : 0;
     c.attention_up = m.mla() ? most : 0;
+    c.mixture_mlp_matmul = experts > 1 ? most : 0;
     c.dense_mlp_matrices = most;
     if (m.tied_embeddings) c.output = 0;
     if (experts == 1) c.router = c.shared = 0;
@@ -109,7 +110,9 @@ param_counts count_params(model const& m) {
   c.attention_up = m.mla() ? clamp64(mla_up) : 0;
   c.dense_per_layer = clamp64(dense_per_layer);
   // A layer's matrices one token goes through: a mixture's, a dense one's.
-  wide const moe_matmul = attention_matrices + active * expert_matrices + router + shared_matrices;
+  wide const mixture_mlp = active * expert_matrices + router + shared_matrices;
+  c.mixture_mlp_matmul = experts > 1 ? clamp64(mixture_mlp) : 0;
+  wide const moe_matmul = attention_matrices + mixture_mlp;
   wide const dense_matmul = attention_matrices + (experts > 1 ? dense_matrices : expert_matrices);
   // Multi-token prediction: a layer of the last layer's kind, the
   // projection of the two normalised inputs (2 h x h, no bias: core_v0.13.0

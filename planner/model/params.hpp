@@ -29,6 +29,9 @@ struct param_counts {
   /// whole projection without q_lora_rank) and the keys' and values', per
   /// layer; 0 for other attention.
   std::int64_t attention_up = 0;
+  /// A mixture layer's MLP matrices one token goes through: the router,
+  /// its active experts' and the shared expert's (0 for a dense model).
+  std::int64_t mixture_mlp_matmul = 0;
   /// One multi-token prediction module (model::mtp_layers): a layer of the
   /// last layer's kind, the 2 hidden -> hidden projection and three norms
   /// (the embedding and output layer are the model's); and its matrices

@@ -251,6 +251,7 @@ TEST_CASE("multi-latent attention: DeepSeek-V3's 671.0 B, 37.5 B a token with th
   CHECK(c.matmul == 58 * (matrices + 8LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048 + 7168LL * 256) +
                         3 * (matrices + 3LL * 7168 * 18432) + 129280LL * 7168);
   CHECK(c.matmul + c.embedding == 37'551'276'032);
+  CHECK(c.mixture_mlp_matmul == 8LL * 3 * 7168 * 2048 + 3LL * 7168 * 2048 + 7168LL * 256);
   CHECK(c.mtp == 0);
   // DeepSeek-V3's multi-token prediction module (num_nextn_predict_layers
   // 1): a mixture layer (the last layer's kind), the projection 2 x 7168 x
