@@ -507,11 +507,12 @@ class stage_memory {
       add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
     }
     // Megatron-Core's allgather token dispatcher gathers the tp x ep
-    // ranks' tokens into its global memory buffer, kept for the run
-    // (core_v0.13.0 moe/token_dispatcher.py:258-260, use_global_buffer).
+    // ranks' tokens (its expert-tensor x expert-parallel group, etp x ep)
+    // into its global memory buffer, kept for the run (core_v0.13.0
+    // moe/token_dispatcher.py:240-262, use_global_buffer).
     if (m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0 &&
         p_.training.moe_token_dispatcher == dispatcher_kind::allgather) {
-      double const ranks = double(s_.ep > 1 ? s_.ep : s_.tp);
+      double const ranks = double(s_.expert_tp() * s_.ep);
       if (ranks > 1)
         add(b_.buffers, [&] {
           return fmt::format("allgather token dispatcher's buffer ({} ranks' tokens, s.b.h/t each)", ranks);

@@ -2350,6 +2350,13 @@ TEST_CASE("Megatron-Core's allgather token dispatcher: every token of the tp x e
   CHECK(calls(allgather, s, comm_group::tp, collective::all_gather, tokens) -
             calls(alltoall, s, comm_group::tp, collective::all_gather, tokens) ==
         2 * tp_layers);
+  CHECK(kept(allgather) == tokens);  // two ranks' halves
+  // Each expert whole on its rank without ep (etp 1): Megatron's tp x ep
+  // group is the rank alone, nothing gathered, no buffer.
+  s.etp = 1;
+  CHECK(calls(allgather, s, comm_group::tp, collective::all_gather, tokens) ==
+        calls(alltoall, s, comm_group::tp, collective::all_gather, tokens));
+  CHECK(kept(allgather) == 0);
 }
 
 TEST_CASE("the allgather token dispatcher is costed over the ep or the tp ranks, with sequence parallelism") {
