@@ -729,9 +729,10 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     if (n) {
       auto const* dispatcher = job.find("--moe-token-dispatcher-type");
       std::optional<std::string> v = dispatcher ? job.text(*dispatcher) : std::optional<std::string>("allgather");
+      auto const& kinds = find_key(block_kind::training, "moe_token_dispatcher")->choices;
       if (!v) {
         failed = true;
-      } else if (*v == "alltoall" || *v == "allgather") {
+      } else if (std::find(kinds.begin(), kinds.end(), *v) != kinds.end()) {
         set(t, "training", "moe_token_dispatcher", identifier_value(*v, value_at(dispatcher)), key_at(dispatcher));
       } else if (*v == "flex") {
         not_modelled(t, *dispatcher, "token dispatcher", *v, "alltoall");
