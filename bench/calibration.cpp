@@ -652,8 +652,6 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
       s.order = rank_order{axis::tp, axis::cp, axis::pp, axis::dp};
     run.prog.training.global_batch = integer(row["global_batch"]).value_or(0);
     if (s.dp * s.micro_batch > 0) run.grad_accum = run.prog.training.global_batch / (s.dp * s.micro_batch);
-    if (contains(row["other_flags"], "ASYM_PP_EMBED=True"))
-      run.assumptions.push_back("embedding and loss counted as pipeline slots (ASYM_PP): costed as dtplan's uneven split");
 
     // What Megatron-Core/NeMo ran, as the training block says it.
     auto& rt = run.runtime;
@@ -666,6 +664,13 @@ std::vector<calibration_run> load_mlperf(std::string const& path) {
     rt.emplace_back("fp8_param_gather", contains(prec, "param all-gather") ? "true" : "false");
     rt.emplace_back("cuda_graphs", contains(row["cuda_graphs"], "none") ? "false" : "true");
     rt.emplace_back("nvls", contains(row["other_flags"], "NCCL_NVLS_ENABLE=0") ? "false" : "true");
+    // NeMo's ASYM_PP_EMBED / ASYM_PP_LOSS: Megatron-Core's
+    // --account-for-embedding/loss-in-pipeline-split (the 405B's 126 + 2
+    // layers over 8 x 8 chunks).
+    if (contains(row["other_flags"], "ASYM_PP_EMBED=True"))
+      rt.emplace_back("account_for_embedding_in_pipeline_split", "true");
+    if (contains(row["other_flags"], "ASYM_PP_LOSS=True"))
+      rt.emplace_back("account_for_loss_in_pipeline_split", "true");
     if (auto b = bucket_setting(row["bucket"]); !b.empty()) {
       rt.emplace_back("grad_bucket", "fixed");
       rt.emplace_back("ddp_bucket_size", b);

@@ -80,15 +80,18 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   if (hybrid_shard(pl) && !lim.hybrid_sharding)
     return fmt::format("{} has no hybrid sharding (a shard group of {} of the {} ranks holding the same weights)", fw,
                        pl.shape->shard.size, pl.shape->sync.size);
+  if (!planner::runs_split(lim, pl.shape->split))
+    return fmt::format("{} does not split a pipeline with {}", fw, planner::split_keys(p.training));
   // The preset's pipeline_split. Of the presets jobs are written for only
   // torchtitan's restricts it (stage_size): it makes ceil(layers /
   // pipeline_parallel_layers_per_stage) stages and gives the first ones a
   // layer more (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
   // 257-296), dtplan's split, which a chunk count no such size yields it
-  // cannot run.
+  // cannot run. (A split of the plan's own that the framework has is its.)
   auto const layers = p.model.layers;
   auto const chunks = s.pp * s.virtual_stages;
-  if (s.pp > 1 && !planner::splits_layers(lim, layers, chunks)) {
+  bool const own = !pl.shape->split.dtplan() && planner::has_split(lim, pl.shape->split);
+  if (s.pp > 1 && !own && !planner::splits_layers(lim, layers, chunks)) {
     auto const per = planner::stage_size(layers, chunks);
     return fmt::format("{} makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives the {} "
                        "pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
@@ -145,16 +148,6 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
   return std::nullopt;
 }
 
-// Layers that do not split evenly over the pipeline's chunks but do with the
-// embedding and the loss counted as a layer each: Megatron-Core's
-// --account-for-embedding-in-pipeline-split and
-// --account-for-loss-in-pipeline-split (MLPerf's Llama 3.1 405B: 126 + 2
-// layers over 8 x 8 chunks). dtplan costs it as its uneven split.
-bool padded_split(planner::program const& p, planner::plan const& pl) {
-  auto const chunks = pl.s.pp * pl.s.virtual_stages;
-  return pl.s.pp > 1 && p.model.layers % chunks != 0 && (p.model.layers + 2) % chunks == 0;
-}
-
 // dtplan's uneven split (the first chunks a layer more) as Megatron-Core's
 // --pipeline-model-parallel-layout (core_v0.13.0 and later: megatron/core/
 // transformer/pipeline_parallel_layer_layout.py): one '|'-separated stage a
@@ -162,21 +155,21 @@ bool padded_split(planner::program const& p, planner::plan const& pl) {
 // pp), 't' a transformer layer, the embedding 'E' first and the loss 'L'
 // last; commas are cosmetic. "E,t*6|t*6|t*5|t*5|t*5|t*5,L" is 32 layers over
 // pp 2 x 3 virtual stages.
-std::string megatron_layout(std::int64_t layers, std::int64_t chunks) {
+std::string megatron_layout(planner::layer_split const& split) {
   std::string out = "E,";
-  for (std::int64_t c = 0; c < chunks; ++c) {
+  for (std::int64_t c = 0; c < split.chunks(); ++c) {
     if (c > 0) out += '|';
-    auto const n = planner::layers_of_chunk(layers, chunks, c);
+    auto const n = split.chunk_layers(c);
     if (n == 1) out += 't';
     else if (n > 1) out += fmt::format("t*{}", n);
   }
   return out + ",L";
 }
 
-// Whether the plan's split needs the layout: uneven, and not the padded one.
+// Whether the plan's split needs the layout: dtplan's, uneven.
 bool layout_split(planner::program const& p, planner::plan const& pl) {
   auto const chunks = pl.s.pp * pl.s.virtual_stages;
-  return pl.s.pp > 1 && p.model.layers % chunks != 0 && !padded_split(p, pl);
+  return pl.s.pp > 1 && pl.shape->split.dtplan() && p.model.layers % chunks != 0;
 }
 
 std::optional<std::string> megatron_refusal(planner::program const& p, planner::plan const& pl) {
@@ -364,11 +357,23 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   if (s.pp > 1) {
     o.string("pipeline_parallel_schedule", s.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B");
     o.number("pipeline_parallel_microbatch_size", s.micro_batch);
-    o.number("pipeline_parallel_layers_per_stage", planner::stage_size(m.layers, s.pp * s.virtual_stages));
-    o.comment("dtplan's split: neither the embedding nor the output counts as a layer; where the layers do not "
-              "divide, the first stages take one more.");
-    o.number("pipeline_parallel_first_stage_less_layers", 0);
-    o.number("pipeline_parallel_last_stage_less_layers", 0);
+    auto const& split = pl.shape->split;
+    if (split.accounted()) {
+      // The embedding and the output counted as a layer each where the plan
+      // says so: torchtitan's split of layers + 1 + 1 (TT v0.2.0
+      // torchtitan/distributed/pipeline_parallel.py:262-330), which divide.
+      auto const counted = m.layers + (split.embedding ? 1 : 0) + (split.loss ? 1 : 0);
+      o.number("pipeline_parallel_layers_per_stage", counted / (s.pp * s.virtual_stages));
+      o.comment("The plan's split: the embedding and the output each counted as a layer where it says so.");
+      o.number("pipeline_parallel_first_stage_less_layers", split.embedding ? 1 : 0);
+      o.number("pipeline_parallel_last_stage_less_layers", split.loss ? 1 : 0);
+    } else {
+      o.number("pipeline_parallel_layers_per_stage", planner::stage_size(m.layers, s.pp * s.virtual_stages));
+      o.comment("dtplan's split: neither the embedding nor the output counts as a layer; where the layers do not "
+                "divide, the first stages take one more.");
+      o.number("pipeline_parallel_first_stage_less_layers", 0);
+      o.number("pipeline_parallel_last_stage_less_layers", 0);
+    }
   }
 
   o.table("activation_checkpoint");
@@ -523,23 +528,31 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
   a.comment("The parallelism");
   a.add("--tensor-model-parallel-size", s.tp);
   a.add("--pipeline-model-parallel-size", s.pp);
-  bool const padded = !deepspeed && padded_split(p, pl);
-  bool const layout = !deepspeed && layout_split(p, pl);
-  if (layout) {
+  // The split dtplan costs: Megatron-Core's own where the plan sets it
+  // (Megatron-DeepSpeed's preset refuses it), else dtplan's, evenly or as a
+  // layout.
+  auto const& split = pl.shape->split;
+  if (!deepspeed && layout_split(p, pl)) {
     // The layout names the virtual stages too: Megatron takes it alone
     // (core_v0.13.0 megatron/training/arguments.py:496-519).
     a.comment(fmt::format("{} layers over {} pipeline chunks, the first {} a layer more: a stage a chunk, "
                           "core_v0.13.0 or later.",
                           m.layers, s.pp * s.virtual_stages, m.layers % (s.pp * s.virtual_stages)));
-    a.add("--pipeline-model-parallel-layout", megatron_layout(m.layers, s.pp * s.virtual_stages));
-  } else if (s.virtual_stages > 1 && padded) {
+    a.add("--pipeline-model-parallel-layout", megatron_layout(split));
+  } else if (s.virtual_stages > 1 && !split.dtplan()) {
+    // With an uneven first or last stage Megatron takes the virtual stages
+    // a rank (arguments.py:521-524).
     a.add("--num-virtual-stages-per-pipeline-rank", s.virtual_stages);
   } else if (s.virtual_stages > 1) {
     a.add("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.virtual_stages));
   }
-  if (padded) {
-    a.add("--account-for-embedding-in-pipeline-split");
-    a.add("--account-for-loss-in-pipeline-split");
+  if (split.ends()) {
+    a.comment("Megatron-Core's uneven first and last stages (training.num_layers_in_first/last_pipeline_stage).");
+    if (split.first > 0) a.add("--decoder-first-pipeline-num-layers", split.first);
+    if (split.last > 0) a.add("--decoder-last-pipeline-num-layers", split.last);
+  } else if (split.accounted()) {
+    if (split.embedding) a.add("--account-for-embedding-in-pipeline-split");
+    if (split.loss) a.add("--account-for-loss-in-pipeline-split");
   }
   if (!deepspeed) a.add("--context-parallel-size", s.cp);
   if (m.experts > 1 && !deepspeed) a.add("--expert-model-parallel-size", s.ep);

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "codegen/json_writer.hpp"
 #include "planner/model/expected_error.hpp"
@@ -563,6 +565,13 @@ std::string to_text(report const& r, bool explain) {
                        pl.valid ? "valid" : "invalid");
     out += fmt::format("  {}\n", describe(pl.s));
     if (pl.grad_accum > 0) out += fmt::format("  grad_accum {}\n", pl.grad_accum);
+    if (pl.shape && pl.s.pp > 1) {
+      // The layers a stage holds, where they differ.
+      std::vector<std::int64_t> per;
+      for (std::int64_t r = 0; r < pl.s.pp; ++r) per.push_back(pl.shape->stage_layers(r));
+      if (std::adjacent_find(per.begin(), per.end(), std::not_equal_to<>()) != per.end())
+        out += fmt::format("  layers {}\n", planner::layer_counts_text(per, "stage"));
+    }
     for (auto const& d : pl.errors)
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
     if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);

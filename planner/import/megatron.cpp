@@ -380,10 +380,11 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
                                                 rest, middle, vpp > 1 ? " and their virtual stages" : ""));
     return false;
   }
-  std::vector<std::int64_t> ranks(static_cast<std::size_t>(pp), middle > 0 ? rest / middle : 0);
-  if (f) ranks.front() = *f;
-  if (l) ranks.back() = *l;
-  split_against_ours(t, at->key_where, pp, vpp, ranks, true, "the job's");
+  // The plan says the same (training.num_layers_in_first/last_pipeline_stage).
+  if (first) set(t, "training", "num_layers_in_first_pipeline_stage", integer_value(*f, job.value_at(first)),
+                 first->key_where);
+  if (last) set(t, "training", "num_layers_in_last_pipeline_stage", integer_value(*l, job.value_at(last)),
+                last->key_where);
   return true;
 }
 
@@ -913,16 +914,12 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     set_strategy(t, "virtual_stages", integer_value(c.virtual_stages, value_at(at)), key_at(at));
   }
   // The embedding and the loss counted as a layer each in the pipeline's
-  // split (Megatron-Core): where the short chunks sit, which dtplan's uneven
-  // split costs by its most loaded stage.
-  if (!deepspeed) {
-    auto const* embedding = job.flag("--account-for-embedding-in-pipeline-split");
-    auto const* loss = job.flag("--account-for-loss-in-pipeline-split");
-    if ((embedding != nullptr) != (loss != nullptr))
-      t.diags.warning(key_at(embedding ? embedding : loss),
-                      "only one of '--account-for-embedding-in-pipeline-split' and "
-                      "'--account-for-loss-in-pipeline-split': costed as dtplan's uneven split of the layers");
-  }
+  // split (Megatron-Core), as the plan says it.
+  if (!deepspeed)
+    for (auto [flag, key] : {std::pair{"--account-for-embedding-in-pipeline-split",
+                                       "account_for_embedding_in_pipeline_split"},
+                             std::pair{"--account-for-loss-in-pipeline-split", "account_for_loss_in_pipeline_split"}})
+      if (auto const* e = job.flag(flag)) set(t, "training", key, boolean_value(true, key_at(e)), key_at(e));
 
   // Recomputation, as each Megatron reads its flags. Megatron-DeepSpeed,
   // and Megatron-LM before v3.0 (2022-07), spell full recomputation

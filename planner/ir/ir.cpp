@@ -83,6 +83,143 @@ std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t v
   return vpp * (layers / chunks) + longer;
 }
 
+std::int64_t layer_split::middle_rank_layers() const {
+  std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  return middle > 0 ? (layers - first - last) / middle : 0;
+}
+
+std::int64_t layer_split::of_rank(std::int64_t r) const {
+  if (r == 0 && first > 0) return first;
+  if (r == pp - 1 && last > 0) return last;
+  return middle_rank_layers();
+}
+
+std::int64_t layer_split::chunk_layers(std::int64_t c) const {
+  if (ends()) return of_rank(c % pp) / vpp;
+  if (accounted()) {
+    auto const each = (layers + (embedding ? 1 : 0) + (loss ? 1 : 0)) / chunks();
+    return each - (embedding && c == 0 ? 1 : 0) - (loss && c == chunks() - 1 ? 1 : 0);
+  }
+  return layers_of_chunk(layers, chunks(), c);
+}
+
+std::int64_t layer_split::first_layer(std::int64_t c) const {
+  if (ends()) {
+    // Whole rounds of every rank's chunk before it, then the ranks before
+    // it in its round (never the last rank).
+    auto const r = c % pp;
+    std::int64_t round = 0;
+    for (std::int64_t k = 0; k < pp; ++k) round += of_rank(k) / vpp;
+    std::int64_t before = r > 0 ? of_rank(0) / vpp + (r - 1) * (middle_rank_layers() / vpp) : 0;
+    return c / pp * round + before;
+  }
+  if (accounted()) {
+    auto const each = (layers + (embedding ? 1 : 0) + (loss ? 1 : 0)) / chunks();
+    return c * each - (embedding && c > 0 ? 1 : 0);
+  }
+  return first_layer_of_chunk(layers, chunks(), c);
+}
+
+std::int64_t layer_split::rank_layers(std::int64_t r) const {
+  if (ends()) return of_rank(r);
+  if (accounted()) {
+    std::int64_t n = 0;
+    for (std::int64_t c = r; c < chunks(); c += pp) n += chunk_layers(c);
+    return n;
+  }
+  return layers_of_rank(layers, pp, vpp, r);
+}
+
+bool layer_split::places_as_dtplan() const {
+  for (std::int64_t c = 0; c < chunks(); ++c)
+    if (chunk_layers(c) != layers_of_chunk(layers, chunks(), c)) return false;
+  return true;
+}
+
+std::string layer_split::refusal() const {
+  if (dtplan()) return {};
+  if (ends()) {
+    // TransformerConfig's checks (core_v0.13.0 transformer_config.py:
+    // 924-989), and the layers it would build (transformer_block.py:82-130).
+    for (auto [n, which] : {std::pair{first, "first"}, std::pair{last, "last"}})
+      if (n > 0 && n % vpp != 0)
+        return fmt::format("the {} pipeline stage's {} layers do not divide over its {} virtual stages", which, n,
+                           vpp);
+    std::int64_t const placed = first + last;
+    std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+    if (placed > layers || (middle == 0 && placed != layers))
+      return fmt::format("the first and last pipeline stages' {} layers are {} the model's {}", placed,
+                         placed > layers ? "more than" : "not", layers);
+    auto const rest = layers - placed;
+    if (middle == 1 && rest % vpp != 0)
+      return fmt::format("the {} layers left for the middle pipeline stage do not divide over its {} virtual stages",
+                         rest, vpp);
+    if (middle > 1 && (rest % middle != 0 || (rest / middle) % vpp != 0))
+      return fmt::format("the {} layers left for the {} middle pipeline stages do not split evenly over them{}", rest,
+                         middle, vpp > 1 ? " and their virtual stages" : "");
+    if (middle > 0 && rest / middle / vpp == 0)
+      return middle == 1 ? std::string("the middle pipeline stage would hold no layer")
+                         : fmt::format("the {} middle pipeline stages would hold no layer", middle);
+    return {};
+  }
+  // The even split of the layers and the counted embedding and loss
+  // (arguments.py:521-562; transformer_block.py:152-191).
+  auto const slots = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (slots % chunks() != 0)
+    return fmt::format("{} layers and the {} counted as {} do not divide over {} pipeline chunks", layers,
+                       embedding && loss ? "embedding and the loss" : embedding ? "embedding" : "loss",
+                       embedding && loss ? "two more" : "one more", chunks());
+  if (slots / chunks() == 1)
+    return fmt::format("the {} chunk would hold the {} alone", embedding ? "first" : "last",
+                       embedding ? "embedding" : "loss");
+  return {};
+}
+
+layer_split split_of(model const& m, training const& t, strategy const& s) {
+  layer_split out;
+  out.layers = m.layers;
+  out.pp = std::max<std::int64_t>(1, s.pp);
+  out.vpp = std::max<std::int64_t>(1, s.virtual_stages);
+  out.first = t.first_stage_layers.value_or(0);
+  out.last = t.last_stage_layers.value_or(0);
+  out.embedding = t.embedding_in_split;
+  out.loss = t.loss_in_split;
+  return out;
+}
+
+std::string layer_counts_text(std::vector<std::int64_t> const& per, char const* what) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < per.size()) {
+    std::size_t j = i;
+    while (j + 1 < per.size() && per[j + 1] == per[i]) ++j;
+    if (!out.empty()) out += ", ";
+    out += i == j ? fmt::format("{} on {} {}", per[i], what, i) : fmt::format("{} on {}s {}-{}", per[i], what, i, j);
+    i = j + 1;
+  }
+  return out;
+}
+
+bool has_split(framework_limits const& lim, layer_split const& split) {
+  if (split.dtplan()) return true;
+  return split.ends() ? lim.first_last_stage_layers : lim.embedding_loss_in_split;
+}
+
+bool runs_split(framework_limits const& lim, layer_split const& split) {
+  return has_split(lim, split) || split.places_as_dtplan();
+}
+
+std::string split_keys(training const& t) {
+  std::vector<std::string> keys;
+  if (t.first_stage_layers) keys.push_back(fmt::format("num_layers_in_first_pipeline_stage = {}", *t.first_stage_layers));
+  if (t.last_stage_layers) keys.push_back(fmt::format("num_layers_in_last_pipeline_stage = {}", *t.last_stage_layers));
+  if (keys.empty()) {
+    if (t.embedding_in_split) keys.emplace_back("account_for_embedding_in_pipeline_split");
+    if (t.loss_in_split) keys.emplace_back("account_for_loss_in_pipeline_split");
+  }
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
+
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks) {
   if (layers % chunks == 0) return true;
   switch (lim.pipeline_split) {

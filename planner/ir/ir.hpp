@@ -414,6 +414,17 @@ struct training {
   /// kernels (Transformer Engine's, Megatron-Core's --moe-permute-fusion);
   /// false: by PyTorch's indexing operators, more kernels for the same bytes.
   bool permute_fusion = true;
+  /// Megatron-Core's own split of the layers over a pipeline (pp > 1;
+  /// core_v0.13.0 megatron/core/transformer/transformer_block.py:66-191):
+  /// the first and the last pipeline rank's layers, each of its virtual
+  /// stages an equal share, the middle ranks sharing the rest evenly
+  /// (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-
+  /// layers; unset: no such rank); or the embedding and the loss each
+  /// counted as a layer of the first and of the last chunk in an even
+  /// split (--account-for-embedding-in-pipeline-split, --account-for-loss-
+  /// in-pipeline-split). Neither: dtplan's split (layer_split).
+  std::optional<std::int64_t> first_stage_layers, last_stage_layers;
+  bool embedding_in_split = false, loss_in_split = false;
   /// A mixture's token dispatcher (Megatron-Core's
   /// --moe-token-dispatcher-type; torchtitan and DeepSpeed all-to-all).
   dispatcher_kind moe_token_dispatcher = dispatcher_kind::alltoall;
@@ -561,6 +572,13 @@ struct framework_limits {
   /// DDP is 1-D, and its context parallelism shards with FSDP: never).
   bool zero0_with_model_parallel = true;
   pipeline_split_rule pipeline_split = pipeline_split_rule::uneven;
+  /// Megatron-Core's split with an uneven first or last stage (training::
+  /// first_stage_layers, last_stage_layers).
+  bool first_last_stage_layers = true;
+  /// The embedding and the loss each counted as a layer of the first and
+  /// last chunk (training::embedding_in_split, loss_in_split: Megatron-Core's
+  /// flags, torchtitan's first/last_stage_less_layers of 1).
+  bool embedding_loss_in_split = true;
   sequence_split_rule sequence_split = sequence_split_rule::even;
   expert_grid_rule expert_grid = expert_grid_rule::any;
   /// virtual_stages > 1 at pp = 2 with overlap_p2p_comm = false (Megatron:
@@ -655,6 +673,44 @@ struct strategy {
   friend bool operator==(strategy const&, strategy const&) = default;
 };
 
+/// How a pipeline's layers sit on its pp x vpp chunks: chunk c on rank
+/// c % pp (its virtual stage c / pp), the model's layers through the chunks
+/// in order. dtplan's split (layers / chunks each, the first layers %
+/// chunks a layer more), or Megatron-Core's where training says so
+/// (training::first_stage_layers, last_stage_layers, embedding_in_split,
+/// loss_in_split; transformer_block.py:66-191, transformer_layer.py:37-
+/// 160). Its figures hold where legal() is empty.
+struct layer_split {
+  std::int64_t layers = 0, pp = 1, vpp = 1;
+  std::int64_t first = 0, last = 0;  ///< the first and last rank's layers; 0: split with the middle ones
+  bool embedding = false, loss = false;
+
+  [[nodiscard]] std::int64_t chunks() const { return pp * vpp; }
+  /// Whether the split is Megatron's uneven first or last rank.
+  [[nodiscard]] bool ends() const { return pp > 1 && (first > 0 || last > 0); }
+  /// Whether the embedding or the loss takes a layer's place.
+  [[nodiscard]] bool accounted() const { return pp > 1 && (embedding || loss) && !ends(); }
+  /// Whether it is dtplan's own split.
+  [[nodiscard]] bool dtplan() const { return !ends() && !accounted(); }
+  /// Whether it places every chunk's layers as dtplan's split does (a
+  /// Megatron split may: 128 layers and the embedding and loss over 2).
+  [[nodiscard]] bool places_as_dtplan() const;
+  /// Layers of chunk `c`, the first of them (from 0), and those of rank `r`.
+  [[nodiscard]] std::int64_t chunk_layers(std::int64_t c) const;
+  [[nodiscard]] std::int64_t first_layer(std::int64_t c) const;
+  [[nodiscard]] std::int64_t rank_layers(std::int64_t r) const;
+  /// Why Megatron-Core would not build the split (its assertions), for a
+  /// Megatron split: "" where it does; `what` names the strategy's
+  /// degrees ("pp = 4" or "pp x virtual_stages = 4 x 2").
+  [[nodiscard]] std::string refusal() const;
+
+ private:
+  [[nodiscard]] std::int64_t middle_rank_layers() const;  // ends(): a middle rank's
+  [[nodiscard]] std::int64_t of_rank(std::int64_t r) const;  // ends(): rank r's
+};
+/// The split `s` runs `m`'s layers in under `t`.
+layer_split split_of(model const& m, training const& t, strategy const& s);
+
 /// The stage size whose ceil(layers / size) stages are `chunks` with the
 /// first a layer more: ceil(layers / chunks) (torchtitan's
 /// pipeline_parallel_layers_per_stage).
@@ -668,6 +724,17 @@ std::int64_t first_layer_of_chunk(std::int64_t layers, std::int64_t chunks, std:
 /// The layers pipeline rank `r` holds in that split over pp x vpp chunks:
 /// its chunks r, r + pp, ... (stage 0 the most).
 std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t vpp, std::int64_t r);
+/// Layers per chunk or stage (`what`) in runs: "7 on stage 0, 8 on stages
+/// 1-14, 7 on stage 15".
+std::string layer_counts_text(std::vector<std::int64_t> const& per, char const* what);
+/// Whether a framework with `lim` has `split`'s kind (dtplan's, or the
+/// uneven ends, or the counted embedding and loss it has a key for).
+bool has_split(framework_limits const& lim, layer_split const& split);
+/// Whether it runs `split`: has it, or it places the layers as dtplan's does.
+bool runs_split(framework_limits const& lim, layer_split const& split);
+/// The training keys that ask for a split other than dtplan's, as written:
+/// "num_layers_in_first_pipeline_stage = 3, num_layers_in_last_pipeline_stage = 2".
+std::string split_keys(training const& t);
 /// Whether a framework with `lim` splits `layers` over `chunks` pipeline
 /// chunks as dtplan costs them (the first chunks a layer more).
 bool splits_layers(framework_limits const& lim, std::int64_t layers, std::int64_t chunks);

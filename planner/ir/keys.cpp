@@ -658,6 +658,26 @@ std::vector<key_info> training_keys() {
      .meaning = "what checkpoint = selective recomputes (a set; Megatron-Core's --recompute-modules): the core "
                 "attention, a mixture's expert activation, the two layer norms, multi-latent attention's up "
                 "projections and rotary, the dense MLP, a mixture's whole MLP with its dispatch and combine"},
+    {.block = k::training, .name = "num_layers_in_first_pipeline_stage", .dom = d::count,
+     .field = member<&training::first_stage_layers>(), .what = "of layers for 'num_layers_in_first_pipeline_stage'",
+     .default_text = "none", .aliases = {"decoder_first_pipeline_num_layers"}, .dump_default = false,
+     .meaning = "with pp > 1, the layers of the first pipeline stage, the middle stages sharing the rest evenly "
+                "(Megatron-Core's --decoder-first-pipeline-num-layers)"},
+    {.block = k::training, .name = "num_layers_in_last_pipeline_stage", .dom = d::count,
+     .field = member<&training::last_stage_layers>(), .what = "of layers for 'num_layers_in_last_pipeline_stage'",
+     .default_text = "none", .aliases = {"decoder_last_pipeline_num_layers"}, .dump_default = false,
+     .meaning = "with pp > 1, the layers of the last pipeline stage (Megatron-Core's "
+                "--decoder-last-pipeline-num-layers)"},
+    {.block = k::training, .name = "account_for_embedding_in_pipeline_split", .dom = d::boolean,
+     .field = member<&training::embedding_in_split>(), .default_value = false, .default_text = "false",
+     .dump_default = false,
+     .meaning = "with pp > 1, the embedding counts as a layer of the first pipeline chunk in an even split "
+                "(Megatron-Core's flag)"},
+    {.block = k::training, .name = "account_for_loss_in_pipeline_split", .dom = d::boolean,
+     .field = member<&training::loss_in_split>(), .default_value = false, .default_text = "false",
+     .dump_default = false,
+     .meaning = "with pp > 1, the loss counts as a layer of the last pipeline chunk in an even split "
+                "(Megatron-Core's flag)"},
     {.block = k::training, .name = "cuda_launch_blocking", .dom = d::boolean,
      .field = member<&training::cuda_launch_blocking>(), .default_value = false, .default_text = "false",
      .dump_default = false,
@@ -723,6 +743,16 @@ std::vector<key_info> framework_keys() {
      .default_value = std::int64_t{0}, .default_text = "uneven",
      .meaning = "how it splits the layers over the pipeline's chunks: any way (the first chunks a layer more), in "
                 "stages of one size, ceil(layers / size) of them (torchtitan), or evenly only"},
+    {.block = k::framework, .name = "first_last_stage_layers", .dom = d::boolean,
+     .field = member<&framework_limits::first_last_stage_layers, framework>(), .default_value = true,
+     .default_text = "true",
+     .meaning = "it runs a pipeline split with num_layers_in_first_pipeline_stage or "
+                "num_layers_in_last_pipeline_stage"},
+    {.block = k::framework, .name = "embedding_loss_in_split", .dom = d::boolean,
+     .field = member<&framework_limits::embedding_loss_in_split, framework>(), .default_value = true,
+     .default_text = "true",
+     .meaning = "it runs a pipeline split with account_for_embedding_in_pipeline_split or "
+                "account_for_loss_in_pipeline_split"},
     {.block = k::framework, .name = "sequence_split", .dom = d::choice,
      .field = member<&framework_limits::sequence_split, framework>(), .choices = {"even", "balanced", "balanced_tp"},
      .default_value = std::int64_t{0}, .default_text = "even",

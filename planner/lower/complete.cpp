@@ -142,7 +142,19 @@ std::vector<block_problem> complete(cluster& c, std::string const& called) {
 }
 
 std::vector<block_problem> complete(training& t, std::string const& called) {
-  return missing_keys(block_kind::training, t.keys, called);
+  auto problems = missing_keys(block_kind::training, t.keys, called);
+  // Megatron-Core builds one split or the other (core_v0.13.0 megatron/
+  // core/transformer/transformer_block.py:82-88 asserts).
+  for (auto [ends, set] : {std::pair{"num_layers_in_first_pipeline_stage", t.first_stage_layers.has_value()},
+                           std::pair{"num_layers_in_last_pipeline_stage", t.last_stage_layers.has_value()}})
+    for (auto [counted, on] : {std::pair{"account_for_embedding_in_pipeline_split", t.embedding_in_split},
+                               std::pair{"account_for_loss_in_pipeline_split", t.loss_in_split}})
+      if (set && on && problems.empty())
+        problems.push_back({fmt::format("'{}' and '{}' are both set: Megatron-Core splits the pipeline by one or the "
+                                        "other",
+                                        ends, counted),
+                            counted, ends});
+  return problems;
 }
 
 std::vector<block_problem> complete(framework& f, std::string const& called) {

@@ -17,20 +17,6 @@ namespace {
 
 constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
-std::string chunk_ranges(std::vector<std::int64_t> const& per_chunk, char const* what) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < per_chunk.size()) {
-    std::size_t j = i;
-    while (j + 1 < per_chunk.size() && per_chunk[j + 1] == per_chunk[i]) ++j;
-    if (!out.empty()) out += ", ";
-    out += i == j ? fmt::format("{} on {} {}", per_chunk[i], what, i)
-                  : fmt::format("{} on {}s {}-{}", per_chunk[i], what, i, j);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string gbits(bandwidth b) { return three_digits(b.value() * 8 / 1e9) + " Gbit/s"; }
 
 std::string capacity_text(bytes b) {
@@ -227,6 +213,23 @@ class rules {
         error("pp", [&] {
           return fmt::format("pp = {} stages, but model '{}' has {}", s.pp, m.name, counted(m.layers, "layer"));
         });
+    } else if (auto const split = split_of(m, p_.training, s); !split.dtplan() && !runs_split(p_.framework.limits, split)) {
+      error("pp", [&] {
+        return fmt::format("framework '{}' does not split a pipeline with {}", p_.framework.name,
+                           split_keys(p_.training));
+      });
+    } else if (!split.dtplan() && has_split(p_.framework.limits, split)) {
+      // Megatron-Core's own split, as the training block asks for it: its
+      // assertions.
+      if (auto why = split.refusal(); !why.empty())
+        error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
+          auto const degrees = s.virtual_stages > 1
+                                   ? fmt::format("pp x virtual_stages = {} x {}", s.pp, s.virtual_stages)
+                                   : fmt::format("pp = {}", s.pp);
+          return fmt::format("{} with {}: {}", degrees, split_keys(p_.training), why);
+        });
+      // (A framework without the split runs it where it is dtplan's own: the
+      // checks below.)
     } else if (!splits_layers(p_.framework.limits, m.layers, chunks)) {
       auto const& fw = p_.framework;
       error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
@@ -245,8 +248,8 @@ class rules {
         auto per = layers_per_chunk(m.layers, chunks);
         return s.virtual_stages > 1
                    ? fmt::format("{} layers over {} pipeline chunks (pp x virtual_stages = {} x {}): {}", m.layers,
-                                 chunks, s.pp, s.virtual_stages, chunk_ranges(per, "chunk"))
-                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, chunk_ranges(per, "stage"));
+                                 chunks, s.pp, s.virtual_stages, layer_counts_text(per, "chunk"))
+                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, layer_counts_text(per, "stage"));
       });
     }
 

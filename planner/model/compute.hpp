@@ -115,9 +115,15 @@ struct expert_moves {
 };
 expert_moves expert_movement(strategy_shape const& sh);
 
-/// The compute of one micro-batch on the most loaded stage (the layers of a
-/// stage plus the embedding and the logits, which the first and last stage
-/// hold; with one stage, both).
+/// The compute of one micro-batch on the most loaded stage: a fullest
+/// stage's layers plus the head (the logits and loss the last stage holds;
+/// with one stage the embedding too), whichever stage that is in the split
+/// (strategy_shape::split). Where the split leaves the last stage fewer
+/// layers, 1F1B's slot is the longer of a fullest stage without the head
+/// and the last stage with it; costed so, BLOOM's runs fall 11 % short and
+/// pull the fitted figures other families hold (docs/research/residuals.md
+/// section 9): held back until what those pipelines pay beside their
+/// layers is described.
 stage_compute compute_per_micro_batch(strategy_shape const& sh);
 /// compute_per_micro_batch(shape_of(p, s)).
 stage_compute compute_per_micro_batch(program const& p, strategy const& s);

@@ -9,16 +9,12 @@
 
 namespace dtplan::planner {
 
-std::int64_t strategy_shape::chunk_layers(std::int64_t c) const {
-  return layers_of_chunk(prog->model.layers, chunks, c);
-}
+std::int64_t strategy_shape::chunk_layers(std::int64_t c) const { return split.chunk_layers(c); }
 
-std::int64_t strategy_shape::stage_layers(std::int64_t r) const {
-  return layers_of_rank(prog->model.layers, s.pp, s.virtual_stages, r);
-}
+std::int64_t strategy_shape::stage_layers(std::int64_t r) const { return split.rank_layers(r); }
 
 layer_range strategy_shape::chunk_range(std::int64_t c) const {
-  auto const first = first_layer_of_chunk(prog->model.layers, chunks, c);
+  auto const first = split.first_layer(c);
   return {first, first + chunk_layers(c)};
 }
 
@@ -341,19 +337,32 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   fill_gemms(sh, m);
 
   sh.chunks = s.pp * s.virtual_stages;
-  sh.max_stage_layers = sh.stage_layers(0);
-  sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
-  sh.costed_moe_layers = m.experts > 1 ? sh.max_stage_layers : 0;
-  if (m.mixed_layers()) {
-    // Dense layers first leave stage 0 lighter than the next: the costed
-    // stage is a fullest one with the most mixtures, the heaviest any.
-    sh.costed_moe_layers = sh.stage_moe_layers(0);
-    double most = sh.stage(0).params;
-    sh.heaviest_stage = 0;
-    for (std::int64_t r = 1; r < s.pp; ++r) {
+  sh.split = split_of(m, p.training, s);
+  if (!sh.split.dtplan()) {
+    // Megatron-Core's split: any stage may be the fullest or the heaviest.
+    double most = -1;
+    for (std::int64_t r = 0; r < s.pp; ++r) {
       auto const st = sh.stage(r);
-      if (st.layers == sh.max_stage_layers) sh.costed_moe_layers = std::max(sh.costed_moe_layers, st.moe_layers);
+      if (st.layers > sh.max_stage_layers || (st.layers == sh.max_stage_layers && st.moe_layers > sh.costed_moe_layers))
+        sh.max_stage_layers = st.layers, sh.costed_moe_layers = st.moe_layers;
       if (st.params > most) most = st.params, sh.heaviest_stage = r;
+    }
+  } else {
+    // dtplan's split puts the most layers on stage 0.
+    sh.max_stage_layers = sh.stage_layers(0);
+    sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
+    sh.costed_moe_layers = m.experts > 1 ? sh.max_stage_layers : 0;
+    if (m.mixed_layers()) {
+      // Dense layers first leave stage 0 lighter than the next: the costed
+      // stage is a fullest one with the most mixtures, the heaviest any.
+      sh.costed_moe_layers = sh.stage_moe_layers(0);
+      double most = sh.stage(0).params;
+      sh.heaviest_stage = 0;
+      for (std::int64_t r = 1; r < s.pp; ++r) {
+        auto const st = sh.stage(r);
+        if (st.layers == sh.max_stage_layers) sh.costed_moe_layers = std::max(sh.costed_moe_layers, st.moe_layers);
+        if (st.params > most) most = st.params, sh.heaviest_stage = r;
+      }
     }
   }
   return sh;

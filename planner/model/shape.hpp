@@ -178,16 +178,17 @@ struct strategy_shape : shape_groups {
 
   // The pipeline.
   std::int64_t chunks = 1;            ///< pp x virtual_stages; chunk c runs on stage c % pp
-  std::int64_t max_stage_layers = 0;  ///< the layers of stage 0, the most any stage holds
-  /// Of the max_stage_layers of the stage the step is costed by, the
-  /// mixtures: a stage with the most layers, and of those the most
-  /// mixtures (all of a mixture's without dense layers; 0 for a dense model).
+  layer_split split;                  ///< how the layers sit on the chunks (dtplan's or Megatron-Core's)
+  std::int64_t max_stage_layers = 0;  ///< the most layers any stage holds
+  /// Of the max_stage_layers of a fullest stage, the mixtures: of the
+  /// stages with the most layers, the most mixtures (all of a mixture's
+  /// without dense layers; 0 for a dense model).
   std::int64_t costed_moe_layers = 0;
   std::int64_t heaviest_stage = 0;    ///< the stage with the most weights (its gradients sync last)
 
   /// Layers on stage `r` (every chunk of it).
   [[nodiscard]] std::int64_t stage_layers(std::int64_t r) const;
-  /// Layers of chunk `c` (0 <= c < chunks): the first layers % chunks take one more.
+  /// Layers of chunk `c` (0 <= c < chunks), as `split` places them.
   [[nodiscard]] std::int64_t chunk_layers(std::int64_t c) const;
   /// The layers of stage `r`'s chunks, in the order it runs them.
   [[nodiscard]] std::vector<layer_range> stage_ranges(std::int64_t r) const;

@@ -209,16 +209,20 @@ class space_view {
     return {tp > 1 && runs};
   }
 
-  // Interleaving only exists with pipelining: chunks of layers / pp, or of
-  // (layers + 2) / pp, the embedding and the loss counted as a layer each
-  // (Megatron-Core's account_for_embedding_in_pipeline_split and
-  // account_for_loss_in_pipeline_split: MLPerf's Llama 3.1 405B runs 126 + 2
-  // layers over 8 x 8 chunks), which the check and the cost model take as
-  // an uneven split of the layers.
+  // Interleaving only exists with pipelining. Under Megatron-Core's split
+  // (the training block's num_layers_in_first_pipeline_stage and the
+  // rest) the virtual stages it builds; under dtplan's, chunks of layers /
+  // pp, or of (layers + 2) / pp (MLPerf's Llama 3.1 405B: 126 + 2 layers
+  // over 8 x 8 chunks), which dtplan splits unevenly.
   [[nodiscard]] std::vector<std::int64_t> virtual_stages(std::int64_t pp) const {
     std::vector<std::int64_t> valid{1};
     auto const layers = p_.model.layers;
-    if (pp > 1 && p_.framework.limits.interleaving) {
+    strategy probe;
+    probe.pp = pp;
+    if (pp > 1 && p_.framework.limits.interleaving && !split_of(p_.model, p_.training, probe).dtplan()) {
+      for (probe.virtual_stages = 2; probe.virtual_stages <= layers / pp; ++probe.virtual_stages)
+        if (split_of(p_.model, p_.training, probe).refusal().empty()) valid.push_back(probe.virtual_stages);
+    } else if (pp > 1 && p_.framework.limits.interleaving) {
       if (layers % pp == 0) valid = dividing(layer_divisors_, layers / pp);
       if ((layers + 2) % pp == 0)
         for (auto v : dividing(padded_layer_divisors_, (layers + 2) / pp))

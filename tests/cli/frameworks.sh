@@ -187,6 +187,29 @@ expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 3, shard all, checkpoint full, micro_batch 1"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml" --set torchtitan.checkpoint=none --quiet
 expect_contains "$TMP/out" "torchtitan: valid"
+# torchtitan counts the embedding and the output as a layer each when it
+# splits a pipeline (pipeline_parallel_first/last_stage_less_layers, 1 by
+# default): Megatron-Core's split where the layers and they divide (32 + 2
+# over 2), read as the training block's two keys; where they do not (over
+# 4) torchtitan gives the first stages the rest, which dtplan says it
+# cannot; written 0, dtplan's split.
+printf '%s\n' '[training]' 'local_batch_size = 8' 'seq_len = 4096' '[parallelism]' 'data_parallel_shard_degree = 8' \
+  'pipeline_parallel_degree = 2' >"$TMP/tt_pp2.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp2.toml" --dump ir
+expect_contains "$TMP/out" "  account_for_embedding_in_pipeline_split true"
+expect_contains "$TMP/out" "  account_for_loss_in_pipeline_split true"
+expect_lacks "$TMP/err" "counts the embedding"
+sed 's/data_parallel_shard_degree = 8/data_parallel_shard_degree = 4/; s/pipeline_parallel_degree = 2/pipeline_parallel_degree = 4/' \
+  "$TMP/tt_pp2.toml" >"$TMP/tt_pp4.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml" --dump ir
+expect_contains "$TMP/err" "tt_pp4.toml:1:1: warning: torchtitan counts the embedding and the output as layers when it splits the pipeline (pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers) and gives the first stages the rest; dtplan splits the transformer layers evenly"
+expect_lacks "$TMP/out" "account_for"
+printf '%s\n' 'pipeline_parallel_first_stage_less_layers = 0' 'pipeline_parallel_last_stage_less_layers = 0' >>"$TMP/tt_pp4.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml"
+expect_lacks "$TMP/err" "counts the embedding"
+expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml" --dump ir
+expect_lacks "$TMP/out" "account_for"
 # The script a Megatron-LM job starts: Megatron-LM's other pretrain_*.py
 # train models dtplan does not cost (core_v0.13.0 examples/bert/
 # train_bert_340m_distributed.sh, examples/mamba/train.sh); another name is
@@ -348,10 +371,16 @@ stages() {  # STATUS ARGUMENTS DIAGNOSTIC: the plan's job with ARGUMENTS for its
   expect_status "$1" "$DTPLAN" "$plan" --from megatron "$TMP/stages.txt"
   [ -z "$3" ] || expect_contains "$TMP/err" "$3"
 }
-stages 0 "--decoder-first-pipeline-num-layers 12" "stages.txt:25:1: warning: costed as dtplan's split of 32 layers over 2 stages, 16 each, whose most loaded pipeline rank has 16 layers; the job's has 20"
+stages 0 "--decoder-first-pipeline-num-layers 12" ""
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "  layers 12 on stage 0, 20 on stage 1"
+expect_contains "$TMP/out" "training  global batch"
 stages 0 "--decoder-first-pipeline-num-layers 16" ""
 expect_lacks "$TMP/err" "decoder"
-stages 0 "--decoder-last-pipeline-num-layers 8 --num-virtual-stages-per-pipeline-rank 2" "warning: costed as dtplan's split of 32 layers over 4 chunks, 8 each, whose most loaded pipeline rank has 16 layers; the job's has 24"
+stages 0 "--decoder-last-pipeline-num-layers 8 --num-virtual-stages-per-pipeline-rank 2" ""
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "  layers 24 on stage 0, 8 on stage 1"
+expect_contains "$TMP/out" "virtual_stages 2,"
 stages 2 "--decoder-first-pipeline-num-layers 12 --decoder-last-pipeline-num-layers 19" "stages.txt:25:37: error: the first and last stages' 31 layers are not the model's 32"
 stages 2 "--decoder-first-pipeline-num-layers 0" "error: '--decoder-first-pipeline-num-layers' must be larger than 0"
 stages 2 "--decoder-first-pipeline-num-layers 13 --num-virtual-stages-per-pipeline-rank 2" "error: the first stage's 13 layers do not divide over its 2 virtual stages"
@@ -361,6 +390,13 @@ stages 2 "--decoder-first-pipeline-num-layers 12 --num-layers-per-virtual-pipeli
 stages 2 "--num-layers 31" "stages.txt:23:32: error: Megatron-LM splits the layers evenly over the pipeline's ranks: 31 layers do not divide over 2; '--decoder-first-pipeline-num-layers', '--decoder-last-pipeline-num-layers' or '--pipeline-model-parallel-layout' split them unevenly"
 stages 2 "--account-for-embedding-in-pipeline-split" "error: Megatron-LM splits the layers evenly over the pipeline's ranks: 33 layers (32 layers and the embedding) do not divide over 2;"
 stages 0 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split" ""
+expect_lacks "$TMP/err" "warning"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/stages.txt" --dump ir
+expect_contains "$TMP/out" "  account_for_embedding_in_pipeline_split true"
+expect_contains "$TMP/out" "  account_for_loss_in_pipeline_split true"
+# The first and last stages written, the embedding or loss counted too:
+# Megatron-Core asserts (transformer_block.py:82-88).
+stages 2 "--decoder-first-pipeline-num-layers 12 --account-for-loss-in-pipeline-split" "error: '--account-for-loss-in-pipeline-split' and '--decoder-first-pipeline-num-layers' are both written (Megatron-LM splits by one or the other)"
 stages 2 "--num-virtual-stages-per-pipeline-rank 3" "stages.txt:25:40: error: each pipeline rank's 16 layers do not divide over its 3 virtual stages"
 stages 2 "--num-layers-per-virtual-pipeline-stage 3" "stages.txt:25:41: error: each pipeline rank's 16 layers do not divide into chunks of 3 layers"
 stages 2 "--num-layers-per-virtual-pipeline-stage 0" "error: '--num-layers-per-virtual-pipeline-stage' must be larger than 0"
@@ -473,8 +509,14 @@ expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_lacks "$TMP/err" "warning"
 expect_contains "$TMP/out" "time per step                      9.56 s"
 expect_lacks "$TMP/out" "dispatcher's buffer"
-# The README's claim for NeMo's DeepSeek-V3 recipe's search.
+# The README's claims for NeMo's DeepSeek-V3 recipe's search, with the
+# recipe's uneven first and last stages and without them.
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize --quiet
+expect_contains "$TMP/out" "search#1: valid, 19.0 s per step, 882 k tokens/s, MFU 25.4 %, 72.6 GiB per GPU"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize
+expect_contains "$TMP/out" "  layers 3 on stage 0, 4 on stages 1-14, 2 on stage 15"
+grep -v "^  num_layers_in_" plans/deepseek_v3_megatron.dtp >"$TMP/deepseek_even.dtp"
+expect_status 0 "$DTPLAN" "$TMP/deepseek_even.dtp" --optimize --quiet
 expect_contains "$TMP/out" "search#1: valid, 13.0 s per step, 1.29 M tokens/s, MFU 37.1 %, 72.6 GiB per GPU"
 # The README's two figures for the gathering dispatcher.
 expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --set training.moe_token_dispatcher=allgather --quiet

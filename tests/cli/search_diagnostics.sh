@@ -43,8 +43,9 @@ n=$(grep -c "error: cp = 32000 exceeds the 1024 GPUs of cluster 'h100_pod'" "$TM
 [ "$n" = 1 ] || fail "the cp error was printed $n times"
 
 # The whole-space search of a file whose fixed strategies split 126 layers
-# unevenly: each search result's warning points into the file, once.
-sed "/^strategy search/,\$d" plans/405b_1024_h100.dtp >"$TMP/nofree.dtp"
+# unevenly (dtplan's split, without the plan's Llama 3 one): each search
+# result's warning points into the file, once.
+sed "/^strategy search/,\$d; /account_for_/d" plans/405b_1024_h100.dtp >"$TMP/nofree.dtp"
 expect_status 0 "$DTPLAN" "$TMP/nofree.dtp" --optimize
 checks=$((checks + 1))
 grep -q "^warning:" "$TMP/err" && fail "a warning without file:line:col: $(grep '^warning:' "$TMP/err")"

@@ -269,6 +269,55 @@ TEST_CASE("the sequence splits as the framework requires it", "[check]") {
   CHECK(replicated.diags(p).empty());
 }
 
+TEST_CASE("Megatron-Core's own split: its assertions, and frameworks that do not split so", "[check]") {
+  auto p = two_nodes_7b();
+  p.training.first_stage_layers = 12;
+  written two("strategy s {\n  pp = 2\n  zero = 1\n}\n");
+  CHECK(two.diags(p).empty());  // 12 and 20: no uneven warning, the split is the job's
+  CHECK(two.run(p).memory.stage_layers == 20);
+  written four("strategy s {\n  pp = 4\n  zero = 1\n}\n");
+  CHECK(four.diags(p) ==
+        "plan.dtp:2:3: error: pp = 4 with num_layers_in_first_pipeline_stage = 12: the 20 layers left for the 3 "
+        "middle pipeline stages do not split evenly over them\n"
+        "    2 |   pp = 4\n"
+        "      |   ^~\n");
+  written chunks("strategy s {\n  pp = 2\n  virtual_stages = 5\n  zero = 1\n}\n");
+  p.training.global_batch = 192;
+  CHECK(chunks.diags(p) ==
+        "plan.dtp:3:3: error: pp x virtual_stages = 2 x 5 with num_layers_in_first_pipeline_stage = 12: the first "
+        "pipeline stage's 12 layers do not divide over its 5 virtual stages\n"
+        "    3 |   virtual_stages = 5\n"
+        "      |   ^~~~~~~~~~~~~~\n");
+  // A framework without the split refuses it, unless it places the layers
+  // as dtplan's does.
+  p.training.global_batch = 256;
+  p.framework.name = "torchtitan";
+  p.framework.limits.first_last_stage_layers = false;
+  CHECK(two.diags(p) ==
+        "plan.dtp:2:3: error: framework 'torchtitan' does not split a pipeline with "
+        "num_layers_in_first_pipeline_stage = 12\n"
+        "    2 |   pp = 2\n"
+        "      |   ^~\n");
+  p.training.first_stage_layers = 16;
+  CHECK(two.diags(p).empty());
+  p.training.first_stage_layers.reset();
+  p.training.embedding_in_split = p.training.loss_in_split = true;
+  p.framework.limits.embedding_loss_in_split = false;
+  CHECK(two.diags(p).empty());  // 32 + 2 over 2: 16 and 16
+  CHECK(four.diags(p) ==
+        "plan.dtp:2:3: error: framework 'torchtitan' does not split a pipeline with "
+        "account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split\n"
+        "    2 |   pp = 4\n"
+        "      |   ^~\n");
+  p.framework.limits.embedding_loss_in_split = true;
+  CHECK(four.diags(p) ==
+        "plan.dtp:2:3: error: pp = 4 with account_for_embedding_in_pipeline_split, "
+        "account_for_loss_in_pipeline_split: 32 layers and the embedding and the loss counted as two more do not "
+        "divide over 4 pipeline chunks\n"
+        "    2 |   pp = 4\n"
+        "      |   ^~\n");
+}
+
 TEST_CASE("Megatron interleaves two stages only with its p2p overlap", "[check]") {
   auto p = two_nodes_7b();
   written two("strategy i {\n  pp = 2\n  virtual_stages = 2\n  zero = 1\n}\n");

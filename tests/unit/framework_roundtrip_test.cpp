@@ -137,14 +137,15 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "1b_1node.dtp data_parallel torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_1024_h100.dtp llama3_like torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_1024_h100.dtp sharded megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
+      "405b_1024_h100.dtp llama3_like deepspeed: framework 'deepspeed' does not split a pipeline with "
+      "account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split",
       "405b_1024_h100.dtp sharded deepspeed: framework 'deepspeed' runs ZeRO stage 1 at most with a "
       "pipeline, not zero = 3 with pp = 2",
-      "405b_gb200_nvl72.dtp mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
-      "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
+      "405b_gb200_nvl72.dtp mlperf_v50 torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
       "405b_gb200_nvl72.dtp search#1 torchtitan: torchtitan runs asynchronous tensor parallelism only "
       "compiled (tp_comm_overlap needs fused_elementwise = true, compile.enable)",
-      "405b_gb200_nvl72.dtp mlperf_v50 deepspeed: framework 'deepspeed' does not run context parallelism (cp = 2)",
-      "405b_gb200_nvl72.dtp search#1 deepspeed: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8",
+      "405b_gb200_nvl72.dtp mlperf_v50 deepspeed: framework 'deepspeed' does not split a pipeline with "
+      "account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split",
       "70b_16node_h100_ib.dtp megatron_3d torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not "
       "zero = 1",
       "70b_16node_h100_ib.dtp hsdp megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
@@ -156,11 +157,10 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "8b_torchtitan_h100.dtp hsdp_tp2 megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero = 3",
       "8b_torchtitan_h100.dtp fsdp deepspeed: framework 'deepspeed' does not run checkpoint = ops",
       "8b_torchtitan_h100.dtp hsdp_tp2 deepspeed: framework 'deepspeed' does not run checkpoint = ops",
-      "deepseek_v3_megatron.dtp recipe torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
-      "deepseek_v3_megatron.dtp recipe deepspeed: dtplan writes mixture-of-experts jobs for megatron and torchtitan "
-      "only, not deepspeed",
-      "deepseek_v3_megatron.dtp search#1 deepspeed: dtplan writes mixture-of-experts jobs for megatron and "
-      "torchtitan only, not deepspeed",
+      "deepseek_v3_megatron.dtp recipe torchtitan: framework 'torchtitan' does not split a pipeline with "
+      "num_layers_in_first_pipeline_stage = 3, num_layers_in_last_pipeline_stage = 2",
+      "deepseek_v3_megatron.dtp recipe deepspeed: framework 'deepspeed' does not split a pipeline with "
+      "num_layers_in_first_pipeline_stage = 3, num_layers_in_last_pipeline_stage = 2",
       "gpt3_175b_megatron_h100.dtp mlperf_v41 torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not "
       "zero = 1",
       "gpt3_175b_megatron_h100.dtp search#1 torchtitan: torchtitan runs asynchronous tensor parallelism only "
@@ -194,10 +194,9 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
       "pipelines (virtual_stages = 5)",
       "70b_16node_h100_ib.dtp[fp8] hsdp deepspeed: Megatron-DeepSpeed trains in bf16, fp16 or fp32, not fp8",
       "7b_2node.dtp[fp16] current torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
-      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 torchtitan: framework 'torchtitan' splits the layers into stages of one size, ceil(layers / size) "
-      "of them: none gives 126 layers over 64 pipeline chunks (pp x virtual_stages = 8 x 8; 2 a stage makes 63)",
-      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 deepspeed: framework 'deepspeed' does not run context parallelism "
-      "(cp = 2)",
+      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 torchtitan: framework 'torchtitan' runs ZeRO stage 0 or 3, not zero = 1",
+      "405b_gb200_nvl72.dtp[fp4] mlperf_v50 deepspeed: framework 'deepspeed' does not split a pipeline with "
+      "account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split",
       "70b_16node_h100_ib.dtp[zero3] megatron_3d megatron: framework 'megatron' runs ZeRO stage 0 or 1, "
       "not zero = 3",
       "70b_16node_h100_ib.dtp[zero3] hsdp megatron: framework 'megatron' runs ZeRO stage 0 or 1, not zero "
@@ -273,7 +272,9 @@ TEST_CASE("every plan's strategies and best search result survive export and imp
   // recipe and best (heads 128 wide, q/k norms, experts whole under tp) as
   // Megatron-LM's; multi-latent attention (--multi-latent-attention) and
   // selective recomputation's modules (--recompute-modules) as Megatron-LM's.
-  CHECK(out.round_trips == 75);
+  // (Llama 3's split of the 405B plan is Megatron-Core's and torchtitan's,
+  // not Megatron-DeepSpeed's: its DeepSpeed search finds no plan.)
+  CHECK(out.round_trips == 73);
 }
 
 TEST_CASE("a reduce precision apart from the kept one survives a DeepSpeed job, and only a DeepSpeed job") {

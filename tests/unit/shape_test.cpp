@@ -115,6 +115,91 @@ TEST_CASE("stage layer ranges spread the remainder over the first chunks") {
   CHECK(ranges(10, 2, 2, 1) == std::vector<r>{{3, 6}, {8, 10}});
 }
 
+TEST_CASE("Megatron-Core's uneven first and last stages: the middle ranks share the rest, each rank's chunks alike") {
+  // NeMo's DeepSeek-V3 recipe: 61 layers, 3 on the first of 16 stages and 2
+  // on the last (recipes/deepseek_v3.py:60-126).
+  layer_split split{.layers = 61, .pp = 16, .vpp = 1, .first = 3, .last = 2};
+  CHECK(split.ends());
+  CHECK_FALSE(split.dtplan());
+  CHECK(split.refusal().empty());
+  CHECK(split.rank_layers(0) == 3);
+  CHECK(split.rank_layers(1) == 4);
+  CHECK(split.rank_layers(14) == 4);
+  CHECK(split.rank_layers(15) == 2);
+  CHECK(split.first_layer(1) == 3);
+  CHECK(split.first_layer(15) == 59);
+  // Interleaved: 32 layers, pp 2 x 2 virtual stages, 8 on the last rank:
+  // rank 0 builds 12 a chunk, rank 1 4; chunk order c = v x pp + r.
+  layer_split inter{.layers = 32, .pp = 2, .vpp = 2, .last = 8};
+  CHECK(inter.refusal().empty());
+  std::vector<layer_range> got;
+  for (std::int64_t c = 0; c < 4; ++c) got.push_back({inter.first_layer(c), inter.first_layer(c) + inter.chunk_layers(c)});
+  CHECK(got == std::vector<layer_range>{{0, 12}, {12, 16}, {16, 28}, {28, 32}});
+  CHECK(inter.rank_layers(0) == 24);
+  CHECK(inter.rank_layers(1) == 8);
+  // What Megatron-Core refuses (transformer_config.py:924-989), and dtplan's
+  // reason for a middle stage of no layer.
+  CHECK(layer_split{.layers = 61, .pp = 8, .vpp = 1, .first = 3, .last = 2}.refusal() ==
+        "the 56 layers left for the 6 middle pipeline stages do not split evenly over them");
+  CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 2, .first = 13}.refusal() ==
+        "the first pipeline stage's 13 layers do not divide over its 2 virtual stages");
+  CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 1, .first = 12, .last = 19}.refusal() ==
+        "the first and last pipeline stages' 31 layers are not the model's 32");
+  CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 20, .last = 20}.refusal() ==
+        "the first and last pipeline stages' 40 layers are more than the model's 32");
+  CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 16, .last = 16}.refusal() ==
+        "the middle pipeline stage would hold no layer");
+  CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 3, .first = 12}.refusal() ==
+        "the 20 layers left for the middle pipeline stage do not divide over its 3 virtual stages");
+  CHECK(layer_split{.layers = 30, .pp = 4, .vpp = 2, .first = 4, .last = 4}.refusal() ==
+        "the 22 layers left for the 2 middle pipeline stages do not split evenly over them and their virtual "
+        "stages");
+}
+
+TEST_CASE("the embedding and the loss counted as layers: the first and last chunk a layer short") {
+  // MLPerf's Llama 3.1 405B: 126 + 2 over 8 x 8 chunks of 2.
+  layer_split split{.layers = 126, .pp = 8, .vpp = 8, .embedding = true, .loss = true};
+  CHECK(split.accounted());
+  CHECK(split.refusal().empty());
+  CHECK(split.chunk_layers(0) == 1);
+  CHECK(split.chunk_layers(1) == 2);
+  CHECK(split.chunk_layers(63) == 1);
+  CHECK(split.first_layer(0) == 0);
+  CHECK(split.first_layer(1) == 1);
+  CHECK(split.first_layer(63) == 125);
+  CHECK(split.rank_layers(0) == 15);
+  CHECK(split.rank_layers(3) == 16);
+  CHECK(split.rank_layers(7) == 15);
+  std::int64_t total = 0;
+  for (std::int64_t r = 0; r < 8; ++r) total += split.rank_layers(r);
+  CHECK(total == 126);
+  CHECK_FALSE(split.places_as_dtplan());  // dtplan's: 16 on stages 0-5, 15 on 6-7
+  // 126 + 2 over 2 stages of 64: 63 each, dtplan's own.
+  CHECK(layer_split{.layers = 126, .pp = 2, .vpp = 1, .embedding = true, .loss = true}.places_as_dtplan());
+  CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 1, .embedding = true}.refusal() ==
+        "32 layers and the embedding counted as one more do not divide over 2 pipeline chunks");
+  CHECK(layer_split{.layers = 2, .pp = 4, .vpp = 1, .embedding = true, .loss = true}.refusal() ==
+        "the first chunk would hold the embedding alone");
+  // Without a pipeline neither applies: dtplan's split of everything.
+  CHECK(layer_split{.layers = 32, .pp = 1, .vpp = 1, .first = 12, .embedding = true}.dtplan());
+}
+
+TEST_CASE("a shape follows the training block's split: the fullest and the heaviest stage are any") {
+  auto p = llama3_8b_on(2);
+  p.training.global_batch = 16;
+  p.training.first_stage_layers = 4;
+  p.training.last_stage_layers = 12;
+  strategy s;
+  s.tp = 4, s.pp = 4, s.dp = 1;
+  auto const sh = shape_of(p, s);
+  CHECK(sh.stage_layers(0) == 4);
+  CHECK(sh.stage_layers(1) == 8);
+  CHECK(sh.stage_layers(3) == 12);
+  CHECK(sh.max_stage_layers == 12);
+  CHECK(sh.heaviest_stage == 3);
+  CHECK(sh.stage_ranges(3) == std::vector<layer_range>{{20, 32}});
+}
+
 TEST_CASE("an expert group is a block of ep consecutive members of the sync group, cp ranks among them") {
   // One node of 8: cp = 8 holds the sync group, so ep = 8 takes the
   // context-parallel ranks and stays on the node (it was placed as if it
