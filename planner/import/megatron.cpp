@@ -367,7 +367,14 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
     if (__builtin_add_overflow(placed, *n, &placed)) placed = std::numeric_limits<std::int64_t>::max();
     --middle;
   }
-  if (layers <= 0) return true;  // the model's layers are not known here: nothing to compare
+  // The plan says the same (training.num_layers_in_first/last_pipeline_stage);
+  // the model's layers, where known here, are checked below as Megatron checks
+  // them, and the strategy check where they are not.
+  if (first) set(t, "training", "num_layers_in_first_pipeline_stage", integer_value(*f, job.value_at(first)),
+                 first->key_where);
+  if (last) set(t, "training", "num_layers_in_last_pipeline_stage", integer_value(*l, job.value_at(last)),
+                last->key_where);
+  if (layers <= 0) return true;  // the model's layers are not known here
   std::int64_t const rest = placed > layers ? -1 : layers - placed;
   if (rest < 0 || (middle == 0 && rest != 0)) {
     t.diags.error(job.value_at(at), fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
@@ -380,11 +387,6 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
                                                 rest, middle, vpp > 1 ? " and their virtual stages" : ""));
     return false;
   }
-  // The plan says the same (training.num_layers_in_first/last_pipeline_stage).
-  if (first) set(t, "training", "num_layers_in_first_pipeline_stage", integer_value(*f, job.value_at(first)),
-                 first->key_where);
-  if (last) set(t, "training", "num_layers_in_last_pipeline_stage", integer_value(*l, job.value_at(last)),
-                last->key_where);
   return true;
 }
 
