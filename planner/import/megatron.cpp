@@ -248,11 +248,48 @@ void split_against_ours(translation& t, span at, std::int64_t pp, std::int64_t v
                                                : fmt::format("; {} has {}", whose, most)));
 }
 
+// The Megatron-Core split (uneven first or last stage, or the embedding or
+// loss counted) that places `theirs` (each chunk's layers, in chunk order,
+// over pp x vpp chunks) where dtplan's split does not; nullopt where
+// dtplan's does or none does. The counted embedding and loss are tried
+// first, then the first and last stages.
+std::optional<layer_split> split_keys_of(std::vector<std::int64_t> const& theirs, std::int64_t pp, std::int64_t vpp) {
+  std::int64_t layers = 0;
+  for (auto n : theirs) layers += n;
+  auto const places = [&](layer_split const& s) {
+    if (!s.refusal().empty()) return false;
+    for (std::int64_t c = 0; c < s.chunks(); ++c)
+      if (s.chunk_layers(c) != theirs[static_cast<std::size_t>(c)]) return false;
+    return true;
+  };
+  layer_split base{.layers = layers, .pp = pp, .vpp = vpp};
+  if (pp <= 1 || places(base)) return std::nullopt;
+  std::int64_t first = 0, last = 0;
+  for (std::int64_t c = 0; c < pp * vpp; c += pp) first += theirs[static_cast<std::size_t>(c)];
+  for (std::int64_t c = pp - 1; c < pp * vpp; c += pp) last += theirs[static_cast<std::size_t>(c)];
+  std::vector<layer_split> tries;
+  for (auto [embedding, loss] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+    auto s = base;
+    s.embedding = embedding, s.loss = loss;
+    tries.push_back(s);
+  }
+  for (auto [f, l] : {std::pair{first, last}, std::pair{first, std::int64_t{0}}, std::pair{std::int64_t{0}, last}}) {
+    auto s = base;
+    s.first = f, s.last = l;
+    tries.push_back(s);
+  }
+  for (auto const& s : tries)
+    if (places(s)) return s;
+  return std::nullopt;
+}
+
 // The virtual stages of a --pipeline-model-parallel-layout over `pp`
 // stages of `layers` layers (0: not known), checked as Megatron checks it
 // (core_v0.13.0 megatron/training/arguments.py:509-519,
-// pipeline_parallel_layer_layout.py:20-110); a warning where its split is
-// not dtplan's, which costs the plan. nullopt after an error.
+// pipeline_parallel_layer_layout.py:20-110); the training keys of
+// Megatron-Core's own split where the layout is one (split_keys_of), else
+// a warning where its split is not dtplan's, which costs the plan. nullopt
+// after an error.
 std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::int64_t pp, std::int64_t layers) {
   auto& t = job.out();
   auto const at = job.value_at(&e);
@@ -315,7 +352,19 @@ std::optional<std::int64_t> read_layout(job_reader& job, entry const& e, std::in
   for (std::int64_t c = 0; c < chunks; ++c)
     theirs[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(
         std::count(stages[static_cast<std::size_t>(c)].begin(), stages[static_cast<std::size_t>(c)].end(), 't'));
-  split_against_ours(t, at, pp, chunks / pp, theirs, false, "the layout's");
+  // A layout that places the layers as Megatron-Core's uneven first/last
+  // stages or its counted embedding and loss would: the plan says so with
+  // those keys (which the Megatron export writes back as the flags).
+  if (auto own = split_keys_of(theirs, pp, chunks / pp)) {
+    auto const origin = e.key_where;
+    if (own->first > 0) set(t, "training", "num_layers_in_first_pipeline_stage", integer_value(own->first, at), origin);
+    if (own->last > 0) set(t, "training", "num_layers_in_last_pipeline_stage", integer_value(own->last, at), origin);
+    if (own->embedding)
+      set(t, "training", "account_for_embedding_in_pipeline_split", boolean_value(true, at), origin);
+    if (own->loss) set(t, "training", "account_for_loss_in_pipeline_split", boolean_value(true, at), origin);
+  } else {
+    split_against_ours(t, at, pp, chunks / pp, theirs, false, "the layout's");
+  }
   return chunks / pp;
 }
 

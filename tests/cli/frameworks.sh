@@ -352,6 +352,23 @@ reads 0 'E|(t*16|)*2L' "layout.txt:25:34: warning: costed as dtplan's split of 3
 expect_contains "$TMP/out" "virtual_stages 2,"
 reads 0 'E,t*7|t*6|t*5|t*5|t*5|t*4,L' "warning: costed as dtplan's split of 32 layers over 6 chunks, the first 2 a layer more, whose most loaded pipeline rank has 16 layers; the layout's has 17"
 reads 2 'E,t*6|t*6|t*5|t*5|t*5|t*4,L' "layout.txt:25:34: error: '--pipeline-model-parallel-layout' places 31 transformer layers; the model has 32"
+# A layout that is Megatron-Core's uneven first and last stages, or its
+# counted embedding and loss, is read as those keys: no warning, the
+# job's split costed.
+layout 'E,t*15|t*17,L'
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt"
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "  layers 15 on stage 0, 17 on stage 1"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt" --dump ir
+expect_contains "$TMP/out" "  num_layers_in_first_pipeline_stage 15"
+expect_contains "$TMP/out" "  num_layers_in_last_pipeline_stage 17"
+layout 'E,t*7|t*8|t*8|t*7,L'
+sed -i 's/^--num-layers 32$/--num-layers 30/' "$TMP/layout.txt"
+expect_status 0 "$DTPLAN" "$plan" --from megatron "$TMP/layout.txt" --dump ir
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "  account_for_embedding_in_pipeline_split true"
+expect_contains "$TMP/out" "  account_for_loss_in_pipeline_split true"
+expect_lacks "$TMP/out" "num_layers_in_"
 reads 2 'E|(t*8|)*3,t*8,L' "error: '--pipeline-model-parallel-layout' has 5 stages, not a multiple of the pipeline's 2"
 reads 2 't*16|t*16,L' "error: '--pipeline-model-parallel-layout' must start with the embedding E and end with the loss L, each written once"
 reads 2 'E,t*16|T*16,L' "error: '--pipeline-model-parallel-layout' has 'T' where Megatron-LM reads E (embedding), t (transformer layer), m (MTP layer), L (loss) and '|'"
