@@ -85,7 +85,10 @@ std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t v
 
 std::int64_t layer_split::middle_rank_layers() const {
   std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
-  return middle > 0 ? (layers - first - last) / middle : 0;
+  // None where the ends take more than the model (refusal() says so), and
+  // no sum that could wrap.
+  if (middle <= 0 || first > layers || last > layers - first) return 0;
+  return (layers - first - last) / middle;
 }
 
 std::int64_t layer_split::of_rank(std::int64_t r) const {
@@ -131,6 +134,7 @@ std::int64_t layer_split::rank_layers(std::int64_t r) const {
 }
 
 bool layer_split::places_as_dtplan() const {
+  if (chunks() > layers) return false;  // no split of the layers at all
   for (std::int64_t c = 0; c < chunks(); ++c)
     if (chunk_layers(c) != layers_of_chunk(layers, chunks(), c)) return false;
   return true;
@@ -145,11 +149,18 @@ std::string layer_split::refusal() const {
       if (n > 0 && n % vpp != 0)
         return fmt::format("the {} pipeline stage's {} layers do not divide over its {} virtual stages", which, n,
                            vpp);
-    std::int64_t const placed = first + last;
     std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
-    if (placed > layers || (middle == 0 && placed != layers))
-      return fmt::format("the first and last pipeline stages' {} layers are {} the model's {}", placed,
-                         placed > layers ? "more than" : "not", layers);
+    // Each against the model first: their sum would wrap where a plan
+    // writes 2^63 - 1 for each.
+    for (auto [n, which] : {std::pair{first, "first"}, std::pair{last, "last"}})
+      if (n > layers)
+        return fmt::format("the {} pipeline stage's {} layers are more than the model's {}", which, n, layers);
+    if (last > layers - first)
+      return fmt::format("the first and last pipeline stages' {} layers are more than the model's {}", first + last,
+                         layers);
+    std::int64_t const placed = first + last;
+    if (middle == 0 && placed != layers)
+      return fmt::format("the first and last pipeline stages' {} layers are not the model's {}", placed, layers);
     auto const rest = layers - placed;
     if (middle == 1 && rest % vpp != 0)
       return fmt::format("the {} layers left for the middle pipeline stage do not divide over its {} virtual stages",

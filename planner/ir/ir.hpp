@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -685,7 +686,12 @@ struct layer_split {
   std::int64_t first = 0, last = 0;  ///< the first and last rank's layers; 0: split with the middle ones
   bool embedding = false, loss = false;
 
-  [[nodiscard]] std::int64_t chunks() const { return pp * vpp; }
+  /// pp x vpp, held below 2^63 (a strategy's degrees can be absurd before
+  /// the check refuses them).
+  [[nodiscard]] std::int64_t chunks() const {
+    std::int64_t n = 0;
+    return __builtin_mul_overflow(pp, vpp, &n) ? std::numeric_limits<std::int64_t>::max() : n;
+  }
   /// Whether the split is Megatron's uneven first or last rank.
   [[nodiscard]] bool ends() const { return pp > 1 && (first > 0 || last > 0); }
   /// Whether the embedding or the loss takes a layer's place.

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include "dsl/diagnostics.hpp"
@@ -288,9 +289,19 @@ TEST_CASE("Megatron-Core's own split: its assertions, and frameworks that do not
         "pipeline stage's 12 layers do not divide over its 5 virtual stages\n"
         "    3 |   virtual_stages = 5\n"
         "      |   ^~~~~~~~~~~~~~\n");
+  // Figures whose sum would wrap: each is compared with the model first.
+  p.training.global_batch = 256;
+  p.training.first_stage_layers = p.training.last_stage_layers = std::numeric_limits<std::int64_t>::max();
+  CHECK(four.diags(p) ==
+        "plan.dtp:2:3: error: pp = 4 with num_layers_in_first_pipeline_stage = 9223372036854775807, "
+        "num_layers_in_last_pipeline_stage = 9223372036854775807: the first pipeline stage's 9223372036854775807 "
+        "layers are more than the model's 32\n"
+        "    2 |   pp = 4\n"
+        "      |   ^~\n");
+  p.training.first_stage_layers = 12;
+  p.training.last_stage_layers.reset();
   // A framework without the split refuses it, unless it places the layers
   // as dtplan's does.
-  p.training.global_batch = 256;
   p.framework.name = "torchtitan";
   p.framework.limits.first_last_stage_layers = false;
   CHECK(two.diags(p) ==

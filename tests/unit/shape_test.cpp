@@ -147,6 +147,10 @@ TEST_CASE("Megatron-Core's uneven first and last stages: the middle ranks share 
         "the first and last pipeline stages' 31 layers are not the model's 32");
   CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 20, .last = 20}.refusal() ==
         "the first and last pipeline stages' 40 layers are more than the model's 32");
+  constexpr auto most = std::numeric_limits<std::int64_t>::max();
+  layer_split const huge{.layers = 32, .pp = 4, .vpp = 1, .first = most, .last = most};
+  CHECK(huge.refusal() == "the first pipeline stage's 9223372036854775807 layers are more than the model's 32");
+  CHECK_FALSE(huge.places_as_dtplan());  // and no sum wraps on the way
   CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 16, .last = 16}.refusal() ==
         "the middle pipeline stage would hold no layer");
   CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 3, .first = 12}.refusal() ==
