@@ -90,7 +90,15 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   // cannot run. (A split of the plan's own that the framework has is its.)
   auto const layers = p.model.layers;
   auto const chunks = s.pp * s.virtual_stages;
-  bool const own = !pl.shape->split.dtplan() && planner::has_split(lim, pl.shape->split);
+  auto const& split = pl.shape->split;
+  bool const own = !split.dtplan() && planner::has_split(lim, split);
+  if (s.pp > 1 && own && split.accounted() && !planner::splits_layers(lim, split.slots(), chunks)) {
+    auto const per = planner::stage_size(split.slots(), chunks);
+    return fmt::format("{} makes ceil({} layers and counted embedding and loss / pipeline_parallel_layers_per_stage) "
+                       "stages: no size gives the {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes "
+                       "{})",
+                       fw, split.slots(), chunks, s.pp, s.virtual_stages, per, planner::stage_size(split.slots(), per));
+  }
   if (s.pp > 1 && !own && !planner::splits_layers(lim, layers, chunks)) {
     auto const per = planner::stage_size(layers, chunks);
     return fmt::format("{} makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives the {} "
@@ -360,10 +368,10 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
     auto const& split = pl.shape->split;
     if (split.accounted()) {
       // The embedding and the output counted as a layer each where the plan
-      // says so: torchtitan's split of layers + 1 + 1 (TT v0.2.0
-      // torchtitan/distributed/pipeline_parallel.py:262-330), which divide.
-      auto const counted = m.layers + (split.embedding ? 1 : 0) + (split.loss ? 1 : 0);
-      o.number("pipeline_parallel_layers_per_stage", counted / (s.pp * s.virtual_stages));
+      // says so: torchtitan's split of layers + 1 + 1, the first stages a
+      // layer more (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:
+      // 262-330).
+      o.number("pipeline_parallel_layers_per_stage", planner::stage_size(split.slots(), s.pp * s.virtual_stages));
       o.comment("The plan's split: the embedding and the output each counted as a layer where it says so.");
       o.number("pipeline_parallel_first_stage_less_layers", split.embedding ? 1 : 0);
       o.number("pipeline_parallel_last_stage_less_layers", split.loss ? 1 : 0);

@@ -409,14 +409,11 @@ void import_torchtitan(job_reader& job, context const& ctx) {
       }
     }
     // The embedding and the output counted as a layer each (1, torchtitan's
-    // defaults): the training block's keys where the layers and they divide
-    // over the chunks, as Megatron-Core's flags split them; otherwise
-    // torchtitan gives the first stages the rest, which dtplan cannot say.
-    auto const layers = ctx.prior ? ctx.prior->model.layers : 0;
-    auto const chunks = saturating_product({pp.value, virtual_stages});
+    // defaults): the training block's keys (the torchtitan preset splits
+    // them so, the first stages a layer more); other weights dtplan cannot
+    // say.
     bool const counted = (first_less.value == 0 || first_less.value == 1) &&
-                         (last_less.value == 0 || last_less.value == 1) && layers > 0 &&
-                         (layers + first_less.value + last_less.value) % chunks == 0;
+                         (last_less.value == 0 || last_less.value == 1);
     auto const* at = first_less.at ? first_less.at : last_less.at ? last_less.at : schedule.second;
     if (counted) {
       for (auto [less, key] : {std::pair{first_less, "account_for_embedding_in_pipeline_split"},
@@ -424,10 +421,10 @@ void import_torchtitan(job_reader& job, context const& ctx) {
         if (less.value == 1)
           set(t, "training", key, boolean_value(true, value_at(less.at ? less.at : at)), key_at(less.at ? less.at : at));
     } else if (first_less.value != 0 || last_less.value != 0) {
-      t.diags.warning(key_at(at), "torchtitan counts the embedding and the output as layers when it splits the "
-                                  "pipeline (pipeline_parallel_first_stage_less_layers, "
-                                  "pipeline_parallel_last_stage_less_layers) and gives the first stages the rest; "
-                                  "dtplan splits the transformer layers evenly");
+      t.diags.warning(key_at(at), "torchtitan counts the embedding and the output as more than a layer each when it "
+                                  "splits the pipeline (pipeline_parallel_first_stage_less_layers, "
+                                  "pipeline_parallel_last_stage_less_layers); dtplan counts each as one layer at "
+                                  "most: costed on dtplan's split of the transformer layers");
     }
   }
   set_strategy(t, "virtual_stages", integer_value(virtual_stages, value_at(schedule.second)), key_at(schedule.second));

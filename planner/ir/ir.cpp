@@ -99,10 +99,9 @@ std::int64_t layer_split::of_rank(std::int64_t r) const {
 
 std::int64_t layer_split::chunk_layers(std::int64_t c) const {
   if (ends()) return of_rank(c % pp) / vpp;
-  if (accounted()) {
-    auto const each = (layers + (embedding ? 1 : 0) + (loss ? 1 : 0)) / chunks();
-    return each - (embedding && c == 0 ? 1 : 0) - (loss && c == chunks() - 1 ? 1 : 0);
-  }
+  if (accounted())
+    return layers_of_chunk(slots(), chunks(), c) - (embedding && c == 0 ? 1 : 0) -
+           (loss && c == chunks() - 1 ? 1 : 0);
   return layers_of_chunk(layers, chunks(), c);
 }
 
@@ -116,10 +115,7 @@ std::int64_t layer_split::first_layer(std::int64_t c) const {
     std::int64_t before = r > 0 ? of_rank(0) / vpp + (r - 1) * (middle_rank_layers() / vpp) : 0;
     return c / pp * round + before;
   }
-  if (accounted()) {
-    auto const each = (layers + (embedding ? 1 : 0) + (loss ? 1 : 0)) / chunks();
-    return c * each - (embedding && c > 0 ? 1 : 0);
-  }
+  if (accounted()) return first_layer_of_chunk(slots(), chunks(), c) - (embedding && c > 0 ? 1 : 0);
   return first_layer_of_chunk(layers, chunks(), c);
 }
 
@@ -175,18 +171,19 @@ std::string layer_split::refusal() const {
   }
   // The even split of the layers and the counted embedding and loss
   // (arguments.py:521-562; transformer_block.py:152-191).
-  auto const slots = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
-  if (slots % chunks() != 0)
+  // torchtitan gives the first chunks the rest (pipeline_parallel.py:
+  // 262-330) and refuses a stage of the embedding or output alone as dtplan
+  // does.
+  if (!rest_first && slots() % chunks() != 0)
     return fmt::format("{} layers and the {} counted as {} do not divide over {} pipeline chunks", layers,
                        embedding && loss ? "embedding and the loss" : embedding ? "embedding" : "loss",
                        embedding && loss ? "two more" : "one more", chunks());
-  if (slots / chunks() == 1)
-    return fmt::format("the {} chunk would hold the {} alone", embedding ? "first" : "last",
-                       embedding ? "embedding" : "loss");
+  if (embedding && chunk_layers(0) <= 0) return "the first chunk would hold the embedding alone";
+  if (loss && chunk_layers(chunks() - 1) <= 0) return "the last chunk would hold the loss alone";
   return {};
 }
 
-layer_split split_of(model const& m, training const& t, strategy const& s) {
+layer_split split_of(model const& m, training const& t, framework_limits const& lim, strategy const& s) {
   layer_split out;
   out.layers = m.layers;
   out.pp = std::max<std::int64_t>(1, s.pp);
@@ -195,6 +192,7 @@ layer_split split_of(model const& m, training const& t, strategy const& s) {
   out.last = t.last_stage_layers.value_or(0);
   out.embedding = t.embedding_in_split;
   out.loss = t.loss_in_split;
+  out.rest_first = lim.embedding_loss_in_split == counted_split_rule::uneven;
   return out;
 }
 
@@ -213,7 +211,7 @@ std::string layer_counts_text(std::vector<std::int64_t> const& per, char const* 
 
 bool has_split(framework_limits const& lim, layer_split const& split) {
   if (split.dtplan()) return true;
-  return split.ends() ? lim.first_last_stage_layers : lim.embedding_loss_in_split;
+  return split.ends() ? lim.first_last_stage_layers : lim.embedding_loss_in_split != counted_split_rule::none;
 }
 
 bool runs_split(framework_limits const& lim, layer_split const& split) {
@@ -222,8 +220,10 @@ bool runs_split(framework_limits const& lim, layer_split const& split) {
 
 std::string split_keys(training const& t) {
   std::vector<std::string> keys;
-  if (t.first_stage_layers) keys.push_back(fmt::format("num_layers_in_first_pipeline_stage = {}", *t.first_stage_layers));
-  if (t.last_stage_layers) keys.push_back(fmt::format("num_layers_in_last_pipeline_stage = {}", *t.last_stage_layers));
+  if (t.first_stage_layers)
+    keys.push_back(fmt::format("num_layers_in_first_pipeline_stage = {}", *t.first_stage_layers));
+  if (t.last_stage_layers)
+    keys.push_back(fmt::format("num_layers_in_last_pipeline_stage = {}", *t.last_stage_layers));
   if (keys.empty()) {
     if (t.embedding_in_split) keys.emplace_back("account_for_embedding_in_pipeline_split");
     if (t.loss_in_split) keys.emplace_back("account_for_loss_in_pipeline_split");

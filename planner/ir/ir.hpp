@@ -79,6 +79,11 @@ enum class dispatcher_kind { alltoall, allgather };
 /// one size whose count is ceil(layers / size) (torchtitan's
 /// pipeline_parallel_layers_per_stage), or evenly only.
 enum class pipeline_split_rule { uneven, stage_size, even };
+/// How a framework splits the layers with the embedding and the loss counted
+/// as layers (training::embedding_in_split, loss_in_split): not at all;
+/// evenly only (Megatron-Core asserts the count divides); or the first
+/// chunks a layer more (torchtitan).
+enum class counted_split_rule { none, even, uneven };
 /// What a framework requires of seq_len: that cp ranks (and, with sequence
 /// parallelism, tp ranks within them) split it evenly; that and, with
 /// cp > 1, 2 x cp chunks for the causal load balance (Megatron-Core); or
@@ -578,8 +583,9 @@ struct framework_limits {
   bool first_last_stage_layers = true;
   /// The embedding and the loss each counted as a layer of the first and
   /// last chunk (training::embedding_in_split, loss_in_split: Megatron-Core's
-  /// flags, torchtitan's first/last_stage_less_layers of 1).
-  bool embedding_loss_in_split = true;
+  /// flags, evenly; torchtitan's first/last_stage_less_layers of 1, the
+  /// first chunks a layer more where the count does not divide).
+  counted_split_rule embedding_loss_in_split = counted_split_rule::even;
   sequence_split_rule sequence_split = sequence_split_rule::even;
   expert_grid_rule expert_grid = expert_grid_rule::any;
   /// virtual_stages > 1 at pp = 2 with overlap_p2p_comm = false (Megatron:
@@ -685,6 +691,9 @@ struct layer_split {
   std::int64_t layers = 0, pp = 1, vpp = 1;
   std::int64_t first = 0, last = 0;  ///< the first and last rank's layers; 0: split with the middle ones
   bool embedding = false, loss = false;
+  /// With the embedding or loss counted: the first chunks take a layer more
+  /// where the count does not divide (torchtitan); false: it must divide.
+  bool rest_first = false;
 
   /// pp x vpp, held below 2^63 (a strategy's degrees can be absurd before
   /// the check refuses them).
@@ -698,6 +707,8 @@ struct layer_split {
   [[nodiscard]] bool accounted() const { return pp > 1 && (embedding || loss) && !ends(); }
   /// Whether it is dtplan's own split.
   [[nodiscard]] bool dtplan() const { return !ends() && !accounted(); }
+  /// The layers and the counted embedding and loss.
+  [[nodiscard]] std::int64_t slots() const { return layers + (embedding ? 1 : 0) + (loss ? 1 : 0); }
   /// Whether it places every chunk's layers as dtplan's split does (a
   /// Megatron split may: 128 layers and the embedding and loss over 2).
   [[nodiscard]] bool places_as_dtplan() const;
@@ -714,8 +725,8 @@ struct layer_split {
   [[nodiscard]] std::int64_t middle_rank_layers() const;  // ends(): a middle rank's
   [[nodiscard]] std::int64_t of_rank(std::int64_t r) const;  // ends(): rank r's
 };
-/// The split `s` runs `m`'s layers in under `t`.
-layer_split split_of(model const& m, training const& t, strategy const& s);
+/// The split `s` runs `m`'s layers in under `t`, on a framework with `lim`.
+layer_split split_of(model const& m, training const& t, framework_limits const& lim, strategy const& s);
 
 /// The stage size whose ceil(layers / size) stages are `chunks` with the
 /// first a layer more: ceil(layers / chunks) (torchtitan's

@@ -748,11 +748,12 @@ std::vector<key_info> framework_keys() {
      .default_text = "true",
      .meaning = "it runs a pipeline split with num_layers_in_first_pipeline_stage or "
                 "num_layers_in_last_pipeline_stage"},
-    {.block = k::framework, .name = "embedding_loss_in_split", .dom = d::boolean,
-     .field = member<&framework_limits::embedding_loss_in_split, framework>(), .default_value = true,
-     .default_text = "true",
-     .meaning = "it runs a pipeline split with account_for_embedding_in_pipeline_split or "
-                "account_for_loss_in_pipeline_split"},
+    {.block = k::framework, .name = "embedding_loss_in_split", .dom = d::choice,
+     .field = member<&framework_limits::embedding_loss_in_split, framework>(), .choices = {"none", "even", "uneven"},
+     .default_value = std::int64_t{1}, .default_text = "even",
+     .meaning = "how it splits a pipeline with account_for_embedding_in_pipeline_split or "
+                "account_for_loss_in_pipeline_split: not at all, only where the layers and they divide over the "
+                "chunks (Megatron-Core), or the first chunks a layer more (torchtitan)"},
     {.block = k::framework, .name = "sequence_split", .dom = d::choice,
      .field = member<&framework_limits::sequence_split, framework>(), .choices = {"even", "balanced", "balanced_tp"},
      .default_value = std::int64_t{0}, .default_text = "even",

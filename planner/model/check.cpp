@@ -213,20 +213,27 @@ class rules {
         error("pp", [&] {
           return fmt::format("pp = {} stages, but model '{}' has {}", s.pp, m.name, counted(m.layers, "layer"));
         });
-    } else if (auto const split = split_of(m, p_.training, s); !split.dtplan() && !runs_split(p_.framework.limits, split)) {
+    } else if (auto const split = split_of(m, p_.training, p_.framework.limits, s);
+               !split.dtplan() && !runs_split(p_.framework.limits, split)) {
       error("pp", [&] {
         return fmt::format("framework '{}' does not split a pipeline with {}", p_.framework.name,
                            split_keys(p_.training));
       });
     } else if (!split.dtplan() && has_split(p_.framework.limits, split)) {
       // Megatron-Core's own split, as the training block asks for it: its
-      // assertions.
+      // assertions (torchtitan's where it counts the embedding and loss); and
+      // torchtitan's stages of one size, of the layers and those.
+      auto const degrees = s.virtual_stages > 1 ? fmt::format("pp x virtual_stages = {} x {}", s.pp, s.virtual_stages)
+                                                : fmt::format("pp = {}", s.pp);
       if (auto why = split.refusal(); !why.empty())
+        error(s.virtual_stages > 1 ? "virtual_stages" : "pp",
+              [&] { return fmt::format("{} with {}: {}", degrees, split_keys(p_.training), why); });
+      else if (split.accounted() && !splits_layers(p_.framework.limits, split.slots(), chunks))
         error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
-          auto const degrees = s.virtual_stages > 1
-                                   ? fmt::format("pp x virtual_stages = {} x {}", s.pp, s.virtual_stages)
-                                   : fmt::format("pp = {}", s.pp);
-          return fmt::format("{} with {}: {}", degrees, split_keys(p_.training), why);
+          auto const per = stage_size(split.slots(), chunks);
+          return fmt::format("framework '{}' splits the layers and the counted embedding and loss into stages of one "
+                             "size, ceil({} / size) of them: none gives {} pipeline chunks ({}; {} a stage makes {})",
+                             p_.framework.name, split.slots(), chunks, degrees, per, stage_size(split.slots(), per));
         });
       // (A framework without the split runs it where it is dtplan's own: the
       // checks below.)
@@ -249,7 +256,8 @@ class rules {
         return s.virtual_stages > 1
                    ? fmt::format("{} layers over {} pipeline chunks (pp x virtual_stages = {} x {}): {}", m.layers,
                                  chunks, s.pp, s.virtual_stages, layer_counts_text(per, "chunk"))
-                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp, layer_counts_text(per, "stage"));
+                   : fmt::format("{} layers over {} pipeline stages: {}", m.layers, s.pp,
+                                 layer_counts_text(per, "stage"));
       });
     }
 

@@ -337,7 +337,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   fill_gemms(sh, m);
 
   sh.chunks = s.pp * s.virtual_stages;
-  sh.split = split_of(m, p.training, s);
+  sh.split = split_of(m, p.training, p.framework.limits, s);
   if (!sh.split.dtplan()) {
     // Megatron-Core's split: any stage may be the fullest or the heaviest.
     double most = -1;

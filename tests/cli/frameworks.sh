@@ -187,12 +187,19 @@ expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
 expect_contains "$TMP/out" "dp 16, tp 1, pp 1, cp 1, zero 3, shard all, checkpoint full, micro_batch 1"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/job.toml" --set torchtitan.checkpoint=none --quiet
 expect_contains "$TMP/out" "torchtitan: valid"
+# Two --quiet lines (plan: figures) give the same figures, whatever the
+# plans are called.
+expect_same_cost() {
+  checks=$((checks + 1))
+  [ "$(sed 's/^[^:]*://' "$1")" = "$(sed 's/^[^:]*://' "$2")" ] || fail "$3: $(cat "$1") against $(cat "$2")"
+}
+
 # torchtitan counts the embedding and the output as a layer each when it
 # splits a pipeline (pipeline_parallel_first/last_stage_less_layers, 1 by
-# default): Megatron-Core's split where the layers and they divide (32 + 2
-# over 2), read as the training block's two keys; where they do not (over
-# 4) torchtitan gives the first stages the rest, which dtplan says it
-# cannot; written 0, dtplan's split.
+# default), the first stages a layer more where they do not divide: read as
+# the training block's two keys (32 + 2 over 2: 16 and 16; over 4: 8, 9, 8,
+# 7); written 0, dtplan's split; more than 1, which dtplan cannot say, a
+# warning.
 printf '%s\n' '[training]' 'local_batch_size = 8' 'seq_len = 4096' '[parallelism]' 'data_parallel_shard_degree = 8' \
   'pipeline_parallel_degree = 2' >"$TMP/tt_pp2.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp2.toml" --dump ir
@@ -201,8 +208,27 @@ expect_contains "$TMP/out" "  account_for_loss_in_pipeline_split true"
 expect_lacks "$TMP/err" "counts the embedding"
 sed 's/data_parallel_shard_degree = 8/data_parallel_shard_degree = 4/; s/pipeline_parallel_degree = 2/pipeline_parallel_degree = 4/' \
   "$TMP/tt_pp2.toml" >"$TMP/tt_pp4.toml"
-expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml" --dump ir
-expect_contains "$TMP/err" "tt_pp4.toml:1:1: warning: torchtitan counts the embedding and the output as layers when it splits the pipeline (pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers) and gives the first stages the rest; dtplan splits the transformer layers evenly"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml"
+expect_lacks "$TMP/err" "counts the embedding"
+expect_contains "$TMP/out" "  layers 8 on stage 0, 9 on stage 1, 8 on stage 2, 7 on stage 3"
+expect_contains "$TMP/out" "strategy 'torchtitan'  [valid]"
+# And written back: a torchtitan plan counting them over 4 stages of 32
+# layers exports 9 a stage less 1 at each end, and reads back at its cost.
+expect_status 0 "$DTPLAN" "$plan" --strategy current --set training.framework=torchtitan --set current.zero=3 \
+  --set current.pp=4 --set current.dp=4 --set current.checkpoint=full \
+  --set training.account_for_embedding_in_pipeline_split=true --set training.account_for_loss_in_pipeline_split=true \
+  --emit "$TMP/tt_counted" --quiet
+cp "$TMP/out" "$TMP/tt_counted_planned"
+expect_contains "$TMP/tt_counted/torchtitan/job.toml" "pipeline_parallel_layers_per_stage = 9"
+expect_contains "$TMP/tt_counted/torchtitan/job.toml" "pipeline_parallel_first_stage_less_layers = 1"
+expect_contains "$TMP/tt_counted/torchtitan/job.toml" "pipeline_parallel_last_stage_less_layers = 1"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_counted/torchtitan/job.toml" --quiet
+expect_lacks "$TMP/err" "warning"
+expect_same_cost "$TMP/out" "$TMP/tt_counted_planned" "torchtitan's counted split read back costs otherwise"
+cp "$TMP/tt_pp4.toml" "$TMP/tt_pp4_two.toml"
+printf '%s\n' 'pipeline_parallel_first_stage_less_layers = 2' >>"$TMP/tt_pp4_two.toml"
+expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4_two.toml" --dump ir
+expect_contains "$TMP/err" "tt_pp4_two.toml:7:1: warning: torchtitan counts the embedding and the output as more than a layer each when it splits the pipeline (pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers); dtplan counts each as one layer at most: costed on dtplan's split of the transformer layers"
 expect_lacks "$TMP/out" "account_for"
 printf '%s\n' 'pipeline_parallel_first_stage_less_layers = 0' 'pipeline_parallel_last_stage_less_layers = 0' >>"$TMP/tt_pp4.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4.toml"
@@ -492,12 +518,6 @@ sed -e "s/^--seq-length 4096/--seq-length 4100/" -e "s/^--context-parallel-size 
 expect_status 1 "$DTPLAN" "$plan" --from megatron "$TMP/cp.txt"
 expect_contains "$TMP/err" "cp.txt:26:1: error: framework 'megatron' balances causal attention over 2 x cp = 8 chunks of the sequence, which seq_len = 4100 does not divide into"
 
-# Two --quiet lines (plan: figures) give the same figures, whatever the
-# plans are called.
-expect_same_cost() {
-  checks=$((checks + 1))
-  [ "$(sed 's/^[^:]*://' "$1")" = "$(sed 's/^[^:]*://' "$2")" ] || fail "$3: $(cat "$1") against $(cat "$2")"
-}
 
 # A mixture of experts as Megatron-LM's arguments give it (core_v0.13.0
 # arguments.py:2700-2755): the experts, two a token unless written, over ep

@@ -313,20 +313,43 @@ TEST_CASE("Megatron-Core's own split: its assertions, and frameworks that do not
   CHECK(two.diags(p).empty());
   p.training.first_stage_layers.reset();
   p.training.embedding_in_split = p.training.loss_in_split = true;
-  p.framework.limits.embedding_loss_in_split = false;
+  p.framework.limits.embedding_loss_in_split = counted_split_rule::none;
   CHECK(two.diags(p).empty());  // 32 + 2 over 2: 16 and 16
   CHECK(four.diags(p) ==
         "plan.dtp:2:3: error: framework 'torchtitan' does not split a pipeline with "
         "account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split\n"
         "    2 |   pp = 4\n"
         "      |   ^~\n");
-  p.framework.limits.embedding_loss_in_split = true;
+  p.framework.limits.embedding_loss_in_split = counted_split_rule::even;
   CHECK(four.diags(p) ==
         "plan.dtp:2:3: error: pp = 4 with account_for_embedding_in_pipeline_split, "
         "account_for_loss_in_pipeline_split: 32 layers and the embedding and the loss counted as two more do not "
         "divide over 4 pipeline chunks\n"
         "    2 |   pp = 4\n"
         "      |   ^~\n");
+  // torchtitan gives the first stages the rest: 34 over 4 is 8, 9, 8, 7
+  // (the most memory on stage 0: 8 layers, 4 micro-batches in flight); its
+  // stages of one size must still come to the chunks (pp x virtual_stages =
+  // 4 x 4: 34 in stages of 3 make 12), and no chunk may hold the loss alone
+  // (4 x 5: 34 over 20 leaves the last chunk 1 - 1).
+  p.framework.limits.embedding_loss_in_split = counted_split_rule::uneven;
+  p.framework.limits.pipeline_split = pipeline_split_rule::stage_size;
+  CHECK(four.diags(p).empty());
+  CHECK(four.run(p).memory.stage_layers == 8);
+  written sixteen("strategy s {\n  pp = 4\n  virtual_stages = 4\n  zero = 1\n}\n");
+  CHECK(sixteen.diags(p) ==
+        "plan.dtp:3:3: error: framework 'torchtitan' splits the layers and the counted embedding and loss into "
+        "stages of one size, ceil(34 / size) of them: none gives 16 pipeline chunks (pp x virtual_stages = 4 x 4; "
+        "3 a stage makes 12)\n"
+        "    3 |   virtual_stages = 4\n"
+        "      |   ^~~~~~~~~~~~~~\n");
+  written twenty("strategy s {\n  pp = 4\n  virtual_stages = 5\n  zero = 1\n}\n");
+  p.training.global_batch = 320;
+  CHECK(twenty.diags(p) ==
+        "plan.dtp:3:3: error: pp x virtual_stages = 4 x 5 with account_for_embedding_in_pipeline_split, "
+        "account_for_loss_in_pipeline_split: the last chunk would hold the loss alone\n"
+        "    3 |   virtual_stages = 5\n"
+        "      |   ^~~~~~~~~~~~~~\n");
 }
 
 TEST_CASE("Megatron interleaves two stages only with its p2p overlap", "[check]") {

@@ -133,7 +133,8 @@ TEST_CASE("Megatron-Core's uneven first and last stages: the middle ranks share 
   layer_split inter{.layers = 32, .pp = 2, .vpp = 2, .last = 8};
   CHECK(inter.refusal().empty());
   std::vector<layer_range> got;
-  for (std::int64_t c = 0; c < 4; ++c) got.push_back({inter.first_layer(c), inter.first_layer(c) + inter.chunk_layers(c)});
+  for (std::int64_t c = 0; c < 4; ++c)
+    got.push_back({inter.first_layer(c), inter.first_layer(c) + inter.chunk_layers(c)});
   CHECK(got == std::vector<layer_range>{{0, 12}, {12, 16}, {16, 28}, {28, 32}});
   CHECK(inter.rank_layers(0) == 24);
   CHECK(inter.rank_layers(1) == 8);
@@ -184,6 +185,17 @@ TEST_CASE("the embedding and the loss counted as layers: the first and last chun
         "32 layers and the embedding counted as one more do not divide over 2 pipeline chunks");
   CHECK(layer_split{.layers = 2, .pp = 4, .vpp = 1, .embedding = true, .loss = true}.refusal() ==
         "the first chunk would hold the embedding alone");
+  // torchtitan's: 32 + 2 over 4, the first stages a layer more (8, 9, 8, 7).
+  layer_split titan{.layers = 32, .pp = 4, .vpp = 1, .embedding = true, .loss = true, .rest_first = true};
+  CHECK(titan.refusal().empty());
+  CHECK(titan.rank_layers(0) == 8);
+  CHECK(titan.rank_layers(1) == 9);
+  CHECK(titan.rank_layers(2) == 8);
+  CHECK(titan.rank_layers(3) == 7);
+  CHECK(titan.first_layer(1) == 8);
+  CHECK(titan.first_layer(3) == 25);
+  CHECK(layer_split{.layers = 32, .pp = 4, .vpp = 1, .embedding = true, .loss = true}.refusal() ==
+        "32 layers and the embedding and the loss counted as two more do not divide over 4 pipeline chunks");
   // Without a pipeline neither applies: dtplan's split of everything.
   CHECK(layer_split{.layers = 32, .pp = 1, .vpp = 1, .first = 12, .embedding = true}.dtplan());
 }
