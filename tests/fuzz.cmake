@@ -33,3 +33,9 @@ foreach(target IN LISTS fuzz_targets)
                    ${fuzz_work} $<BOOL:${DTPLAN_SANITIZE}>)
   set_tests_properties(fuzz:replay:${target} PROPERTIES TIMEOUT 600 LABELS fuzz)
 endforeach()
+
+# The dictionaries scripts/fuzz hands libFuzzer: every entry in its syntax.
+add_test(NAME fuzz:dictionaries
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/check_dicts.sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/dtplan.dict
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/jobs.dict)
+set_tests_properties(fuzz:dictionaries PROPERTIES LABELS fuzz)
