@@ -82,6 +82,14 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
                        pl.shape->shard.size, pl.shape->sync.size);
   if (!planner::runs_split(lim, pl.shape->split))
     return fmt::format("{} does not split a pipeline with {}", fw, planner::split_keys(p.training));
+  // The counted split as this framework places it (a plan costed under
+  // torchtitan's rule, the first chunks a layer more, is no Megatron-Core job
+  // where the count does not divide).
+  if (auto theirs = pl.shape->split; theirs.accounted() && planner::has_split(lim, theirs)) {
+    theirs.rest_first = lim.embedding_loss_in_split == planner::counted_split_rule::uneven;
+    if (auto why = theirs.refusal(); !why.empty())
+      return fmt::format("{} does not split a pipeline with {} so: {}", fw, planner::split_keys(p.training), why);
+  }
   // The preset's pipeline_split. Of the presets jobs are written for only
   // torchtitan's restricts it (stage_size): it makes ceil(layers /
   // pipeline_parallel_layers_per_stage) stages and gives the first ones a

@@ -170,10 +170,9 @@ std::string layer_split::refusal() const {
     return {};
   }
   // The even split of the layers and the counted embedding and loss
-  // (arguments.py:521-562; transformer_block.py:152-191).
-  // torchtitan gives the first chunks the rest (pipeline_parallel.py:
-  // 262-330) and refuses a stage of the embedding or output alone as dtplan
-  // does.
+  // (arguments.py:521-562; transformer_block.py:152-191), or torchtitan's,
+  // which gives the first chunks the rest (pipeline_parallel.py:262-330);
+  // no chunk of the embedding or the loss alone.
   if (!rest_first && slots() % chunks() != 0)
     return fmt::format("{} layers and the {} counted as {} do not divide over {} pipeline chunks", layers,
                        embedding && loss ? "embedding and the loss" : embedding ? "embedding" : "loss",

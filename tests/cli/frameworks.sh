@@ -225,6 +225,22 @@ expect_contains "$TMP/tt_counted/torchtitan/job.toml" "pipeline_parallel_last_st
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_counted/torchtitan/job.toml" --quiet
 expect_lacks "$TMP/err" "warning"
 expect_same_cost "$TMP/out" "$TMP/tt_counted_planned" "torchtitan's counted split read back costs otherwise"
+# A plan costed on torchtitan's rule (34 over 4: 8, 9, 8, 7) is no
+# Megatron-LM job: Megatron-Core asserts the count divides.
+cat >"$TMP/mine.dtp" <<'EOF'
+model m : llama2_7b { }
+cluster c { nodes = 2; gpus_per_node = 8; gpu = H100_SXM; inter_node = 400 GB/s }
+framework mine : torchtitan { zero_stages = {0, 1, 3} }
+training {
+  framework = mine
+  global_batch = 64
+  account_for_embedding_in_pipeline_split = true
+  account_for_loss_in_pipeline_split = true
+}
+strategy s { pp = 4; dp = 4; zero = 1; checkpoint = full }
+EOF
+expect_status 2 "$DTPLAN" "$TMP/mine.dtp" --emit "$TMP/mine_job" --framework megatron --quiet
+expect_contains "$TMP/err" "error: cannot write plan 's' as a megatron job: megatron does not split a pipeline with account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split so: 32 layers and the embedding and the loss counted as two more do not divide over 4 pipeline chunks"
 cp "$TMP/tt_pp4.toml" "$TMP/tt_pp4_two.toml"
 printf '%s\n' 'pipeline_parallel_first_stage_less_layers = 2' >>"$TMP/tt_pp4_two.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4_two.toml" --dump ir
