@@ -236,6 +236,11 @@ void import_nemo(job_reader& job, context const& ctx) {
   // What else overlaps (custom.yaml:78-82, 116).
   flag("TP_COMM_OVERLAP", "tp_comm_overlap", *tp > 1 && sp, false);
   flag("OVERLAP_P2P_COMM", "overlap_p2p_comm", virtual_stages > 1, true);
+  // The embedding and the loss counted as a layer each in the pipeline's
+  // split (the 405B configs' custom.yaml account_for_embedding/loss_in_
+  // pipeline_split: ../shared/data/mlperf/README.md, the 405B pipeline split).
+  flag("ASYM_PP_EMBED", "account_for_embedding_in_pipeline_split", *pp > 1, false);
+  flag("ASYM_PP_LOSS", "account_for_loss_in_pipeline_split", *pp > 1, false);
   flag("LAYER_CUDA_GRAPH", "cuda_graphs", true, false);
   flag("FP8_PARAMS", "fp8_param_gather", prec == precision::fp8 && zero == 1, false);
   if (auto const* nvls = var("NCCL_NVLS_ENABLE")) {

@@ -361,6 +361,15 @@ expect_status 0 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$pub/config_DGXH100_64
 expect_contains "$TMP/out" "dp 16, tp 4, pp 8, cp 1, zero 1, shard all, checkpoint none, micro_batch 2, virtual_stages 4, sequence_parallel true"
 expect_contains "$TMP/err" "$pub/config_common.sh:14:8: warning: NeMo's 'NCCL_MIN_NCHANNELS' is not read"
 expect_contains "$TMP/err" "$pub/config_fp8.sh:4:8: warning: NeMo's 'FP8_AMAX_HISTORY' is not read: it does not change a step's time or memory"
+# ASYM_PP_EMBED / ASYM_PP_LOSS (the 405B configs'): the embedding and the
+# loss counted as layers, which GPT-3's 96 layers over 8 x 4 chunks do not
+# take (Megatron-Core asserts the count divides).
+mkdir "$TMP/nemo_asym" && cp "$pub"/* "$TMP/nemo_asym/"
+printf 'export ASYM_PP_EMBED=True\nexport ASYM_PP_LOSS=True\n' >>"$TMP/nemo_asym/config_DGXH100_64x8x128x4x8_mbs2.sh"
+expect_status 1 "$DTPLAN" "$TMP/nemo_asym/cluster.dtp" --from nemo "$TMP/nemo_asym/config_DGXH100_64x8x128x4x8_mbs2.sh" \
+  --set training.global_batch=2304 --quiet
+expect_contains "$TMP/err" "config_DGXH100_64x8x128x4x8_mbs2.sh:38:8: error: pp x virtual_stages = 8 x 4 with account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split: 96 layers and the embedding and the loss counted as two more do not divide over 32 pipeline chunks"
+expect_lacks "$TMP/err" "ASYM_PP"
 mkdir "$TMP/nemo" && cp "$pub/config_DGXH100_64x8x128x4x8_mbs2.sh" "$TMP/nemo/"
 expect_status 2 "$DTPLAN" "$pub/cluster.dtp" --from nemo "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh" --quiet
 expect_contains "$TMP/err" "$TMP/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh:19:12: error: cannot read '$TMP/nemo/config_common.sh'"
