@@ -566,11 +566,19 @@ std::string to_text(report const& r, bool explain) {
     out += fmt::format("  {}\n", describe(pl.s));
     if (pl.grad_accum > 0) out += fmt::format("  grad_accum {}\n", pl.grad_accum);
     if (pl.shape && pl.s.pp > 1) {
-      // The layers a stage holds, where they differ.
+      // The layers a stage holds, where they differ; and, where the last
+      // stage holds fewer than the fullest, that the step is costed by the
+      // fullest with the head (compute_per_micro_batch), more than either.
       std::vector<std::int64_t> per;
       for (std::int64_t r = 0; r < pl.s.pp; ++r) per.push_back(pl.shape->stage_layers(r));
-      if (std::adjacent_find(per.begin(), per.end(), std::not_equal_to<>()) != per.end())
-        out += fmt::format("  layers {}\n", planner::layer_counts_text(per, "stage"));
+      if (std::adjacent_find(per.begin(), per.end(), std::not_equal_to<>()) != per.end()) {
+        auto const most = pl.shape->max_stage_layers;
+        out += fmt::format("  layers {}{}\n", planner::layer_counts_text(per, "stage"),
+                           per.back() < most ? fmt::format("; each micro-batch costed as {} layers and the logits and "
+                                                           "loss (an upper bound)",
+                                                           most)
+                                             : std::string());
+      }
     }
     for (auto const& d : pl.errors)
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);

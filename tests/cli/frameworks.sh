@@ -442,6 +442,7 @@ stages() {  # STATUS ARGUMENTS DIAGNOSTIC: the plan's job with ARGUMENTS for its
 stages 0 "--decoder-first-pipeline-num-layers 12" ""
 expect_lacks "$TMP/err" "warning"
 expect_contains "$TMP/out" "  layers 12 on stage 0, 20 on stage 1"
+expect_lacks "$TMP/out" "an upper bound"
 expect_contains "$TMP/out" "training  global batch"
 stages 0 "--decoder-first-pipeline-num-layers 16" ""
 expect_lacks "$TMP/err" "decoder"
@@ -576,7 +577,7 @@ expect_lacks "$TMP/out" "dispatcher's buffer"
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize --quiet
 expect_contains "$TMP/out" "search#1: valid, 19.4 s per step, 863 k tokens/s, MFU 24.9 %, 72.6 GiB per GPU"
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize
-expect_contains "$TMP/out" "  layers 3 on stage 0, 4 on stages 1-14, 2 on stage 15"
+expect_contains "$TMP/out" "  layers 3 on stage 0, 4 on stages 1-14, 2 on stage 15; each micro-batch costed as 4 layers and the logits and loss (an upper bound)"
 grep -v "^  num_layers_in_" plans/deepseek_v3_megatron.dtp >"$TMP/deepseek_even.dtp"
 expect_status 0 "$DTPLAN" "$TMP/deepseek_even.dtp" --optimize --quiet
 expect_contains "$TMP/out" "search#1: valid, 13.3 s per step, 1.26 M tokens/s, MFU 36.2 %, 72.6 GiB per GPU"
