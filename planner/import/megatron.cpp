@@ -399,41 +399,23 @@ bool read_first_last(job_reader& job, entry const* first, entry const* last, std
     t.diags.warning(at->key_where, fmt::format("'{}' applies only with a pipeline: not read", at->key));
     return true;
   }
-  // The first and last stages' layers, summed without overflow (a job can
-  // write 2^63 - 1 for each).
-  std::int64_t placed = 0, middle = pp;
-  for (auto [n, e, which] : {std::tuple{f, first, "first"}, std::tuple{l, last, "last"}}) {
-    if (!n) continue;
-    if (*n <= 0) {
+  for (auto [n, e] : {std::pair{f, first}, std::pair{l, last}})
+    if (n && *n <= 0) {
       t.diags.error(job.value_at(e), fmt::format("'{}' must be larger than 0", e->key));
       return false;
     }
-    if (*n % vpp != 0) {
-      t.diags.error(job.value_at(e), fmt::format("the {} stage's {} layers do not divide over its {} virtual stages",
-                                                 which, *n, vpp));
-      return false;
-    }
-    if (__builtin_add_overflow(placed, *n, &placed)) placed = std::numeric_limits<std::int64_t>::max();
-    --middle;
-  }
   // The plan says the same (training.num_layers_in_first/last_pipeline_stage);
   // the model's layers, where known here, are checked below as Megatron checks
-  // them, and the strategy check where they are not.
+  // them (layer_split::refusal, the strategy check's), and by the strategy
+  // check where they are not.
   if (first) set(t, "training", "num_layers_in_first_pipeline_stage", integer_value(*f, job.value_at(first)),
                  first->key_where);
   if (last) set(t, "training", "num_layers_in_last_pipeline_stage", integer_value(*l, job.value_at(last)),
                 last->key_where);
   if (layers <= 0) return true;  // the model's layers are not known here
-  std::int64_t const rest = placed > layers ? -1 : layers - placed;
-  if (rest < 0 || (middle == 0 && rest != 0)) {
-    t.diags.error(job.value_at(at), fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
-                                                rest < 0 ? "more than" : "not", layers));
-    return false;
-  }
-  if (middle > 0 && (rest % middle != 0 || (rest / middle) % vpp != 0)) {
-    t.diags.error(job.value_at(at), fmt::format("the {} layers left for the {} middle stages do not split evenly "
-                                                "over them{}",
-                                                rest, middle, vpp > 1 ? " and their virtual stages" : ""));
+  layer_split const split{.layers = layers, .pp = pp, .vpp = vpp, .first = f.value_or(0), .last = l.value_or(0)};
+  if (auto why = split.refusal(); !why.empty()) {
+    t.diags.error(job.value_at(at), why);
     return false;
   }
   return true;

@@ -84,7 +84,7 @@ std::int64_t layers_of_rank(std::int64_t layers, std::int64_t pp, std::int64_t v
 }
 
 std::int64_t layer_split::middle_rank_layers() const {
-  std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  std::int64_t const middle = middle_ranks();
   // None where the ends take more than the model (refusal() says so), and
   // no sum that could wrap.
   if (middle <= 0 || first > layers || last > layers - first) return 0;
@@ -143,30 +143,24 @@ std::string layer_split::refusal() const {
     // 924-989), and the layers it would build (transformer_block.py:82-130).
     for (auto [n, which] : {std::pair{first, "first"}, std::pair{last, "last"}})
       if (n > 0 && n % vpp != 0)
-        return fmt::format("the {} pipeline stage's {} layers do not divide over its {} virtual stages", which, n,
-                           vpp);
-    std::int64_t const middle = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
-    // Each against the model first: their sum would wrap where a plan
-    // writes 2^63 - 1 for each.
-    for (auto [n, which] : {std::pair{first, "first"}, std::pair{last, "last"}})
-      if (n > layers)
-        return fmt::format("the {} pipeline stage's {} layers are more than the model's {}", which, n, layers);
-    if (last > layers - first)
-      return fmt::format("the first and last pipeline stages' {} layers are more than the model's {}", first + last,
-                         layers);
-    std::int64_t const placed = first + last;
-    if (middle == 0 && placed != layers)
-      return fmt::format("the first and last pipeline stages' {} layers are not the model's {}", placed, layers);
+        return fmt::format("the {} stage's {} layers do not divide over its {} virtual stages", which, n, vpp);
+    // Summed without overflow: a plan or job can write 2^63 - 1 for each.
+    std::int64_t placed = 0;
+    if (__builtin_add_overflow(first, last, &placed)) placed = std::numeric_limits<std::int64_t>::max();
+    std::int64_t const middle = middle_ranks();
+    if (placed > layers || (middle == 0 && placed != layers))
+      return fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
+                         placed > layers ? "more than" : "not", layers);
     auto const rest = layers - placed;
     if (middle == 1 && rest % vpp != 0)
-      return fmt::format("the {} layers left for the middle pipeline stage do not divide over its {} virtual stages",
-                         rest, vpp);
+      return fmt::format("the {} layers left for the middle stage do not divide over its {} virtual stages", rest,
+                         vpp);
     if (middle > 1 && (rest % middle != 0 || (rest / middle) % vpp != 0))
-      return fmt::format("the {} layers left for the {} middle pipeline stages do not split evenly over them{}", rest,
-                         middle, vpp > 1 ? " and their virtual stages" : "");
+      return fmt::format("the {} layers left for the {} middle stages do not split evenly over them{}", rest, middle,
+                         vpp > 1 ? " and their virtual stages" : "");
     if (middle > 0 && rest / middle / vpp == 0)
-      return middle == 1 ? std::string("the middle pipeline stage would hold no layer")
-                         : fmt::format("the {} middle pipeline stages would hold no layer", middle);
+      return middle == 1 ? std::string("the middle stage would hold no layer")
+                         : fmt::format("the {} middle stages would hold no layer", middle);
     return {};
   }
   // The even split of the layers and the counted embedding and loss

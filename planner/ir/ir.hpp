@@ -722,6 +722,7 @@ struct layer_split {
   [[nodiscard]] std::string refusal() const;
 
  private:
+  [[nodiscard]] std::int64_t middle_ranks() const { return pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0); }
   [[nodiscard]] std::int64_t middle_rank_layers() const;  // ends(): a middle rank's
   [[nodiscard]] std::int64_t of_rank(std::int64_t r) const;  // ends(): rank r's
 };

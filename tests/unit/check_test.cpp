@@ -279,23 +279,23 @@ TEST_CASE("Megatron-Core's own split: its assertions, and frameworks that do not
   written four("strategy s {\n  pp = 4\n  zero = 1\n}\n");
   CHECK(four.diags(p) ==
         "plan.dtp:2:3: error: pp = 4 with num_layers_in_first_pipeline_stage = 12: the 20 layers left for the 3 "
-        "middle pipeline stages do not split evenly over them\n"
+        "middle stages do not split evenly over them\n"
         "    2 |   pp = 4\n"
         "      |   ^~\n");
   written chunks("strategy s {\n  pp = 2\n  virtual_stages = 5\n  zero = 1\n}\n");
   p.training.global_batch = 192;
   CHECK(chunks.diags(p) ==
         "plan.dtp:3:3: error: pp x virtual_stages = 2 x 5 with num_layers_in_first_pipeline_stage = 12: the first "
-        "pipeline stage's 12 layers do not divide over its 5 virtual stages\n"
+        "stage's 12 layers do not divide over its 5 virtual stages\n"
         "    3 |   virtual_stages = 5\n"
         "      |   ^~~~~~~~~~~~~~\n");
-  // Figures whose sum would wrap: each is compared with the model first.
+  // Figures whose sum would wrap: it saturates.
   p.training.global_batch = 256;
   p.training.first_stage_layers = p.training.last_stage_layers = std::numeric_limits<std::int64_t>::max();
   CHECK(four.diags(p) ==
         "plan.dtp:2:3: error: pp = 4 with num_layers_in_first_pipeline_stage = 9223372036854775807, "
-        "num_layers_in_last_pipeline_stage = 9223372036854775807: the first pipeline stage's 9223372036854775807 "
-        "layers are more than the model's 32\n"
+        "num_layers_in_last_pipeline_stage = 9223372036854775807: the first and last stages' "
+        "9223372036854775807 layers are more than the model's 32\n"
         "    2 |   pp = 4\n"
         "      |   ^~\n");
   p.training.first_stage_layers = 12;

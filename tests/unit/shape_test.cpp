@@ -141,23 +141,23 @@ TEST_CASE("Megatron-Core's uneven first and last stages: the middle ranks share 
   // What Megatron-Core refuses (transformer_config.py:924-989), and dtplan's
   // reason for a middle stage of no layer.
   CHECK(layer_split{.layers = 61, .pp = 8, .vpp = 1, .first = 3, .last = 2}.refusal() ==
-        "the 56 layers left for the 6 middle pipeline stages do not split evenly over them");
+        "the 56 layers left for the 6 middle stages do not split evenly over them");
   CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 2, .first = 13}.refusal() ==
-        "the first pipeline stage's 13 layers do not divide over its 2 virtual stages");
+        "the first stage's 13 layers do not divide over its 2 virtual stages");
   CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 1, .first = 12, .last = 19}.refusal() ==
-        "the first and last pipeline stages' 31 layers are not the model's 32");
+        "the first and last stages' 31 layers are not the model's 32");
   CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 20, .last = 20}.refusal() ==
-        "the first and last pipeline stages' 40 layers are more than the model's 32");
+        "the first and last stages' 40 layers are more than the model's 32");
   constexpr auto most = std::numeric_limits<std::int64_t>::max();
   layer_split const huge{.layers = 32, .pp = 4, .vpp = 1, .first = most, .last = most};
-  CHECK(huge.refusal() == "the first pipeline stage's 9223372036854775807 layers are more than the model's 32");
+  CHECK(huge.refusal() == "the first and last stages' 9223372036854775807 layers are more than the model's 32");
   CHECK_FALSE(huge.places_as_dtplan());  // and no sum wraps on the way
   CHECK(layer_split{.layers = 32, .pp = 3, .vpp = 1, .first = 16, .last = 16}.refusal() ==
-        "the middle pipeline stage would hold no layer");
+        "the middle stage would hold no layer");
   CHECK(layer_split{.layers = 32, .pp = 2, .vpp = 3, .first = 12}.refusal() ==
-        "the 20 layers left for the middle pipeline stage do not divide over its 3 virtual stages");
+        "the 20 layers left for the middle stage do not divide over its 3 virtual stages");
   CHECK(layer_split{.layers = 30, .pp = 4, .vpp = 2, .first = 4, .last = 4}.refusal() ==
-        "the 22 layers left for the 2 middle pipeline stages do not split evenly over them and their virtual "
+        "the 22 layers left for the 2 middle stages do not split evenly over them and their virtual "
         "stages");
 }
 
