@@ -96,22 +96,20 @@ std::optional<std::string> preset_refusal(job_format f, planner::program const& 
   // layer more (TT v0.2.0 torchtitan/distributed/pipeline_parallel.py:69-75,
   // 257-296), dtplan's split, which a chunk count no such size yields it
   // cannot run. (A split of the plan's own that the framework has is its.)
-  auto const layers = p.model.layers;
+  // The units it sizes stages of: the layers, and the embedding and loss
+  // where the plan counts them in a split the framework has (an uneven
+  // first/last split of its own is not sized so).
   auto const chunks = s.pp * s.virtual_stages;
   auto const& split = pl.shape->split;
   bool const own = !split.dtplan() && planner::has_split(lim, split);
-  if (s.pp > 1 && own && split.accounted() && !planner::splits_layers(lim, split.slots(), chunks)) {
-    auto const per = planner::stage_size(split.slots(), chunks);
-    return fmt::format("{} makes ceil({} layers and counted embedding and loss / pipeline_parallel_layers_per_stage) "
-                       "stages: no size gives the {} pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes "
-                       "{})",
-                       fw, split.slots(), chunks, s.pp, s.virtual_stages, per, planner::stage_size(split.slots(), per));
-  }
-  if (s.pp > 1 && !own && !planner::splits_layers(lim, layers, chunks)) {
-    auto const per = planner::stage_size(layers, chunks);
-    return fmt::format("{} makes ceil({} layers / pipeline_parallel_layers_per_stage) stages: no size gives the {} "
+  bool const counted = own && split.accounted();
+  auto const units = counted ? split.slots() : p.model.layers;
+  if (s.pp > 1 && (!own || counted) && !planner::splits_layers(lim, units, chunks)) {
+    auto const per = planner::stage_size(units, chunks);
+    return fmt::format("{} makes ceil({} layers{} / pipeline_parallel_layers_per_stage) stages: no size gives the {} "
                        "pipeline chunks (pp x virtual_stages = {} x {}; {} a stage makes {})",
-                       fw, layers, chunks, s.pp, s.virtual_stages, per, planner::stage_size(layers, per));
+                       fw, units, counted ? " and counted embedding and loss" : "", chunks, s.pp, s.virtual_stages, per,
+                       planner::stage_size(units, per));
   }
   return std::nullopt;
 }

@@ -338,32 +338,18 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
 
   sh.chunks = s.pp * s.virtual_stages;
   sh.split = split_of(m, p.training, p.framework.limits, s);
-  if (!sh.split.dtplan()) {
-    // Megatron-Core's split: any stage may be the fullest or the heaviest.
-    double most = -1;
-    for (std::int64_t r = 0; r < s.pp; ++r) {
-      auto const st = sh.stage(r);
-      if (st.layers > sh.max_stage_layers || (st.layers == sh.max_stage_layers && st.moe_layers > sh.costed_moe_layers))
-        sh.max_stage_layers = st.layers, sh.costed_moe_layers = st.moe_layers;
-      if (st.params > most) most = st.params, sh.heaviest_stage = r;
-    }
-  } else {
-    // dtplan's split puts the most layers on stage 0.
-    sh.max_stage_layers = sh.stage_layers(0);
-    sh.heaviest_stage = sh.stage(s.pp - 1).params > sh.stage(0).params ? s.pp - 1 : 0;
-    sh.costed_moe_layers = m.experts > 1 ? sh.max_stage_layers : 0;
-    if (m.mixed_layers()) {
-      // Dense layers first leave stage 0 lighter than the next: the costed
-      // stage is a fullest one with the most mixtures, the heaviest any.
-      sh.costed_moe_layers = sh.stage_moe_layers(0);
-      double most = sh.stage(0).params;
-      sh.heaviest_stage = 0;
-      for (std::int64_t r = 1; r < s.pp; ++r) {
-        auto const st = sh.stage(r);
-        if (st.layers == sh.max_stage_layers) sh.costed_moe_layers = std::max(sh.costed_moe_layers, st.moe_layers);
-        if (st.params > most) most = st.params, sh.heaviest_stage = r;
-      }
-    }
+  // The fullest stage (of those, the most mixtures: the costed one) and the
+  // heaviest. dtplan's split of a model of one layer kind puts the most
+  // layers on stage 0 and the output on the last: only those two can be
+  // either, which the search's many shapes read without a pass over the
+  // stages. A mixture's dense layers, or Megatron's split, can make any.
+  bool const ends_only = sh.split.dtplan() && !m.mixed_layers();
+  double most = -1;
+  for (std::int64_t r = 0; r < s.pp; r = ends_only && r < s.pp - 1 ? s.pp - 1 : r + 1) {
+    auto const st = sh.stage(r);
+    if (st.layers > sh.max_stage_layers || (st.layers == sh.max_stage_layers && st.moe_layers > sh.costed_moe_layers))
+      sh.max_stage_layers = st.layers, sh.costed_moe_layers = st.moe_layers;
+    if (st.params > most) most = st.params, sh.heaviest_stage = r;
   }
   return sh;
 }

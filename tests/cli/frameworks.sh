@@ -241,6 +241,13 @@ strategy s { pp = 4; dp = 4; zero = 1; checkpoint = full }
 EOF
 expect_status 2 "$DTPLAN" "$TMP/mine.dtp" --emit "$TMP/mine_job" --framework megatron --quiet
 expect_contains "$TMP/err" "error: cannot write plan 's' as a megatron job: megatron does not split a pipeline with account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split so: 32 layers and the embedding and the loss counted as two more do not divide over 4 pipeline chunks"
+# And no torchtitan job where its stages of one size cannot make the chunks
+# of a counted split costed under a framework that splits unevenly (34 over
+# 4 x 4: a size of 3 makes 12).
+sed 's/framework mine : torchtitan { zero_stages = {0, 1, 3} }/framework mine : torchtitan { pipeline_split = uneven }/; s/strategy s { pp = 4; dp = 4; zero = 1; checkpoint = full }/strategy s { pp = 4; virtual_stages = 4; dp = 4; zero = 3; checkpoint = full }/' \
+  "$TMP/mine.dtp" >"$TMP/mine_sized.dtp"
+expect_status 2 "$DTPLAN" "$TMP/mine_sized.dtp" --emit "$TMP/mine_sized_job" --framework torchtitan --quiet
+expect_contains "$TMP/err" "error: cannot write plan 's' as a torchtitan job: torchtitan makes ceil(34 layers and counted embedding and loss / pipeline_parallel_layers_per_stage) stages: no size gives the 16 pipeline chunks (pp x virtual_stages = 4 x 4; 3 a stage makes 12)"
 cp "$TMP/tt_pp4.toml" "$TMP/tt_pp4_two.toml"
 printf '%s\n' 'pipeline_parallel_first_stage_less_layers = 2' >>"$TMP/tt_pp4_two.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/tt_pp4_two.toml" --dump ir
