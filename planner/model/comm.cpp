@@ -20,6 +20,8 @@ nccl::group nccl_group(cluster const& c, training const& t, group_placement cons
   n.nodes = g.nodes;
   n.per_node = g.max_per_node;
   n.bus = link.bw;
+  n.nic = c.inter_node * c.network_efficiency / static_cast<double>(std::max<std::int64_t>(1, c.gpus_per_node));
+  n.scale_up = c.intra_node * c.comm_efficiency;
   switch (c.device.generation) {
     case gpu_generation::hopper: n.gen = nccl::generation::hopper; break;
     case gpu_generation::blackwell: n.gen = nccl::generation::blackwell; break;

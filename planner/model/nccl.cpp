@@ -135,7 +135,7 @@ choice best(collective op, bytes size, group const& g) {
         cands[count++] = {algorithm::tree, proto, tree_latency, tb};
       }
     }
-    if (!all_reduce && g.per_node == 1 && nodes > 1)
+    if (!all_reduce && op != collective::all_to_all && g.per_node == 1 && nodes > 1)
       cands[count++] = {algorithm::pat, protocol::simple,
                         pat_base + static_cast<double>(floor_log2(nodes)) * pat_net_hop / 3.5 +
                             2.8 * static_cast<double>(n),
@@ -145,9 +145,21 @@ choice best(collective op, bytes size, group const& g) {
     static_cast<void>(pat_nvlink_hop);
   }
   double const bytes_moved = moved(op, size.value(), n);
+  // An all-to-all across nodes: the share of its buffer for other nodes
+  // over the member's own NIC, the share for its node's other members over
+  // NVLink, each at the protocol's efficiency against the ring's bus.
+  auto transfer = [&](candidate const& c) {
+    if (op != collective::all_to_all || nodes <= 1 || g.nic.value() <= 0 || g.scale_up.value() <= 0)
+      return bytes_moved / c.bus;
+    double const efficiency = c.bus / bus;
+    double const local = static_cast<double>(std::clamp<std::int64_t>(g.per_node, 1, n));
+    double const off = size.value() * (static_cast<double>(n) - local) / static_cast<double>(n);
+    double const on = size.value() * (local - 1) / static_cast<double>(n);
+    return std::max(off / (g.nic.value() * efficiency), on / (g.scale_up.value() * efficiency));
+  };
   for (std::size_t i = 0; i < count; ++i) {
     auto const& c = cands[i];
-    seconds const t = seconds(c.latency_us * 1e-6 + bytes_moved / c.bus);
+    seconds const t = seconds(c.latency_us * 1e-6 + transfer(c));
     if (i == 0 || t < out.time) out = {c.algo, c.proto, seconds(c.latency_us * 1e-6), t};
   }
   return out;

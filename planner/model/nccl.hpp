@@ -33,6 +33,13 @@ struct group {
   /// NVLink ring figure inside a node, the NICs the members on a node
   /// share across nodes (comm.hpp's link_for).
   bandwidth bus;
+  /// What an all-to-all's traffic runs at where the group spans nodes: each
+  /// member's own share of its node's NICs (NCCL runs an all-to-all as
+  /// point-to-point sends, each over the GPU's nearest NIC: it cannot pool
+  /// a node's NICs the way a ring's channels do, hardware_facts.md B3), and
+  /// the measured NVLink figure for the peers on its own node.
+  bandwidth nic;
+  bandwidth scale_up;
   generation gen = generation::hopper;
   /// NVLink SHARP all-reduce bus bandwidth when the node has it and NCCL
   /// may use it (NCCL_NVLS_ENABLE); nothing otherwise.
@@ -52,6 +59,10 @@ struct choice {
 /// The fastest (algorithm, protocol) for `op` of `size` bytes (the whole
 /// buffer: the gathered tensor of an all-gather, the input of a
 /// reduce-scatter) over `g`. Send/recv is one hop at the ring's bandwidth.
+/// An all-to-all pays the ring's latency steps; across nodes its bytes for
+/// other nodes run at the member's NIC share while those for its own node's
+/// peers run over NVLink at once, the slower of the two its time (no PAT:
+/// NCCL's PAT runs all-gathers and reduce-scatters only).
 choice best(collective op, bytes size, group const& g);
 
 }  // namespace dtplan::planner::nccl

@@ -81,3 +81,40 @@ TEST_CASE("a written latency restores the plain alpha-beta ring of COSTMODEL.md"
   CHECK(c.algo == algorithm::ring);
   CHECK(c.time.value() == Approx(1.96));
 }
+
+TEST_CASE("an all-to-all across nodes runs at each GPU's own NIC, not the node's pooled ring bandwidth") {
+  // 64 ranks on 8 DGX H100 nodes (the 64-way expert parallelism of
+  // DeepSeek-V3): the ring's bus is all 8 NICs (384 GB/s), but an
+  // all-to-all's point-to-point sends each leave by the GPU's own NIC
+  // (46 GB/s measured, hardware_facts.md B3), its own node's peers over
+  // NVLink (370.8 GB/s) at the same time.
+  auto g = dgx_h100(8, 8, 384);
+  g.nic = bandwidth(46e9);
+  g.scale_up = bandwidth(370.8e9);
+  auto const c = best(collective::all_to_all, bytes(64 * mib), g);
+  // 56/64 of 64 MiB for other nodes: 58.72 MB at 46 GB/s = 1,276.5 us, at
+  // LL128's 0.92 1,387.5 us (7/64 for the node's peers over NVLink: 21.5
+  // us); LL128's latency 14 + 56 x 1.9 + 7 x 4 = 148.4 us; Simple would be
+  // 296.8 + 1,276.5 us.
+  CHECK(c.proto == protocol::ll128);
+  CHECK(c.latency.value() == Approx(148.4e-6));
+  CHECK(c.time.value() == Approx(1535.9e-6).epsilon(0.001));
+  // The same buffer as if the NICs pooled (the ring's bus): 4.6 x faster.
+  group pooled = g;
+  pooled.nic = bandwidth(0);
+  CHECK(c.time.value() / best(collective::all_to_all, bytes(64 * mib), pooled).time.value() == Approx(4.58).epsilon(0.01));
+  // One rank per node: every byte leaves by the NIC; and never PAT, which
+  // NCCL runs for all-gathers and reduce-scatters only.
+  auto one = dgx_h100(256, 1, 46);
+  one.nic = bandwidth(46e9);
+  one.scale_up = bandwidth(370.8e9);
+  CHECK(best(collective::all_to_all, bytes(64 * mib), one).algo == algorithm::ring);
+  // Inside one node nothing changes: the NVLink ring's bus.
+  auto node = dgx_h100(1, 8, 370.8);
+  node.nic = bandwidth(46e9);
+  node.scale_up = bandwidth(370.8e9);
+  auto plain = node;
+  plain.nic = plain.scale_up = bandwidth(0);
+  CHECK(best(collective::all_to_all, bytes(64 * mib), node).time.value() ==
+        best(collective::all_to_all, bytes(64 * mib), plain).time.value());
+}
