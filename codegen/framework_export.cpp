@@ -531,10 +531,17 @@ void model_arguments(argument_list& a, planner::program const& p, planner::plan 
     if (m.shared_expert_ffn > 0) a.add("--moe-shared-expert-intermediate-size", m.shared_expert_ffn);
     if (m.capacity_factor) a.add("--moe-expert-capacity-factor", fmt::format("{}", *m.capacity_factor));
     if (m.pad_to_capacity) a.add("--moe-pad-expert-input-to-capacity");
+    if (m.router_groups > 0 && m.router_group_topk > 0) {
+      a.add("--moe-router-num-groups", m.router_groups);
+      a.add("--moe-router-group-topk", m.router_group_topk);
+    }
     a.add("--moe-token-dispatcher-type", planner::name(p.training.moe_token_dispatcher));
+    if (p.training.moe_token_dispatcher == planner::dispatcher_kind::flex) a.add("--moe-enable-deepep");
     if (p.training.grouped_gemm) a.add("--moe-grouped-gemm");
     if (p.training.permute_fusion) a.add("--moe-permute-fusion");
-    if (m.shared_expert_ffn > 0 && p.training.shared_expert_overlap) a.add("--moe-shared-expert-overlap");
+    if (m.shared_expert_ffn > 0 && p.training.shared_expert_overlap &&
+        p.training.moe_token_dispatcher != planner::dispatcher_kind::flex)
+      a.add("--moe-shared-expert-overlap");
   }
   a.comment("The batch");
   a.add("--micro-batch-size", s.micro_batch);

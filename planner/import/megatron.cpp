@@ -758,20 +758,29 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
     // The tokens' trip to their experts: Megatron-LM's default gathers
     // every token over the tp x ep ranks (arguments.py:2790-2793,
     // moe/token_dispatcher.py:196-330); alltoall sends each its top-k
-    // copies; flex (DeepEP) is not modelled. Looked up only where it
-    // applies: a dense job's is left unread, and said so.
+    // copies; flex is DeepEP's, which Megatron-Core runs only with
+    // --moe-enable-deepep and refuses that flag without it
+    // (token_dispatcher.py:1160-1162, transformer_config.py:719-721).
+    // Looked up only where it applies: a dense job's is left unread, and
+    // said so.
     if (n) {
       auto const* dispatcher = job.find("--moe-token-dispatcher-type");
+      auto const* deepep = job.flag("--moe-enable-deepep");
       std::optional<std::string> v = dispatcher ? job.text(*dispatcher) : std::optional<std::string>("allgather");
       auto const& kinds = find_key(block_kind::training, "moe_token_dispatcher")->choices;
       if (!v) {
         failed = true;
+      } else if (*v == "flex" && !deepep) {
+        t.diags.error(value_at(dispatcher), "'--moe-token-dispatcher-type flex' runs DeepEP, which needs "
+                                            "'--moe-enable-deepep': Megatron-Core asserts it");
+        failed = true;
+      } else if (*v != "flex" && deepep) {
+        t.diags.error(key_at(deepep), fmt::format("'--moe-enable-deepep' needs '--moe-token-dispatcher-type flex', "
+                                                  "not {}: Megatron-Core refuses DeepEP with another dispatcher",
+                                                  dsl::escaped(*v)));
+        failed = true;
       } else if (std::find(kinds.begin(), kinds.end(), *v) != kinds.end()) {
         set(t, "training", "moe_token_dispatcher", identifier_value(*v, value_at(dispatcher)), key_at(dispatcher));
-      } else if (*v == "flex") {
-        not_modelled(t, *dispatcher, "token dispatcher", *v, "alltoall");
-        set(t, "training", "moe_token_dispatcher", identifier_value("alltoall", value_at(dispatcher)),
-            key_at(dispatcher));
       } else {
         t.diags.error(value_at(dispatcher), fmt::format("'--moe-token-dispatcher-type' takes allgather, alltoall or "
                                                         "flex, not '{}'",
@@ -806,6 +815,15 @@ megatron_common import_megatron_args(job_reader& job, context const& ctx, bool d
       }
       if (auto const* pad = job.flag("--moe-pad-expert-input-to-capacity"))
         set(t, "model", "pad_to_capacity", boolean_value(true, key_at(pad)), key_at(pad));
+      // Group-limited routing (core_v0.13.0 transformer_config.py:410-426,
+      // 1143-1161; arguments.py:2757-2762): the lowering checks the two as
+      // Megatron-Core asserts them.
+      for (auto [flag, key] : {std::pair{"--moe-router-num-groups", "router_groups"},
+                               std::pair{"--moe-router-group-topk", "router_group_topk"}})
+        if (auto [g, ge] = integer(flag); ge && !g)
+          failed = true;
+        else if (g)
+          set(t, "model", key, integer_value(*g, value_at(ge)), key_at(ge));
       // Which layers are mixtures: every N-th from the first (an integer), or
       // a list of 0 and 1 a layer (core_v0.13.0 models/gpt/
       // gpt_layer_specs.py:446-474). dtplan's dense_layers and moe_layer_freq

@@ -259,7 +259,14 @@ std::optional<grid_refusal> expert_grid_refusal(framework_limits const& lim, mod
   return std::nullopt;
 }
 
-char const* name(dispatcher_kind d) { return d == dispatcher_kind::alltoall ? "alltoall" : "allgather"; }
+char const* name(dispatcher_kind d) {
+  switch (d) {
+    case dispatcher_kind::alltoall: return "alltoall";
+    case dispatcher_kind::allgather: return "allgather";
+    case dispatcher_kind::flex: return "flex";
+  }
+  return "?";
+}
 char const* name(cp_comm_kind c) {
   switch (c) {
     case cp_comm_kind::p2p: return "p2p";

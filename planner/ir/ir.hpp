@@ -73,7 +73,7 @@ enum class cp_comm_kind { p2p, allgather, alltoall };
 /// expert-parallel ranks of each token's top-k copies, or Megatron-Core's
 /// all-gather of every token over the tp x ep ranks (and a reduce-scatter
 /// back), each rank keeping those of its own experts.
-enum class dispatcher_kind { alltoall, allgather };
+enum class dispatcher_kind { alltoall, allgather, flex };
 /// How a framework splits the layers over the pipeline's chunks: any way
 /// (dtplan's uneven split, the first chunks a layer more), into stages of
 /// one size whose count is ceil(layers / size) (torchtitan's
@@ -230,6 +230,13 @@ struct model {
   /// routes them). The rest of the GPU's experts share what is left evenly
   /// (routing_load).
   double routing_imbalance = 1.0;
+  /// Group-limited routing (Megatron-Core's --moe-router-num-groups and
+  /// --moe-router-group-topk, DeepSeek's n_group and topk_group): the
+  /// experts in `router_groups` equal groups, each token's experts from its
+  /// `router_group_topk` best groups (0 and 0: from all). DeepSeek-V3's 8
+  /// and 4 keep a token on 4 of the 8 nodes its 256 experts span.
+  std::int64_t router_groups = 0;
+  std::int64_t router_group_topk = 0;
   /// A mixture's layers that are not mixtures: the first `dense_layers`
   /// run a dense MLP `ffn` wide (DeepSeek's first_k_dense_replace), and of
   /// the rest every `moe_layer_freq`-th, from the first, is a mixture

@@ -310,6 +310,15 @@ std::vector<key_info> model_keys() {
      .range = imbalance_range, .default_value = 1.0, .default_text = "1 (even)",
      .meaning = "a mixture's routing skew: the most loaded expert's tokens over the mean, the GPU that holds it the "
                 "busiest (1: even; at most experts / experts_per_token)"},
+    {.block = k::model, .name = "router_groups", .dom = d::count, .field = member<&model::router_groups>(),
+     .min = 0, .what = "for 'router_groups'", .default_value = std::int64_t{0}, .default_text = "0 (none)",
+     .aliases = {"moe_router_num_groups", "n_group"},
+     .meaning = "group-limited routing: the experts in this many equal groups, each token's experts from its "
+                "router_group_topk best groups (0: no groups)"},
+    {.block = k::model, .name = "router_group_topk", .dom = d::count, .field = member<&model::router_group_topk>(),
+     .min = 0, .what = "for 'router_group_topk'", .default_value = std::int64_t{0}, .default_text = "0 (none)",
+     .aliases = {"moe_router_group_topk", "topk_group"},
+     .meaning = "group-limited routing: the groups each token's experts come from (DeepSeek-V3: 4 of 8)"},
     {.block = k::model, .name = "dense_layers", .dom = d::count, .field = member<&model::dense_layers>(),
      .min = 0, .what = "for 'dense_layers'", .default_value = std::int64_t{0}, .default_text = "0",
      .aliases = {"first_k_dense_replace", "n_dense_layers"},
@@ -519,12 +528,13 @@ std::vector<key_info> behaviour_keys() {
      .meaning = "a mixture's tokens put into expert order and summed back by fused kernels; false: by PyTorch's "
                 "indexing operators (Megatron-Core without --moe-permute-fusion, torchtitan)"},
     {.block = k, .name = "moe_token_dispatcher", .dom = d::choice,
-     .field = member<&training::moe_token_dispatcher, B>(), .choices = {"alltoall", "allgather"},
+     .field = member<&training::moe_token_dispatcher, B>(), .choices = {"alltoall", "allgather", "flex"},
      .default_value = std::int64_t{0}, .default_text = "alltoall", .aliases = {"moe_token_dispatcher_type"},
      .dump_default = false,
      .meaning = "a mixture's token dispatcher: all-to-alls of each token's top-k copies over the expert-parallel "
-                "ranks, or every token all-gathered over the tp x ep ranks and reduce-scattered back "
-                "(Megatron-Core's --moe-token-dispatcher-type)"},
+                "ranks, every token all-gathered over the tp x ep ranks and reduce-scattered back, or DeepEP's "
+                "(flex): each token once to each node and each GPU it is routed to, forwarded inside a node over "
+                "NVLink (Megatron-Core's --moe-token-dispatcher-type, flex with --moe-enable-deepep)"},
     {.block = k, .name = "shared_expert_overlap", .dom = d::boolean,
      .field = member<&training::shared_expert_overlap, B>(), .default_value = false, .default_text = "false",
      .aliases = {"moe_shared_expert_overlap"}, .dump_default = false,

@@ -70,6 +70,37 @@ std::vector<block_problem> complete(model& m, std::string const& called) {
                                       m.routing_imbalance, most),
                           "routing_imbalance", "experts_per_token"});
   }
+  // Megatron-Core's assertions on group-limited routing (core_v0.13.0
+  // transformer/transformer_config.py:1143-1161): groups where a group
+  // count is chosen, dividing the experts, at least as many as chosen.
+  if (m.router_groups > 0 || m.router_group_topk > 0) {
+    if (m.experts <= 1)
+      problems.push_back({fmt::format("'{}' needs a mixture of experts, but 'experts' is {}",
+                                      m.router_groups > 0 ? "router_groups" : "router_group_topk", m.experts),
+                          m.router_groups > 0 ? "router_groups" : "router_group_topk", "experts"});
+    else if (m.router_group_topk == 0)
+      problems.push_back({fmt::format("'router_groups' ({}) needs 'router_group_topk', the groups each token's "
+                                      "experts come from",
+                                      m.router_groups),
+                          "router_groups", "router_groups"});
+    else if (m.router_groups == 0)
+      problems.push_back({fmt::format("'router_group_topk' ({}) needs 'router_groups', the groups the experts are "
+                                      "in",
+                                      m.router_group_topk),
+                          "router_group_topk", "router_group_topk"});
+    else if (m.experts % m.router_groups != 0)
+      problems.push_back({fmt::format("'router_groups' ({}) must divide 'experts' ({})", m.router_groups, m.experts),
+                          "router_groups", "experts"});
+    else if (m.router_group_topk > m.router_groups)
+      problems.push_back({fmt::format("'router_group_topk' ({}) cannot exceed 'router_groups' ({})",
+                                      m.router_group_topk, m.router_groups),
+                          "router_group_topk", "router_groups"});
+    else if (m.router_group_topk > std::min(m.experts_per_token, m.experts))
+      problems.push_back({fmt::format("'router_group_topk' ({}) cannot exceed 'experts_per_token' ({}): each chosen "
+                                      "group gives experts_per_token / router_group_topk of a token's experts",
+                                      m.router_group_topk, m.experts_per_token),
+                          "router_group_topk", "experts_per_token"});
+  }
   for (auto [key, value, plain] : {std::tuple{"dense_layers", m.dense_layers, std::int64_t{0}},
                                    std::tuple{"moe_layer_freq", m.moe_layer_freq, std::int64_t{1}}})
     if (m.keys.count(key) && value != plain && m.experts <= 1)
@@ -167,6 +198,12 @@ void use_framework(training& t, framework const& f) {
     if (!k.behaviour || t.keys.count(k.name)) continue;
     if (auto v = load(k, f.behaviours)) store(k, t, *v);
   }
+  // Megatron-Core's flex dispatcher has no side stream for the shared
+  // expert (core_v0.13.0 moe/token_dispatcher.py:1174-1177 raises on it);
+  // NeMo's DeepEP callback turns the overlap off with it
+  // (lightning/pytorch/callbacks/deepep.py:39-51). Written, the check says so.
+  if (t.moe_token_dispatcher == dispatcher_kind::flex && !t.keys.count("shared_expert_overlap"))
+    t.shared_expert_overlap = false;
 }
 
 void resolve_auto(training& t, gpu const& g) {

@@ -185,6 +185,34 @@ class rules {
                              s.tp);
         });
     }
+    // DeepEP's dispatcher as Megatron-Core runs it (core_v0.13.0
+    // moe/token_dispatcher.py:1133-1174, transformer_config.py:719-727): over
+    // the etp x ep ranks, more than one; no padding to capacity; no shared
+    // expert on a side stream. dtplan costs it over the ep ranks, experts
+    // whole (etp = 1).
+    if (m.experts > 1 && p_.training.moe_token_dispatcher == dispatcher_kind::flex) {
+      if (s.expert_tp() * s.ep <= 1)
+        error("ep", [&] {
+          return std::string("moe_token_dispatcher = flex needs etp x ep > 1: Megatron-Core's DeepEP dispatcher "
+                             "runs over the expert-parallel ranks");
+        });
+      else if (s.expert_tp() > 1)
+        error("ep", [&] {
+          return fmt::format("moe_token_dispatcher = flex with each expert split over etp = {} ranks is not "
+                             "costed: etp = 1, or alltoall",
+                             s.expert_tp());
+        });
+      if (m.pad_to_capacity)
+        error("ep", [&] {
+          return std::string("moe_token_dispatcher = flex does not pad the experts' input to capacity "
+                             "(pad_to_capacity): Megatron-Core refuses the two together");
+        });
+      if (p_.training.shared_expert_overlap && m.shared_expert_ffn > 0)
+        error("ep", [&] {
+          return std::string("moe_token_dispatcher = flex runs the shared expert in line: Megatron-Core's DeepEP "
+                             "dispatcher has no shared_expert_overlap");
+        });
+    }
     // Megatron-Core, the one implementation of multi-token prediction,
     // asserts it runs without context parallelism (core_v0.13.0
     // megatron/training/arguments.py:1073-1076).

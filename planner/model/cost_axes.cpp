@@ -22,6 +22,8 @@ bool recomputes_whole_moe(strategy_shape const& sh) {
 
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
+// The fixed part of the call NCCL would pick.
+seconds call_latency(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).latency; }
 
 // `per_micro` calls of `op` over `over` each micro-batch, on the critical
 // path (no compute hides them), `forward` of them in the first forward
@@ -808,6 +810,36 @@ void expert_parallel(step_context const& x, comm_builder& out) {
     return;
   }
   std::int64_t const count = 2 * (passes * moe + (2 + again) * mtp) * x.micro;
+  auto const& t = x.sh.prog->training;
+  if (t.moe_token_dispatcher == dispatcher_kind::flex) {
+    // DeepEP's normal kernels as Megatron-Core's flex dispatcher runs them
+    // (core_v0.13.0 moe/token_dispatcher.py:902-1131, moe/fused_a2a.py):
+    // each token goes once to each GPU that holds one of its experts, not
+    // once an expert; across nodes once to each node, to the GPU of its own
+    // index there, which forwards it over NVLink. The network and NVLink
+    // legs run at once, the slower the time; the combine sends the same
+    // back (summed on the node first), the backward the two again. With the
+    // fixed part NCCL's all-to-all of the group would pay, in the open (the
+    // compute stream waits on it, fused_a2a.py).
+    auto const& net = sh.ep.net;
+    std::int64_t const n = sh.ep.size;
+    std::int64_t const local = std::clamp<std::int64_t>(sh.ep.placement.max_per_node, 1, n);
+    std::int64_t const nodes = std::max<std::int64_t>(1, sh.ep.placement.nodes);
+    bytes const token = x.activation * sh.received_share / static_cast<double>(sh.sp_divisor);
+    double const ranks = routing_reach(x.m, n);
+    double const across = nodes > 1 ? routing_reach(x.m, nodes) : 1.0;
+    bytes const nvlink = token * ranks * (static_cast<double>(local - 1) / static_cast<double>(local));
+    bytes const network =
+        token * across * (static_cast<double>(nodes - 1) / static_cast<double>(nodes));
+    bandwidth const scale_up = net.scale_up.value() > 0 ? net.scale_up : net.bus;
+    seconds transfer = nvlink / scale_up;
+    if (nodes > 1) transfer = max(transfer, network / (net.nic.value() > 0 ? net.nic : net.bus));
+    seconds const one_flex = call_latency(collective::all_to_all, size, sh.ep) + transfer;
+    seconds const flex_total = one_flex * static_cast<double>(count);
+    out.add(collective::all_to_all, comm_group::ep, sh.ep, token * ranks, count, flex_total, flex_total,
+            comm_phase::layer);
+    return;
+  }
   seconds const total = one * static_cast<double>(count);
   seconds exposed = total;
   // Megatron-Core's --moe-shared-expert-overlap runs the shared expert on a
@@ -822,7 +854,6 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // combine hides under its GEMMs; the dispatch, whose splits the host
   // waits for, and the backward's, which autograd reaches after the shared
   // expert's backward, do not.
-  auto const& t = x.sh.prog->training;
   if ((t.shared_expert_overlap || t.shared_expert_combine_overlap) && x.m.shared_expert_ffn > 0) {
     seconds shared;
     for (int i = 0; i < sh.gemm_count; ++i)

@@ -278,7 +278,8 @@ void advise_experts(program const& p, strategy_spec const& spec, plan const& pl,
   offer(megatron_like && !t.permute_fusion, &training::permute_fusion,
         "the tokens go into expert order and back through PyTorch's indexing operators (permute_fusion = false); "
         "permute_fusion = true runs Transformer Engine's fused kernels (Megatron-LM's --moe-permute-fusion)");
-  offer(megatron_like && !t.shared_expert_overlap && p.model.shared_expert_ffn > 0 && pl.s.ep > 1,
+  offer(megatron_like && !t.shared_expert_overlap && p.model.shared_expert_ffn > 0 && pl.s.ep > 1 &&
+            t.moe_token_dispatcher != dispatcher_kind::flex,
         &training::shared_expert_overlap,
         "the shared expert runs in line with the all-to-alls (shared_expert_overlap = false); "
         "shared_expert_overlap = true runs it on a stream of its own beneath them (Megatron-LM's "

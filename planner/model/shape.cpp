@@ -271,6 +271,42 @@ double routing_load(model const& m, std::int64_t ep, double router_tokens) {
   return m.pad_to_capacity ? share : std::min(busiest, share);
 }
 
+namespace {
+// C(n, k) / C(n0, k0) in logarithms: binomials of any size, 0 where k is
+// out of range.
+double log_choose(double n, double k) { return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1); }
+double choose_ratio(double n, double k, double n0, double k0) {
+  if (k < 0 || k > n || k0 < 0 || k0 > n0) return 0.0;
+  return std::exp(log_choose(n, k) - log_choose(n0, k0));
+}
+}  // namespace
+
+double routing_reach(model const& m, std::int64_t blocks) {
+  if (m.experts <= 1 || blocks <= 1) return 1.0;
+  double const experts = static_cast<double>(m.experts);
+  double const k = static_cast<double>(std::min(m.experts_per_token, m.experts));
+  bool const grouped = m.router_groups > 0 && m.router_group_topk > 0 && m.experts % m.router_groups == 0;
+  double const groups = grouped ? static_cast<double>(m.router_groups) : 1.0;
+  double const chosen = grouped ? static_cast<double>(std::min(m.router_group_topk, m.router_groups)) : 1.0;
+  double const per_group = experts / groups;
+  double const picks = std::min(per_group, std::max(1.0, std::floor(k / chosen)));
+  double const per_block = std::max(1.0, std::floor(experts / static_cast<double>(blocks)));
+  // The first block: `whole` groups inside it, and the part `rest` of the
+  // next one where a group does not end on its edge.
+  double const whole = std::floor(per_block / per_group);
+  double const rest = per_block - whole * per_group;
+  double const partial = rest > 0 ? 1.0 : 0.0;
+  // Missed: no whole group chosen and, of the partial one, none chosen or
+  // its picks elsewhere in it.
+  double missed = choose_ratio(groups - whole - partial, chosen, groups, chosen);
+  if (partial > 0)
+    missed += choose_ratio(groups - whole - 1, chosen - 1, groups, chosen) *
+              choose_ratio(per_group - rest, picks, per_group, picks);
+  double const b = static_cast<double>(blocks);
+  double const reach = b * (1.0 - std::clamp(missed, 0.0, 1.0));
+  return std::clamp(reach, 1.0, std::min(b, k));
+}
+
 strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups) {
   model const& m = p.model;
   cluster const& c = p.cluster;

@@ -582,12 +582,12 @@ expect_lacks "$TMP/out" "dispatcher's buffer"
 # The README's claims for NeMo's DeepSeek-V3 recipe's search, with the
 # recipe's uneven first and last stages and without them.
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize --quiet
-expect_contains "$TMP/out" "search#1: valid, 20.7 s per step, 811 k tokens/s, MFU 23.4 %, 65.2 GiB per GPU"
+expect_contains "$TMP/out" "search#1: valid, 19.5 s per step, 861 k tokens/s, MFU 24.8 %, 72.6 GiB per GPU"
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --optimize
 expect_contains "$TMP/out" "  layers 3 on stage 0, 4 on stages 1-14, 2 on stage 15; each micro-batch costed as 4 layers and the logits and loss (an upper bound)"
 grep -v "^  num_layers_in_" plans/deepseek_v3_megatron.dtp >"$TMP/deepseek_even.dtp"
 expect_status 0 "$DTPLAN" "$TMP/deepseek_even.dtp" --optimize --quiet
-expect_contains "$TMP/out" "search#1: valid, 18.9 s per step, 888 k tokens/s, MFU 25.6 %, 72.8 GiB per GPU"
+expect_contains "$TMP/out" "search#1: valid, 15.2 s per step, 1.10 M tokens/s, MFU 31.8 %, 68.4 GiB per GPU"
 # The README's two figures for the gathering dispatcher.
 expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --set training.moe_token_dispatcher=allgather --quiet
 expect_contains "$TMP/out" "example: valid, 5.57 s per step"
@@ -597,10 +597,25 @@ printf -- '--moe-token-dispatcher-type scatter\n' >>"$TMP/moe.txt"
 expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
 expect_contains "$TMP/err" "moe.txt:4:29: error: '--moe-token-dispatcher-type' takes allgather, alltoall or flex, not 'scatter'"
 sed -i '$d' "$TMP/moe.txt"
+# flex is DeepEP's: Megatron-Core runs it with --moe-enable-deepep only,
+# and that flag with it only (core_v0.13.0 token_dispatcher.py:1160-1162,
+# transformer_config.py:719-721).
 printf -- '--moe-token-dispatcher-type flex\n' >>"$TMP/moe.txt"
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/err" "moe.txt:4:29: error: '--moe-token-dispatcher-type flex' runs DeepEP, which needs '--moe-enable-deepep': Megatron-Core asserts it"
+printf -- '--moe-enable-deepep --moe-router-num-groups 4 --moe-router-group-topk 2\n' >>"$TMP/moe.txt"
+expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt" --dump ir
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/out" "  moe_token_dispatcher flex"
+expect_contains "$TMP/out" "  router_groups     4"
+expect_contains "$TMP/out" "  router_group_topk 2"
 expect_status 0 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
-expect_contains "$TMP/err" "moe.txt:4:1: warning: Megatron-LM's token dispatcher 'flex' is not modelled: costed as 'alltoall'"
-expect_contains "$TMP/out" "time per step                      9.56 s"
+expect_contains "$TMP/out" "    all-to-all      ep            8    64.0 MiB"
+sed -i 's/^--moe-token-dispatcher-type flex$/--moe-token-dispatcher-type alltoall/' "$TMP/moe.txt"
+expect_status 2 "$DTPLAN" "$TMP/moe.dtp" --from megatron "$TMP/moe.txt"
+expect_contains "$TMP/err" "moe.txt:5:1: error: '--moe-enable-deepep' needs '--moe-token-dispatcher-type flex', not alltoall: Megatron-Core refuses DeepEP with another dispatcher"
+sed -i '$d' "$TMP/moe.txt"
+sed -i '$d' "$TMP/moe.txt"
 # Without --moe-grouped-gemm Megatron-LM runs the local experts one after
 # another (SequentialMLP; core_v0.13.0 transformer_config.py:461): read as
 # grouped_gemm = false, which costs 4 experts a GPU (ep 2) more than the flag.

@@ -2098,6 +2098,86 @@ TEST_CASE("DeepSeek-V3 at tp 1, pp 16, ep 64: recomputed modules bring its first
   CHECK(held.stage == 7);
 }
 
+TEST_CASE("group-limited routing: the nodes and GPUs one token's experts reach") {
+  // DeepSeek-V3: 8 of 256 experts, from 4 of 8 groups (n_group, topk_group).
+  auto m = deepseek_v3_128_nodes("").model;
+  REQUIRE(m.router_groups == 8);
+  REQUIRE(m.router_group_topk == 4);
+  // Over 8 nodes a group a node: 4 of them, exactly.
+  CHECK(routing_reach(m, 8) == Approx(4.0).epsilon(1e-12));
+  // Over 64 GPUs of 4 experts: 64 (1 - C(7,4)/C(8,4) - C(7,3)/C(8,4) x
+  // C(28,2)/C(32,2)) = 7.6129 (a simulation of Megatron-Core's
+  // group_limited_topk on random scores: 7.49); over 16 blocks of 16, 6.0645.
+  CHECK(routing_reach(m, 64) == Approx(7.612903).epsilon(1e-6));
+  CHECK(routing_reach(m, 16) == Approx(6.064516).epsilon(1e-6));
+  // From all 256: 8 (1 - C(224,8)/C(256,8)) = 5.2947 nodes, 7.6758 GPUs.
+  m.router_groups = m.router_group_topk = 0;
+  CHECK(routing_reach(m, 8) == Approx(5.294652).epsilon(1e-6));
+  CHECK(routing_reach(m, 64) == Approx(7.675750).epsilon(1e-6));
+  CHECK(routing_reach(m, 1) == 1.0);
+  m.experts = 1;
+  CHECK(routing_reach(m, 8) == 1.0);
+}
+
+TEST_CASE("DeepEP (flex): a token once to each node and GPU its experts are on, the legs at once") {
+  // NeMo's DeepSeek-V3 recipe's split (plans/deepseek_v3_megatron.dtp): tp
+  // 2 with sequence parallelism, pp 16, ep 64 over 8 DGX H100 (8 a node).
+  strategy s;
+  s.dp = 32, s.tp = 2, s.pp = 16, s.ep = 64, s.etp = 1, s.zero = 1, s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::none;
+  auto const alltoall = deepseek_v3_128_nodes("");
+  auto const flex = deepseek_v3_128_nodes("moe_token_dispatcher = flex");
+  // The shared expert's overlap is off with it (the preset's true does not
+  // apply: Megatron-Core's flex dispatcher has no side stream).
+  CHECK(alltoall.training.shared_expert_overlap);
+  CHECK_FALSE(flex.training.shared_expert_overlap);
+  analytic_cost_model const model;
+  auto const a = model.step_time(alltoall, s);
+  auto const f = model.step_time(flex, s);
+  auto const* ea = find_comm(a, comm_group::ep);
+  auto const* ef = find_comm(f, comm_group::ep);
+  REQUIRE(ea);
+  REQUIRE(ef);
+  CHECK(ef->count == ea->count);
+  CHECK(ef->link == link_kind::inter);
+  // A rank's 2,048 tokens (4,096 over tp 2) of 7,168 in bf16 are 28 MiB:
+  // the all-to-all sends 8 copies (224 MiB), DeepEP one to each of the
+  // 7.6129 GPUs reached (213.2 MiB).
+  double const token = 2048.0 * 7168 * 2;
+  CHECK(ea->size.value() == Approx(8 * token).epsilon(1e-12));
+  CHECK(ef->size.value() == Approx(7.612903 * token).epsilon(1e-6));
+  // One call: 4 nodes reached, 7/8 of them others, at the GPU's own NIC
+  // (400 GB/s x network_efficiency / 8); the NVLink leg (7.61 x 7/8 copies)
+  // runs beside it and is shorter.
+  auto const& c = flex.cluster;
+  double const nic = c.inter_node.value() * c.network_efficiency / 8;
+  double const network = token * 4.0 * 7 / 8 / nic;
+  double const nvlink = token * 7.612903 * 7 / 8 / (c.intra_node.value() * c.comm_efficiency);
+  CHECK(nvlink < network);
+  double const one = ef->time.value() / static_cast<double>(ef->count);
+  CHECK(network == Approx(2.1634e-3).epsilon(1e-4));
+  // With the fixed part NCCL's all-to-all of the group pays (a Simple
+  // ring's 8.4 + 56 x 3.4 + 7 x 14 = 296.8 us): 2.460 ms.
+  CHECK(one == Approx(network + 296.8e-6).epsilon(1e-9));
+  CHECK(ef->exposed.value() == ef->time.value());
+  // The all-to-all's 7 of 8 copies leave the node, 1.75 times DeepEP's.
+  CHECK(ea->time.value() / ea->count > 1.6 * one);
+  CHECK(f.step.value() < a.step.value());
+
+  // Inside one node (ep 8): no network leg, and the node's 4.0 GPUs reached
+  // of its 8 (a group each) instead of 8 copies.
+  s.ep = 8;
+  auto const* in = find_comm(model.step_time(flex, s), comm_group::ep);
+  REQUIRE(in);
+  CHECK(in->link == link_kind::intra);
+  CHECK(in->size.value() == Approx(4.0 * token).epsilon(1e-12));
+  double const in_one = in->time.value() / static_cast<double>(in->count);
+  double const in_nvlink = token * 4.0 * 7 / 8 / (c.intra_node.value() * c.comm_efficiency);
+  // 8.4 + 7 x 3.4 = 32.2 us fixed, then 98 MiB at NVLink's measured bus.
+  CHECK(in_nvlink == Approx(278.48e-6).epsilon(1e-4));
+  CHECK(in_one == Approx(in_nvlink + 32.2e-6).epsilon(1e-9));
+}
+
 TEST_CASE("multi-token prediction: each module's own work and a layer of the last layer's kind, in the head") {
   // Megatron-Core core_v0.13.0 transformer/multi_token_prediction.py:
   // 385-490, 640-690. Llama 2 7B's shape over pp 2, full recomputation,
@@ -2383,4 +2463,38 @@ TEST_CASE("the allgather token dispatcher is costed over the ep or the tp ranks,
   CHECK(first_error(p, spec) == "moe_token_dispatcher = allgather under tp = 2 is costed with sequence parallelism only");
   spec.sequence_parallel = key_choice<bool>::one(true);
   CHECK(first_error(p, spec).find("moe_token_dispatcher") == std::string::npos);
+}
+
+TEST_CASE("DeepEP (flex) is refused where Megatron-Core refuses it, and with experts split over etp") {
+  // core_v0.13.0 moe/token_dispatcher.py:1159-1177, transformer_config.py:
+  // 719-727.
+  program p = two_nodes();
+  p.model.experts = 8;
+  p.model.experts_per_token = 2;
+  p.training.moe_token_dispatcher = dispatcher_kind::flex;
+  strategy_spec spec;
+  spec.name = "s";
+  spec.tp = key_choice<std::int64_t>::one(2);
+  spec.sequence_parallel = key_choice<bool>::one(true);
+  spec.ep = key_choice<std::int64_t>::one(1);
+  spec.etp = key_choice<std::int64_t>::one(1);
+  CHECK(first_error(p, spec) == "moe_token_dispatcher = flex needs etp x ep > 1: Megatron-Core's DeepEP dispatcher "
+                                "runs over the expert-parallel ranks");
+  spec.ep = key_choice<std::int64_t>::one(4);
+  spec.etp = key_choice<std::int64_t>::one(2);
+  CHECK(first_error(p, spec) == "moe_token_dispatcher = flex with each expert split over etp = 2 ranks is not costed: "
+                                "etp = 1, or alltoall");
+  spec.etp = key_choice<std::int64_t>::one(1);
+  CHECK(first_error(p, spec).find("flex") == std::string::npos);
+  p.model.capacity_factor = 1.0;
+  p.model.pad_to_capacity = true;
+  CHECK(first_error(p, spec) == "moe_token_dispatcher = flex does not pad the experts' input to capacity "
+                                "(pad_to_capacity): Megatron-Core refuses the two together");
+  p.model.pad_to_capacity = false;
+  p.model.shared_expert_ffn = 1024;
+  p.training.shared_expert_overlap = true;
+  CHECK(first_error(p, spec) == "moe_token_dispatcher = flex runs the shared expert in line: Megatron-Core's DeepEP "
+                                "dispatcher has no shared_expert_overlap");
+  p.training.shared_expert_overlap = false;
+  CHECK(first_error(p, spec).find("flex") == std::string::npos);
 }

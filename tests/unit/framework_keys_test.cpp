@@ -141,14 +141,15 @@ TEST_CASE("every key of every exported job is in the framework's source at the r
   // The keys the jobs use, so a change that stops writing one shows here.
   CHECK(written["torchtitan/job.toml"].size() == 30);  // with fsdp_reshard_after_forward, the cp rotate method,
   // the mixture's expert_parallel_degree and expert_tensor_parallel_degree (mixtral_8x7b_4node_h100)
-  CHECK(written["megatron/args.txt"].size() == 74);  // with --account-for-embedding/loss-in-pipeline-split
+  CHECK(written["megatron/args.txt"].size() == 77);  // with --account-for-embedding/loss-in-pipeline-split
   // (405b_1024_h100, 405b_gb200_nvl72), --decoder-first/last-pipeline-num-layers (deepseek_v3_megatron), RMSNorm, rope, --cp-comm-type,
   // --use-tp-pp-dp-mapping and --num-virtual-stages-per-pipeline-rank (405b_gb200_nvl72),
   // --fp4-format and --fp4-recipe (its fp4 variant), the mixture's four (mixtral_8x7b_4node_h100), and
   // --moe-ffn-hidden-size and --moe-shared-expert-intermediate-size (qwen_moe_a2_7b_torchtitan), --moe-grouped-gemm, --moe-permute-fusion,
   // --moe-shared-expert-overlap, --moe-layer-freq (llama4_maverick_megatron), --kv-channels, --qk-layernorm,
   // --expert-tensor-parallel-size (qwen3_30b_a3b_megatron: etp 1), --multi-latent-attention and its five widths,
-  // --recompute-modules, --mtp-num-layers
+  // --recompute-modules, --mtp-num-layers, --moe-router-num-groups, --moe-router-group-topk and --moe-enable-deepep
+  // (deepseek_v3_megatron)
   CHECK(written["deepspeed/ds_config.json"].size() == 19);  // with zero_optimization.contiguous_gradients
   CHECK(written["deepspeed/args.txt"].size() == 30);  // with --kv-channels
 }
