@@ -25,6 +25,14 @@ std::string link_text(cluster const& c, link_kind k) {
   return k == link_kind::inter ? gbits(c.inter_node) + " inter-node" : to_string(c.intra_node) + " intra-node";
 }
 
+// An all-to-all across nodes runs at each GPU's own share of the NICs
+// (nccl.hpp): the link, and that share.
+std::string link_text(cluster const& c, link_kind k, collective op) {
+  if (op != collective::all_to_all || k != link_kind::inter || c.gpus_per_node <= 1) return link_text(c, k);
+  return fmt::format("{} ({} a GPU)", link_text(c, k),
+                     gbits(c.inter_node / static_cast<double>(c.gpus_per_node)));
+}
+
 // Shares as a person reads them: three digits, and under a thousandth of a
 // per cent "< 0.001 %" rather than an exponent.
 std::string percent(double x) {
@@ -62,7 +70,7 @@ std::string bottleneck_of(program const& p, strategy const& s, time_breakdown co
   if (t.exposed_comm.value() >= dominant_share * step) {
     if (auto const* e = most_exposed(t)) {
       std::string line = fmt::format("communication: {} {} over {} exposes {} of {}", name(e->group), name(e->op),
-                                     link_text(p.cluster, e->link), to_string(e->exposed), to_string(t.step));
+                                     link_text(p.cluster, e->link, e->op), to_string(e->exposed), to_string(t.step));
       if (t.exposed_comm.value() > 1.001 * e->exposed.value())
         line += fmt::format(" ({} exposed in all)", to_string(t.exposed_comm));
       return line;
@@ -146,7 +154,7 @@ void advise_communication(program const& p, strategy_spec const& spec, plan cons
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name(c.op), to_string(c.exposed));
   }
   std::string const head = fmt::format("communication dominates: {} traffic over the {} link exposes {} of {} ({})",
-                                       name(e->group), link_text(p.cluster, e->link), to_string(group_exposed),
+                                       name(e->group), link_text(p.cluster, e->link, e->op), to_string(group_exposed),
                                        to_string(t.step), parts);
   std::pair<std::string, variant> const* best = nullptr;
   for (auto const& tr : tries)

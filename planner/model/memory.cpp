@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <limits>
 #include <cmath>
@@ -12,6 +13,48 @@
 #include "planner/model/params.hpp"
 
 namespace dtplan::planner {
+
+deepep_bytes deepep_buffer(std::int64_t ranks, std::int64_t hidden) {
+  // DeepEP v1.2.1 deep_ep/buffer.py:233-242, 261-270: per rank count the
+  // NVLink receive tokens (dispatch's and combine's alike) and the RDMA
+  // send tokens of dispatch and combine, whose RDMA receive queue of 128 is
+  // aligned up to a multiple of them (csrc/config.hpp:31-33).
+  struct row {
+    std::int64_t ranks, nvl_recv, rdma_send_dispatch, rdma_send_combine;
+  };
+  static constexpr std::array<row, 10> configs{{{2, 256, 6, 6},
+                                                {4, 256, 6, 6},
+                                                {8, 256, 6, 6},
+                                                {16, 288, 20, 12},
+                                                {24, 288, 32, 8},
+                                                {32, 288, 32, 8},
+                                                {64, 288, 28, 20},
+                                                {128, 560, 32, 12},
+                                                {144, 720, 12, 8},
+                                                {160, 720, 12, 8}}};
+  auto const* r = std::find_if(configs.begin(), configs.end(), [&](row const& c) { return c.ranks == ranks; });
+  if (r == configs.end()) return {};
+  auto const aligned = [](double n, double to) { return std::ceil(n / to) * to; };
+  auto const up128 = [](double b) { return std::ceil(b / 128) * 128; };
+  double const channels = 20 / 2;  // moe_deepep_num_sms 20, two SMs a channel
+  double const peers = 8;          // NUM_MAX_NVL_PEERS (csrc/kernels/configs.cuh:3)
+  double const n = static_cast<double>(ranks);
+  double const nvl = std::min(n, peers), rdma = std::max(n / peers, 1.0);
+  double const token = 2 * static_cast<double>(hidden);  // hidden x max(element size, 2)
+  double const meta = 8 + 128 * 8 + 128 * 4 + 128 * 4;    // source meta, top-k indices and weights, scales
+  deepep_bytes out;
+  // csrc/config.hpp:44-66.
+  out.nvlink = bytes(up128(channels * nvl * (2 * rdma + 3) * 4 +
+                           channels * nvl * static_cast<double>(r->nvl_recv) * (token + meta)));
+  if (n > peers) {
+    // csrc/config.hpp:68-96, both directions.
+    double const recv = std::max(aligned(128, static_cast<double>(r->rdma_send_dispatch)),
+                                 aligned(128, static_cast<double>(r->rdma_send_combine)));
+    out.rdma = bytes(up128(channels * rdma * (peers * 2 + 2) * 2 * 4 +
+                           channels * rdma * recv * (token + meta + 16) * 2 + 1048576));
+  }
+  return out;
+}
 
 namespace {
 
@@ -517,6 +560,20 @@ class stage_memory {
         add(b_.buffers, [&] {
           return fmt::format("allgather token dispatcher's buffer ({} ranks' tokens, s.b.h/t each)", ranks);
         }, bytes(e_ * tokens_ / rep_ * ranks * h_));
+    }
+    // DeepEP's buffer (the flex dispatcher), one for the run, outside
+    // PyTorch's allocator: NVLink and RDMA receive queues sized for the
+    // larger of its dispatch and combine configurations at the group's rank
+    // count (Megatron-Core core_v0.13.0 moe/fused_a2a.py:30-60, 20 SMs:
+    // transformer_config.py:193).
+    if (m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0 &&
+        p_.training.moe_token_dispatcher == dispatcher_kind::flex && s_.ep > 1) {
+      auto const b = deepep_buffer(s_.ep, m_.hidden);
+      if (b.nvlink.value() > 0)
+        add(b_.buffers, [&] {
+          return fmt::format("DeepEP's buffer (flex dispatcher over {} ranks: NVLink {}, RDMA {})", s_.ep,
+                             to_string(b.nvlink), to_string(b.rdma));
+        }, b.nvlink + b.rdma);
     }
     if (s_.pp > 1) pipeline_buffers();
   }

@@ -52,6 +52,16 @@ struct memory_breakdown {
 /// With `detail` false the readable `detail` terms and `stage_note` are left
 /// empty (the totals are the same): the search's hot loop needs only totals.
 memory_breakdown estimate_memory(strategy_shape const& sh, bool detail = true);
+
+/// DeepEP's buffer as Megatron-Core's flex dispatcher allocates it over
+/// `ranks` (DeepEP v1.2.1's configuration for that count, 20 SMs) for
+/// tokens `hidden` wide: its NVLink part and, above 8 ranks, its RDMA
+/// part; none where DeepEP has no configuration for the count.
+struct deepep_bytes {
+  bytes nvlink;
+  bytes rdma;
+};
+deepep_bytes deepep_buffer(std::int64_t ranks, std::int64_t hidden);
 /// estimate_memory(shape_of(p, s), detail): `s` must be legal, with dp set.
 memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail = true);
 

@@ -2497,4 +2497,50 @@ TEST_CASE("DeepEP (flex) is refused where Megatron-Core refuses it, and with exp
                                 "dispatcher has no shared_expert_overlap");
   p.training.shared_expert_overlap = false;
   CHECK(first_error(p, spec).find("flex") == std::string::npos);
+  // DeepEP v1.2.1's rank counts (deep_ep/buffer.py:233-242), and more than
+  // 8 ranks as nodes of 8 (NUM_MAX_NVL_PEERS).
+  program q = p;
+  q.model.experts = 48;
+  q.cluster.nodes = 6;
+  spec.ep = key_choice<std::int64_t>::one(48);
+  CHECK(first_error(q, spec) == "moe_token_dispatcher = flex over ep = 48 ranks: DeepEP (v1.2.1) runs 2, 4, 8, 16, "
+                                "24, 32, 64, 128, 144 or 160");
+  q = p;
+  q.cluster.nodes = 4;
+  q.cluster.gpus_per_node = 4;
+  spec.ep = key_choice<std::int64_t>::one(8);
+  CHECK(first_error(q, spec) == "moe_token_dispatcher = flex over ep = 8 ranks, 4 a node: DeepEP runs 8 ranks or "
+                                "fewer inside a node and more as nodes of 8");
+  q.model.experts = 16;
+  spec.ep = key_choice<std::int64_t>::one(16);
+  CHECK(first_error(q, spec) == "moe_token_dispatcher = flex over ep = 16 ranks, 4 a node: DeepEP runs 8 ranks or "
+                                "fewer inside a node and more as nodes of 8");
+  q.model.experts = 16;
+  q.cluster.nodes = 2;
+  q.cluster.gpus_per_node = 8;
+  CHECK(first_error(q, spec).find("flex") == std::string::npos);
+}
+
+TEST_CASE("DeepEP's buffer: its NVLink and RDMA queues at the group's rank count") {
+  // DeepEP v1.2.1 csrc/config.hpp:44-96 with deep_ep/buffer.py's
+  // configurations, 20 SMs (10 channels), tokens of 7,168 in bf16 (14,336
+  // B) and 2,056 B of metadata each. 64 ranks, 8 nodes: NVLink 10 x 8 x 19
+  // x 4 + 10 x 8 x 288 x 16,392 = 377,677,760 B, 377,677,824 B in 128 B
+  // blocks; RDMA (128 aligned to 28 and 20: 140 tokens) 10 x 8 x 18 x 2 x 4
+  // + 10 x 8 x 140 x 16,408 x 2 + 1 MiB = 368,599,296 B.
+  auto const b = deepep_buffer(64, 7168);
+  CHECK(b.nvlink.value() == 377677824.0);
+  CHECK(b.rdma.value() == 368599296.0);
+  // 8 ranks: one node, no RDMA part.
+  auto const node = deepep_buffer(8, 7168);
+  CHECK(node.nvlink.value() == 335709824.0);
+  CHECK(node.rdma.value() == 0.0);
+  CHECK(deepep_buffer(48, 7168).nvlink.value() == 0.0);
+  // In the recipe's memory: 711.7 MiB of buffers more than the all-to-all's.
+  strategy s;
+  s.dp = 32, s.tp = 2, s.pp = 16, s.ep = 64, s.etp = 1, s.zero = 1, s.sequence_parallel = true;
+  s.checkpoint = checkpoint_mode::none;
+  auto const flex = estimate_memory(deepseek_v3_128_nodes("moe_token_dispatcher = flex"), s);
+  auto const alltoall = estimate_memory(deepseek_v3_128_nodes(""), s);
+  CHECK(flex.buffers.value() - alltoall.buffers.value() == 377677824.0 + 368599296.0);
 }
