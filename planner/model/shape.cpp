@@ -272,12 +272,18 @@ double routing_load(model const& m, std::int64_t ep, double router_tokens) {
 }
 
 namespace {
-// C(n, k) / C(n0, k0) in logarithms: binomials of any size, 0 where k is
-// out of range.
-double log_choose(double n, double k) { return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1); }
-double choose_ratio(double n, double k, double n0, double k0) {
-  if (k < 0 || k > n || k0 < 0 || k0 > n0) return 0.0;
-  return std::exp(log_choose(n, k) - log_choose(n0, k0));
+// C(n - a, k) / C(n, k): the chance k of n picked alike avoid a given a.
+// A product where k is small (exact for any n), in logarithms otherwise.
+double avoid(double n, double a, double k) {
+  if (k <= 0 || a <= 0) return 1.0;
+  if (k > n - a) return 0.0;
+  if (k <= 4096) {
+    double r = 1.0;
+    for (double i = 0; i < k; ++i) r *= (n - a - i) / (n - i);
+    return r;
+  }
+  auto const lc = [](double x, double y) { return std::lgamma(x + 1) - std::lgamma(y + 1) - std::lgamma(x - y + 1); };
+  return std::exp(lc(n - a, k) - lc(n, k));
 }
 }  // namespace
 
@@ -295,13 +301,11 @@ double routing_reach(model const& m, std::int64_t blocks) {
   // next one where a group does not end on its edge.
   double const whole = std::floor(per_block / per_group);
   double const rest = per_block - whole * per_group;
-  double const partial = rest > 0 ? 1.0 : 0.0;
-  // Missed: no whole group chosen and, of the partial one, none chosen or
-  // its picks elsewhere in it.
-  double missed = choose_ratio(groups - whole - partial, chosen, groups, chosen);
-  if (partial > 0)
-    missed += choose_ratio(groups - whole - 1, chosen - 1, groups, chosen) *
-              choose_ratio(per_group - rest, picks, per_group, picks);
+  // Missed: no whole group chosen and, of a partial one, none chosen or its
+  // picks elsewhere in it. C(G - w - 1, g - 1) / C(G, g) is g / G times
+  // C(G - 1 - w, g - 1) / C(G - 1, g - 1).
+  double missed = avoid(groups, whole + (rest > 0 ? 1.0 : 0.0), chosen);
+  if (rest > 0) missed += chosen / groups * avoid(groups - 1, whole, chosen - 1) * avoid(per_group, rest, picks);
   double const b = static_cast<double>(blocks);
   double const reach = b * (1.0 - std::clamp(missed, 0.0, 1.0));
   return std::clamp(reach, 1.0, std::min(b, k));

@@ -2115,6 +2115,15 @@ TEST_CASE("group-limited routing: the nodes and GPUs one token's experts reach")
   CHECK(routing_reach(m, 8) == Approx(5.294652).epsilon(1e-6));
   CHECK(routing_reach(m, 64) == Approx(7.675750).epsilon(1e-6));
   CHECK(routing_reach(m, 1) == 1.0);
+  // Any size stays a count of blocks: 2^40 experts, 2^30 a token, over 2^20
+  // GPUs reach every one; 2 of them a token over 1,024 GPUs reach 2 less
+  // the chance both are on one GPU, (2^30 - 1) / (2^40 - 1).
+  auto huge = m;
+  huge.experts = std::int64_t{1} << 40;
+  huge.experts_per_token = std::int64_t{1} << 30;
+  CHECK(routing_reach(huge, std::int64_t{1} << 20) == Approx(1048576.0));
+  huge.experts_per_token = 2;
+  CHECK(routing_reach(huge, 1024) == Approx(2.0 - 1.0 / 1024).epsilon(1e-9));
   m.experts = 1;
   CHECK(routing_reach(m, 8) == 1.0);
 }
