@@ -314,6 +314,8 @@ std::string to_json(report const& r) {
     w.key("capacity_factor").null();
   w.key("pad_to_capacity").value(p.model.experts > 1 && p.model.pad_to_capacity);
   w.key("routing_imbalance").value(p.model.experts > 1 ? p.model.routing_imbalance : 1.0);
+  w.key("router_groups").value(p.model.experts > 1 ? p.model.router_groups : 0);
+  w.key("router_group_topk").value(p.model.experts > 1 ? p.model.router_group_topk : 0);
   w.key("dense_layers").value(p.model.experts > 1 ? p.model.dense_layers : 0);
   w.key("moe_layer_freq").value(p.model.experts > 1 ? p.model.moe_layer_freq : 1);
   w.key("dropout").value(p.model.dropout);
@@ -513,6 +515,8 @@ std::string to_text(report const& r, bool explain) {
   if (m.experts > 1) {
     mixture = fmt::format(" x {} experts ({} a token", m.experts, std::min(m.experts_per_token, m.experts));
     if (m.capacity_factor) mixture += fmt::format(", capacity {:g}{}", *m.capacity_factor, m.pad_to_capacity ? " padded" : "");
+    if (m.router_groups > 0 && m.router_group_topk > 0)
+      mixture += fmt::format(" from {} of {} groups", m.router_group_topk, m.router_groups);
     if (m.routing_imbalance != 1.0) mixture += fmt::format(", routing imbalance {:g}", m.routing_imbalance);
     mixture += ")";
     if (m.shared_expert_ffn > 0) mixture += fmt::format(" + a shared expert {} wide", m.shared_expert_ffn);

@@ -597,6 +597,10 @@ expect_status 0 "$DTPLAN" plans/qwen3_30b_a3b_megatron.dtp --set training.moe_to
 expect_contains "$TMP/out" "recipe: valid, 2.36 s per step"
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --strategy recipe
 expect_lacks "$TMP/out" "moe_token_dispatcher = flex sends"
+expect_contains "$TMP/out" " x 256 experts (8 a token from 4 of 8 groups) + a shared expert 2048 wide"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --strategy recipe --format json
+expect_contains "$TMP/out" '"router_groups": 8,'
+expect_contains "$TMP/out" '"router_group_topk": 4,'
 # The README's two figures for the gathering dispatcher.
 expect_status 0 "$DTPLAN" plans/mixtral_8x7b_4node_h100.dtp --set training.moe_token_dispatcher=allgather --quiet
 expect_contains "$TMP/out" "example: valid, 5.57 s per step"
