@@ -2176,7 +2176,8 @@ TEST_CASE("DeepEP (flex): a token once to each node and GPU its experts are on, 
   // Inside one node (ep 8): no network leg, and the node's 4.0 GPUs reached
   // of its 8 (a group each) instead of 8 copies.
   s.ep = 8;
-  auto const* in = find_comm(model.step_time(flex, s), comm_group::ep);
+  auto const inside = model.step_time(flex, s);
+  auto const* in = find_comm(inside, comm_group::ep);
   REQUIRE(in);
   CHECK(in->link == link_kind::intra);
   CHECK(in->size.value() == Approx(4.0 * token).epsilon(1e-12));
