@@ -22,8 +22,6 @@ bool recomputes_whole_moe(strategy_shape const& sh) {
 
 // One call of `op` over `g` as NCCL runs it.
 seconds call(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).time; }
-// The fixed part of the call NCCL would pick.
-seconds call_latency(collective op, bytes size, group_shape const& g) { return nccl::best(op, size, g.net).latency; }
 
 // `per_micro` calls of `op` over `over` each micro-batch, on the critical
 // path (no compute hides them), `forward` of them in the first forward
@@ -791,7 +789,9 @@ void expert_parallel(step_context const& x, comm_builder& out) {
   // receives (and sends back) its load's share of them (routing_load).
   bytes const size =
       x.activation * static_cast<double>(sh.active_experts) * sh.received_share / static_cast<double>(sh.sp_divisor);
-  auto const one = call(collective::all_to_all, size, sh.ep);
+  // NCCL's call for it: its time, and its fixed part for DeepEP's.
+  nccl::choice const a2a = nccl::best(collective::all_to_all, size, sh.ep.net);
+  seconds const one = a2a.time;
   // Full recomputation dispatches and combines again before the backward;
   // torchtitan's op-level policy keeps the all-to-alls' outputs (its
   // mixtures' save lists hold all_to_all_single: TT v0.2.0
@@ -821,20 +821,15 @@ void expert_parallel(step_context const& x, comm_builder& out) {
     // back (summed on the node first), the backward the two again. With the
     // fixed part NCCL's all-to-all of the group would pay, in the open (the
     // compute stream waits on it, fused_a2a.py).
-    auto const& net = sh.ep.net;
     std::int64_t const n = sh.ep.size;
     std::int64_t const local = std::clamp<std::int64_t>(sh.ep.placement.max_per_node, 1, n);
     std::int64_t const nodes = std::max<std::int64_t>(1, sh.ep.placement.nodes);
     bytes const token = x.activation * sh.received_share / static_cast<double>(sh.sp_divisor);
     double const ranks = routing_reach(x.m, n);
-    double const across = nodes > 1 ? routing_reach(x.m, nodes) : 1.0;
+    double const across = routing_reach(x.m, nodes);  // 1 on one node, whose network leg is none
     bytes const nvlink = token * ranks * (static_cast<double>(local - 1) / static_cast<double>(local));
-    bytes const network =
-        token * across * (static_cast<double>(nodes - 1) / static_cast<double>(nodes));
-    bandwidth const scale_up = net.scale_up.value() > 0 ? net.scale_up : net.bus;
-    seconds transfer = nvlink / scale_up;
-    if (nodes > 1) transfer = max(transfer, network / (net.nic.value() > 0 ? net.nic : net.bus));
-    seconds const one_flex = call_latency(collective::all_to_all, size, sh.ep) + transfer;
+    bytes const network = token * across * (static_cast<double>(nodes - 1) / static_cast<double>(nodes));
+    seconds const one_flex = a2a.latency + nccl::all_to_all_transfer(network, nvlink, sh.ep.net);
     seconds const flex_total = one_flex * static_cast<double>(count);
     out.add(collective::all_to_all, comm_group::ep, sh.ep, token * ranks, count, flex_total, flex_total,
             comm_phase::layer);

@@ -91,6 +91,14 @@ double moved(collective op, double size, std::int64_t n) {
 
 }  // namespace
 
+seconds all_to_all_transfer(bytes network, bytes nvlink, group const& g) {
+  bandwidth const nic = g.nic.value() > 0 ? g.nic : g.bus;
+  bandwidth const scale_up = g.scale_up.value() > 0 ? g.scale_up : g.bus;
+  seconds const over_network = network.value() > 0 ? network / nic : seconds(0);
+  seconds const over_nvlink = nvlink.value() > 0 ? nvlink / scale_up : seconds(0);
+  return over_network < over_nvlink ? over_nvlink : over_network;
+}
+
 choice best(collective op, bytes size, group const& g) {
   auto const n = g.ranks;
   auto const nodes = g.nodes;
@@ -155,7 +163,7 @@ choice best(collective op, bytes size, group const& g) {
     double const local = static_cast<double>(std::clamp<std::int64_t>(g.per_node, 1, n));
     double const off = size.value() * (static_cast<double>(n) - local) / static_cast<double>(n);
     double const on = size.value() * (local - 1) / static_cast<double>(n);
-    return std::max(off / (g.nic.value() * efficiency), on / (g.scale_up.value() * efficiency));
+    return all_to_all_transfer(bytes(off / efficiency), bytes(on / efficiency), g).value();
   };
   for (std::size_t i = 0; i < count; ++i) {
     auto const& c = cands[i];

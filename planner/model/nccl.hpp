@@ -56,6 +56,12 @@ struct choice {
   seconds time;     ///< latency + bytes at the algorithm's bandwidth
 };
 
+/// An all-to-all's two legs, which run at once: `network` bytes at each
+/// member's NIC share and `nvlink` bytes over NVLink, the slower leg's time
+/// (the ring's bus stands in for a figure the group lacks). NCCL's
+/// all-to-all across nodes (best) and DeepEP's dispatch both run so.
+seconds all_to_all_transfer(bytes network, bytes nvlink, group const& g);
+
 /// The fastest (algorithm, protocol) for `op` of `size` bytes (the whole
 /// buffer: the gathered tensor of an all-gather, the input of a
 /// reduce-scatter) over `g`. Send/recv is one hop at the ring's bandwidth.
