@@ -207,21 +207,20 @@ class rules {
       // (deep_ep/buffer.py:233-242) and more than 8 as nodes of 8 peers over
       // NVLink (csrc/kernels/configs.cuh:3, csrc/config.hpp:50-53,
       // 72-81): an expert-parallel group across nodes places 8 on each.
-      else if (constexpr std::array<std::int64_t, 10> configured{2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
-               std::find(configured.begin(), configured.end(), s.ep) == configured.end())
+      else if (auto const counts = deepep_rank_counts();
+               std::find(counts.begin(), counts.end(), s.ep) == counts.end())
         error("ep", [&] {
-          return fmt::format("moe_token_dispatcher = flex over ep = {} ranks: DeepEP (v1.2.1) runs 2, 4, 8, 16, 24, 32, "
-                             "64, 128, 144 or 160",
-                             s.ep);
+          return fmt::format("moe_token_dispatcher = flex over ep = {} ranks: DeepEP (v1.2.1) runs {} or {}", s.ep,
+                             fmt::join(counts.first(counts.size() - 1), ", "), counts.back());
         });
       else {
         rank_layout const layout(s, p_.cluster.gpus_per_node);
         auto const placed = layout.placement_of(layout.expert_group_of(0, s.ep, 1));
-        if (placed.crosses_nodes() && (s.ep <= 8 || placed.max_per_node != 8))
+        if (placed.crosses_nodes() && (s.ep <= deepep_nvl_peers || placed.max_per_node != deepep_nvl_peers))
           error("ep", [&] {
-            return fmt::format("moe_token_dispatcher = flex over ep = {} ranks, {} a node: DeepEP runs 8 ranks or "
-                               "fewer inside a node and more as nodes of 8",
-                               s.ep, placed.max_per_node);
+            return fmt::format("moe_token_dispatcher = flex over ep = {} ranks, {} a node: DeepEP runs {} ranks or "
+                               "fewer inside a node and more as nodes of {}",
+                               s.ep, placed.max_per_node, deepep_nvl_peers, deepep_nvl_peers);
           });
       }
       if (m.pad_to_capacity)

@@ -14,30 +14,37 @@
 
 namespace dtplan::planner {
 
+namespace {
+// DeepEP v1.2.1 deep_ep/buffer.py:233-242, 261-270: per rank count the
+// NVLink receive tokens (dispatch's and combine's alike) and the RDMA send
+// tokens of dispatch and combine, whose RDMA receive queue of 128 is
+// aligned up to a multiple of them (csrc/config.hpp:31-33).
+struct deepep_config {
+  std::int64_t nvl_recv, rdma_send_dispatch, rdma_send_combine;
+};
+constexpr std::array<std::int64_t, 10> deepep_ranks{2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
+constexpr std::array<deepep_config, 10> deepep_configs{{{256, 6, 6},
+                                                        {256, 6, 6},
+                                                        {256, 6, 6},
+                                                        {288, 20, 12},
+                                                        {288, 32, 8},
+                                                        {288, 32, 8},
+                                                        {288, 28, 20},
+                                                        {560, 32, 12},
+                                                        {720, 12, 8},
+                                                        {720, 12, 8}}};
+}  // namespace
+
+std::span<std::int64_t const> deepep_rank_counts() { return deepep_ranks; }
+
 deepep_bytes deepep_buffer(std::int64_t ranks, std::int64_t hidden) {
-  // DeepEP v1.2.1 deep_ep/buffer.py:233-242, 261-270: per rank count the
-  // NVLink receive tokens (dispatch's and combine's alike) and the RDMA
-  // send tokens of dispatch and combine, whose RDMA receive queue of 128 is
-  // aligned up to a multiple of them (csrc/config.hpp:31-33).
-  struct row {
-    std::int64_t ranks, nvl_recv, rdma_send_dispatch, rdma_send_combine;
-  };
-  static constexpr std::array<row, 10> configs{{{2, 256, 6, 6},
-                                                {4, 256, 6, 6},
-                                                {8, 256, 6, 6},
-                                                {16, 288, 20, 12},
-                                                {24, 288, 32, 8},
-                                                {32, 288, 32, 8},
-                                                {64, 288, 28, 20},
-                                                {128, 560, 32, 12},
-                                                {144, 720, 12, 8},
-                                                {160, 720, 12, 8}}};
-  auto const* r = std::find_if(configs.begin(), configs.end(), [&](row const& c) { return c.ranks == ranks; });
-  if (r == configs.end()) return {};
+  auto const at = std::find(deepep_ranks.begin(), deepep_ranks.end(), ranks);
+  if (at == deepep_ranks.end()) return {};
+  auto const* r = &deepep_configs[static_cast<std::size_t>(at - deepep_ranks.begin())];
   auto const aligned = [](double n, double to) { return std::ceil(n / to) * to; };
   auto const up128 = [](double b) { return std::ceil(b / 128) * 128; };
   double const channels = 20 / 2;  // moe_deepep_num_sms 20, two SMs a channel
-  double const peers = 8;          // NUM_MAX_NVL_PEERS (csrc/kernels/configs.cuh:3)
+  double const peers = static_cast<double>(deepep_nvl_peers);
   double const n = static_cast<double>(ranks);
   double const nvl = std::min(n, peers), rdma = std::max(n / peers, 1.0);
   double const token = 2 * static_cast<double>(hidden);  // hidden x max(element size, 2)
@@ -549,12 +556,13 @@ class stage_memory {
     } else if (s_.tp > 1) {
       add(b_.buffers, "tensor-parallel all-gather buffer (s.b.h)", bytes(e_ * tokens_ * h_));
     }
+    // The token dispatcher's buffers, where the stage holds a mixture.
+    bool const mixture = m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0;
     // Megatron-Core's allgather token dispatcher gathers the tp x ep
     // ranks' tokens (its expert-tensor x expert-parallel group, etp x ep)
     // into its global memory buffer, kept for the run (core_v0.13.0
     // moe/token_dispatcher.py:240-262, use_global_buffer).
-    if (m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0 &&
-        p_.training.moe_token_dispatcher == dispatcher_kind::allgather) {
+    if (mixture && p_.training.moe_token_dispatcher == dispatcher_kind::allgather) {
       double const ranks = double(s_.expert_tp() * s_.ep);
       if (ranks > 1)
         add(b_.buffers, [&] {
@@ -566,8 +574,7 @@ class stage_memory {
     // larger of its dispatch and combine configurations at the group's rank
     // count (Megatron-Core core_v0.13.0 moe/fused_a2a.py:30-60, 20 SMs:
     // transformer_config.py:193).
-    if (m_.experts > 1 && placed_.moe_layers + (m_.mtp_moe() ? placed_.mtp_layers : 0) > 0 &&
-        p_.training.moe_token_dispatcher == dispatcher_kind::flex && s_.ep > 1) {
+    if (mixture && p_.training.moe_token_dispatcher == dispatcher_kind::flex && s_.ep > 1) {
       auto const b = deepep_buffer(s_.ep, m_.hidden);
       if (b.nvlink.value() > 0)
         add(b_.buffers, [&] {

@@ -1,4 +1,5 @@
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ struct deepep_bytes {
   bytes rdma;
 };
 deepep_bytes deepep_buffer(std::int64_t ranks, std::int64_t hidden);
+/// The rank counts DeepEP v1.2.1 has a configuration for, ascending
+/// (deep_ep/buffer.py:233-242): the only ones it runs.
+std::span<std::int64_t const> deepep_rank_counts();
+/// DeepEP's NVLink peers (NUM_MAX_NVL_PEERS, csrc/kernels/configs.cuh:3):
+/// more ranks than these run as nodes of this many.
+inline constexpr std::int64_t deepep_nvl_peers = 8;
 /// estimate_memory(shape_of(p, s), detail): `s` must be legal, with dp set.
 memory_breakdown estimate_memory(program const& p, strategy const& s, bool detail = true);
 
