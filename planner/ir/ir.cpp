@@ -259,6 +259,11 @@ std::optional<grid_refusal> expert_grid_refusal(framework_limits const& lim, mod
   return std::nullopt;
 }
 
+void use_dispatcher(training& t, dispatcher_kind d) {
+  t.moe_token_dispatcher = d;
+  if (d == dispatcher_kind::flex && !t.keys.count("shared_expert_overlap")) t.shared_expert_overlap = false;
+}
+
 char const* name(dispatcher_kind d) {
   switch (d) {
     case dispatcher_kind::alltoall: return "alltoall";

@@ -736,6 +736,14 @@ struct layer_split {
 /// The split `s` runs `m`'s layers in under `t`, on a framework with `lim`.
 layer_split split_of(model const& m, training const& t, framework_limits const& lim, strategy const& s);
 
+/// Sets the token dispatcher `d` and what comes with it: Megatron-Core's
+/// flex dispatcher has no side stream for the shared expert (core_v0.13.0
+/// moe/token_dispatcher.py:1174-1177 raises on it), so flex turns
+/// shared_expert_overlap off where the training block does not write it, as
+/// NeMo's DeepEP callback does (lightning/pytorch/callbacks/deepep.py:
+/// 39-51); written, the check says so.
+void use_dispatcher(training& t, dispatcher_kind d);
+
 /// The stage size whose ceil(layers / size) stages are `chunks` with the
 /// first a layer more: ceil(layers / chunks) (torchtitan's
 /// pipeline_parallel_layers_per_stage).

@@ -198,12 +198,7 @@ void use_framework(training& t, framework const& f) {
     if (!k.behaviour || t.keys.count(k.name)) continue;
     if (auto v = load(k, f.behaviours)) store(k, t, *v);
   }
-  // Megatron-Core's flex dispatcher has no side stream for the shared
-  // expert (core_v0.13.0 moe/token_dispatcher.py:1174-1177 raises on it);
-  // NeMo's DeepEP callback turns the overlap off with it
-  // (lightning/pytorch/callbacks/deepep.py:39-51). Written, the check says so.
-  if (t.moe_token_dispatcher == dispatcher_kind::flex && !t.keys.count("shared_expert_overlap"))
-    t.shared_expert_overlap = false;
+  use_dispatcher(t, t.moe_token_dispatcher);  // what the dispatcher brings with it
 }
 
 void resolve_auto(training& t, gpu const& g) {

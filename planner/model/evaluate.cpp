@@ -292,13 +292,12 @@ void advise_experts(program const& p, strategy_spec const& spec, plan const& pl,
         "the shared expert runs in line with the all-to-alls (shared_expert_overlap = false); "
         "shared_expert_overlap = true runs it on a stream of its own beneath them (Megatron-LM's "
         "--moe-shared-expert-overlap)");
-  // DeepEP, where the experts are whole on their GPUs: the shared expert
-  // then in line unless the plan writes its overlap (which the check then
-  // refuses, and nothing is said).
+  // DeepEP, where the experts are whole on their GPUs (with what it brings:
+  // use_dispatcher; a written overlap the check refuses, and nothing is
+  // said).
   if (megatron_like && t.moe_token_dispatcher != dispatcher_kind::flex && pl.s.ep > 1 && pl.s.expert_tp() == 1) {
     program q = p;
-    q.training.moe_token_dispatcher = dispatcher_kind::flex;
-    if (!q.training.keys.count("shared_expert_overlap")) q.training.shared_expert_overlap = false;
+    use_dispatcher(q.training, dispatcher_kind::flex);
     auto v = try_variant(q, spec, pl.s, model);
     if (v.time && v.time->step < pl.time->step * 0.99)
       out.push_back(fmt::format(
