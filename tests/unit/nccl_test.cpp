@@ -118,3 +118,17 @@ TEST_CASE("an all-to-all across nodes runs at each GPU's own NIC, not the node's
   CHECK(best(collective::all_to_all, bytes(64 * mib), node).time.value() ==
         best(collective::all_to_all, bytes(64 * mib), plain).time.value());
 }
+
+TEST_CASE("an all-to-all's two legs run at once: the slower one's time, the ring's bus for a missing figure") {
+  auto g = dgx_h100(8, 8, 384);
+  g.nic = bandwidth(46e9);
+  g.scale_up = bandwidth(370.8e9);
+  // 46 MB over the NIC: 1 ms; 185.4 MB over NVLink beside it: 0.5 ms.
+  CHECK(all_to_all_transfer(bytes(46e6), bytes(185.4e6), g).value() == Approx(1e-3).epsilon(1e-12));
+  // 741.6 MB over NVLink: 2 ms, now the slower.
+  CHECK(all_to_all_transfer(bytes(46e6), bytes(741.6e6), g).value() == Approx(2e-3).epsilon(1e-12));
+  CHECK(all_to_all_transfer(bytes(0), bytes(0), g).value() == 0.0);
+  // No NIC figure: the ring's 384 GB/s for the network leg.
+  g.nic = bandwidth(0);
+  CHECK(all_to_all_transfer(bytes(384e6), bytes(0), g).value() == Approx(1e-3).epsilon(1e-12));
+}
