@@ -10,6 +10,7 @@
 
 #include "dsl/parse.hpp"
 #include "planner/import/translate.hpp"
+#include "planner/ir/keys.hpp"
 #include "planner/model/layout.hpp"
 
 namespace dtplan::planner {
@@ -337,6 +338,72 @@ bool has_block(dsl::ast::file const& f, std::string_view kind) {
   return std::any_of(f.blocks.begin(), f.blocks.end(), [&](dsl::ast::block const& b) { return b.kind.name == kind; });
 }
 
+// The file's training block was written for its framework's jobs. Costing a
+// job of another framework, what it writes for that framework (its
+// behaviours and framework flags: Megatron's DeepEP dispatcher, bf16
+// gradient reduction, pipeline split) is left out, with a warning naming
+// each key: the job's framework's preset and the job's own flags run it.
+// A framework block of the file that derives from the job's framework
+// stays the job's framework, with everything the file writes. The file's
+// framework is what `--set training.framework=...` makes it, else what it
+// writes.
+void fit_training_to_job(dsl::ast::block& training, dsl::ast::file const& file,
+                         std::vector<dsl::ast::setting>& settings, std::vector<dsl::ast::setting> const& user,
+                         dsl::diagnostics& out) {
+  auto const set_here = [](dsl::ast::setting const& s) { return s.target.name == "training" && s.key.name == "framework"; };
+  auto const job_setting = std::find_if(settings.rbegin(), settings.rend(), set_here);
+  if (job_setting == settings.rend()) return;
+  auto const* job_framework = std::get_if<dsl::ast::identifier>(&job_setting->rhs);
+  if (!job_framework) return;
+  std::string const& job = job_framework->name;
+
+  auto const written = std::find_if(training.body.begin(), training.body.end(),
+                                    [](dsl::ast::assignment const& a) { return a.key.name == "framework"; });
+  std::string framework = std::get<std::string>(*find_key(block_kind::training, "framework")->default_value);
+  span const at = written != training.body.end() ? written->key.where : training.header;
+  auto const by_user = std::find_if(user.rbegin(), user.rend(), [&](dsl::ast::setting const& s) {
+    return s.key.name == "framework" &&
+           (s.target.name == "training" || (training.name && s.target.name == training.name->name));
+  });
+  dsl::ast::value const* named = by_user != user.rend()        ? &by_user->rhs
+                                 : written != training.body.end() ? &written->rhs
+                                                                  : nullptr;
+  if (named) {
+    auto const* id = std::get_if<dsl::ast::identifier>(named);
+    if (!id) return;  // lowering reports the value
+    framework = id->name;
+  }
+  // The file's framework and each framework block of the file it derives
+  // from (a cycle is lowering's error: the walk stops at a name seen).
+  std::vector<std::string> chain{framework};
+  for (bool more = true; more;) {
+    more = false;
+    for (auto const& b : file.blocks)
+      if (b.kind.name == "framework" && b.name && b.name->name == chain.back() && b.base &&
+          std::find(chain.begin(), chain.end(), b.base->name) == chain.end()) {
+        chain.push_back(b.base->name);
+        more = true;
+        break;
+      }
+  }
+  if (std::find(chain.begin(), chain.end(), job) != chain.end()) {
+    std::erase_if(settings, set_here);
+    return;
+  }
+  std::vector<std::string> left_out;
+  std::erase_if(training.body, [&](dsl::ast::assignment const& a) {
+    auto const* k = find_key(block_kind::training, a.key.name);
+    if (!k || !of_a_framework(*k)) return false;
+    left_out.push_back(a.key.name);
+    return true;
+  });
+  if (left_out.empty()) return;
+  out.warning(at, fmt::format("the training block's keys for framework '{}' are left out of this {} job, which its "
+                              "framework's preset and its own settings run: {} (--set training.framework={} "
+                              "keeps them)",
+                              dsl::escaped(framework), dsl::escaped(job), fmt::join(left_out, ", "), dsl::escaped(job)));
+}
+
 }  // namespace
 
 std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file, job_source const& job,
@@ -427,8 +494,11 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
     if (failed) return std::nullopt;
 
     dsl::ast::file f;
-    for (auto const& b : tree->blocks)
-      if (b.kind.name != "strategy") f.blocks.push_back(b);
+    for (auto const& b : tree->blocks) {
+      if (b.kind.name == "strategy") continue;
+      f.blocks.push_back(b);
+      if (b.kind.name == "training") fit_training_to_job(f.blocks.back(), *tree, t.settings, options.settings, out);
+    }
     for (auto& b : t.blocks) f.blocks.push_back(std::move(b));
     span const origin{job.file, 0, 0};
     if (!ctx.file_has_training) {

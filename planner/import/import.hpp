@@ -52,10 +52,16 @@ std::optional<program> load_job(dsl::source_manager& sources, std::uint32_t file
                                 lower_options const& options, dsl::diagnostics& diags);
 
 /// A torchtitan model flavor that is a preset of dtplan's catalog (v0.2.0
-/// torchtitan/models/llama3/__init__.py, models/qwen3/__init__.py): read as
-/// it by --from torchtitan, written as it by the torchtitan export.
+/// torchtitan/models/llama3/__init__.py, models/qwen3/__init__.py,
+/// models/deepseek_v3/__init__.py): read as it by --from torchtitan, written
+/// as it by the torchtitan export. `flex_attention`: the flavor sets
+/// use_flex_attn with the block-causal mask (deepseek_v3's every flavor);
+/// `ungrouped`: torchtitan routes over every expert where the preset's
+/// routing is group-limited (it does not read deepseek_v3's groups).
 struct torchtitan_flavor {
   std::string_view model, flavor, preset;
+  bool flex_attention = false;
+  bool ungrouped = false;
 };
 std::span<torchtitan_flavor const> torchtitan_flavors();
 /// The flavor whose preset has `m`'s shape (same_model_shape), if any.

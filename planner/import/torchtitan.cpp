@@ -26,21 +26,21 @@ std::string every_nth_layer(std::string const& n) {
   return fmt::format("every {}{} layer", n, suffix);
 }
 
-// The catalog preset of torchtitan's `model` `flavor` (torchtitan_flavors).
-std::optional<std::string> preset_of(std::string const& model, std::string const& flavor) {
+// torchtitan's `model` `flavor` where it is a catalog preset (torchtitan_flavors).
+std::optional<torchtitan_flavor> flavor_of(std::string const& model, std::string const& flavor) {
   for (auto const& f : torchtitan_flavors())
-    if (f.model == model && f.flavor == flavor) return std::string(f.preset);
+    if (f.model == model && f.flavor == flavor) return f;
   return std::nullopt;
 }
 
-// The flavors the messages name: "llama3 '8B', '70B' and '405B', qwen3 ...".
+// The flavors the messages name: "llama3 '8B', '70B' and '405B'; qwen3 ...".
 std::string catalog_flavors() {
   std::string out;
   auto const all = torchtitan_flavors();
   for (std::size_t i = 0; i < all.size(); ++i) {
     bool const first = i == 0 || all[i - 1].model != all[i].model;
     bool const last = i + 1 == all.size() || all[i + 1].model != all[i].model;
-    out += first ? fmt::format("{}{} '{}'", i == 0 ? "" : ", ", all[i].model, all[i].flavor)
+    out += first ? fmt::format("{}{} '{}'", i == 0 ? "" : "; ", all[i].model, all[i].flavor)
                  : fmt::format("{} '{}'", last ? " and" : ",", all[i].flavor);
   }
   return out + " are";
@@ -132,8 +132,19 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   auto const name = text("model.name", "llama3");
   auto const flavor = text("model.flavor", "debugmodel");
   if (!name.first || !flavor.first) return;
-  auto const preset = preset_of(*name.first, *flavor.first);
+  auto const known = flavor_of(*name.first, *flavor.first);
+  auto const preset = known ? std::optional<std::string>(known->preset) : std::nullopt;
   auto const flavor_at = key_at(flavor.second ? flavor.second : name.second);
+  // The flavor's attention kernel, whichever model block is costed: the
+  // job runs the flavor's. Its block-causal mask lets a token attend only
+  // within its document, which the data decides.
+  if (known && known->flex_attention) {
+    set(t, "training", "attention_backend", identifier_value("flex", flavor_at), flavor_at);
+    t.diags.warning(flavor_at, fmt::format("torchtitan's {} '{}' runs FlexAttention with a block-causal mask: "
+                                           "costed as causal attention over the whole sequence, the most it does "
+                                           "(a sequence of several documents attends within each)",
+                                           known->model, known->flavor));
+  }
   if (!ctx.file_has_model) {
     if (!preset) {
       t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog ({}): "
@@ -146,6 +157,9 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     b.kind = {flavor_at, "model"};
     b.name = ast::identifier{flavor_at, *preset};
     b.base = ast::identifier{flavor_at, *preset};
+    if (known->ungrouped)
+      for (auto key : {"router_groups", "router_group_topk"})
+        b.body.push_back({flavor_at, ast::identifier{flavor_at, key}, integer_value(0, flavor_at)});
     t.blocks.push_back(std::move(b));
   } else if (preset && ctx.prior) {
     if (auto m = catalog_model(*preset); m && !same_model_shape(*m, ctx.prior->model))
@@ -518,6 +532,11 @@ std::span<torchtitan_flavor const> torchtitan_flavors() {
       {"llama3", "8B", "llama3_8b"},      {"llama3", "70B", "llama3_70b"},
       {"llama3", "405B", "llama3_405b"},  {"qwen3", "32B", "qwen3_32b"},
       {"qwen3", "30B-A3B", "qwen3_30b_a3b"}, {"qwen3", "235B-A22B", "qwen3_235b_a22b"},
+      // Its n_expert_groups and n_limited_groups are not read in v0.2.0
+      // (models/deepseek_v3/model/args.py:69-71: "node-limited routing is
+      // not supported yet"): torchtitan routes over all 256 experts, which
+      // its all-to-all dispatch does not see. No multi-token prediction.
+      {"deepseek_v3", "671B", "deepseek_v3", true, true},
   };
   return all;
 }
@@ -528,7 +547,8 @@ bool same_model_shape(model const& a, model const& b) {
          a.norm == b.norm && a.position == b.position && a.vocab == b.vocab && a.tied_embeddings == b.tied_embeddings &&
          a.experts == b.experts && a.experts_per_token == b.experts_per_token && a.mlp_width() == b.mlp_width() &&
          a.shared_expert_ffn == b.shared_expert_ffn && a.moe_layer_count() == b.moe_layer_count() &&
-         a.dense_layers == b.dense_layers && a.q_lora_rank == b.q_lora_rank && a.kv_lora_rank == b.kv_lora_rank &&
+         a.dense_layers == b.dense_layers && a.mtp_layers == b.mtp_layers && a.q_lora_rank == b.q_lora_rank &&
+         a.kv_lora_rank == b.kv_lora_rank &&
          a.qk_rope_head_dim == b.qk_rope_head_dim && a.v_head_width() == b.v_head_width();
 }
 

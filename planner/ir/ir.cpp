@@ -321,6 +321,7 @@ char const* name(attention_backend a) {
     case attention_backend::triton: return "triton";
     case attention_backend::unfused: return "unfused";
     case attention_backend::automatic: return "auto";
+    case attention_backend::flex: return "flex";
   }
   return "?";
 }

@@ -117,7 +117,10 @@ enum class gpu_generation { volta, ampere, hopper, blackwell, cdna3 };
 /// `automatic` is what a file writes as `auto`: the kernel the framework
 /// picks on the cluster's GPU, resolved by lowering and the C++ API once the
 /// GPU is known (resolved_attention); a lowered program never holds it.
-enum class attention_backend { flash, flash3, fused, triton, unfused, automatic };
+/// `flex` is PyTorch's FlexAttention (torch.nn.attention.flex_attention, the
+/// Triton flash kernel torch.compile generates), which torchtitan's
+/// deepseek_v3 and llama4 flavors run.
+enum class attention_backend { flash, flash3, fused, triton, unfused, automatic, flex };
 /// When data-parallel gradients are reduced: once per optimizer step
 /// (no_sync / Megatron's DDP on the last micro-batch) or after every
 /// micro-batch's backward (FSDP, torchtitan, DDP without no_sync).

@@ -491,11 +491,12 @@ std::vector<key_info> behaviour_keys() {
   constexpr double mib = kib * kib;
   std::vector<key_info> rows{
     {.block = k, .name = "attention_backend", .dom = d::choice, .field = member<&training::attention_kernel, B>(),
-     .choices = {"flash", "flash3", "fused", "triton", "unfused", "auto"}, .default_value = std::int64_t{0},
-     .default_text = "flash", .aliases = {"attn_impl"}, .dump_default = false,
+     .choices = {"flash", "flash3", "fused", "triton", "unfused", "auto", "flex"}, .default_value = std::int64_t{0},
+     .default_text = "flash", .aliases = {"attn_impl", "use_flex_attn"}, .dump_default = false,
      .meaning = "attention kernel: FlashAttention-2 or -3, cuDNN's fused, llm-foundry's Triton, unfused; auto: "
                 "the framework's pick on the GPU (fused on Hopper and Blackwell, flash on Ampere and CDNA3, "
-                "unfused on Volta)"},
+                "unfused on Volta); flex: PyTorch's FlexAttention (torchtitan's use_flex_attn), no context "
+                "parallelism"},
     {.block = k, .name = "fused_elementwise", .dom = d::boolean, .field = member<&training::fused_elementwise, B>(),
      .default_value = true, .default_text = "true", .dump_default = false,
      .meaning = "element-wise operators fused into few kernels, not one PyTorch eager kernel each"},
@@ -664,28 +665,28 @@ std::vector<key_info> training_keys() {
     {.block = k::training, .name = "recompute_modules", .dom = d::choice,
      .field = member<&training::recompute_modules>(),
      .choices = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe"}, .default_value = value_set{0},
-     .default_text = "{core_attn}", .takes_set = true, .dump_default = false,
+     .default_text = "{core_attn}", .framework_flag = true, .takes_set = true, .dump_default = false,
      .meaning = "what checkpoint = selective recomputes (a set; Megatron-Core's --recompute-modules): the core "
                 "attention, a mixture's expert activation, the two layer norms, multi-latent attention's up "
                 "projections and rotary, the dense MLP, a mixture's whole MLP with its dispatch and combine"},
     {.block = k::training, .name = "num_layers_in_first_pipeline_stage", .dom = d::count,
      .field = member<&training::first_stage_layers>(), .what = "of layers for 'num_layers_in_first_pipeline_stage'",
-     .default_text = "none", .aliases = {"decoder_first_pipeline_num_layers"}, .dump_default = false,
+     .default_text = "none", .aliases = {"decoder_first_pipeline_num_layers"}, .framework_flag = true, .dump_default = false,
      .meaning = "with pp > 1, the layers of the first pipeline stage, the middle stages sharing the rest evenly "
                 "(Megatron-Core's --decoder-first-pipeline-num-layers)"},
     {.block = k::training, .name = "num_layers_in_last_pipeline_stage", .dom = d::count,
      .field = member<&training::last_stage_layers>(), .what = "of layers for 'num_layers_in_last_pipeline_stage'",
-     .default_text = "none", .aliases = {"decoder_last_pipeline_num_layers"}, .dump_default = false,
+     .default_text = "none", .aliases = {"decoder_last_pipeline_num_layers"}, .framework_flag = true, .dump_default = false,
      .meaning = "with pp > 1, the layers of the last pipeline stage (Megatron-Core's "
                 "--decoder-last-pipeline-num-layers)"},
     {.block = k::training, .name = "account_for_embedding_in_pipeline_split", .dom = d::boolean,
      .field = member<&training::embedding_in_split>(), .default_value = false, .default_text = "false",
-     .dump_default = false,
+     .framework_flag = true, .dump_default = false,
      .meaning = "with pp > 1, the embedding counts as a layer of the first pipeline chunk in an even split "
                 "(Megatron-Core's flag)"},
     {.block = k::training, .name = "account_for_loss_in_pipeline_split", .dom = d::boolean,
      .field = member<&training::loss_in_split>(), .default_value = false, .default_text = "false",
-     .dump_default = false,
+     .framework_flag = true, .dump_default = false,
      .meaning = "with pp > 1, the loss counts as a layer of the last pipeline chunk in an even split "
                 "(Megatron-Core's flag)"},
     {.block = k::training, .name = "cuda_launch_blocking", .dom = d::boolean,
@@ -903,6 +904,8 @@ key_info const* find_key(block_kind k, std::string_view key) {
     if (row.name == key) return &row;
   return nullptr;
 }
+
+bool of_a_framework(key_info const& k) { return k.behaviour || k.framework_flag; }
 
 key_info const* alias_of(block_kind k, std::string_view written) {
   for (auto const& row : keys_of(k))

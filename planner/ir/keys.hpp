@@ -129,6 +129,11 @@ struct key_info {
   /// of the training block has a twin in the framework block (same name,
   /// domain, default and meaning).
   bool behaviour = false;
+  /// training: a flag of one framework's jobs that is not a behaviour of
+  /// its preset (Megatron-Core's pipeline split and recompute modules).
+  /// Like a behaviour, `--from` a job of another framework does not carry
+  /// the file's value over (`of_a_framework`).
+  bool framework_flag = false;
   /// Outside a strategy: the value is a set `{...}` of the domain's values
   /// (a framework's `zero_stages`, `checkpoint_modes`), a `value_set`.
   bool takes_set = false;
@@ -144,6 +149,9 @@ std::span<key_info const> keys_of(block_kind k);
 /// The names of `k`'s keys in table order (for did-you-mean).
 std::vector<std::string> const& key_names(block_kind k);
 key_info const* find_key(block_kind k, std::string_view name);
+/// A training key the file writes for its framework's jobs: a behaviour or
+/// a framework's flag. `--from` a job of another framework leaves them out.
+bool of_a_framework(key_info const& k);
 /// The key another tool calls `written` ("tensor_parallel" is `tp`).
 key_info const* alias_of(block_kind k, std::string_view written);
 

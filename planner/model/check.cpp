@@ -237,6 +237,15 @@ class rules {
     // Megatron-Core, the one implementation of multi-token prediction,
     // asserts it runs without context parallelism (core_v0.13.0
     // megatron/training/arguments.py:1073-1076).
+    // PyTorch's ring attention has no FlexAttention path: torchtitan
+    // v0.2.0 raises "CP support for FlexAttention is still in progress"
+    // (models/llama3/infra/parallelize.py:71-72, deepseek_v3's :65-66).
+    if (p_.training.attention_kernel == attention_backend::flex && s.cp > 1)
+      error("cp", [&] {
+        return fmt::format("cp = {} with attention_backend = flex: PyTorch's context parallelism does not run "
+                           "FlexAttention (torchtitan v0.2.0 refuses it)",
+                           s.cp);
+      });
     if (m.mtp_layers > 0 && s.cp > 1)
       error("cp", [&] {
         return fmt::format("cp = {}: Megatron-LM runs multi-token prediction (mtp_layers = {}) without context "

@@ -38,6 +38,15 @@ namespace {
 //   fixed cost (triton_block_keys below).
 // Volta and CDNA3 have no figure of their own: 0.30 (a FlashAttention-1
 // class kernel), their vendors' kernels not measured here.
+// - PyTorch's FlexAttention (flex, below): a Triton flash kernel that
+//   torch.compile generates from the mask and score functions; on A100,
+//   causal, 90 % of FlashAttention-2's forward and 85 % of its backward
+//   (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
+//   Performance of FlashAttention", Aug. 2024; the kernel: Dong et al.
+//   2024, arXiv:2412.05496). Over a step the backward, 2.5 x the forward's FLOPs
+//   at a lower rate, takes some three quarters of FlashAttention-2's time:
+//   1 / (0.25 / 0.90 + 0.75 / 0.85) = 0.86 of its share. No other GPU is
+//   published: the same ratio to FlashAttention-2's figure on each.
 constexpr std::array<std::array<double, 5>, 4> published{{
     {0.30, 0.55, 0.33, 0.30, 0.30},  // flash
     {0.30, 0.55, 0.60, 0.52, 0.30},  // flash3
@@ -45,12 +54,17 @@ constexpr std::array<std::array<double, 5>, 4> published{{
     {0.20, 0.30, 0.18, 0.17, 0.20},  // triton
 }};
 
+// FlexAttention's share of FlashAttention-2's (above).
+constexpr double flex_of_flash = 0.86;
+
 }  // namespace
 
 double attention_efficiency(gpu const& g, attention_backend backend) {
   if (g.attention_efficiency) return *g.attention_efficiency;
   // A hand-built program may still say `auto`: the kernel the generation gets.
   if (backend == attention_backend::automatic) backend = resolved_attention(g.generation);
+  if (backend == attention_backend::flex)
+    return flex_of_flash * published[0][static_cast<std::size_t>(g.generation)];
   auto const row = backend == attention_backend::unfused ? std::size_t{0} : static_cast<std::size_t>(backend);
   double const share = published[row][static_cast<std::size_t>(g.generation)];
   // Blackwell Ultra doubles the SMs' exponential rate (MUFU.EX2, 32 a clock

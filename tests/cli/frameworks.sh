@@ -346,7 +346,7 @@ expect_lacks "$TMP/err" "rotary share"
 # llama4 and qwen3 configurations name theirs).
 printf '%s\n' '[model]' 'name = "llama4"' 'flavor = "17bx128e"' >"$TMP/named.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
-expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's model 'llama4' flavor '17bx128e' is not in dtplan's catalog (llama3 '8B', '70B' and '405B', qwen3 '32B', '30B-A3B' and '235B-A22B' are), so its shape is not compared"
+expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's model 'llama4' flavor '17bx128e' is not in dtplan's catalog (llama3 '8B', '70B' and '405B'; qwen3 '32B', '30B-A3B' and '235B-A22B'; deepseek_v3 '671B' are), so its shape is not compared"
 printf '%s\n' '[model]' 'name = "qwen3"' 'flavor = "32B"' >"$TMP/named.toml"
 expect_status 0 "$DTPLAN" "$plan" --from torchtitan "$TMP/named.toml"
 expect_contains "$TMP/err" "$TMP/named.toml:3:1: warning: the file's model 'llama2_7b' is costed: torchtitan's qwen3 '32B' has another shape"
@@ -358,6 +358,36 @@ expect_lacks "$TMP/err" "is costed"
 printf '%s\n' '[parallelism]' 'tensor_parallel_degree = 3' >"$TMP/bad.toml"
 expect_status 2 "$DTPLAN" "$plan" --from torchtitan "$TMP/bad.toml" --quiet
 expect_contains "$TMP/err" "$TMP/bad.toml:2:26: error: torchtitan shards over the ranks left, but the cluster's 16 GPUs are not a multiple of data_parallel_replicate_degree x tensor x pipeline x context degrees = 3"
+
+# torchtitan's DeepSeek-V3 (v0.2.0 models/deepseek_v3/__init__.py, '671B'):
+# the catalog's deepseek_v3 routed over every expert (torchtitan does not
+# read its groups), FlexAttention with a block-causal mask, no context
+# parallelism with it.
+printf '%s\n' 'cluster dgx_h100_x128 {' '  nodes = 128' '  gpus_per_node = 8' '  gpu = H100_SXM' \
+  '  inter_node = 8 x 400 Gbit/s' '}' >"$TMP/dgx.dtp"
+printf '%s\n' '[model]' 'name = "deepseek_v3"' 'flavor = "671B"' '[training]' 'local_batch_size = 4' 'seq_len = 4096' \
+  '[parallelism]' 'expert_parallel_degree = 64' '[activation_checkpoint]' 'mode = "full"' >"$TMP/dsv3.toml"
+expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3.toml"
+expect_contains "$TMP/err" "$TMP/dsv3.toml:3:1: warning: torchtitan's deepseek_v3 '671B' runs FlexAttention with a block-causal mask: costed as causal attention over the whole sequence, the most it does (a sequence of several documents attends within each)"
+expect_contains "$TMP/out" "  model     deepseek_v3: 671.03 B parameters; 61 layers, hidden 7168, 128 heads (128 kv) of multi-latent attention (q rank 1536, kv rank 512; q/k heads 128 + 64 rotary, v heads 128), ffn 2048 swiglu x 256 experts (8 a token) + a shared expert"
+expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3.toml" --dump ir
+expect_contains "$TMP/out" "  attention_backend flex"
+expect_contains "$TMP/out" "  router_groups     0"
+sed 's/^expert_parallel_degree = 64$/&\ncontext_parallel_degree = 2/' "$TMP/dsv3.toml" >"$TMP/dsv3_cp.toml"
+expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_cp.toml"
+expect_contains "$TMP/err" "$TMP/dsv3_cp.toml:9:1: error: cp = 2 with attention_backend = flex: PyTorch's context parallelism does not run FlexAttention (torchtitan v0.2.0 refuses it)"
+
+# A job of another framework than the file's: the training keys the file
+# writes for its framework are left out (DeepEP, bf16 gradients, Megatron's
+# pipeline split), unless --set makes the file's framework the job's.
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --from torchtitan "$TMP/dsv3.toml"
+expect_contains "$TMP/err" "plans/deepseek_v3_megatron.dtp:33:3: warning: the training block's keys for framework 'megatron' are left out of this torchtitan job, which its framework's preset and its own settings run: grad_precision, recompute_modules, num_layers_in_first_pipeline_stage, num_layers_in_last_pipeline_stage, moe_token_dispatcher, shared_expert_overlap (--set training.framework=torchtitan keeps them)"
+expect_contains "$TMP/err" "$TMP/dsv3.toml:3:1: warning: the file's model 'v3' is costed: torchtitan's deepseek_v3 '671B' has another shape"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --from torchtitan "$TMP/dsv3.toml" --dump ir
+expect_contains "$TMP/out" "  moe_token_dispatcher alltoall"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --from torchtitan "$TMP/dsv3.toml" --set training.framework=torchtitan --dump ir
+expect_lacks "$TMP/err" "are left out"
+expect_contains "$TMP/out" "  moe_token_dispatcher flex"
 
 # NeMo's MLPerf script: the files it sources are read beside it, what it
 # sets and dtplan does not model a warning there; a file it sources that is

@@ -388,7 +388,7 @@ TEST_CASE("a framework misused is reported in lowering's words") {
                     "'tensor_parallel' takes 'true' or 'false', not a set; in a 'framework' block only "
                     "'zero_stages' and 'checkpoint_modes' take a set");
   CHECK_THROWS_WITH(training().with("attention_backend", "flash4"),
-                    "expected 'flash', 'flash3', 'fused', 'triton', 'unfused' or 'auto' for 'attention_backend', got "
+                    "expected 'flash', 'flash3', 'fused', 'triton', 'unfused', 'auto' or 'flex' for 'attention_backend', got "
                     "'flash4'");
   CHECK_THROWS_WITH(framework("f").with("tensor_paralel", false),
                     "unknown key 'tensor_paralel' in this 'framework' block; did you mean 'tensor_parallel'?");
