@@ -350,7 +350,9 @@ bool has_block(dsl::ast::file const& f, std::string_view kind) {
 void fit_training_to_job(dsl::ast::block& training, dsl::ast::file const& file,
                          std::vector<dsl::ast::setting>& settings, std::vector<dsl::ast::setting> const& user,
                          dsl::diagnostics& out) {
-  auto const set_here = [](dsl::ast::setting const& s) { return s.target.name == "training" && s.key.name == "framework"; };
+  auto const set_here = [](dsl::ast::setting const& s) {
+    return s.target.name == "training" && s.key.name == "framework";
+  };
   auto const job_setting = std::find_if(settings.rbegin(), settings.rend(), set_here);
   if (job_setting == settings.rend()) return;
   auto const* job_framework = std::get_if<dsl::ast::identifier>(&job_setting->rhs);

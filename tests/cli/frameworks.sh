@@ -388,6 +388,14 @@ expect_contains "$TMP/out" "  moe_token_dispatcher alltoall"
 expect_status 0 "$DTPLAN" plans/deepseek_v3_megatron.dtp --from torchtitan "$TMP/dsv3.toml" --set training.framework=torchtitan --dump ir
 expect_lacks "$TMP/err" "are left out"
 expect_contains "$TMP/out" "  moe_token_dispatcher flex"
+# A framework block of the file that derives from the job's: the job's
+# framework is the file's, with what the file writes.
+sed 's/^  framework    = megatron .*/  framework    = mytt\n  fused_rotary = false/' "$plan" >"$TMP/mytt.dtp"
+printf '%s\n' 'framework mytt : torchtitan {' '  description = "our torchtitan fork"' '}' >>"$TMP/mytt.dtp"
+expect_status 0 "$DTPLAN" "$TMP/mytt.dtp" --from torchtitan "$TMP/job.toml" --dump ir
+expect_lacks "$TMP/err" "are left out"
+expect_contains "$TMP/out" "  framework         mytt"
+expect_contains "$TMP/out" "  fused_rotary      false"
 
 # NeMo's MLPerf script: the files it sources are read beside it, what it
 # sets and dtplan does not model a warning there; a file it sources that is
