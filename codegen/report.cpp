@@ -99,6 +99,8 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
 std::vector<std::string> unmeasured(program const& p) {
   std::vector<std::string> out;
   if (p.model.experts > 1) out.emplace_back("mixture of experts");
+  if (p.model.mla()) out.emplace_back("multi-latent attention");
+  if (p.training.attention_kernel == attention_backend::flex) out.emplace_back("FlexAttention kernel");
   return out;
 }
 

@@ -369,6 +369,8 @@ printf '%s\n' '[model]' 'name = "deepseek_v3"' 'flavor = "671B"' '[training]' 'l
   '[parallelism]' 'expert_parallel_degree = 64' '[activation_checkpoint]' 'mode = "full"' >"$TMP/dsv3.toml"
 expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3.toml"
 expect_contains "$TMP/err" "$TMP/dsv3.toml:3:1: warning: torchtitan's deepseek_v3 '671B' runs FlexAttention with a block-causal mask: costed as causal attention over the whole sequence, the most it does (a sequence of several documents attends within each)"
+expect_contains "$TMP/out" "    not measured                 multi-latent attention: no published run behind that figure has one, so its terms are unchecked"
+expect_contains "$TMP/out" "    not measured                 FlexAttention kernel: no published run behind that figure has one, so its terms are unchecked"
 expect_contains "$TMP/out" "  model     deepseek_v3: 671.03 B parameters; 61 layers, hidden 7168, 128 heads (128 kv) of multi-latent attention (q rank 1536, kv rank 512; q/k heads 128 + 64 rotary, v heads 128), ffn 2048 swiglu x 256 experts (8 a token) + a shared expert"
 expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3.toml" --dump ir
 expect_contains "$TMP/out" "  attention_backend flex"
