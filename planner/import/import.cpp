@@ -350,8 +350,11 @@ bool has_block(dsl::ast::file const& f, std::string_view kind) {
 void fit_training_to_job(dsl::ast::block& training, dsl::ast::file const& file,
                          std::vector<dsl::ast::setting>& settings, std::vector<dsl::ast::setting> const& user,
                          dsl::diagnostics& out) {
-  auto const set_here = [](dsl::ast::setting const& s) {
-    return s.target.name == "training" && s.key.name == "framework";
+  // A setting of the training block's framework (by kind or by name), the
+  // importer's or the user's.
+  auto const set_here = [&](dsl::ast::setting const& s) {
+    return s.key.name == "framework" &&
+           (s.target.name == "training" || (training.name && s.target.name == training.name->name));
   };
   auto const job_setting = std::find_if(settings.rbegin(), settings.rend(), set_here);
   if (job_setting == settings.rend()) return;
@@ -363,10 +366,7 @@ void fit_training_to_job(dsl::ast::block& training, dsl::ast::file const& file,
                                     [](dsl::ast::assignment const& a) { return a.key.name == "framework"; });
   std::string framework = std::get<std::string>(*find_key(block_kind::training, "framework")->default_value);
   span const at = written != training.body.end() ? written->key.where : training.header;
-  auto const by_user = std::find_if(user.rbegin(), user.rend(), [&](dsl::ast::setting const& s) {
-    return s.key.name == "framework" &&
-           (s.target.name == "training" || (training.name && s.target.name == training.name->name));
-  });
+  auto const by_user = std::find_if(user.rbegin(), user.rend(), set_here);
   dsl::ast::value const* named = by_user != user.rend()        ? &by_user->rhs
                                  : written != training.body.end() ? &written->rhs
                                                                   : nullptr;

@@ -133,7 +133,6 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   auto const flavor = text("model.flavor", "debugmodel");
   if (!name.first || !flavor.first) return;
   auto const known = flavor_of(*name.first, *flavor.first);
-  auto const preset = known ? std::optional<std::string>(known->preset) : std::nullopt;
   auto const flavor_at = key_at(flavor.second ? flavor.second : name.second);
   // The flavor's attention kernel, whichever model block is costed: the
   // job runs the flavor's. Its block-causal mask lets a token attend only
@@ -146,7 +145,7 @@ void import_torchtitan(job_reader& job, context const& ctx) {
                                            known->model, known->flavor));
   }
   if (!ctx.file_has_model) {
-    if (!preset) {
+    if (!known) {
       t.diags.error(flavor_at, fmt::format("torchtitan's model '{}' flavor '{}' is not in dtplan's catalog ({}): "
                                            "describe it in a 'model' block of the .dtp file",
                                            dsl::escaped(*name.first), dsl::escaped(*flavor.first), catalog_flavors()));
@@ -155,14 +154,14 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     ast::block b;
     b.where = b.header = flavor_at;
     b.kind = {flavor_at, "model"};
-    b.name = ast::identifier{flavor_at, *preset};
-    b.base = ast::identifier{flavor_at, *preset};
+    b.name = ast::identifier{flavor_at, std::string(known->preset)};
+    b.base = ast::identifier{flavor_at, std::string(known->preset)};
     if (known->ungrouped)
       for (auto key : {"router_groups", "router_group_topk"})
         b.body.push_back({flavor_at, ast::identifier{flavor_at, key}, integer_value(0, flavor_at)});
     t.blocks.push_back(std::move(b));
-  } else if (preset && ctx.prior) {
-    if (auto m = catalog_model(*preset); m && !same_model_shape(*m, ctx.prior->model))
+  } else if (known && ctx.prior) {
+    if (auto m = catalog_model(std::string(known->preset)); m && !same_model_shape(*m, ctx.prior->model))
       t.diags.warning(flavor_at, fmt::format("the file's model '{}' is costed: torchtitan's {} '{}' has another shape",
                                              ctx.prior->model.name, dsl::escaped(*name.first),
                                              dsl::escaped(*flavor.first)));

@@ -234,9 +234,6 @@ class rules {
                              "dispatcher has no shared_expert_overlap");
         });
     }
-    // Megatron-Core, the one implementation of multi-token prediction,
-    // asserts it runs without context parallelism (core_v0.13.0
-    // megatron/training/arguments.py:1073-1076).
     // PyTorch's ring attention has no FlexAttention path: torchtitan
     // v0.2.0 raises "CP support for FlexAttention is still in progress"
     // (models/llama3/infra/parallelize.py:71-72, deepseek_v3's :65-66).
@@ -246,6 +243,9 @@ class rules {
                            "FlexAttention (torchtitan v0.2.0 refuses it)",
                            s.cp);
       });
+    // Megatron-Core, the one implementation of multi-token prediction,
+    // asserts it runs without context parallelism (core_v0.13.0
+    // megatron/training/arguments.py:1073-1076).
     if (m.mtp_layers > 0 && s.cp > 1)
       error("cp", [&] {
         return fmt::format("cp = {}: Megatron-LM runs multi-token prediction (mtp_layers = {}) without context "

@@ -43,8 +43,9 @@ namespace {
 //   causal, 90 % of FlashAttention-2's forward and 85 % of its backward
 //   (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
 //   Performance of FlashAttention", Aug. 2024; the kernel: Dong et al.
-//   2024, arXiv:2412.05496). Over a step the backward, 2.5 x the forward's FLOPs
-//   at a lower rate, takes some three quarters of FlashAttention-2's time:
+//   2024, arXiv:2412.05496). Over a step the backward, 2.5 x the
+//   forward's FLOPs at a lower rate, takes some three quarters of
+//   FlashAttention-2's time:
 //   1 / (0.25 / 0.90 + 0.75 / 0.85) = 0.86 of its share. No other GPU is
 //   published: the same ratio to FlashAttention-2's figure on each.
 constexpr std::array<std::array<double, 5>, 4> published{{

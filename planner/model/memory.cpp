@@ -20,27 +20,32 @@ namespace {
 // tokens of dispatch and combine, whose RDMA receive queue of 128 is
 // aligned up to a multiple of them (csrc/config.hpp:31-33).
 struct deepep_config {
-  std::int64_t nvl_recv, rdma_send_dispatch, rdma_send_combine;
+  std::int64_t ranks, nvl_recv, rdma_send_dispatch, rdma_send_combine;
 };
-constexpr std::array<std::int64_t, 10> deepep_ranks{2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
-constexpr std::array<deepep_config, 10> deepep_configs{{{256, 6, 6},
-                                                        {256, 6, 6},
-                                                        {256, 6, 6},
-                                                        {288, 20, 12},
-                                                        {288, 32, 8},
-                                                        {288, 32, 8},
-                                                        {288, 28, 20},
-                                                        {560, 32, 12},
-                                                        {720, 12, 8},
-                                                        {720, 12, 8}}};
+constexpr std::array<deepep_config, 10> deepep_configs{{{2, 256, 6, 6},
+                                                        {4, 256, 6, 6},
+                                                        {8, 256, 6, 6},
+                                                        {16, 288, 20, 12},
+                                                        {24, 288, 32, 8},
+                                                        {32, 288, 32, 8},
+                                                        {64, 288, 28, 20},
+                                                        {128, 560, 32, 12},
+                                                        {144, 720, 12, 8},
+                                                        {160, 720, 12, 8}}};
+// The table's rank counts, for the check's message and test.
+constexpr auto deepep_ranks = [] {
+  std::array<std::int64_t, deepep_configs.size()> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = deepep_configs[i].ranks;
+  return out;
+}();
 }  // namespace
 
 std::span<std::int64_t const> deepep_rank_counts() { return deepep_ranks; }
 
 deepep_bytes deepep_buffer(std::int64_t ranks, std::int64_t hidden) {
-  auto const at = std::find(deepep_ranks.begin(), deepep_ranks.end(), ranks);
-  if (at == deepep_ranks.end()) return {};
-  auto const* r = &deepep_configs[static_cast<std::size_t>(at - deepep_ranks.begin())];
+  auto const* r = std::find_if(deepep_configs.begin(), deepep_configs.end(),
+                               [&](deepep_config const& c) { return c.ranks == ranks; });
+  if (r == deepep_configs.end()) return {};
   auto const aligned = [](double n, double to) { return std::ceil(n / to) * to; };
   auto const up128 = [](double b) { return std::ceil(b / 128) * 128; };
   double const channels = 20 / 2;  // moe_deepep_num_sms 20, two SMs a channel
