@@ -486,18 +486,25 @@ void import_torchtitan(job_reader& job, context const& ctx) {
   // torchtitan v0.1.0 spelled them `training.compile` (each transformer
   // block) and `[float8]` (v0.1.0 torchtitan/config_manager.py:235,
   // 476-494); v0.2.0 moved them to `[compile]` and `[quantize.linear.float8]`.
+  // Only "model" in compile.components compiles the blocks (["model",
+  // "loss"] by default, config/job_config.py:637-644; models/llama3/infra/
+  // parallelize.py reads model_compile_enabled): without it they run
+  // eager, and op-level checkpointing wraps FlexAttention's blocks module
+  // by module as uncompiled ones (op_checkpoint_of).
   auto const compile = flag("compile.enable", false);
   if (!compile.first) return;
-  set(t, "training", "fused_elementwise", boolean_value(*compile.first, value_at(compile.second)),
-      key_at(compile.second));
-  if (auto const* components = job.find("compile.components"); components && *compile.first) {
-    bool model = false;
+  auto const* components = job.find("compile.components");
+  bool model = true;
+  if (components) {
+    model = false;
     if (components->val)
       for (auto const& item : components->val->items) model = model || item.text == "model";
-    if (!model)
-      t.diags.warning(components->key_where, "torchtitan compiles no transformer block without 'model' in "
-                                             "'compile.components': costed as compiled");
   }
+  set(t, "training", "fused_elementwise", boolean_value(*compile.first && model, value_at(compile.second)),
+      key_at(compile.second));
+  if (components && *compile.first && !model)
+    t.diags.warning(components->key_where, "torchtitan compiles no transformer block without 'model' in "
+                                           "'compile.components': costed with its eager kernels");
   job.not_costed("compile.backend");
   if (fp8) {
     auto const gather = flag("quantize.linear.float8.enable_fsdp_float8_all_gather", false);

@@ -44,7 +44,7 @@ enum class optimizer_kind { adam, adamw, sgd, sgd_momentum };
 /// (Megatron: the core attention is recomputed); full (only the layer input
 /// is kept); ops (PyTorch op-level selective checkpointing as torchtitan's
 /// `selective_ac_option = 'op'`: the outputs of the attention kernel and of
-/// every other matmul are kept, the rest recomputed). `ops` is last so the
+/// every other matmul are kept, the rest recomputed: op_checkpoint_of). `ops` is last so the
 /// values of the first three stay as they were; `recompute_rank` orders them.
 enum class checkpoint_mode { none, selective, full, ops };
 /// What checkpoint = selective recomputes (Megatron-Core's

@@ -163,11 +163,6 @@ class rules {
         return fmt::format("tp = {} does not divide kv_lora_rank + qk_rope_head_dim = {} + {}", s.tp, m.kv_lora_rank,
                            m.qk_rope_head_dim);
       });
-    if (m.mla() && s.checkpoint == checkpoint_mode::ops)
-      error("checkpoint", [&] {
-        return std::string("checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent "
-                           "attention");
-      });
     // The allgather token dispatcher as dtplan costs it: over the ep ranks
     // (etp = 1) or the tp ranks (ep = 1), with sequence parallelism under tp
     // (Megatron-Core refuses a mixture under tp without it in training,

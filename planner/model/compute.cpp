@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "planner/model/kernels.hpp"
+#include "planner/model/op_checkpoint.hpp"
 #include "planner/model/params.hpp"
 
 namespace dtplan::planner {
@@ -372,9 +373,12 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
     out.gemm_forward[static_cast<std::size_t>(i)] = w.forward;
     weights_bwd += w.backward;
     if (gm.recompute_n > 0) {
-      ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, per_call}, prec) *
-                       static_cast<double>(calls);
-      recompute_calls += calls;
+      // Of its calls, those holding the recomputed batch (an expert loop's
+      // experts; a grouped or plain GEMM's one call).
+      double const again = static_cast<double>(calls) * static_cast<double>(gm.recompute_batch) /
+                           static_cast<double>(gm.forward.batch);
+      ops_recompute += gemm_time(g, {gm.forward.m, gm.recompute_n, gm.forward.k, per_call}, prec) * again;
+      recompute_calls += std::max<std::int64_t>(1, static_cast<std::int64_t>(again));
     }
   }
   auto const n_ops = static_cast<std::size_t>(gemm_calls);
@@ -544,16 +548,25 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
       out.layer_recompute = out.layer_forward;
       out.layer_kernels_recompute = out.layer_kernels;
       break;
-    case checkpoint_mode::ops:
-      // torchtitan's op-level policy keeps every other matmul's output and
-      // the flash kernel's: the GEMM columns the shape marks run again
-      // (k, o, the MLP's second matmul), with every memory-bound operator
-      // (norms, rotary, activation, residual adds); the standard attention
-      // core too (batched matmuls are not in the list).
-      out.layer_recompute = ops_recompute + mem_fwd + (flash ? seconds() : core_fwd);
-      out.layer_kernels_recompute =
-          recompute_calls + static_cast<std::int64_t>(fwd_kernels + moved_fwd_kernels) + (flash ? 0 : core_kernels);
+    case checkpoint_mode::ops: {
+      // torchtitan's op-level policy (op_checkpoint_of): the GEMM columns
+      // the shape marks run again, with the memory-bound operators of the
+      // checkpointed modules (rotary, the activation, the experts'
+      // permutations; the block's norms and residual adds only when one
+      // checkpoint wraps it whole), and the attention core unless its fused
+      // kernel's output is kept.
+      auto const plan = op_checkpoint_of(m, sh.local_experts, op_wrap_of(p.training));
+      double const norm_kernels = eager && rms ? eager_rmsnorm_kernels : 1.0;
+      double const outside_kernels = plan.whole_layer ? 0.0 : 2 * norm_kernels + 2;
+      seconds const outside = plan.whole_layer ? seconds()
+                                               : seconds(e * (norm_bytes + residual_bytes) / hbm) +
+                                                     g.kernel_latency * outside_kernels;
+      out.layer_recompute = ops_recompute + mem_fwd - outside + (plan.kernel_kept ? seconds() : core_fwd);
+      out.layer_kernels_recompute = recompute_calls +
+                                    static_cast<std::int64_t>(fwd_kernels + moved_fwd_kernels - outside_kernels) +
+                                    (plan.kernel_kept ? 0 : core_kernels);
       break;
+    }
   }
 
   // The head: embedding lookup, final norm, logits over vocab/tp and the loss.
@@ -712,18 +725,23 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
     }
     case checkpoint_mode::full: extra = 2.0 * layer_matmul * tokens + attention_fwd; break;
     case checkpoint_mode::ops: {
-      // The k and o projections and the MLP's second matmul, per layer.
-      double const kv = static_cast<double>(m.kv_width());
-      double const q = static_cast<double>(m.q_width());
-      double const ffn = static_cast<double>(m.mlp_width());
-      double const active = static_cast<double>(std::min(m.experts_per_token, m.experts));
-      double const h = static_cast<double>(m.hidden);
-      // A mixture's dense layers' second matmul is ffn wide, one of it.
+      // What torchtitan's policy runs again (op_checkpoint_of) in each
+      // kind of layer, a product's 2 x rows x columns x inputs (a routed
+      // one's rows the k copies of the tokens), and the attention core
+      // where its kernel's output is not kept.
+      auto const wrap = op_wrap_of(p.training);
+      auto const again = [&](model const& kind) {
+        auto const plan = op_checkpoint_of(kind, kind.experts > 1 ? kind.experts / s.ep : 1, wrap);
+        double const copies = static_cast<double>(std::min(kind.experts_per_token, kind.experts));
+        double per_token = 0;
+        for (auto const& x : plan)
+          per_token += 2.0 * (1 - x.kept) * (x.routed ? copies : 1.0) * static_cast<double>(x.columns) *
+                       static_cast<double>(x.inputs);
+        return per_token * tokens + (plan.kernel_kept ? 0.0 : core_per_layer);
+      };
       double const moe = static_cast<double>(m.experts > 1 ? m.moe_layer_count() : m.layers);
       double const dense = static_cast<double>(m.layers) - moe;
-      extra = 2.0 * (static_cast<double>(m.layers) * (h * kv + q * h) +
-                     moe * active * h * ffn + dense * h * static_cast<double>(m.ffn)) * tokens;
-      if (m.attention != attention_kind::flash) extra += attention_fwd;
+      extra = again(m) * moe + (dense > 0 ? again(dense_layer_model(m)) * dense : 0.0);
       break;
     }
   }

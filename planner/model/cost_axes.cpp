@@ -7,6 +7,7 @@
 #include <span>
 
 #include "planner/model/comm.hpp"
+#include "planner/model/op_checkpoint.hpp"
 
 namespace dtplan::planner::cost {
 
@@ -278,10 +279,16 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
   bytes const routed = x.activation * static_cast<double>(sh.active_experts) * sh.received_share;
   if (s.sequence_parallel) {
     std::int64_t const ag_count = ((passes + (ops ? 1 : 0)) * units + 2 * mtp_units) * x.micro;
+    // torchtitan's attention under full checkpointing (op_checkpoint_of:
+    // FlexAttention's blocks, uncompiled) reduce-scatters its output again
+    // when it runs again; under the op policy the output is kept.
+    std::int64_t const rs_again =
+        ops && op_checkpoint_of(x.m, 1, op_wrap_of(x.sh.prog->training)).attention_full ? layers : 0;
+    std::int64_t const rs_count = count + rs_again * x.micro;
     auto const ag = call(collective::all_gather, x.activation, tp);
     auto const rs = call(collective::reduce_scatter, x.activation, tp);
     auto const ag_total = ag * static_cast<double>(ag_count);
-    auto const rs_total = rs * static_cast<double>(count);
+    auto const rs_total = rs * static_cast<double>(rs_count);
     // In the open every collective is on the critical path; overlapped
     // (userbuffers) each runs in tp chunks under the GEMM it feeds or
     // follows: the norm outputs' all-gathers under qkv and the MLP's first
@@ -312,12 +319,13 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     double const dense_passes = static_cast<double>((passes * dense_layers + 2 * mtp_dense) * x.micro);
     seconds const ag_exposed = min(ag_total, ag_layer * passes_d + ag_dense * dense_passes +
                                                  ag * static_cast<double>((ops ? units : 0) * x.micro));
-    seconds const rs_exposed = min(rs_total, rs_layer * passes_d + rs_dense * dense_passes);
+    seconds const rs_exposed =
+        min(rs_total, rs_layer * passes_d + rs_dense * dense_passes + rs * static_cast<double>(rs_again * x.micro));
     out.add(collective::all_gather, comm_group::tp, tp, x.activation, ag_count, ag_total, ag_exposed, comm_phase::layer);
-    out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, count, rs_total, rs_exposed,
+    out.add(collective::reduce_scatter, comm_group::tp, tp, x.activation, rs_count, rs_total, rs_exposed,
             comm_phase::layer);
     stream.time = (ag_exposed + rs_exposed) / md;
-    stream.calls = (2 * passes + (ops ? 1 : 0)) * units + 4 * mtp_units;
+    stream.calls = (2 * passes + (ops ? 1 : 0)) * units + 4 * mtp_units + rs_again;
     stream.forward_time = (ag_layer + rs_layer) * static_cast<double>(moe + mtp_moe) +
                           (ag_dense + rs_dense) * static_cast<double>(dense_layers + mtp_dense);
     stream.forward_calls = 2 * (units + mtp_units);  // the all-gathers and the reduce-scatters

@@ -144,7 +144,8 @@ namespace {
 // Calls add(name, bytes) for each stored tensor; names are literals so the
 // hot path (activations_per_layer in the search) builds no strings.
 template <class F>
-void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed, F&& add) {
+void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed, op_wrap wrap,
+                         F&& add) {
   // What selective checkpointing recomputes (training::recompute_modules):
   // each such module's outputs are not kept.
   auto const rebuilt = [&](recompute_module r) {
@@ -171,36 +172,45 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, u
   }
   if (s.checkpoint == checkpoint_mode::ops) {
     // torchtitan's op-level selective checkpointing (selective_ac_option =
-    // 'op'): per layer the checkpoint keeps its input and the outputs of the
-    // ops in its save list (aten.mm, the flash/efficient attention kernels,
-    // reduce_scatter, max) except every second mm, counted per layer. With
-    // separate q, k, v projections the mms run q, k, v, o, then up/gate,
-    // (up,) down: the 1st, 3rd, 5th and 7th are kept (q, v, gate and down
-    // for SwiGLU; q, v and the first MLP matrix for a GELU MLP, whose
-    // second is the 6th); k, o, the SwiGLU up projection, the norms, rotary
-    // embeddings, activations and residual adds are recomputed. A
-    // row-parallel mm's output under tp is the local partial sum, full
-    // width; with sequence parallelism the reduce-scatters after the o and
-    // down projections are kept too. The math attention path (standard) is
-    // batched matmuls, not in the list: its core is recomputed, as under
-    // `selective`. Dropout masks are recomputed (regenerated, not stored).
-    add("layer input (kept by the checkpoint)", e * tokens * h / rep);
-    add("q projection output (1st matmul)", e * tokens * q_width / t);
-    add("v projection output (3rd matmul)", e * tokens * kv_width / t);
-    if (m.attention == attention_kind::flash) {
-      add("attention kernel output", e * tokens * q_width / t);
+    // 'op', op_checkpoint_of): each checkpoint keeps its input and the
+    // outputs of the products its policy keeps; the fused attention
+    // kernel's output and log-sum-exp; with sequence parallelism the
+    // reduce-scatters' outputs, with ep the all-to-alls'. A row-parallel
+    // product's output under tp is the local partial sum, full width.
+    // Everything else runs again: the norms (inside a whole-block
+    // checkpoint), rotary, activations, the math attention path's batched
+    // matmuls, dropout masks (regenerated).
+    auto const plan = op_checkpoint_of(m, m.experts > 1 ? m.experts / s.ep : 1, wrap);
+    if (plan.whole_layer) {
+      add("layer input (kept by the checkpoint)", e * tokens * h / rep);
+    } else {
+      // FlexAttention's blocks, wrapped module by module: the norms run
+      // outside any checkpoint and keep their inputs.
+      add("attention norm input", e * tokens * h / rep);
+      add(plan.attention_full ? "attention input (kept by its full checkpoint)" : "attention input (kept by its checkpoint)",
+          e * tokens * h / rep);
+      add("mlp norm input", e * tokens * h / rep);
+      add("mlp input (kept by its checkpoint)", e * tokens * h / rep);
+    }
+    double const expert_t = double(s.expert_tp());
+    for (auto const& x : plan) {
+      if (x.kept <= 0) continue;
+      double const columns = double(x.columns) / (!x.split ? 1.0 : x.routed ? expert_t : t);
+      add(x.output, e * (x.routed ? active : 1.0) * tokens * columns * x.kept);
+    }
+    if (plan.kernel_kept) {
+      add("attention kernel output", e * tokens * double(m.attention_out_width()) / t);
       add("attention kernel log-sum-exp (fp32)", 4 * a * tokens / t);
     }
-    if (sp) add("attention output after its reduce-scatter", e * tokens * h / t);
-    add(m.mlp == mlp_kind::gelu ? "mlp up projection output (5th matmul)" : "swiglu gate projection output (5th matmul)",
-        e * active * tokens * ffn / t);
-    if (m.mlp == mlp_kind::swiglu)
-      add("mlp down projection output (7th matmul; partial sums under tp)", e * active * tokens * h);
+    if (sp && !plan.attention_full) add("attention output after its reduce-scatter", e * tokens * h / t);
     if (sp) add("mlp output after its reduce-scatter", e * tokens * h / t);
-    if (m.experts > 1 && m.shared_expert_ffn > 0)
-      add(m.mlp == mlp_kind::gelu ? "shared expert up projection output" : "shared expert gate and up outputs",
-          e * double(m.mlp == mlp_kind::gelu ? 1 : 2) * tokens * double(m.shared_expert_ffn) / t);
-    if (m.experts > 1) add("router logits (fp32)", 4 * tokens * double(m.experts) / rep);
+    if (m.experts > 1 && s.ep > 1) {
+      // all_to_all_single is in the mixtures' save lists: the tokens this
+      // GPU's experts received, and its own tokens' copies back.
+      add("routed tokens after the dispatch all-to-all", e * active * tokens * h / rep);
+      add("expert outputs after the combine all-to-all",
+          e * double(std::min(m.experts_per_token, m.experts)) * tokens * h / rep);
+    }
     return;
   }
   add("attention norm input", e * tokens * h / rep);
@@ -306,16 +316,17 @@ unsigned recompute_mask(training const& t) {
   return out;
 }
 
-std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed) {
+std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed,
+                                          op_wrap wrap) {
   std::vector<memory_term> out;
-  for_each_activation(m, s, fp32_softmax, recomputed,
+  for_each_activation(m, s, fp32_softmax, recomputed, wrap,
                       [&](char const* name, double v) { out.push_back({name, bytes(v)}); });
   return out;
 }
 
-bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed) {
+bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax, unsigned recomputed, op_wrap wrap) {
   double sum = 0;
-  for_each_activation(m, s, fp32_softmax, recomputed, [&](char const*, double v) { sum += v; });
+  for_each_activation(m, s, fp32_softmax, recomputed, wrap, [&](char const*, double v) { sum += v; });
   return bytes(sum);
 }
 
@@ -337,7 +348,8 @@ class stage_memory {
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
         own_dense_(m_.mixed_layers() && !sh.dense_twin ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
         dense_(!m_.mixed_layers() ? nullptr : sh.dense_twin ? &sh.dense_twin->model : &*own_dense_),
-        recomputed_(recompute_mask(p_.training)), act_layer_(mean_layer_activations()) {
+        recomputed_(recompute_mask(p_.training)), wrap_(op_wrap_of(p_.training)),
+        act_layer_(mean_layer_activations()) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
     b_.stage = r;
@@ -467,7 +479,7 @@ class stage_memory {
     model const& kind = m_.mtp_moe() || !dense_ ? m_ : *dense_;
     strategy kept = s_;
     if (kept.checkpoint != checkpoint_mode::selective) kept.checkpoint = checkpoint_mode::none;
-    bytes const layer = activations_per_layer(kind, kept, sh_.softmax_fp32, recomputed_);
+    bytes const layer = activations_per_layer(kind, kept, sh_.softmax_fp32, recomputed_, wrap_);
     double const modules = double(placed_.mtp_layers);
     add(b_.activations, [&] {
       return fmt::format("multi-token prediction ({}: a layer's {} each, not recomputed{})",
@@ -658,8 +670,8 @@ class stage_memory {
     bytes const recompute_working =
         s_.checkpoint == checkpoint_mode::none
             ? bytes{}
-            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32, recomputed_) -
-                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32, recomputed_) : act_layer_));
+            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32, recomputed_, wrap_) -
+                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32, recomputed_, wrap_) : act_layer_));
     double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
     char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
@@ -786,6 +798,7 @@ class stage_memory {
   std::optional<model> const own_dense_;  ///< dense_'s storage where the shape keeps no twin
   model const* const dense_;  ///< a mixture's dense layer, where it has some
   unsigned const recomputed_;  ///< what selective checkpointing recomputes (recompute_mask)
+  op_wrap const wrap_;         ///< how op-level checkpointing wraps a layer (op_wrap_of)
   bytes const act_layer_;
 
   // The layer a recomputation works on: a mixture's where the stage holds
@@ -794,9 +807,9 @@ class stage_memory {
   // One layer's activations on this stage: a mixture's and a dense layer's
   // in the stage's proportion where it holds both.
   [[nodiscard]] bytes mean_layer_activations() const {
-    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32, recomputed_);
+    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32, recomputed_, wrap_);
     if (!dense_ || placed_.layers == 0 || placed_.moe_layers == placed_.layers) return moe;
-    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32, recomputed_);
+    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32, recomputed_, wrap_);
     if (placed_.moe_layers == 0) return dense;
     double const n = double(placed_.layers), k = double(placed_.moe_layers);
     return (moe * k + dense * (n - k)) / n;

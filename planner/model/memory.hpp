@@ -5,6 +5,7 @@
 
 #include "planner/ir/ir.hpp"
 #include "planner/ir/units.hpp"
+#include "planner/model/op_checkpoint.hpp"
 #include "planner/model/shape.hpp"
 
 namespace dtplan::planner {
@@ -110,11 +111,10 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// dropout; flash attention keeps fp32 softmax statistics (4.a.s.b/t bytes)
 /// instead of the a.s^2 scores; selective recomputation drops the core
 /// attention's internals; full keeps only the layer input; ops keeps what
-/// torchtitan's op-level policy saves (layer input, q, v, the flash
-/// kernel's output and log-sum-exp, the SwiGLU gate or GELU up projection,
-/// the SwiGLU down projection's full-width output, and with sequence
-/// parallelism the two reduce-scatter outputs: 31,744 values per token for
-/// Llama 3 8B at tp = 1); context
+/// torchtitan's op-level policy saves, wrapped as `wrap` says
+/// (op_checkpoint_of: for Llama 3 8B at tp = 1 the layer input, q, v, the
+/// flash kernel's output and log-sum-exp, the SwiGLU gate projection, the
+/// down projection's full-width output: 31,744 values per token); context
 /// parallelism divides s by cp; fp32 precision doubles the 2-byte tensors
 /// (fp8 stores them in 16 bits). Mixture of experts multiplies the MLP
 /// intermediates by experts_per_token.
@@ -125,13 +125,14 @@ std::vector<std::int64_t> layers_per_chunk(std::int64_t layers, std::int64_t chu
 /// the training's recompute_modules; Megatron's default, the core
 /// attention).
 std::vector<memory_term> activation_terms(model const& m, strategy const& s, bool fp32_softmax = false,
-                                          unsigned recomputed = recompute_bit(recompute_module::core_attn));
+                                          unsigned recomputed = recompute_bit(recompute_module::core_attn),
+                                          op_wrap wrap = {});
 
 /// Per transformer layer and one micro-batch: the bytes of activations kept
 /// for the backward pass, per Korthikanti et al. generalised to GQA, SwiGLU
 /// and flash attention.
 bytes activations_per_layer(model const& m, strategy const& s, bool fp32_softmax = false,
-                            unsigned recomputed = recompute_bit(recompute_module::core_attn));
+                            unsigned recomputed = recompute_bit(recompute_module::core_attn), op_wrap wrap = {});
 
 /// The training's recompute_modules as a mask of recompute_bit.
 unsigned recompute_mask(training const& t);

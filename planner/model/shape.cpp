@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "planner/model/kernels.hpp"
 #include "planner/model/memory.hpp"
+#include "planner/model/op_checkpoint.hpp"
 #include "planner/model/params.hpp"
 
 namespace dtplan::planner {
@@ -90,7 +92,7 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   auto const tp = sh.s.tp;
   auto const h = m.hidden;
   auto const add = [&](char const* name, gemm_shape g, gemm_role role) {
-    sh.gemms.at(static_cast<std::size_t>(sh.gemm_count++)) = {name, g, 0, role};
+    sh.gemms.at(static_cast<std::size_t>(sh.gemm_count++)) = {name, g, 0, 0, role};
   };
   if (m.mla()) {
     // Multi-latent attention as Megatron-Core lays it out (core_v0.13.0
@@ -124,29 +126,41 @@ void fill_gemms(strategy_shape& sh, model const& m) {
   auto const mlp_role = m.experts > 1 ? gemm_role::experts : gemm_role::mlp;
   add("mlp-up", {sh.mlp_tokens, up, h, sh.local_experts}, mlp_role);
   add("mlp-down", {sh.mlp_tokens, h, width / mlp_tp, sh.local_experts}, mlp_role);
-  auto& qkv = sh.gemms[0];
-  auto& o = sh.gemms[1];
-  auto& mlp_up = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 2)];
-  auto& mlp_down = sh.gemms[static_cast<std::size_t>(sh.gemm_count - 1)];
   switch (sh.s.checkpoint) {
     case checkpoint_mode::none:
     case checkpoint_mode::selective: break;
     case checkpoint_mode::full:
-      for (int i = 0; i < sh.gemm_count; ++i) sh.gemms[static_cast<std::size_t>(i)].recompute_n = sh.gemms[static_cast<std::size_t>(i)].forward.n;
+      for (int i = 0; i < sh.gemm_count; ++i) {
+        auto& g = sh.gemms[static_cast<std::size_t>(i)];
+        g.recompute_n = g.forward.n;
+        g.recompute_batch = g.forward.batch;
+      }
       break;
-    case checkpoint_mode::ops:
-      if (m.mla()) break;  // refused by the checker: no save list is costed for it
-      // torchtitan's op-level policy keeps every other matmul's output: the
-      // k projection (a kv slice of the fused qkv), the o projection and the
-      // MLP's second matmul (SwiGLU's up half of the fused up GEMM, or a
-      // GELU MLP's down projection) run again.
-      qkv.recompute_n = sh.kv_width / tp;
-      o.recompute_n = o.forward.n;
-      if (m.mlp == mlp_kind::swiglu)
-        mlp_up.recompute_n = mlp_up.forward.n / 2;
-      else
-        mlp_down.recompute_n = mlp_down.forward.n;
+    case checkpoint_mode::ops: {
+      // What torchtitan's policy does not keep runs again: each GEMM's
+      // recomputed columns over its batch, summed over the products it
+      // stands for (a fused GEMM's parts; an expert loop's share).
+      auto const plan = op_checkpoint_of(m, sh.local_experts, op_wrap_of(sh.prog->training));
+      for (int i = 0; i < sh.gemm_count; ++i) {
+        auto& g = sh.gemms[static_cast<std::size_t>(i)];
+        double again = 0;  // columns x batch elements run again
+        for (auto const& x : plan) {
+          if (std::string_view(x.gemm) != g.name) continue;
+          std::int64_t const split = !x.split ? 1 : x.routed ? mlp_tp : tp;
+          again += (1 - x.kept) * static_cast<double>(x.columns / split) * static_cast<double>(g.forward.batch);
+        }
+        auto const total = std::llround(again);
+        if (total <= 0) continue;
+        if (total % g.forward.batch == 0) {
+          g.recompute_n = total / g.forward.batch;
+          g.recompute_batch = g.forward.batch;
+        } else {  // whole products in some of the batch's experts
+          g.recompute_n = g.forward.n;
+          g.recompute_batch = std::max<std::int64_t>(1, total / g.forward.n);
+        }
+      }
       break;
+    }
   }
   sh.logits = {sh.tokens, sh.local_vocab, h, 1};
   // Multi-token prediction's projection of its two inputs, column-parallel.

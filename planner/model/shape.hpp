@@ -41,9 +41,11 @@ struct layer_gemm {
                           ///< under MLA "q-down", "q-up" (or "q"), "kv-down", "kv-up", then "o-proj"
   gemm_shape forward;     ///< [rows, in] x [in, out]
   /// Output columns (n) the backward recomputes first under the
-  /// strategy's checkpointing: all of them under `full`; under `ops` the k
-  /// slice of qkv, the o projection and the MLP's second matmul.
+  /// strategy's checkpointing, in `recompute_batch` of the GEMM's batch
+  /// (its local experts): all of them under `full`; under `ops` those
+  /// torchtitan's policy does not keep (op_checkpoint_of).
   std::int64_t recompute_n = 0;
+  std::int64_t recompute_batch = 0;
   gemm_role role = gemm_role::attention;
 };
 

@@ -378,6 +378,29 @@ expect_contains "$TMP/out" "  router_groups     0"
 sed 's/^expert_parallel_degree = 64$/&\ncontext_parallel_degree = 2/' "$TMP/dsv3.toml" >"$TMP/dsv3_cp.toml"
 expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_cp.toml"
 expect_contains "$TMP/err" "$TMP/dsv3_cp.toml:9:1: error: cp = 2 with attention_backend = flex: PyTorch's context parallelism does not run FlexAttention (torchtitan v0.2.0 refuses it)"
+# Its op-level checkpointing, as the 671B TOML asks (compiling the loss
+# only): FlexAttention's blocks wrapped module by module, the attention
+# fully recomputed, the mixture op-SAC'd with the all-to-alls' outputs
+# kept (1.1 GiB a layer at ep 64). Compiled, the attention is op-SAC'd
+# too: more kept, less recomputed, its kernels fused.
+printf '%s\n' '[model]' 'name = "deepseek_v3"' 'flavor = "671B"' '[training]' 'local_batch_size = 1' 'seq_len = 4096' \
+  '[parallelism]' 'expert_parallel_degree = 64' '[activation_checkpoint]' 'mode = "selective"' \
+  "selective_ac_option = 'op'" '[compile]' 'enable = true' 'components = ["loss"]' >"$TMP/dsv3_op.toml"
+expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op.toml"
+expect_contains "$TMP/err" "$TMP/dsv3_op.toml:14:1: warning: torchtitan compiles no transformer block without 'model' in 'compile.components': costed with its eager kernels"
+expect_contains "$TMP/err" "$TMP/dsv3_op.toml:1:1: error: strategy 'torchtitan' needs 90.9 GiB per GPU; H100_SXM has 79.6 GiB (75.6 usable)"
+expect_contains "$TMP/out" "        68.8 GiB  activations (61 layers x 1 micro-batch in flight x 1.1 GiB per layer, checkpoint = ops)"
+sed 's/^expert_parallel_degree = 64$/&\npipeline_parallel_degree = 4/' "$TMP/dsv3_op.toml" >"$TMP/dsv3_op_pp.toml"
+expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op_pp.toml"
+expect_contains "$TMP/out" "  time per step                      4.90 s"
+expect_contains "$TMP/out" "    recomputation                    242 ms   4.9 %"
+expect_contains "$TMP/out" "    activations                    19.2 GiB"
+sed 's/^components = \["loss"\]$/components = ["model", "loss"]/' "$TMP/dsv3_op_pp.toml" >"$TMP/dsv3_op_compiled.toml"
+expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op_compiled.toml"
+expect_lacks "$TMP/err" "compiles no transformer block"
+expect_contains "$TMP/out" "  time per step                      4.29 s"
+expect_contains "$TMP/out" "    recomputation                    169 ms   3.9 %"
+expect_contains "$TMP/out" "    activations                    22.2 GiB"
 
 # A job of another framework than the file's: the training keys the file
 # writes for its framework are left out (DeepEP, bf16 gradients, Megatron's
@@ -812,7 +835,7 @@ expect_lacks "$TMP/err" "is costed"
 # which its job file cannot: a plan costed one after another says so.
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --set training.grouped_gemm=false --strategy fsdp_ep4 --emit "$TMP/qwen_seq"
 expect_contains "$TMP/err" "<--set>:1:10: warning: the plan was costed with grouped_gemm = false; a torchtitan job cannot say it and runs true"
-expect_contains "$TMP/out" "time per step                      4.81 s"
+expect_contains "$TMP/out" "time per step                      4.92 s"
 # torchtitan's shared expert runs while the combine's all-to-all is in
 # flight; Megatron-LM cannot run it so (it has a stream of its own instead).
 expect_status 0 "$DTPLAN" plans/qwen_moe_a2_7b_torchtitan.dtp --strategy fsdp_ep4 --set training.framework=megatron \

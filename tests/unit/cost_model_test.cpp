@@ -1959,7 +1959,7 @@ TEST_CASE("multi-latent attention under tensor parallelism: its own gathers of t
   CHECK(calls(p, collective::all_reduce, rows * 512) == layers);
 }
 
-TEST_CASE("multi-latent attention: tp splits its down projections; op-level checkpointing is not costed") {
+TEST_CASE("multi-latent attention: tp splits its down projections") {
   program p = latent_two_nodes();
   strategy_spec spec;
   spec.name = "s";
@@ -1973,9 +1973,10 @@ TEST_CASE("multi-latent attention: tp splits its down projections; op-level chec
   CHECK(first_error(p, spec) == "tp = 8 does not divide kv_lora_rank + qk_rope_head_dim = 512 + 60");
   p.model.qk_rope_head_dim = 64;
   spec.tp = key_choice<std::int64_t>::one(1);
+  // torchtitan's op-level policy is costed on it (op_checkpoint_of): the
+  // strategy is refused for its memory only.
   spec.checkpoint = key_choice<checkpoint_mode>::one(checkpoint_mode::ops);
-  CHECK(first_error(p, spec) ==
-        "checkpoint = ops: torchtitan's op-level save list is not costed for multi-latent attention");
+  CHECK(first_error(p, spec) == "strategy 's' needs 94.0 GiB per GPU; H100_SXM has 79.6 GiB (75.6 usable)");
 }
 
 TEST_CASE("multi-token prediction runs without context parallelism, as Megatron-LM asserts") {
@@ -2567,4 +2568,138 @@ TEST_CASE("DeepEP's buffer: its NVLink and RDMA queues at the group's rank count
   auto const flex = estimate_memory(deepseek_v3_128_nodes("moe_token_dispatcher = flex"), s);
   auto const alltoall = estimate_memory(deepseek_v3_128_nodes(""), s);
   CHECK(flex.buffers.value() - alltoall.buffers.value() == 377677824.0 + 368599296.0);
+}
+
+namespace {
+// What torchtitan's op-level policy keeps of each product of `plan`, by
+// its output's name (an expert loop's share).
+std::vector<std::pair<std::string, double>> kept_of(op_checkpoint const& plan) {
+  std::vector<std::pair<std::string, double>> out;
+  for (auto const& x : plan) out.emplace_back(x.output, x.kept);
+  return out;
+}
+using kept_list = std::vector<std::pair<std::string, double>>;
+}  // namespace
+
+TEST_CASE("torchtitan's op-level policy: every other matmul kept, counted in each checkpointed module") {
+  // Llama 3 8B, one checkpoint over the block (v0.2.0
+  // distributed/activation_checkpoint.py:47-120): q 1st, k, v 3rd, o, gate
+  // 5th, up, down 7th.
+  auto const llama = kept_of(op_checkpoint_of(dtplan::test::llama3_8b(), 1, {}));
+  CHECK(llama == kept_list{{"q projection output", 1},
+                           {"k projection output", 0},
+                           {"v projection output", 1},
+                           {"o projection output (partial sums under tp)", 0},
+                           {"swiglu gate projection output", 1},
+                           {"swiglu up projection output", 0},
+                           {"mlp down projection output (partial sums under tp)", 1}});
+  // DeepSeek-V3's mixture layer under FlexAttention, uncompiled (its
+  // 671B TOML compiles the loss only): the attention fully recomputed, the
+  // mixture op-SAC'd from one. The router's gate is forced to recompute and
+  // not counted (per_op_sac_force_recompute_mm_shapes_by_fqns =
+  // ["moe.router.gate"]); torch._grouped_mm is not aten.mm: the routed
+  // experts run again, the shared expert's w1 and w2 are kept.
+  model const v3 = *catalog_model("deepseek_v3");
+  auto const flex = op_checkpoint_of(v3, 4, {.flex = true, .compiled = false});
+  CHECK_FALSE(flex.whole_layer);
+  CHECK(flex.attention_full);
+  CHECK_FALSE(flex.kernel_kept);
+  CHECK(kept_of(flex) == kept_list{{"compressed q (q down projection output)", 0},
+                                   {"q up projection output", 0},
+                                   {"compressed keys and values (kv down projection output)", 0},
+                                   {"kv up projection output", 0},
+                                   {"o projection output (partial sums under tp)", 0},
+                                   {"router logits", 0},
+                                   {"experts' gate projection outputs", 0},
+                                   {"experts' up projection outputs", 0},
+                                   {"experts' down projection outputs (partial sums under tp)", 0},
+                                   {"shared expert gate projection output", 1},
+                                   {"shared expert up projection output", 0},
+                                   {"shared expert down projection output (partial sums under tp)", 1}});
+  // Compiled, the attention is op-SAC'd on a count of its own, and the
+  // FlexAttention kernel's output kept.
+  auto const compiled = op_checkpoint_of(v3, 4, {.flex = true, .compiled = true});
+  CHECK_FALSE(compiled.whole_layer);
+  CHECK_FALSE(compiled.attention_full);
+  CHECK(compiled.kernel_kept);
+  auto const kept = kept_of(compiled);
+  CHECK(kept[0].second == 1);  // q down
+  CHECK(kept[1].second == 0);
+  CHECK(kept[2].second == 1);  // kv down
+  CHECK(kept[3].second == 0);
+  CHECK(kept[4].second == 1);  // o
+  CHECK(kept[9].second == 1);  // the mixture counts from one again
+  // Three experts one after another (grouped_gemm = false): the 1st to
+  // 9th matmuls; gate 1, 7 (two of three experts), up 5 (one), down 3, 9;
+  // then the shared expert's 10th to 12th: its up kept.
+  auto const loop = kept_of(op_checkpoint_of(v3, 3, {.flex = true, .compiled = false, .grouped = false}));
+  CHECK(loop[6].second == Approx(2.0 / 3).epsilon(1e-15));
+  CHECK(loop[7].second == Approx(1.0 / 3).epsilon(1e-15));
+  CHECK(loop[8].second == Approx(2.0 / 3).epsilon(1e-15));
+  CHECK(loop[9].second == 0);
+  CHECK(loop[10].second == 1);
+  CHECK(loop[11].second == 0);
+  // A dense block under FlexAttention: compiled it is wrapped whole;
+  // uncompiled its MLP counts from one.
+  model const dense = dense_layer_model(v3);
+  CHECK(op_checkpoint_of(dense, 1, {.flex = true, .compiled = true}).whole_layer);
+  auto const mlp = kept_of(op_checkpoint_of(dense, 1, {.flex = true, .compiled = false}));
+  CHECK(mlp[5] == std::pair<std::string, double>{"swiglu gate projection output", 1});
+  CHECK(mlp[6].second == 0);
+  CHECK(mlp[7].second == 1);
+}
+
+TEST_CASE("torchtitan's op-level policy on DeepSeek-V3: what each layer keeps, runs again and costs") {
+  model v3 = *catalog_model("deepseek_v3");
+  v3.routing_imbalance = 1;
+  strategy s;
+  s.checkpoint = checkpoint_mode::ops;
+  double const tokens = 4096;
+  unsigned const core = recompute_bit(recompute_module::core_attn);
+  // Uncompiled: the two norms' inputs and the two modules' (4 x 7,168),
+  // the shared expert's gate (2,048) and down projection (7,168): 37,888
+  // values a token; the dense layers' MLP its gate (18,432) and down.
+  op_wrap const eager{.flex = true, .compiled = false};
+  CHECK(activations_per_layer(v3, s, false, core, eager).value() == tokens * 2 * 37888);
+  CHECK(activations_per_layer(dense_layer_model(v3), s, false, core, eager).value() == tokens * 2 * 54272);
+  // Compiled: the attention's q down (1,536), kv down (576), o (7,168), the
+  // kernel's output (128 heads x 128) and log-sum-exp (fp32 a head): 63,552
+  // values and 512 bytes a token; a dense block wrapped whole 51,264.
+  op_wrap const compiled{.flex = true, .compiled = true};
+  CHECK(activations_per_layer(v3, s, false, core, compiled).value() == tokens * (2 * 63552 + 512));
+  CHECK(activations_per_layer(dense_layer_model(v3), s, false, core, compiled).value() == tokens * (2 * 51264 + 512));
+  // With ep the all-to-alls' outputs are kept: the 8 copies of each token
+  // this GPU's experts receive (an even routing) and its own 8 back.
+  s.ep = 8;
+  CHECK(activations_per_layer(v3, s, false, core, eager).value() == tokens * 2 * (37888 + 16 * 7168));
+
+  // The shape's recomputed columns: all of the attention, the router and
+  // the routed experts, the shared expert's up half.
+  program p = two_nodes(128, 8);
+  p.model = v3;
+  p.training.attention_kernel = attention_backend::flex;
+  p.training.fused_elementwise = false;
+  strategy t = data_parallel(128, 1);
+  t.pp = 8;
+  t.ep = 32;
+  t.checkpoint = checkpoint_mode::ops;
+  auto const sh = shape_of(p, t);
+  for (int i = 0; i < sh.gemm_count; ++i) {
+    auto const& g = sh.gemms[static_cast<std::size_t>(i)];
+    INFO(g.name);
+    std::string_view const name = g.name;
+    CHECK(g.recompute_batch == (name == "shared-down" ? 0 : g.forward.batch));
+    CHECK(g.recompute_n == (name == "shared-up" ? g.forward.n / 2 : name == "shared-down" ? 0 : g.forward.n));
+  }
+  // The hardware's FLOPs: the recomputed products, 2 x columns x inputs a
+  // token (the routed experts' over 8 copies), and every layer's attention
+  // core, forward.
+  double const h = 7168;
+  double const attention = 2 * (h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h);
+  double const mixture = attention + 2 * h * 256 + 2 * 8 * 3 * 2048 * h + 2 * 2048 * h;
+  double const dense_layer = attention + 2 * 18432 * h;
+  double const step_tokens = static_cast<double>(p.training.global_batch) * 4096;
+  double const core_flops = 2.0 * 4096 * 128 * (192 + 128) * step_tokens;
+  CHECK(hardware_flops_per_step(p, t).value() - model_flops_per_step(p).value() ==
+        Approx(step_tokens * (58 * mixture + 3 * dense_layer) + 61 * core_flops).epsilon(1e-12));
 }
