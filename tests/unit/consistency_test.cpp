@@ -58,15 +58,22 @@ struct reference {
   std::int64_t coord(std::int64_t r, axis a) const {
     return (r / stride[static_cast<std::size_t>(a)]) % size[static_cast<std::size_t>(a)];
   }
-  // Ranks sharing every coordinate of r except those in `free`.
-  std::vector<std::int64_t> sharing(std::int64_t r, std::set<axis> const& free) const {
-    std::vector<std::int64_t> out;
-    for (std::int64_t q = 0; q < world; ++q) {
-      bool same = true;
-      for (axis a : {axis::tp, axis::cp, axis::dp, axis::pp})
-        if (!free.count(a) && coord(q, a) != coord(r, a)) same = false;
-      if (same) out.push_back(q);
+  // Ranks sharing every coordinate of r except those in `free_axes`: r
+  // with those coordinates zeroed, then every value of each, ascending.
+  // (Not a scan of the world for each rank: the test's own code is
+  // unoptimised, and this runs for every rank of each plan's world.)
+  std::vector<std::int64_t> sharing(std::int64_t r, std::initializer_list<axis> free_axes) const {
+    std::int64_t base = r;
+    for (axis a : free_axes) base -= coord(r, a) * stride[static_cast<std::size_t>(a)];
+    std::vector<std::int64_t> out{base};
+    for (axis a : free_axes) {
+      std::vector<std::int64_t> next;
+      for (auto q : out)
+        for (std::int64_t i = 0; i < size[static_cast<std::size_t>(a)]; ++i)
+          next.push_back(q + i * stride[static_cast<std::size_t>(a)]);
+      out = std::move(next);
     }
+    std::sort(out.begin(), out.end());
     return out;
   }
   std::vector<std::int64_t> sync(std::int64_t r) const { return sharing(r, {axis::dp, axis::cp}); }
