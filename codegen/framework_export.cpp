@@ -143,11 +143,22 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
     return fmt::format("torchtitan's shared experts are each as wide as the routed ones: shared_expert_ffn = {} is "
                        "not a multiple of the experts' {}",
                        m.shared_expert_ffn, m.mlp_width());
-  // Its multi-latent attention is its deepseek_v3 model's, which dtplan
-  // does not write (v0.2.0 models/deepseek_v3/).
-  if (m.mla())
-    return "dtplan writes torchtitan's llama3 and qwen3 models, whose attention is not multi-latent (torchtitan's "
-           "deepseek_v3 model is not written)";
+  // Multi-latent attention and a mixture's dense layers are torchtitan's
+  // deepseek_v3 model's (v0.2.0 models/deepseek_v3/), written as its flavor
+  // where the plan's model has its shape; dtplan registers llama3 and
+  // qwen3 flavors only.
+  auto const flavor = planner::torchtitan_flavor_of(m);
+  bool const deepseek = flavor && flavor->model == "deepseek_v3";
+  if (m.mla() && !deepseek)
+    return "torchtitan's multi-latent attention is its deepseek_v3 model's, which dtplan writes as its flavor "
+           "'671B' only; the plan's model has another shape (the llama3 and qwen3 models it registers are not "
+           "multi-latent)";
+  // The flavor's FlexAttention does not run under torchtitan's context
+  // parallelism (v0.2.0 models/deepseek_v3/infra/parallelize.py:64-66).
+  if (flavor && flavor->flex_attention && s.cp > 1)
+    return fmt::format("torchtitan's {} '{}' runs FlexAttention, which its context parallelism does not run; the "
+                       "plan has cp = {}",
+                       flavor->model, flavor->flavor, s.cp);
   // No torchtitan model at v0.2.0 has multi-token prediction.
   if (m.mtp_layers > 0)
     return fmt::format("torchtitan v0.2.0's models have no multi-token prediction; model '{}' has it (mtp_layers = "
@@ -155,7 +166,7 @@ std::optional<std::string> torchtitan_refusal(planner::program const& p, planner
                        m.name, m.mtp_layers);
   // The qwen3 model dtplan writes makes every layer a mixture where its
   // args say moe_enabled (TT v0.2.0 models/qwen3/model/model.py:309-360).
-  if (m.mixed_layers())
+  if (m.mixed_layers() && !deepseek)
     return fmt::format("torchtitan's qwen3 model makes every layer a mixture of experts; model '{}' has {} dense "
                        "layers (dense_layers, moe_layer_freq)",
                        m.name, m.layers - m.moe_layer_count());
@@ -418,6 +429,15 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
     diags.warning(it == t.keys.end() ? dsl::span{} : it->second, std::move(message));
   };
   if (m.dropout) warn("dropout", "torchtitan's Llama has no dropout; the plan was costed with dropout masks");
+  // torchtitan v0.2.0 does not read deepseek_v3's expert groups
+  // (models/deepseek_v3/model/args.py:69-71): it routes over every expert.
+  if (auto const f = planner::torchtitan_flavor_of(m); f && f->ungrouped && m.router_groups > 0) {
+    auto it = m.keys.find("router_groups");
+    diags.warning(it == m.keys.end() ? dsl::span{} : it->second,
+                  fmt::format("the plan was costed with router_groups = {} (each token's experts from {} of them); "
+                              "torchtitan's {} '{}' routes over every expert",
+                              m.router_groups, m.router_group_topk, f->model, f->flavor));
+  }
 
   return {{"job.toml", o.str(), false},
           {"launch.sh", fill(template_text("torchtitan_launch.sh"), launch_values(p, pl)), true}};
@@ -842,6 +862,11 @@ void uncarried_behaviours(job_format f, planner::program const& p, planner::plan
   auto runs = preset->behaviours;
   if (runs.attention_kernel == planner::attention_backend::automatic)
     runs.attention_kernel = planner::resolved_attention(p.cluster.device.generation);
+  // A torchtitan flavor that sets use_flex_attn runs FlexAttention whatever
+  // the job says (models/deepseek_v3/__init__.py).
+  if (auto const flavor = planner::torchtitan_flavor_of(p.model);
+      f == job_format::torchtitan && flavor && flavor->flex_attention)
+    runs.attention_kernel = planner::attention_backend::flex;
   for (auto const& key : planner::keys_of(planner::block_kind::training)) {
     if (!key.behaviour || carried(f, key.name, p, pl) || !applies(key.name, p, pl)) continue;
     auto const planned = planner::load(key, p.training);

@@ -402,6 +402,28 @@ expect_contains "$TMP/out" "  time per step                      4.29 s"
 expect_contains "$TMP/out" "    recomputation                    169 ms   3.9 %"
 expect_contains "$TMP/out" "    activations                    22.2 GiB"
 
+# And written back: the plan's model as the flavor, with what the flavor
+# runs whatever the job says (FlexAttention, every expert routed) said where
+# the plan was costed otherwise, and what torchtitan cannot run refused.
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --emit "$TMP/tt_dsv3" --framework torchtitan
+expect_lacks "$TMP/err" "warning"
+expect_contains "$TMP/tt_dsv3/torchtitan/job.toml" 'name = "deepseek_v3"'
+expect_contains "$TMP/tt_dsv3/torchtitan/job.toml" 'flavor = "671B"'
+expect_contains "$TMP/tt_dsv3/torchtitan/job.toml" 'selective_ac_option = "op"'
+expect_lacks "$TMP/tt_dsv3/torchtitan/job.toml" "Register"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --emit "$TMP/tt_dsv3_groups" \
+  --framework torchtitan --set model.router_groups=8 --set model.router_group_topk=4
+expect_contains "$TMP/err" "<--set>:1:7: warning: the plan was costed with router_groups = 8 (each token's experts from 4 of them); torchtitan's deepseek_v3 '671B' routes over every expert"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --emit "$TMP/tt_dsv3_flash" \
+  --framework torchtitan --set training.attention_backend=flash
+expect_contains "$TMP/err" "<--set>:1:10: warning: the plan was costed with attention_backend = flash; a torchtitan job cannot say it and runs flex"
+expect_status 2 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --emit "$TMP/tt_dsv3_cp" \
+  --framework torchtitan --set training.attention_backend=flash --set fsdp_ep64.cp=2 --set fsdp_ep64.dp=512
+expect_contains "$TMP/err" "error: cannot write plan 'fsdp_ep64' as a torchtitan job: torchtitan's deepseek_v3 '671B' runs FlexAttention, which its context parallelism does not run; the plan has cp = 2"
+expect_status 2 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --emit "$TMP/tt_dsv3_mla" \
+  --framework torchtitan --set model.q_lora_rank=0
+expect_contains "$TMP/err" "error: cannot write plan 'fsdp_ep64' as a torchtitan job: torchtitan's multi-latent attention is its deepseek_v3 model's, which dtplan writes as its flavor '671B' only; the plan's model has another shape (the llama3 and qwen3 models it registers are not multi-latent)"
+
 # A job of another framework than the file's: the training keys the file
 # writes for its framework are left out (DeepEP, bf16 gradients, Megatron's
 # pipeline split), unless --set makes the file's framework the job's.
