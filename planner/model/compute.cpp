@@ -555,7 +555,7 @@ stage_compute compute_one_kind(strategy_shape const& sh) {
       // permutations; the block's norms and residual adds only when one
       // checkpoint wraps it whole), and the attention core unless its fused
       // kernel's output is kept.
-      auto const plan = op_checkpoint_of(m, sh.local_experts, op_wrap_of(p.training));
+      auto const& plan = sh.ops;
       double const norm_kernels = eager && rms ? eager_rmsnorm_kernels : 1.0;
       double const outside_kernels = plan.whole_layer ? 0.0 : 2 * norm_kernels + 2;
       seconds const outside = plan.whole_layer ? seconds()

@@ -7,7 +7,6 @@
 #include <span>
 
 #include "planner/model/comm.hpp"
-#include "planner/model/op_checkpoint.hpp"
 
 namespace dtplan::planner::cost {
 
@@ -282,8 +281,7 @@ in_stream tensor_parallel(step_context const& x, comm_builder& out) {
     // torchtitan's attention under full checkpointing (op_checkpoint_of:
     // FlexAttention's blocks, uncompiled) reduce-scatters its output again
     // when it runs again; under the op policy the output is kept.
-    std::int64_t const rs_again =
-        ops && op_checkpoint_of(x.m, 1, op_wrap_of(x.sh.prog->training)).attention_full ? layers : 0;
+    std::int64_t const rs_again = ops && sh.ops.attention_full ? layers : 0;
     std::int64_t const rs_count = count + rs_again * x.micro;
     auto const ag = call(collective::all_gather, x.activation, tp);
     auto const rs = call(collective::reduce_scatter, x.activation, tp);
