@@ -481,6 +481,16 @@ void import_torchtitan(job_reader& job, context const& ctx) {
     t.diags.warning(key_at(mode_at), "torchtitan's 'memory_budget' checkpointing is costed as checkpoint = full");
   }
   set_strategy(t, "checkpoint", identifier_value(checkpoint, value_at(mode_at)), key_at(mode_at));
+  // The matmuls the op policy always recomputes, named by their weights'
+  // modules (by default the router's gate, config/job_config.py:597-599),
+  // which is what op_checkpoint_of costs; another list is not.
+  if (auto const* forced = job.find("activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns")) {
+    auto const names = job.texts(*forced);
+    if (names && *names != std::vector<std::string>{"moe.router.gate"})
+      t.diags.warning(forced->key_where, "torchtitan's 'activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns' "
+                                         "other than [\"moe.router.gate\"] is not costed: costed as that default (the "
+                                         "router's gate recomputed, every other matmul kept)");
+  }
 
   // Compile fuses the element-wise operators; float8's all-gather.
   // torchtitan v0.1.0 spelled them `training.compile` (each transformer

@@ -390,6 +390,15 @@ expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op.toml"
 expect_contains "$TMP/err" "$TMP/dsv3_op.toml:14:1: warning: torchtitan compiles no transformer block without 'model' in 'compile.components': costed with its eager kernels"
 expect_contains "$TMP/err" "$TMP/dsv3_op.toml:1:1: error: strategy 'torchtitan' needs 90.9 GiB per GPU; H100_SXM has 79.6 GiB (75.6 usable)"
 expect_contains "$TMP/out" "        68.8 GiB  activations (61 layers x 1 micro-batch in flight x 1.1 GiB per layer, checkpoint = ops)"
+# The policy's forced recomputation as torchtitan defaults it (the router's
+# gate) is what is costed; another list is said not to be.
+sed -i "s/^selective_ac_option = 'op'$/&\nper_op_sac_force_recompute_mm_shapes_by_fqns = [\"moe.router.gate\"]/" "$TMP/dsv3_op.toml"
+expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op.toml"
+expect_lacks "$TMP/err" "per_op_sac_force_recompute_mm_shapes_by_fqns"
+sed 's/^per_op_sac_force_recompute_mm_shapes_by_fqns = .*/per_op_sac_force_recompute_mm_shapes_by_fqns = []/' \
+  "$TMP/dsv3_op.toml" >"$TMP/dsv3_op_forced.toml"
+expect_status 1 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op_forced.toml"
+expect_contains "$TMP/err" "$TMP/dsv3_op_forced.toml:12:1: warning: torchtitan's 'activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns' other than [\"moe.router.gate\"] is not costed: costed as that default (the router's gate recomputed, every other matmul kept)"
 sed 's/^expert_parallel_degree = 64$/&\npipeline_parallel_degree = 4/' "$TMP/dsv3_op.toml" >"$TMP/dsv3_op_pp.toml"
 expect_status 0 "$DTPLAN" "$TMP/dgx.dtp" --from torchtitan "$TMP/dsv3_op_pp.toml"
 expect_contains "$TMP/out" "  time per step                      4.90 s"
