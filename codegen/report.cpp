@@ -90,6 +90,11 @@ void write_memory(json_writer& w, memory_breakdown const& m) {
   for (auto const& t : m.detail)
     w.begin_object().key("term").value(t.name).key("bytes").whole(t.size.value()).end_object();
   w.end_array();
+  w.key("layer").value(m.layer_note);
+  w.key("layer_detail").begin_array();
+  for (auto const& t : m.layer_detail)
+    w.begin_object().key("term").value(t.name).key("bytes").whole(t.size.value()).end_object();
+  w.end_array();
   w.end_object();
 }
 
@@ -413,7 +418,7 @@ std::string to_json(report const& r) {
 
 namespace {
 
-void text_memory(std::string& out, memory_breakdown const& m) {
+void text_memory(std::string& out, memory_breakdown const& m, bool explain) {
   out += fmt::format("  memory per GPU (most loaded)   {:>10} of {} usable ({} on the GPU)\n",
                      to_string(m.total), to_string(m.usable), to_string(m.capacity));
   auto line = [&](char const* label, bytes b) {
@@ -428,6 +433,12 @@ void text_memory(std::string& out, memory_breakdown const& m) {
   if (m.detail.empty()) return;
   out += *m.peak_moment ? fmt::format("    in detail, at {}\n", m.peak_moment) : std::string("    in detail\n");
   for (auto const& t : m.detail) out += fmt::format("      {:>10}  {}\n", to_string(t.size), t.name);
+  // With --explain, what one layer keeps for one micro-batch.
+  if (!explain || m.layer_detail.empty()) return;
+  bytes layer;
+  for (auto const& t : m.layer_detail) layer += t.size;
+  out += fmt::format("    one layer's activations: {} for one micro-batch, {}\n", m.layer_note, to_string(layer));
+  for (auto const& t : m.layer_detail) out += fmt::format("      {:>10}  {}\n", to_string(t.size), t.name);
 }
 
 void text_time(std::string& out, program const& p, time_breakdown const& t) {
@@ -588,7 +599,7 @@ std::string to_text(report const& r, bool explain) {
     }
     for (auto const& d : pl.errors)
       if (d.level == dsl::severity::error) out += fmt::format("  error: {}\n", d.message);
-    if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory);
+    if (pl.memory.capacity.value() > 0) text_memory(out, pl.memory, explain);
     if (!pl.valid || !pl.time) continue;
     text_time(out, p, *pl.time);
     text_rate(out, p, pl.rate);

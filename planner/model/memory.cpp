@@ -467,6 +467,15 @@ class stage_memory {
       add(b_.activations, [&] { return fmt::format("embedding dropout mask ({} micro-batches)", in_flight); },
           bytes(tokens_ * h_ / rep_ * double(in_flight)));
     if (placed_.mtp_layers > 0) mtp_activations();
+    if (detail_ && layers > 0) {
+      model const& kind = working_model();
+      b_.layer_detail = activation_terms(kind, s_, sh_.softmax_fp32, recomputed_, wrap_);
+      b_.layer_note = !m_.mixed_layers()                   ? std::string("a layer")
+                      : placed_.moe_layers == layers       ? std::string("a mixture layer")
+                      : placed_.moe_layers == 0            ? std::string("a dense layer")
+                                                           : fmt::format("a mixture layer ({} of the stage's {})",
+                                                                         placed_.moe_layers, layers);
+    }
   }
 
   // Multi-token prediction modules, on the last stage with the loss: one

@@ -31,6 +31,11 @@ struct memory_breakdown {
   bytes total;        ///< the sum of the five above
   std::int64_t in_flight = 1;  ///< micro-batches whose activations stage 0 holds at once
   std::vector<memory_term> detail;
+  /// With `detail`: what one layer of the stage keeps for one micro-batch,
+  /// tensor by tensor (activation_terms; a mixture's layer where the stage
+  /// holds one), and which layer that is ("a mixture layer").
+  std::vector<memory_term> layer_detail;
+  std::string layer_note;
   std::int64_t stage = 0;         ///< the most loaded pipeline stage these figures are for
   std::int64_t stage_layers = 0;  ///< transformer layers on that stage
   std::string stage_note;         ///< "stage 0 of 4 (embedding, 8 layers)"

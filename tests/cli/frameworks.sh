@@ -411,6 +411,19 @@ expect_contains "$TMP/out" "  time per step                      4.29 s"
 expect_contains "$TMP/out" "    recomputation                    169 ms   3.9 %"
 expect_contains "$TMP/out" "    activations                    22.2 GiB"
 
+# --explain lists what one layer keeps; the JSON always has it.
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --explain
+expect_contains "$TMP/out" "    one layer's activations: a mixture layer (58 of the stage's 61) for one micro-batch, 1.2 GiB"
+expect_contains "$TMP/out" "        56.0 MiB  attention input (kept by its full checkpoint)"
+expect_contains "$TMP/out" "        16.0 MiB  shared expert gate projection output"
+expect_contains "$TMP/out" "       448.0 MiB  routed tokens after the dispatch all-to-all"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64
+expect_lacks "$TMP/out" "one layer's activations"
+expect_status 0 "$DTPLAN" plans/deepseek_v3_torchtitan.dtp --strategy fsdp_ep64 --format json
+expect_contains "$TMP/out" '"layer": "a mixture layer (58 of the stage'"'"'s 61)"'
+expect_contains "$TMP/out" '"term": "routed tokens after the dispatch all-to-all",'
+expect_contains "$TMP/out" '"bytes": 469762048'
+
 # And written back: the plan's model as the flavor, with what the flavor
 # runs whatever the job says (FlexAttention, every expert routed) said where
 # the plan was costed otherwise, and what torchtitan cannot run refused.
