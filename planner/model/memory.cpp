@@ -195,7 +195,7 @@ void for_each_activation(model const& m, strategy const& s, bool fp32_softmax, u
     double const expert_t = double(s.expert_tp());
     for (auto const& x : plan) {
       if (x.kept <= 0) continue;
-      double const columns = double(x.columns) / (!x.split ? 1.0 : x.routed ? expert_t : t);
+      double const columns = double(x.columns) / (x.full_width ? 1.0 : x.routed ? expert_t : t);
       add(x.output, e * (x.routed ? active : 1.0) * tokens * columns * x.kept);
     }
     if (plan.kernel_kept) {

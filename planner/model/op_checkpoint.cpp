@@ -96,13 +96,13 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
              .output = "o projection output (partial sums under tp)",
              .columns = h,
              .inputs = m.attention_out_width(),
-             .split = false});
+             .full_width = true});
   if (!out.whole_layer) c.restart();
 
   bool const swiglu = m.mlp == mlp_kind::swiglu;
   std::int64_t const ffn = m.mlp_width();
   if (mixture) {
-    c.again({.gemm = "router", .output = "router logits", .columns = m.experts, .inputs = h});
+    c.again({.gemm = "router", .output = "router logits", .columns = m.experts, .inputs = h, .full_width = true});
     op_matmul const up{.gemm = "mlp-up",
                        .output = swiglu ? "experts' gate projection outputs" : "experts' up projection outputs",
                        .columns = ffn,
@@ -114,7 +114,7 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
                          .output = "experts' down projection outputs (partial sums under tp)",
                          .columns = h,
                          .inputs = ffn,
-                         .split = false,
+                         .full_width = true,
                          .routed = true};
     if (w.grouped) {
       c.again(up);
@@ -138,7 +138,7 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
             .output = "shared expert down projection output (partial sums under tp)",
             .columns = h,
             .inputs = shared,
-            .split = false});
+            .full_width = true});
     }
   } else {
     // FeedForward: w2(silu(w1 x) * w3 x) (models/llama3/model/model.py), or
@@ -153,7 +153,7 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
           .output = "mlp down projection output (partial sums under tp)",
           .columns = h,
           .inputs = ffn,
-          .split = false});
+          .full_width = true});
   }
   return out;
 }

@@ -38,8 +38,11 @@ struct op_matmul {
   char const* output = "";  ///< its output, as the memory breakdown names it
   std::int64_t columns = 0;  ///< its output's columns over the whole model (before tp's split)
   std::int64_t inputs = 0;   ///< its contraction width (the GEMM's k)
-  bool split = true;         ///< tp splits its columns; false: a row-parallel partial sum, full width
-  bool routed = false;       ///< its rows are the routed copies of the tokens (an expert's)
+  /// Its output is whole on each tensor-parallel rank: a row-parallel
+  /// product's partial sum, or the router's; otherwise tp splits its
+  /// columns.
+  bool full_width = false;
+  bool routed = false;  ///< its rows are the routed copies of the tokens (an expert's)
   /// Share of its output kept: 1 or 0; with experts one after another,
   /// the share of the GPU's experts whose product is an odd one.
   double kept = 0;
@@ -54,7 +57,8 @@ struct op_wrap {
 };
 op_wrap op_wrap_of(training const& t);
 
-struct op_checkpoint {
+/// How the checkpoints wrap the layer (what strategy_shape keeps of it).
+struct op_wrapping {
   /// One checkpoint over the whole block: its input is all the block
   /// keeps beside the ops' outputs, and its norms and residual adds run
   /// again. Otherwise the norms' inputs are kept and they do not run again.
@@ -65,7 +69,10 @@ struct op_checkpoint {
   /// The attention kernel's output and log-sum-exp kept (a fused kernel
   /// under the op policy); otherwise the attention core runs again.
   bool kernel_kept = false;
-  std::array<op_matmul, 12> matmuls{};
+};
+
+struct op_checkpoint : op_wrapping {
+  std::array<op_matmul, 12> matmuls;
   int count = 0;
   [[nodiscard]] op_matmul const* begin() const { return matmuls.data(); }
   [[nodiscard]] op_matmul const* end() const { return matmuls.data() + count; }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
+#include <cstring>
 
 #include "planner/model/kernels.hpp"
 #include "planner/model/memory.hpp"
@@ -139,13 +139,14 @@ void fill_gemms(strategy_shape& sh, model const& m) {
       // What torchtitan's policy does not keep runs again: each GEMM's
       // recomputed columns over its batch, summed over the products it
       // stands for (a fused GEMM's parts; an expert loop's share).
-      sh.ops = op_checkpoint_of(m, sh.local_experts, op_wrap_of(sh.prog->training));
+      auto const plan = op_checkpoint_of(m, sh.local_experts, op_wrap_of(sh.prog->training));
+      sh.ops = plan;
       for (int i = 0; i < sh.gemm_count; ++i) {
         auto& g = sh.gemms[static_cast<std::size_t>(i)];
         double again = 0;  // columns x batch elements run again
-        for (auto const& x : sh.ops) {
-          if (std::string_view(x.gemm) != g.name) continue;
-          std::int64_t const split = !x.split ? 1 : x.routed ? mlp_tp : tp;
+        for (auto const& x : plan) {
+          if (std::strcmp(x.gemm, g.name) != 0) continue;
+          std::int64_t const split = x.full_width ? 1 : x.routed ? mlp_tp : tp;
           again += (1 - x.kept) * static_cast<double>(x.columns / split) * static_cast<double>(g.forward.batch);
         }
         auto const total = std::llround(again);

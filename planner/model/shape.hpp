@@ -174,9 +174,9 @@ struct strategy_shape : shape_groups {
   /// the router, shared expert and MLP.
   std::array<layer_gemm, max_layer_gemms> gemms{};
   int gemm_count = 0;
-  /// Under checkpoint = ops, what torchtitan's policy keeps of a layer
-  /// (op_checkpoint_of), which the GEMMs' recompute_n follow.
-  op_checkpoint ops;
+  /// Under checkpoint = ops, how torchtitan's policy wraps a layer
+  /// (op_checkpoint_of, whose products the GEMMs' recompute_n follow).
+  op_wrapping ops;
   gemm_shape logits;  ///< [tokens, hidden] x [hidden, local_vocab]
   /// A multi-token prediction module's projection, [tokens, 2 hidden] x
   /// [2 hidden, hidden / tp] (model::mtp_layers; unset without one).

@@ -2691,6 +2691,21 @@ TEST_CASE("torchtitan's op-level policy on DeepSeek-V3: what each layer keeps, r
     CHECK(g.recompute_batch == (name == "shared-down" ? 0 : g.forward.batch));
     CHECK(g.recompute_n == (name == "shared-up" ? g.forward.n / 2 : name == "shared-down" ? 0 : g.forward.n));
   }
+  // Under tp the router's logits are whole on each rank: all of them run
+  // again (not a tp share of them).
+  t.tp = 2;
+  t.dp = 64;
+  t.sequence_parallel = true;
+  auto const split = shape_of(p, t);
+  for (int i = 0; i < split.gemm_count; ++i) {
+    auto const& g = split.gemms[static_cast<std::size_t>(i)];
+    INFO(g.name);
+    if (std::string_view(g.name) == "router") CHECK(g.recompute_n == 256);
+    if (std::string_view(g.name) == "shared-up") CHECK(g.recompute_n == 2048 / 2);
+  }
+  t.tp = 1;
+  t.dp = 128;
+  t.sequence_parallel = false;
   // The hardware's FLOPs: the recomputed products, 2 x columns x inputs a
   // token (the routed experts' over 8 copies), and every layer's attention
   // core, forward.
