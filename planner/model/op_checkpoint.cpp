@@ -54,6 +54,19 @@ class counter {
   std::int64_t n_ = 0;
 };
 
+// A FeedForward's products and their outputs' names.
+struct feed_forward_names {
+  char const *up_gemm, *down_gemm, *gate, *up, *down;
+};
+
+// A FeedForward, w2(silu(w1 x) * w3 x) (models/llama3/model/model.py):
+// w1, w3, then w2; a GELU MLP's two, up and down.
+void feed_forward(counter& c, bool swiglu, std::int64_t hidden, std::int64_t width, feed_forward_names n) {
+  if (swiglu) c.mm({.gemm = n.up_gemm, .output = n.gate, .columns = width, .inputs = hidden});
+  c.mm({.gemm = n.up_gemm, .output = n.up, .columns = width, .inputs = hidden});
+  c.mm({.gemm = n.down_gemm, .output = n.down, .columns = hidden, .inputs = width, .full_width = true});
+}
+
 }  // namespace
 
 op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wrap w) {
@@ -125,35 +138,18 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
     } else {
       c.loop(local_experts, {up, down});
     }
-    if (auto const shared = m.shared_expert_ffn; shared > 0) {
-      // torchtitan's shared experts: a FeedForward after the routed ones
-      // (moe.py:465-470): w1, w3, then w2.
-      if (swiglu) {
-        c.mm({.gemm = "shared-up", .output = "shared expert gate projection output", .columns = shared, .inputs = h});
-        c.mm({.gemm = "shared-up", .output = "shared expert up projection output", .columns = shared, .inputs = h});
-      } else {
-        c.mm({.gemm = "shared-up", .output = "shared expert up projection output", .columns = shared, .inputs = h});
-      }
-      c.mm({.gemm = "shared-down",
-            .output = "shared expert down projection output (partial sums under tp)",
-            .columns = h,
-            .inputs = shared,
-            .full_width = true});
-    }
+    // torchtitan's shared experts: a FeedForward after the routed ones
+    // (moe.py:465-470).
+    if (auto const shared = m.shared_expert_ffn; shared > 0)
+      feed_forward(c, swiglu, h, shared,
+                   {"shared-up", "shared-down", "shared expert gate projection output",
+                    "shared expert up projection output",
+                    "shared expert down projection output (partial sums under tp)"});
   } else {
-    // FeedForward: w2(silu(w1 x) * w3 x) (models/llama3/model/model.py), or
-    // a GELU MLP's two.
-    if (swiglu) {
-      c.mm({.gemm = "mlp-up", .output = "swiglu gate projection output", .columns = ffn, .inputs = h});
-      c.mm({.gemm = "mlp-up", .output = "swiglu up projection output", .columns = ffn, .inputs = h});
-    } else {
-      c.mm({.gemm = "mlp-up", .output = "mlp up projection output", .columns = ffn, .inputs = h});
-    }
-    c.mm({.gemm = "mlp-down",
-          .output = "mlp down projection output (partial sums under tp)",
-          .columns = h,
-          .inputs = ffn,
-          .full_width = true});
+    feed_forward(c, swiglu, h, ffn,
+                 {"mlp-up", "mlp-down", "swiglu gate projection output",
+                  swiglu ? "swiglu up projection output" : "mlp up projection output",
+                  "mlp down projection output (partial sums under tp)"});
   }
   return out;
 }
