@@ -311,11 +311,12 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   o.comment("The dataset, tokenizer, optimizer and checkpoint settings are yours to add.");
 
   o.table("model");
-  if (auto const f = planner::torchtitan_flavor_of(m)) {
+  auto const flavor = planner::torchtitan_flavor_of(m);
+  if (flavor) {
     // One of torchtitan's own flavors, a preset of the catalog: named,
     // nothing to register.
-    o.string("name", f->model);
-    o.string("flavor", f->flavor);
+    o.string("name", flavor->model);
+    o.string("flavor", flavor->flavor);
   } else if (m.experts > 1 || m.q_width() != m.hidden || m.qk_norm) {
     // torchtitan's mixtures are model code of their own; Qwen3's is the one
     // with dtplan's attention (GQA, rotary, q/k norms or none), and the one
@@ -431,12 +432,12 @@ std::vector<job_file> torchtitan_job(planner::program const& p, planner::plan co
   if (m.dropout) warn("dropout", "torchtitan's Llama has no dropout; the plan was costed with dropout masks");
   // torchtitan v0.2.0 does not read deepseek_v3's expert groups
   // (models/deepseek_v3/model/args.py:69-71): it routes over every expert.
-  if (auto const f = planner::torchtitan_flavor_of(m); f && f->ungrouped && m.router_groups > 0) {
+  if (flavor && flavor->ungrouped && m.router_groups > 0) {
     auto it = m.keys.find("router_groups");
     diags.warning(it == m.keys.end() ? dsl::span{} : it->second,
                   fmt::format("the plan was costed with router_groups = {} (each token's experts from {} of them); "
                               "torchtitan's {} '{}' routes over every expert",
-                              m.router_groups, m.router_group_topk, f->model, f->flavor));
+                              m.router_groups, m.router_group_topk, flavor->model, flavor->flavor));
   }
 
   return {{"job.toml", o.str(), false},

@@ -730,9 +730,9 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       // one's rows the k copies of the tokens), and the attention core
       // where its kernel's output is not kept.
       auto const wrap = op_wrap_of(p.training);
-      auto const again = [&](model const& kind) {
-        auto const plan = op_checkpoint_of(kind, kind.experts > 1 ? kind.experts / s.ep : 1, wrap);
-        double const copies = static_cast<double>(std::min(kind.experts_per_token, kind.experts));
+      auto const again = [&](bool dense_layer) {
+        auto const plan = op_checkpoint_of(m, m.experts > 1 ? m.experts / s.ep : 1, wrap, dense_layer);
+        double const copies = static_cast<double>(std::min(m.experts_per_token, m.experts));
         double per_token = 0;
         for (auto const& x : plan)
           per_token += 2.0 * (1 - x.kept) * (x.routed ? copies : 1.0) * static_cast<double>(x.columns) *
@@ -741,7 +741,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       };
       double const moe = static_cast<double>(m.experts > 1 ? m.moe_layer_count() : m.layers);
       double const dense = static_cast<double>(m.layers) - moe;
-      extra = again(m) * moe + (dense > 0 ? again(dense_layer_model(m)) * dense : 0.0);
+      extra = again(false) * moe + (dense > 0 ? again(true) * dense : 0.0);
       break;
     }
   }

@@ -69,9 +69,9 @@ void feed_forward(counter& c, bool swiglu, std::int64_t hidden, std::int64_t wid
 
 }  // namespace
 
-op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wrap w) {
+op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wrap w, bool dense_layer) {
   op_checkpoint out;
-  bool const mixture = m.experts > 1;
+  bool const mixture = m.experts > 1 && !dense_layer;
   out.whole_layer = !w.flex || (w.compiled && !mixture);
   out.attention_full = w.flex && !w.compiled;
   out.kernel_kept = !out.attention_full && (w.flex || (m.attention == attention_kind::flash && !w.unfused));
@@ -113,7 +113,7 @@ op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wr
   if (!out.whole_layer) c.restart();
 
   bool const swiglu = m.mlp == mlp_kind::swiglu;
-  std::int64_t const ffn = m.mlp_width();
+  std::int64_t const ffn = mixture ? m.mlp_width() : m.ffn;
   if (mixture) {
     c.again({.gemm = "router", .output = "router logits", .columns = m.experts, .inputs = h, .full_width = true});
     op_matmul const up{.gemm = "mlp-up",

@@ -80,6 +80,8 @@ struct op_checkpoint : op_wrapping {
 
 /// One layer of `m` (a mixture's layer when m.experts > 1, else a dense
 /// one), `local_experts` routed experts on the GPU, wrapped as `w`.
-op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wrap w);
+/// `dense_layer`: a mixture's dense layer (dense_layer_model's), read from
+/// `m` itself (the hardware FLOPs of each costed candidate copy no model).
+op_checkpoint op_checkpoint_of(model const& m, std::int64_t local_experts, op_wrap w, bool dense_layer = false);
 
 }  // namespace dtplan::planner

@@ -2647,6 +2647,10 @@ TEST_CASE("torchtitan's op-level policy: every other matmul kept, counted in eac
   CHECK(mlp[5] == std::pair<std::string, double>{"swiglu gate projection output", 1});
   CHECK(mlp[6].second == 0);
   CHECK(mlp[7].second == 1);
+  // Read from the mixture itself, as the hardware FLOPs read it, the dense
+  // layer is the same.
+  CHECK(kept_of(op_checkpoint_of(v3, 4, {.flex = true, .compiled = false}, true)) == mlp);
+  CHECK(op_checkpoint_of(v3, 4, {.flex = true, .compiled = false}, true).matmuls[5].columns == 18432);
 }
 
 TEST_CASE("torchtitan's op-level policy on DeepSeek-V3: what each layer keeps, runs again and costs") {
