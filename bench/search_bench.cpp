@@ -2,7 +2,8 @@
 // 7b_2node plan (its `search` strategy and everything free), Llama 3 70B on
 // 64 nodes, a 405B model on 16,384 H100s, and Korthikanti's 530B GPT on 280
 // nodes (2,240 GPUs = 2^6 x 5 x 7: group sizes that do not tile the nodes),
-// everything free.
+// everything free. `bench_search_bench 405b` runs the problems whose label
+// contains "405b" only.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -75,7 +76,12 @@ strategy_spec dsl_search() {
   return s;
 }
 
+// Problems whose label contains the first argument, if one is given (to
+// profile one of them).
+char const* only = nullptr;
+
 void run(std::string const& label, program const& p, strategy_spec const& spec, cost_model const& model) {
+  if (only && label.find(only) == std::string::npos) return;
   for (unsigned threads : {1u, 2u}) {
     search_options o;
     o.threads = threads;
@@ -99,7 +105,8 @@ void run(std::string const& label, program const& p, strategy_spec const& spec, 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) only = argv[1];
   analytic_cost_model model;
   auto llama2_7b = decoder("llama2_7b", 32, 4096, 32, 32, 11008, 32000, 4096);
   auto llama3_70b = decoder("llama3_70b", 80, 8192, 64, 8, 28672, 128256, 8192);

@@ -667,9 +667,9 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh) {
   return out;
 }
 
-std::int64_t matmul_parameters(model const& m) { return count_params(m).matmul; }
+flops model_flops_per_step(program const& p) { return model_flops_per_step(p, count_params(p.model)); }
 
-flops model_flops_per_step(program const& p) {
+flops model_flops_per_step(program const& p, param_counts const& counts) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
   // The attention core's 6 L s x heads x (a query/key head's width + a
@@ -679,13 +679,15 @@ flops model_flops_per_step(program const& p) {
   // q_head_dim + v_head_dim).
   // Multi-token prediction modules' layers count as layers, their
   // projections and logits as matrices (training.py:265-269, 385-401).
-  double const per_token = 6.0 * static_cast<double>(matmul_parameters(m)) +
+  double const per_token = 6.0 * static_cast<double>(counts.matmul) +
                            6.0 * static_cast<double>(m.layers + m.mtp_layers) * static_cast<double>(m.seq_len) *
                                static_cast<double>(m.heads) * static_cast<double>(m.qk_head_width() + m.v_head_width());
   return flops(per_token * tokens);
 }
 
-flops hardware_flops_per_step(program const& p, strategy const& s) {
+namespace {
+
+flops hardware_flops(program const& p, strategy const& s, program_facts const& facts) {
   model const& m = p.model;
   double const tokens = static_cast<double>(p.training.global_batch) * static_cast<double>(m.seq_len);
   // One layer's attention core forward, and the model's layers'.
@@ -694,7 +696,7 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
   double const attention_fwd = core_per_layer * static_cast<double>(m.layers);
   // The layers' matrices: neither the logits nor the multi-token
   // prediction modules, which full recomputation leaves out.
-  auto const counts = count_params(m);
+  auto const& counts = facts.params;
   double const layer_matmul =
       static_cast<double>(counts.matmul) -
       static_cast<double>(m.vocab) * static_cast<double>(m.hidden) * static_cast<double>(1 + m.mtp_layers) -
@@ -745,7 +747,13 @@ flops hardware_flops_per_step(program const& p, strategy const& s) {
       break;
     }
   }
-  return model_flops_per_step(p) + flops(extra);
+  return facts.model_flops + flops(extra);
 }
+
+}  // namespace
+
+flops hardware_flops_per_step(program const& p, strategy const& s) { return hardware_flops(p, s, facts_of(p)); }
+
+flops hardware_flops_per_step(strategy_shape const& sh) { return hardware_flops(*sh.prog, sh.s, sh.facts); }
 
 }  // namespace dtplan::planner

@@ -128,14 +128,15 @@ stage_compute compute_per_micro_batch(strategy_shape const& sh);
 /// compute_per_micro_batch(shape_of(p, s)).
 stage_compute compute_per_micro_batch(program const& p, strategy const& s);
 
-/// Matrix-product parameters one token goes through (layers' q/k/v/o and the
-/// active experts' MLP matrices, plus the logits projection).
-std::int64_t matmul_parameters(model const& m);
 /// Model FLOPs per step over all GPUs: 6 x matmul parameters x tokens
 /// + 12 x layers x seq_len x hidden per token (attention, not halved for
 /// causal masking).
 flops model_flops_per_step(program const& p);
+/// The same from the model's counts (count_params(p.model)).
+flops model_flops_per_step(program const& p, param_counts const& counts);
 /// Hardware FLOPs per step: model FLOPs plus what recomputation adds.
 flops hardware_flops_per_step(program const& p, strategy const& s);
+/// The same for a shape (its program's facts already derived).
+flops hardware_flops_per_step(strategy_shape const& sh);
 
 }  // namespace dtplan::planner

@@ -187,8 +187,8 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   // Megatron's gradient-accumulation fusion does.
   t.overhead = step_overhead(p);
 
-  t.model_flops = model_flops_per_step(p);
-  t.hardware_flops = hardware_flops_per_step(p, s);
+  t.model_flops = sh.facts.model_flops;
+  t.hardware_flops = hardware_flops_per_step(sh);
   t.step = t.compute + t.recompute + t.exposed_comm + t.bubble + t.optimizer + t.overhead;
   // No step beats its model FLOPs at peak on every GPU (causal attention
   // kernels skip work the model-FLOP convention counts): clamp into compute.

@@ -336,19 +336,65 @@ memory_breakdown estimate_memory(program const& p, strategy const& s, bool detai
 
 namespace {
 
+// What every stage of a shape shares: a mixture's dense layer, and one
+// layer's activations of each kind, as checkpointed and with nothing
+// recomputed (what a recomputation rebuilds). Derived once per estimate,
+// not once per stage.
+class shared_layers {
+ public:
+  explicit shared_layers(strategy_shape const& sh)
+      : own_dense_(sh.prog->model.mixed_layers() && !sh.dense_twin
+                       ? std::optional<model>(dense_layer_model(sh.prog->model))
+                       : std::nullopt),
+        dense(!sh.prog->model.mixed_layers() ? nullptr : sh.dense_twin ? &sh.dense_twin->model : &*own_dense_),
+        recomputed(recompute_mask(sh.prog->training)), wrap(op_wrap_of(sh.prog->training)) {
+    model const& m = sh.prog->model;
+    strategy working = sh.s;
+    working.checkpoint = checkpoint_mode::none;
+    auto const of = [&](model const& kind, strategy const& s) {
+      return activations_per_layer(kind, s, sh.softmax_fp32, recomputed, wrap);
+    };
+    moe_ = of(m, sh.s);
+    if (dense) dense_ = of(*dense, sh.s);
+    if (sh.s.checkpoint != checkpoint_mode::none) {
+      moe_working_ = of(m, working);
+      if (dense) dense_working_ = of(*dense, working);
+    }
+  }
+  shared_layers(shared_layers const&) = delete;
+  shared_layers& operator=(shared_layers const&) = delete;
+
+ private:
+  std::optional<model> const own_dense_;  ///< dense's storage where the shape keeps no twin
+
+ public:
+  model const* const dense;  ///< a mixture's dense layer, where it has some
+  unsigned const recomputed;  ///< what selective checkpointing recomputes (recompute_mask)
+  op_wrap const wrap;         ///< how op-level checkpointing wraps a layer (op_wrap_of)
+
+  /// One layer's activations: a mixture's (or the model's only kind) or,
+  /// `dense_layer`, a mixture's dense one; as checkpointed, or with nothing
+  /// recomputed.
+  [[nodiscard]] bytes layer(bool dense_layer, bool recomputing = false) const {
+    if (recomputing) return dense_layer ? dense_working_ : moe_working_;
+    return dense_layer ? dense_ : moe_;
+  }
+
+ private:
+  bytes moe_, dense_, moe_working_, dense_working_;
+};
+
 // The memory of one pipeline stage's most loaded GPU, term by term. The
 // readable detail is built only when asked: the search's hot loop needs
 // only the totals.
 class stage_memory {
  public:
-  stage_memory(strategy_shape const& sh, std::int64_t r, bool detail)
+  stage_memory(strategy_shape const& sh, shared_layers const& shared, std::int64_t r, bool detail)
       : sh_(sh), p_(*sh.prog), m_(p_.model), s_(sh.s), placed_(sh.stage(r)), detail_(detail),
         bpp_(state_bytes(m_.prec, m_.optimizer, grad_element_bytes(m_, p_.training),
                          p_.training.optimizer_state_precision == precision::bf16 ? 2.0 : 4.0)),
         e_(element_bytes(m_.prec)), tokens_(double(sh.tokens)), h_(double(m_.hidden)), rep_(double(sh.sp_divisor)),
-        own_dense_(m_.mixed_layers() && !sh.dense_twin ? std::optional<model>(dense_layer_model(m_)) : std::nullopt),
-        dense_(!m_.mixed_layers() ? nullptr : sh.dense_twin ? &sh.dense_twin->model : &*own_dense_),
-        recomputed_(recompute_mask(p_.training)), wrap_(op_wrap_of(p_.training)),
+        shared_(shared), dense_(shared.dense), recomputed_(shared.recomputed), wrap_(shared.wrap),
         act_layer_(mean_layer_activations()) {
     b_.capacity = p_.cluster.device.memory;
     b_.usable = p_.cluster.device.memory - p_.cluster.device.reserved;
@@ -674,13 +720,10 @@ class stage_memory {
     double const fp32_loss_bytes = unfused ? 4 * unfused_buffers : 4.0;
     double const loss_bytes = e_ + fp32_loss_bytes;
     auto const layers = placed_.layers;
-    strategy no_recompute = s_;
-    no_recompute.checkpoint = checkpoint_mode::none;
     bytes const recompute_working =
         s_.checkpoint == checkpoint_mode::none
             ? bytes{}
-            : max(bytes{}, activations_per_layer(working_model(), no_recompute, sh_.softmax_fp32, recomputed_, wrap_) -
-                               (dense_ ? activations_per_layer(working_model(), s_, sh_.softmax_fp32, recomputed_, wrap_) : act_layer_));
+            : max(bytes{}, shared_.layer(works_dense(), true) - (dense_ ? shared_.layer(works_dense()) : act_layer_));
     double const vocab_elems = tokens_ * double(gathered_logits ? sh_.padded_vocab : sh_.local_vocab);
     char const* const per_rank = gathered_logits ? "s.b.vocab, gathered over tp" : "s.b.vocab/t";
     double const gathered = gathered_layer();
@@ -804,7 +847,7 @@ class stage_memory {
   bool const detail_;
   per_param const bpp_;
   double const e_, tokens_, h_, rep_;
-  std::optional<model> const own_dense_;  ///< dense_'s storage where the shape keeps no twin
+  shared_layers const& shared_;
   model const* const dense_;  ///< a mixture's dense layer, where it has some
   unsigned const recomputed_;  ///< what selective checkpointing recomputes (recompute_mask)
   op_wrap const wrap_;         ///< how op-level checkpointing wraps a layer (op_wrap_of)
@@ -812,13 +855,14 @@ class stage_memory {
 
   // The layer a recomputation works on: a mixture's where the stage holds
   // one, else its dense layer.
-  [[nodiscard]] model const& working_model() const { return dense_ && placed_.moe_layers == 0 ? *dense_ : m_; }
+  [[nodiscard]] bool works_dense() const { return dense_ && placed_.moe_layers == 0; }
+  [[nodiscard]] model const& working_model() const { return works_dense() ? *dense_ : m_; }
   // One layer's activations on this stage: a mixture's and a dense layer's
   // in the stage's proportion where it holds both.
   [[nodiscard]] bytes mean_layer_activations() const {
-    bytes const moe = activations_per_layer(m_, s_, sh_.softmax_fp32, recomputed_, wrap_);
+    bytes const moe = shared_.layer(false);
     if (!dense_ || placed_.layers == 0 || placed_.moe_layers == placed_.layers) return moe;
-    bytes const dense = activations_per_layer(*dense_, s_, sh_.softmax_fp32, recomputed_, wrap_);
+    bytes const dense = shared_.layer(true);
     if (placed_.moe_layers == 0) return dense;
     double const n = double(placed_.layers), k = double(placed_.moe_layers);
     return (moe * k + dense * (n - k)) / n;
@@ -831,13 +875,14 @@ class stage_memory {
 memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
   // Totals of every stage first; the readable detail only for the most
   // loaded one.
+  shared_layers const shared(sh);
   std::int64_t worst = 0;
-  bytes worst_total;
+  memory_breakdown most;
   for (std::int64_t r = 0; r < sh.s.pp; ++r) {
-    auto const total = stage_memory(sh, r, false).run().total;
-    if (r == 0 || worst_total < total) worst = r, worst_total = total;
+    auto b = stage_memory(sh, shared, r, false).run();
+    if (r == 0 || most.total < b.total) worst = r, most = std::move(b);
   }
-  return stage_memory(sh, worst, detail).run();
+  return detail ? stage_memory(sh, shared, worst, true).run() : most;
 }
 
 }  // namespace dtplan::planner

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "planner/model/compute.hpp"
 #include "planner/model/kernels.hpp"
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
@@ -325,12 +326,24 @@ double routing_reach(model const& m, std::int64_t blocks) {
   return std::clamp(reach, 1.0, std::min(b, k));
 }
 
-strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups) {
+program_facts facts_of(program const& p) {
+  program_facts f;
+  f.params = count_params(p.model);
+  f.model_flops = model_flops_per_step(p, f.params);
+  return f;
+}
+
+strategy_shape shape_of(program const& p, strategy const& s, shape_groups const& groups) {
+  return shape_of(p, s, groups, facts_of(p));
+}
+
+strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups const& groups, program_facts const& facts) {
   model const& m = p.model;
   cluster const& c = p.cluster;
   strategy_shape sh;
   static_cast<shape_groups&>(sh) = groups;
   sh.prog = &p;
+  sh.facts = facts;
   sh.s = s_in;
   auto& s = sh.s;
   if (s.tp == 1) s.sequence_parallel = false;
@@ -370,7 +383,7 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   }
   sh.padded_vocab = padded_vocab(m.vocab, s.tp);
   sh.local_vocab = sh.padded_vocab / s.tp;
-  auto const counts = count_params(m);
+  auto const& counts = facts.params;
   sh.final_norm_params = static_cast<double>(counts.final_norm);
   auto const mlp_split = static_cast<double>(m.experts > 1 ? s.expert_tp() * s.ep : s.tp);
   sh.layer_params = static_cast<double>(counts.attention + counts.shared) / static_cast<double>(s.tp) +

@@ -9,6 +9,7 @@
 #include "planner/model/comm.hpp"
 #include "planner/model/layout.hpp"
 #include "planner/model/op_checkpoint.hpp"
+#include "planner/model/params.hpp"
 
 /// What a checked strategy *is* on the cluster: every quantity that memory,
 /// compute, the cost model, the diagram, the skeleton and the advice derive
@@ -105,6 +106,16 @@ struct shape_groups {
   /// expert_shard_group_of); `expert_sync` itself without hybrid sharding.
   group_shape expert_shard;
   group_shape embedding;  ///< first and last stage, for a tied embedding split over a pipeline
+  /// ZeRO-sharded state at stage `zero` is split over this many ranks (1
+  /// when it is not).
+  [[nodiscard]] std::int64_t shard_ranks(int zero) const { return zero >= 1 ? shard.size : 1; }
+};
+
+/// What a shape reads of its program that no strategy changes: a search
+/// derives it once for all its candidates rather than once a shape.
+struct program_facts {
+  param_counts params;  ///< count_params(model)
+  flops model_flops;    ///< model_flops_per_step(program)
 };
 
 /// The most weight GEMMs a layer runs: multi-latent attention's five, a
@@ -168,6 +179,7 @@ struct strategy_shape : shape_groups {
   /// (dense_layer_program of *prog), where the caller keeps one for many
   /// shapes (the search); null: built where needed.
   program const* dense_twin = nullptr;
+  program_facts facts;  ///< of *prog
 
   /// The layer's weight GEMMs on one GPU, in the order they run: the
   /// attention's two (qkv, o-proj) or multi-latent attention's five, then
@@ -220,7 +232,7 @@ struct strategy_shape : shape_groups {
     return g.role == gemm_role::experts ? expert_gemm_calls() : 1;
   }
   /// ZeRO-sharded state is split over this many ranks (1 when it is not).
-  [[nodiscard]] std::int64_t shard_ranks() const { return s.zero >= 1 ? shard.size : 1; }
+  [[nodiscard]] std::int64_t shard_ranks() const { return shape_groups::shard_ranks(s.zero); }
   /// The experts' ZeRO-sharded state is split over this many ranks: those
   /// of the shard group, widened over the tp / etp ranks that hold the same
   /// expert slice, that hold the same experts, one in each block of ep
@@ -291,6 +303,10 @@ strategy_shape shape_of(program const& p, strategy const& s);
 /// The same with its groups already derived (groups_of(p, t) for a `t` with
 /// the degrees, order, zero stage and shard key of `s`).
 strategy_shape shape_of(program const& p, strategy const& s, shape_groups const& groups);
+/// The same with the program's facts already derived (facts_of(p)).
+strategy_shape shape_of(program const& p, strategy const& s, shape_groups const& groups, program_facts const& facts);
+/// What no strategy of `p` changes.
+program_facts facts_of(program const& p);
 /// The groups of `s` on `p`'s cluster.
 shape_groups groups_of(program const& p, strategy const& s);
 /// Only the groups' sizes (every placement one node, links unset): what

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -143,7 +142,8 @@ class searcher {
            std::size_t waiting_cap)
       : p_(p), model_(model), options_(o), space_(space),
         k_(static_cast<std::size_t>(std::max(0, o.top))), waiting_cap_(std::max<std::size_t>(1, waiting_cap)),
-        dense_twin_(p.model.mixed_layers() ? std::optional<program>(dense_layer_program(p)) : std::nullopt) {}
+        dense_twin_(p.model.mixed_layers() ? std::optional<program>(dense_layer_program(p)) : std::nullopt),
+        facts_(facts_of(p)) {}
 
   void run(std::vector<work_item> const& items, thread_state& st, std::atomic<std::size_t>& next,
            std::atomic<std::int64_t>& done) {
@@ -221,7 +221,7 @@ class searcher {
             s.virtual_stages = vs[v];
             s.micro_batch = mb.front();
             if (!is_legal(p_, s)) return std::nullopt;
-            auto m = estimate_memory(shaped(shape_of(p_, s, group_sizes_of(p_, s))), false);
+            auto m = estimate_memory(shaped(shape_of(p_, s, group_sizes_of(p_, s), facts_)), false);
             if (m.fits()) return std::nullopt;
             least = min(least, m.total);
           }
@@ -289,11 +289,17 @@ class searcher {
                     ++st.tally.illegal;
                     continue;
                   }
-                  auto const shape = shaped(shape_of(p_, s, groups[o]));
-                  auto const size = shape.shard_ranks();
+                  // The shape is built only when the memo or the bound needs
+                  // it: most orders of a micro-batch need neither.
+                  std::optional<strategy_shape> shape;
+                  auto const shape_now = [&]() -> strategy_shape const& {
+                    if (!shape) shape = shaped(shape_of(p_, s, groups[o], facts_));
+                    return *shape;
+                  };
+                  auto const size = groups[o].shard_ranks(s.zero);
                   auto hit = std::find_if(memo.begin(), memo.end(), [&](auto const& e) { return e.first == size; });
                   if (hit == memo.end()) {
-                    memo.emplace_back(size, estimate_memory(shape, false));
+                    memo.emplace_back(size, estimate_memory(shape_now(), false));
                     hit = memo.end() - 1;
                   }
                   auto const& mem = hit->second;
@@ -304,7 +310,7 @@ class searcher {
                     continue;
                   }
                   ++st.tally.valid;
-                  if (!bound) bound = model_.step_lower_bound(shape).value();
+                  if (!bound) bound = model_.step_lower_bound(shape_now()).value();
                   if (recount_) {
                     // The explain pass: how many the final k-th best step prunes.
                     if (*bound > *recount_) {
@@ -374,7 +380,7 @@ class searcher {
           return;
         }
         auto const s = c.unpacked();
-        auto const shape = shaped(shape_of(p_, s));
+        auto const shape = shaped(shape_of(p_, s, groups_of(p_, s), facts_));
         auto step = model_.step_time(shape).step.value();
         if (k_ == 0) continue;
         if (st.top.size() == k_ && step > st.top.back().step.value()) continue;
@@ -398,6 +404,7 @@ class searcher {
   // A mixture's dense layers as a program, built once for every candidate's
   // shape (strategy_shape::dense_twin) rather than once a shape.
   std::optional<program> const dense_twin_;
+  program_facts const facts_;  // of p_, for every candidate's shape
   [[nodiscard]] strategy_shape shaped(strategy_shape sh) const {
     if (dense_twin_) sh.dense_twin = &*dense_twin_;
     return sh;
