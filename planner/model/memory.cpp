@@ -876,13 +876,21 @@ memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
   // Totals of every stage first; the readable detail only for the most
   // loaded one.
   shared_layers const shared(sh);
+  // PyTorch pipelining's buffers grow from the first stage to the middle
+  // ones (pipeline_buffers): every stage counts there.
+  bool const ends_only = sh.ends_only() && !sh.prog->training.p2p_buffers_per_micro_batch;
+  auto const pp = sh.s.pp;
   std::int64_t worst = 0;
   memory_breakdown most;
-  for (std::int64_t r = 0; r < sh.s.pp; ++r) {
+  for (std::int64_t r = 0; r < pp; r = ends_only && r < pp - 1 ? pp - 1 : r + 1) {
     auto b = stage_memory(sh, shared, r, false).run();
     if (r == 0 || most.total < b.total) worst = r, most = std::move(b);
   }
   return detail ? stage_memory(sh, shared, worst, true).run() : most;
+}
+
+memory_breakdown estimate_stage_memory(strategy_shape const& sh, std::int64_t stage, bool detail) {
+  return stage_memory(sh, shared_layers(sh), stage, detail).run();
 }
 
 }  // namespace dtplan::planner

@@ -58,7 +58,17 @@ struct memory_breakdown {
 /// legal (dp x tp x pp x cp = GPUs, divisibility); never fails.
 /// With `detail` false the readable `detail` terms and `stage_note` are left
 /// empty (the totals are the same): the search's hot loop needs only totals.
+///
+/// Where only the ends can be the fullest stage (strategy_shape::
+/// ends_only), only the first and last stages are estimated: a middle
+/// stage holds no more layers than stage 0, no embedding, no logits and
+/// fewer micro-batches in flight, so none of its terms is larger than
+/// stage 0's (memory_test checks it against every stage on random
+/// problems). Not with PyTorch pipelining's buffers
+/// (p2p_buffers_per_micro_batch), which a middle stage holds most of.
 memory_breakdown estimate_memory(strategy_shape const& sh, bool detail = true);
+/// The memory of pipeline stage `stage` (0 to pp - 1) alone.
+memory_breakdown estimate_stage_memory(strategy_shape const& sh, std::int64_t stage, bool detail = true);
 
 /// DeepEP's buffer as Megatron-Core's flex dispatcher allocates it over
 /// `ranks` (DeepEP v1.2.1's configuration for that count, 20 SMs) for

@@ -40,6 +40,8 @@ std::int64_t strategy_shape::stage_moe_layers(std::int64_t r) const {
   return n;
 }
 
+bool strategy_shape::ends_only() const { return split.dtplan() && !prog->model.mixed_layers(); }
+
 stage_shape strategy_shape::stage(std::int64_t r) const {
   model const& m = prog->model;
   stage_shape st;
@@ -406,11 +408,9 @@ strategy_shape shape_of(program const& p, strategy const& s_in, shape_groups con
   sh.chunks = s.pp * s.virtual_stages;
   sh.split = split_of(m, p.training, p.framework.limits, s);
   // The fullest stage (of those, the most mixtures: the costed one) and the
-  // heaviest. dtplan's split of a model of one layer kind puts the most
-  // layers on stage 0 and the output on the last: only those two can be
-  // either, which the search's many shapes read without a pass over the
-  // stages. A mixture's dense layers, or Megatron's split, can make any.
-  bool const ends_only = sh.split.dtplan() && !m.mixed_layers();
+  // heaviest; where only the ends can be either, the search's many shapes
+  // read them without a pass over the stages.
+  bool const ends_only = sh.ends_only();
   double most = -1;
   for (std::int64_t r = 0; r < s.pp; r = ends_only && r < s.pp - 1 ? s.pp - 1 : r + 1) {
     auto const st = sh.stage(r);

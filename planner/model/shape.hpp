@@ -214,6 +214,11 @@ struct strategy_shape : shape_groups {
   [[nodiscard]] layer_range chunk_range(std::int64_t c) const;
   /// Stage `r` as one of its GPUs holds it.
   [[nodiscard]] stage_shape stage(std::int64_t r) const;
+  /// Whether only the first and last stages can be the fullest or the
+  /// heaviest: dtplan's split of a model of one layer kind puts the most
+  /// layers on stage 0 and the output on the last. A mixture's dense
+  /// layers, or Megatron's split, can make any stage either.
+  [[nodiscard]] bool ends_only() const;
   /// Of the layers of stage `r`, those that are mixtures of experts.
   [[nodiscard]] std::int64_t stage_moe_layers(std::int64_t r) const;
   /// The weights of `layers` layers of which `moe` are mixtures, on one GPU.

@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
 
 #include "memory_fixtures.hpp"
 #include "planner/model/memory.hpp"
 #include "planner/model/params.hpp"
+#include "planner/model/check.hpp"
 #include "planner/model/shape.hpp"
+#include "tests/unit/search_fixtures.hpp"
 
 using namespace dtplan;
 using namespace dtplan::planner;
@@ -705,4 +708,53 @@ TEST_CASE("Megatron-Core's tensor-parallel overlap holds Transformer Engine's te
   p.training.tp_comm_overlap = true;
   p.training.framework = "torchtitan";
   CHECK(term(estimate_memory(p, s), "Transformer Engine's userbuffers") == -1.0);
+}
+
+// estimate_memory estimates only the first and last stages where dtplan
+// splits a model of one layer kind; every stage, estimated alone, must
+// agree: the same worst stage and the same bytes, on random small problems
+// with random framework keys, over every legal strategy with a pipeline.
+TEST_CASE("a middle pipeline stage never needs more memory than the first or the last", "[memory]") {
+  std::mt19937_64 rng(20261207);
+  std::int64_t compared = 0, middle_stages = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto p = test::random_problem(rng);
+    p.model.dropout = rng() % 2;
+    p.model.tied_embeddings = rng() % 2;
+    p.training.fsdp_reshard_with_pp = rng() % 2;
+    p.training.loss_parallel = rng() % 2;
+    p.training.contiguous_gradients = rng() % 2;
+    p.training.p2p_buffers_per_micro_batch = rng() % 2;
+    auto const gpus = p.cluster.gpus();
+    for (auto tp : test::divisors_of(gpus))
+      for (auto pp : test::divisors_of(gpus / tp)) {
+        if (pp < 2) continue;
+        for (int zero = 0; zero <= 3; ++zero)
+          for (auto ckpt : {checkpoint_mode::none, checkpoint_mode::selective, checkpoint_mode::ops, checkpoint_mode::full})
+            for (std::int64_t vs : {1, 2})
+              for (std::int64_t mb : {1, 2}) {
+                strategy s;
+                s.tp = tp, s.pp = pp, s.dp = gpus / (tp * pp), s.zero = zero, s.checkpoint = ckpt;
+                s.sequence_parallel = tp > 1, s.virtual_stages = vs, s.micro_batch = mb;
+                if (!is_legal(p, s)) continue;
+                auto const sh = shape_of(p, s);
+                REQUIRE(sh.split.dtplan());
+                auto const got = estimate_memory(sh, false);
+                std::int64_t worst = 0;
+                bytes most;
+                for (std::int64_t r = 0; r < pp; ++r) {
+                  auto const b = estimate_stage_memory(sh, r, false);
+                  if (r == 0 || most < b.total) worst = r, most = b.total;
+                }
+                INFO("problem " << i << ": tp " << tp << " pp " << pp << " zero " << zero << " checkpoint "
+                                << name(ckpt) << " vs " << vs << " mb " << mb);
+                CHECK(got.stage == worst);
+                CHECK(got.total.value() == most.value());
+                ++compared;
+                middle_stages += pp - 2;
+              }
+      }
+  }
+  CHECK(compared > 1000);
+  CHECK(middle_stages > 1000);
 }
