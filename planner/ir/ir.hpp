@@ -364,10 +364,13 @@ struct gpu {
   /// (planner/model/kernels.hpp).
   std::optional<double> attention_efficiency;
   double overlap_slowdown = 0.1;  ///< compute slow-down while communication overlaps it (0.1 = 10 %)
-  seconds step_overhead{0.02};    ///< fixed per optimizer step (data loading, logging, launch gaps)
+  /// Fixed per optimizer step (data loading, logging, launch gaps); unset:
+  /// the framework's figure.
+  std::optional<seconds> step_overhead;
   /// Host time to issue one operator (framework dispatch + launch): a GPU
   /// never runs a layer faster than its host can issue the layer's kernels.
-  seconds dispatch_latency{0};
+  /// Unset: the framework's figure.
+  std::optional<seconds> dispatch_latency;
   key_spans keys;
 };
 

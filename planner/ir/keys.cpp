@@ -437,10 +437,10 @@ std::vector<key_info> gpu_keys() {
      .range = any_fraction, .default_value = 0.1, .default_text = "0.1",
      .meaning = "compute slow-down while communication overlaps it"},
     {.block = k::gpu, .name = "step_overhead", .dom = d::quantity, .field = member<&gpu::step_overhead>(),
-     .dim = dim::time, .range = overhead_range, .default_value = 0.02, .default_text = "the framework's",
+     .dim = dim::time, .range = overhead_range, .default_text = "the framework's",
      .meaning = "fixed time per optimizer step (data loading, logging, launch gaps); written, it replaces the framework's"},
     {.block = k::gpu, .name = "dispatch_latency", .dom = d::quantity, .field = member<&gpu::dispatch_latency>(),
-     .dim = dim::time, .range = latency_range, .default_value = 0.0, .default_text = "the framework's",
+     .dim = dim::time, .range = latency_range, .default_text = "the framework's",
      .meaning = "host time to issue one operator; written, it replaces the framework's"},
   };
 }

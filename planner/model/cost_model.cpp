@@ -55,13 +55,11 @@ char const* name(comm_phase p) {
 
 seconds dispatch_latency(program const& p) {
   if (p.training.cuda_graphs) return seconds(0);
-  auto const& g = p.cluster.device;
-  return g.keys.count("dispatch_latency") ? g.dispatch_latency : p.framework.dispatch_latency;
+  return p.cluster.device.dispatch_latency.value_or(p.framework.dispatch_latency);
 }
 
 seconds step_overhead(program const& p) {
-  auto const& g = p.cluster.device;
-  return g.keys.count("step_overhead") ? g.step_overhead : p.framework.step_overhead;
+  return p.cluster.device.step_overhead.value_or(p.framework.step_overhead);
 }
 
 namespace {
