@@ -23,10 +23,8 @@ seconds analytic_cost_model::step_lower_bound(strategy_shape const& sh) const {
     bound += (per_micro - sc.head()) *
              (static_cast<double>(s.pp - 1) / static_cast<double>(s.virtual_stages));
   // The step sums its terms in another order: leave room for rounding.
-  // lower_bound(*sh.prog), from the facts the shape already holds.
-  seconds const floor = sh.facts.model_flops / (peak_at(sh.prog->cluster.device, sh.prog->model.prec) *
-                                                static_cast<double>(sh.prog->cluster.gpus()));
-  return max(bound, floor) * (1 - 1e-9);
+  // lower_bound(*sh.prog), from the model FLOPs the shape already holds.
+  return max(bound, at_peak(*sh.prog, sh.facts.model_flops)) * (1 - 1e-9);
 }
 
 time_breakdown cost_model::step_time(program const& p, strategy const& s) const { return step_time(shape_of(p, s)); }

@@ -198,9 +198,10 @@ time_breakdown analytic_cost_model::step_time(strategy_shape const& sh) const {
   return t;
 }
 
-seconds analytic_cost_model::lower_bound(program const& p) const {
-  auto const gpus = p.cluster.gpus();
-  return model_flops_per_step(p) / (peak_at(p.cluster.device, p.model.prec) * static_cast<double>(gpus));
+seconds at_peak(program const& p, flops work) {
+  return work / (peak_at(p.cluster.device, p.model.prec) * static_cast<double>(p.cluster.gpus()));
 }
+
+seconds analytic_cost_model::lower_bound(program const& p) const { return at_peak(p, model_flops_per_step(p)); }
 
 }  // namespace dtplan::planner

@@ -70,6 +70,9 @@ seconds dispatch_latency(program const& p);
 /// The fixed cost of an optimizer step: the framework's figure, or the GPU
 /// block's `step_overhead` where it writes one.
 seconds step_overhead(program const& p);
+/// The time `work` takes spread over every GPU of `p`'s cluster at its
+/// peak in the model's precision: no step of that work runs faster.
+seconds at_peak(program const& p, flops work);
 
 /// The first-principles model of COSTMODEL.md section 3: operator rooflines,
 /// alpha-beta collectives on the links each group crosses, overlap, bubbles.

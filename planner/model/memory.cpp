@@ -873,8 +873,8 @@ class stage_memory {
 }  // namespace
 
 memory_breakdown estimate_memory(strategy_shape const& sh, bool detail) {
-  // Totals of every stage first; the readable detail only for the most
-  // loaded one.
+  // Totals of every stage that can be the most loaded first; the readable
+  // detail only for that one.
   shared_layers const shared(sh);
   // PyTorch pipelining's buffers grow from the first stage to the middle
   // ones (pipeline_buffers): every stage counts there.
