@@ -62,7 +62,7 @@ for bundle in "$work/from_path" "$work/from_names"; do
     fail "$name: cmake configure: $(tail -5 "$work/$name.configure.log")"
   fi
 
-  ${CXX:-c++} -std=c++17 -O1 -Wall -Wextra -Werror -x c++ -DDTPLAN_DRY_RUN_ONLY "$bundle/skeleton/train_step.cu" \
+  ${CXX:-c++} -std=c++17 -O0 -Wall -Wextra -Werror -x c++ -DDTPLAN_DRY_RUN_ONLY "$bundle/skeleton/train_step.cu" \
     -o "$work/$name.dry" 2>"$work/$name.cxx.log" || fail "$name: host-only build: $(head -5 "$work/$name.cxx.log")"
   if [ -x "$work/$name.dry" ]; then
     "$work/$name.dry" --dry-run --schedule >"$work/$name.out" 2>&1 || fail "$name: --dry-run --schedule"
