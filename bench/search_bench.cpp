@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "planner/model/cost_model.hpp"
+#include "planner/lower/embedded.hpp"
 #include "planner/lower/lower.hpp"
 #include "planner/search/search.hpp"
 
@@ -121,5 +122,24 @@ int main(int argc, char** argv) {
   gpt_530b.mlp = mlp_kind::gelu;
   gpt_530b.tied_embeddings = true;
   run("530b 280 x 8 H100, free", problem(gpt_530b, 280, 1600_Gbitps, 2240), search_everything(), model);
+  // A mixture under Megatron-Core with DeepEP (plans/deepseek_v3_megatron.dtp,
+  // its search set free): the expert grid's checks on every candidate.
+  {
+    namespace e = dtplan::planner::edsl;
+    auto const v3 = e::model("v3", e::preset_model("deepseek_v3")).with("mtp_layers", 1);
+    auto const dgx = e::cluster("dgx_h100_x128").nodes(128).gpus_per_node(8).gpu(e::catalog_gpu("H100_SXM"))
+                         .with("inter_node", 3200_Gbitps);
+    auto const t = e::training()
+                       .framework("megatron")
+                       .global_batch(4096)
+                       .with("grad_precision", "bf16")
+                       .with("num_layers_in_first_pipeline_stage", 3)
+                       .with("num_layers_in_last_pipeline_stage", 2)
+                       .with("moe_token_dispatcher", "flex")
+                       .with("shared_expert_overlap", false);
+    auto const p = e::plan(v3, dgx, t);
+    auto spec = search_everything();
+    run("deepseek_v3 128 x 8 H100, free", p, spec, model);
+  }
   return 0;
 }

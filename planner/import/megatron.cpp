@@ -257,7 +257,7 @@ std::optional<layer_split> split_keys_of(std::vector<std::int64_t> const& theirs
   std::int64_t layers = 0;
   for (auto n : theirs) layers += n;
   auto const places = [&](layer_split const& s) {
-    if (!s.refusal().empty()) return false;
+    if (!s.builds()) return false;
     for (std::int64_t c = 0; c < s.chunks(); ++c)
       if (s.chunk_layers(c) != theirs[static_cast<std::size_t>(c)]) return false;
     return true;

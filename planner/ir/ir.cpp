@@ -136,43 +136,68 @@ bool layer_split::places_as_dtplan() const {
   return true;
 }
 
-std::string layer_split::refusal() const {
-  if (dtplan()) return {};
+std::int64_t layer_split::end_layers() const {
+  // Summed without overflow: a plan or job can write 2^63 - 1 for each.
+  std::int64_t placed = 0;
+  if (__builtin_add_overflow(first, last, &placed)) placed = std::numeric_limits<std::int64_t>::max();
+  return placed;
+}
+
+layer_split::fault layer_split::fault_of() const {
+  if (dtplan()) return fault::none;
   if (ends()) {
     // TransformerConfig's checks (core_v0.13.0 transformer_config.py:
     // 924-989), and the layers it would build (transformer_block.py:82-130).
-    for (auto [n, which] : {std::pair{first, "first"}, std::pair{last, "last"}})
-      if (n > 0 && n % vpp != 0)
-        return fmt::format("the {} stage's {} layers do not divide over its {} virtual stages", which, n, vpp);
-    // Summed without overflow: a plan or job can write 2^63 - 1 for each.
-    std::int64_t placed = 0;
-    if (__builtin_add_overflow(first, last, &placed)) placed = std::numeric_limits<std::int64_t>::max();
+    if (first > 0 && first % vpp != 0) return fault::first_vpp;
+    if (last > 0 && last % vpp != 0) return fault::last_vpp;
+    auto const placed = end_layers();
     std::int64_t const middle = middle_ranks();
-    if (placed > layers || (middle == 0 && placed != layers))
-      return fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
-                         placed > layers ? "more than" : "not", layers);
+    if (placed > layers || (middle == 0 && placed != layers)) return fault::ends_placed;
     auto const rest = layers - placed;
-    if (middle == 1 && rest % vpp != 0)
-      return fmt::format("the {} layers left for the middle stage do not divide over its {} virtual stages", rest,
-                         vpp);
-    if (middle > 1 && (rest % middle != 0 || (rest / middle) % vpp != 0))
-      return fmt::format("the {} layers left for the {} middle stages do not split evenly over them{}", rest, middle,
-                         vpp > 1 ? " and their virtual stages" : "");
-    if (middle > 0 && rest / middle / vpp == 0)
-      return middle == 1 ? std::string("the middle stage would hold no layer")
-                         : fmt::format("the {} middle stages would hold no layer", middle);
-    return {};
+    if (middle == 1 && rest % vpp != 0) return fault::middle_vpp;
+    if (middle > 1 && (rest % middle != 0 || (rest / middle) % vpp != 0)) return fault::middle_uneven;
+    if (middle > 0 && rest / middle / vpp == 0) return fault::middle_empty;
+    return fault::none;
   }
   // The even split of the layers and the counted embedding and loss
   // (arguments.py:521-562; transformer_block.py:152-191), or torchtitan's,
   // which gives the first chunks the rest (pipeline_parallel.py:262-330);
   // no chunk of the embedding or the loss alone.
-  if (!rest_first && slots() % chunks() != 0)
-    return fmt::format("{} layers and the {} counted as {} do not divide over {} pipeline chunks", layers,
-                       embedding && loss ? "embedding and the loss" : embedding ? "embedding" : "loss",
-                       embedding && loss ? "two more" : "one more", chunks());
-  if (embedding && chunk_layers(0) <= 0) return "the first chunk would hold the embedding alone";
-  if (loss && chunk_layers(chunks() - 1) <= 0) return "the last chunk would hold the loss alone";
+  if (!rest_first && slots() % chunks() != 0) return fault::chunks_divide;
+  if (embedding && chunk_layers(0) <= 0) return fault::embedding_alone;
+  if (loss && chunk_layers(chunks() - 1) <= 0) return fault::loss_alone;
+  return fault::none;
+}
+
+std::string layer_split::refusal() const {
+  auto const placed = end_layers();
+  auto const middle = middle_ranks();
+  auto const rest = layers - std::min(placed, layers);
+  switch (fault_of()) {
+    case fault::none: return {};
+    case fault::first_vpp:
+      return fmt::format("the first stage's {} layers do not divide over its {} virtual stages", first, vpp);
+    case fault::last_vpp:
+      return fmt::format("the last stage's {} layers do not divide over its {} virtual stages", last, vpp);
+    case fault::ends_placed:
+      return fmt::format("the first and last stages' {} layers are {} the model's {}", placed,
+                         placed > layers ? "more than" : "not", layers);
+    case fault::middle_vpp:
+      return fmt::format("the {} layers left for the middle stage do not divide over its {} virtual stages", rest,
+                         vpp);
+    case fault::middle_uneven:
+      return fmt::format("the {} layers left for the {} middle stages do not split evenly over them{}", rest, middle,
+                         vpp > 1 ? " and their virtual stages" : "");
+    case fault::middle_empty:
+      return middle == 1 ? std::string("the middle stage would hold no layer")
+                         : fmt::format("the {} middle stages would hold no layer", middle);
+    case fault::chunks_divide:
+      return fmt::format("{} layers and the {} counted as {} do not divide over {} pipeline chunks", layers,
+                         embedding && loss ? "embedding and the loss" : embedding ? "embedding" : "loss",
+                         embedding && loss ? "two more" : "one more", chunks());
+    case fault::embedding_alone: return "the first chunk would hold the embedding alone";
+    case fault::loss_alone: return "the last chunk would hold the loss alone";
+  }
   return {};
 }
 

@@ -733,8 +733,17 @@ struct layer_split {
   /// Megatron split: "" where it does; `what` names the strategy's
   /// degrees ("pp = 4" or "pp x virtual_stages = 4 x 2").
   [[nodiscard]] std::string refusal() const;
+  /// Whether Megatron-Core builds it: refusal() is empty, without writing
+  /// the reason (the search asks of every candidate).
+  [[nodiscard]] bool builds() const { return fault_of() == fault::none; }
 
  private:
+  enum class fault : std::uint8_t {
+    none, first_vpp, last_vpp, ends_placed, middle_vpp, middle_uneven, middle_empty, chunks_divide,
+    embedding_alone, loss_alone
+  };
+  [[nodiscard]] fault fault_of() const;
+  [[nodiscard]] std::int64_t end_layers() const;  // first + last, held below 2^63
   [[nodiscard]] std::int64_t middle_ranks() const { return pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0); }
   [[nodiscard]] std::int64_t middle_rank_layers() const;  // ends(): a middle rank's
   [[nodiscard]] std::int64_t of_rank(std::int64_t r) const;  // ends(): rank r's

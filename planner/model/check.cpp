@@ -276,17 +276,19 @@ class rules {
       // Megatron-Core's own split, as the training block asks for it: its
       // assertions (torchtitan's where it counts the embedding and loss); and
       // torchtitan's stages of one size, of the layers and those.
-      auto const degrees = s.virtual_stages > 1 ? fmt::format("pp x virtual_stages = {} x {}", s.pp, s.virtual_stages)
-                                                : fmt::format("pp = {}", s.pp);
-      if (auto why = split.refusal(); !why.empty())
+      auto const degree_text = [&] {
+        return s.virtual_stages > 1 ? fmt::format("pp x virtual_stages = {} x {}", s.pp, s.virtual_stages)
+                                    : fmt::format("pp = {}", s.pp);
+      };
+      if (!split.builds())
         error(s.virtual_stages > 1 ? "virtual_stages" : "pp",
-              [&] { return fmt::format("{} with {}: {}", degrees, split_keys(p_.training), why); });
+              [&] { return fmt::format("{} with {}: {}", degree_text(), split_keys(p_.training), split.refusal()); });
       else if (split.accounted() && !splits_layers(p_.framework.limits, split.slots(), chunks))
         error(s.virtual_stages > 1 ? "virtual_stages" : "pp", [&] {
           auto const per = stage_size(split.slots(), chunks);
           return fmt::format("framework '{}' splits the layers and the counted embedding and loss into stages of one "
                              "size, ceil({} / size) of them: none gives {} pipeline chunks ({}; {} a stage makes {})",
-                             p_.framework.name, split.slots(), chunks, degrees, per, stage_size(split.slots(), per));
+                             p_.framework.name, split.slots(), chunks, degree_text(), per, stage_size(split.slots(), per));
         });
       // (A framework without the split runs it where it is dtplan's own: the
       // checks below.)

@@ -49,7 +49,8 @@ group_placement rank_layout::placement_of(std::vector<std::int64_t> const& ranks
   std::vector<std::int64_t> nodes;
   nodes.reserve(ranks.size());
   for (auto r : ranks) nodes.push_back(node_of(r));
-  std::sort(nodes.begin(), nodes.end());
+  // (Most groups come in rank order.)
+  if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
   group_placement p;
   p.size = static_cast<std::int64_t>(ranks.size());
   p.nodes = 0;
@@ -272,38 +273,60 @@ std::vector<std::int64_t> rank_layout::sync_group_of(std::int64_t rank) const {
   return out;
 }
 
-std::vector<std::int64_t> rank_layout::expert_members_of(std::int64_t rank, std::int64_t etp) const {
-  auto const t = static_cast<int>(axis::tp);
+rank_layout::member_order rank_layout::expert_order(std::int64_t rank, std::int64_t etp) const {
+  auto const t = static_cast<int>(axis::tp), d = static_cast<int>(axis::dp), c = static_cast<int>(axis::cp);
   auto const tp = sizes_[t];
-  if (etp <= 0 || etp >= tp || tp % etp != 0) return sync_group_of(rank);
-  // The sync groups of the tp / etp ranks with `rank`'s slice, each sorted
-  // the same way (by cp and dp coordinate), interleaved member by member.
-  auto c = of(rank);
-  std::vector<std::vector<std::int64_t>> syncs;
-  for (auto j = c[t] % etp; j < tp; j += etp) {
-    c[t] = j;
-    syncs.push_back(sync_group_of(rank_of(c)));
+  auto co = of(rank);
+  member_order o;
+  // A sync group in rank order: the larger-stride axis of dp and cp outer
+  // (the strides are a mixed radix, so the inner axis's whole run fits
+  // under one step of the outer).
+  auto const [inner, outer] = strides_[d] < strides_[c] ? std::pair{d, c} : std::pair{c, d};
+  o.inner_size = sizes_[inner];
+  o.inner_stride = strides_[inner];
+  o.outer_stride = strides_[outer];
+  o.size = sizes_[d] * sizes_[c];
+  std::int64_t slice = 0;
+  if (etp > 0 && etp < tp && tp % etp == 0) {
+    o.slices = tp / etp;
+    o.slice_stride = etp * strides_[t];
+    slice = co[t] / etp;
+    co[t] %= etp;
+    o.size *= o.slices;
   }
+  o.at_rank = ((co[outer] * sizes_[inner] + co[inner]) * o.slices) + slice;
+  co[d] = co[c] = 0;
+  o.base = rank_of(co);
+  return o;
+}
+
+std::int64_t rank_layout::member_order::operator[](std::int64_t m) const {
+  auto const i = m / slices;
+  return base + (m % slices) * slice_stride + (i % inner_size) * inner_stride + (i / inner_size) * outer_stride;
+}
+
+std::vector<std::int64_t> rank_layout::expert_members_of(std::int64_t rank, std::int64_t etp) const {
+  auto const o = expert_order(rank, etp);
   std::vector<std::int64_t> out;
-  out.reserve(syncs.size() * syncs.front().size());
-  for (std::size_t i = 0; i < syncs.front().size(); ++i)
-    for (auto const& g : syncs) out.push_back(g[i]);
+  out.reserve(static_cast<std::size_t>(o.size));
+  for (std::int64_t m = 0; m < o.size; ++m) out.push_back(o[m]);
   return out;
 }
 
 std::vector<std::int64_t> rank_layout::expert_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp) const {
-  auto const members = expert_members_of(rank, etp);
-  auto const at = std::find(members.begin(), members.end(), rank) - members.begin();
-  auto const first = at / ep * ep;
-  return {members.begin() + first, members.begin() + std::min<std::ptrdiff_t>(first + ep, std::ssize(members))};
+  auto const o = expert_order(rank, etp);
+  auto const first = o.at_rank / ep * ep;
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(std::min(ep, o.size - first)));
+  for (auto m = first; m < std::min(first + ep, o.size); ++m) out.push_back(o[m]);
+  return out;
 }
 
 std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, std::int64_t ep,
                                                             std::int64_t etp) const {
-  auto const members = expert_members_of(rank, etp);
-  auto const at = std::find(members.begin(), members.end(), rank) - members.begin();
+  auto const o = expert_order(rank, etp);
   std::vector<std::int64_t> out;
-  for (auto i = at % ep; i < std::ssize(members); i += ep) out.push_back(members[static_cast<std::size_t>(i)]);
+  for (auto m = o.at_rank % ep; m < o.size; m += ep) out.push_back(o[m]);
   std::sort(out.begin(), out.end());
   return out;
 }

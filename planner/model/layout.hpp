@@ -149,6 +149,19 @@ class rank_layout {
   /// (stride, size) of every axis but `skip`.
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> other_axes(int skip) const;
 
+  /// expert_members_of's order as a mixed radix, without building it:
+  /// member m is slice m % slices of sync member m / slices, the sync
+  /// members in rank order (inner axis of dp and cp fastest); `at_rank` is
+  /// the position of the rank it was made for.
+  struct member_order {
+    std::int64_t base = 0;  ///< the first member
+    std::int64_t slices = 1, slice_stride = 0;
+    std::int64_t inner_size = 1, inner_stride = 0, outer_stride = 0;
+    std::int64_t size = 1, at_rank = 0;
+    [[nodiscard]] std::int64_t operator[](std::int64_t m) const;
+  };
+  [[nodiscard]] member_order expert_order(std::int64_t rank, std::int64_t etp) const;
+
   std::array<std::int64_t, 4> sizes_{};    // by axis
   std::array<std::int64_t, 4> strides_{};  // by axis
   std::int64_t world_ = 1;

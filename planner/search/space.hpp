@@ -222,7 +222,7 @@ class space_view {
     auto const split = [&] { return split_of(p_.model, p_.training, p_.framework.limits, probe); };
     if (pp > 1 && p_.framework.limits.interleaving && !split().dtplan()) {
       for (probe.virtual_stages = 2; probe.virtual_stages <= layers / pp; ++probe.virtual_stages)
-        if (split().refusal().empty()) valid.push_back(probe.virtual_stages);
+        if (split().builds()) valid.push_back(probe.virtual_stages);
     } else if (pp > 1 && p_.framework.limits.interleaving) {
       if (layers % pp == 0) valid = dividing(layer_divisors_, layers / pp);
       if ((layers + 2) % pp == 0)

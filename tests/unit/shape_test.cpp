@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <vector>
 
@@ -245,6 +246,60 @@ TEST_CASE("an expert group is a block of ep consecutive members of the sync grou
   CHECK(across.ep.placement.nodes == 2);
   CHECK(across.ep.placement.max_per_node == 4);
   CHECK(across.ep.link.kind == link_kind::inter);
+}
+
+TEST_CASE("the expert grid's order is the sync groups' members interleaved, whatever the rank order") {
+  // expert_members_of's definition written out the long way: the sync
+  // groups (ascending) of the tp / etp ranks with a rank's slice, taken
+  // member by member. The layout computes positions in that order without
+  // building it; every rank, ep and etp of every order must agree.
+  using v = std::vector<std::int64_t>;
+  auto const reference = [](rank_layout const& l, std::int64_t rank, std::int64_t etp) {
+    auto const tp = l.size(axis::tp);
+    if (etp >= tp) return l.sync_group_of(rank);
+    auto c = l.of(rank);
+    std::vector<v> syncs;
+    for (auto j = c[static_cast<int>(axis::tp)] % etp; j < tp; j += etp) {
+      c[static_cast<int>(axis::tp)] = j;
+      syncs.push_back(l.sync_group_of(l.rank_of(c)));
+    }
+    v out;
+    for (std::size_t i = 0; i < syncs.front().size(); ++i)
+      for (auto const& g : syncs) out.push_back(g[i]);
+    return out;
+  };
+  std::array<axis, 4> order{axis::tp, axis::cp, axis::dp, axis::pp};
+  std::sort(order.begin(), order.end());
+  int layouts = 0;
+  do {
+    for (auto [tp, cp, dp] : {std::array<std::int64_t, 3>{4, 2, 3}, {2, 1, 6}, {4, 3, 1}, {1, 2, 4}}) {
+      strategy s;
+      s.tp = tp, s.cp = cp, s.dp = dp, s.pp = 2;
+      s.order = order;
+      rank_layout const l(s, 8);
+      ++layouts;
+      for (std::int64_t etp = 1; etp <= tp; etp *= 2) {
+        auto const slices = tp / etp * cp * dp;
+        for (std::int64_t rank = 0; rank < l.world(); ++rank) {
+          INFO("order " << to_string(s.order) << ", tp " << tp << " cp " << cp << " dp " << dp << ", etp " << etp
+                        << ", rank " << rank);
+          auto const members = reference(l, rank, etp);
+          REQUIRE(l.expert_members_of(rank, etp) == members);
+          auto const at = std::find(members.begin(), members.end(), rank) - members.begin();
+          for (std::int64_t ep = 1; ep <= slices; ++ep) {
+            if (slices % ep != 0) continue;
+            auto const first = at / ep * ep;
+            CHECK(l.expert_group_of(rank, ep, etp) == v(members.begin() + first, members.begin() + first + ep));
+            v data;
+            for (auto m = at % ep; m < std::ssize(members); m += ep) data.push_back(members[static_cast<std::size_t>(m)]);
+            std::sort(data.begin(), data.end());
+            CHECK(l.expert_data_group_of(rank, ep, etp) == data);
+          }
+        }
+      }
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  CHECK(layouts == 96);
 }
 
 TEST_CASE("etp = 1: the expert grid spans the tensor-parallel ranks, tp fastest") {
