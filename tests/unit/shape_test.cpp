@@ -252,7 +252,8 @@ TEST_CASE("the expert grid's order is the sync groups' members interleaved, what
   // expert_members_of's definition written out the long way: the sync
   // groups (ascending) of the tp / etp ranks with a rank's slice, taken
   // member by member. The layout computes positions in that order without
-  // building it; every rank, ep and etp of every order must agree.
+  // building it; every rank, ep and etp of every order must agree, and so
+  // must the expert shard groups under each sharding.
   using v = std::vector<std::int64_t>;
   auto const reference = [](rank_layout const& l, std::int64_t rank, std::int64_t etp) {
     auto const tp = l.size(axis::tp);
@@ -271,6 +272,7 @@ TEST_CASE("the expert grid's order is the sync groups' members interleaved, what
   std::array<axis, 4> order{axis::tp, axis::cp, axis::dp, axis::pp};
   std::sort(order.begin(), order.end());
   int layouts = 0;
+  std::int64_t sharded = 0;
   do {
     for (auto [tp, cp, dp] : {std::array<std::int64_t, 3>{4, 2, 3}, {2, 1, 6}, {4, 3, 1}, {1, 2, 4}}) {
       strategy s;
@@ -294,12 +296,30 @@ TEST_CASE("the expert grid's order is the sync groups' members interleaved, what
             for (auto m = at % ep; m < std::ssize(members); m += ep) data.push_back(members[static_cast<std::size_t>(m)]);
             std::sort(data.begin(), data.end());
             CHECK(l.expert_data_group_of(rank, ep, etp) == data);
+            // Under each sharding, those of them in its shard group: at its
+            // position in their replicate groups.
+            std::vector<shard_layout> kinds{{shard_layout::kind::whole, 0}, {shard_layout::kind::node, 0}};
+            for (std::int64_t b = 1; b < dp; ++b)
+              if (dp % b == 0) kinds.push_back({shard_layout::kind::dp_block, b});
+            for (auto const& k : kinds) {
+              auto const position = [&](std::int64_t q) {
+                auto const replicas = l.replicate_group_of(q, k);
+                return std::find(replicas.begin(), replicas.end(), q) - replicas.begin();
+              };
+              v shard;
+              for (auto q : data)
+                if (position(q) == position(rank)) shard.push_back(q);
+              INFO("shard kind " << static_cast<int>(k.k) << ", block " << k.dp_block);
+              CHECK(l.expert_shard_group_of(rank, ep, etp, k) == shard);
+              ++sharded;
+            }
           }
         }
       }
     }
   } while (std::next_permutation(order.begin(), order.end()));
   CHECK(layouts == 96);
+  CHECK(sharded > 0);
 }
 
 TEST_CASE("etp = 1: the expert grid spans the tensor-parallel ranks, tp fastest") {
