@@ -28,7 +28,7 @@ char const* tool_version();
 /// The version of the JSON document's shape (docs/spec/dtplan.schema.json,
 /// whose `schema_version` is this constant): raised whenever a key is
 /// added; none is ever removed or renamed.
-inline constexpr std::int64_t json_schema_version = 16;
+inline constexpr std::int64_t json_schema_version = 17;
 
 /// The JSON document of DSL.md section 4.
 std::string to_json(report const& r);

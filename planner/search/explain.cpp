@@ -20,6 +20,7 @@ void search_tally::merge(search_tally const& other) {
   illegal += other.illegal;
   memory_cut += other.memory_cut;
   structure_cut += other.structure_cut;
+  same_plan += other.same_plan;
   illegal_structures.insert(illegal_structures.end(), other.illegal_structures.begin(), other.illegal_structures.end());
   memory_structures.insert(memory_structures.end(), other.memory_structures.begin(), other.memory_structures.end());
 }
@@ -50,12 +51,34 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     if (std::find(entry.second.begin(), entry.second.end(), text) == entry.second.end())
       entry.second.push_back(text);
   }
-  for (auto const& [why, entry] : reasons) {
+  // The reasons that rule out the most candidates first (then by text),
+  // the first `shown_reasons` of them; the rest summed on one line.
+  std::vector<decltype(reasons)::const_pointer> ranked;
+  for (auto const& r : reasons) ranked.push_back(&r);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](auto const* a, auto const* b) { return a->second.first > b->second.first; });
+  constexpr std::size_t shown_reasons = 12;
+  std::int64_t more_candidates = 0;
+  std::size_t more_structures = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    auto const& [why, entry] = *ranked[i];
     auto const& where = entry.second;
+    if (i >= shown_reasons) {
+      more_candidates += entry.first;
+      more_structures += where.size();
+      continue;
+    }
     std::string at = where.front();
     if (where.size() > 1) at += fmt::format(" and {} more", where.size() - 1);
     out.push_back({"illegal", at, {{"candidates", static_cast<double>(entry.first)}},
                    fmt::format("{}: {} ({})", at, why, candidates(entry.first))});
+  }
+  if (ranked.size() > shown_reasons) {
+    auto const more = ranked.size() - shown_reasons;
+    out.push_back({"illegal", fmt::format("{} more reasons", more),
+                   {{"candidates", static_cast<double>(more_candidates)}},
+                   fmt::format("{} more reasons rule out {} more structures ({})", more, grouped(more_structures),
+                               candidates(more_candidates))});
   }
 
   // Structures that fit nowhere: by tp when every structure of that tp is
@@ -121,6 +144,11 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
     out.push_back({"other_illegal", "the space", {{"candidates", static_cast<double>(other)}},
                    fmt::format("{} other candidates are not legal", grouped(other))});
 
+  if (all.same_plan > 0)
+    out.push_back({"same_plan", "the space", {{"candidates", static_cast<double>(all.same_plan)}},
+                   fmt::format("{} are another shard key's plan (their shard and replicate groups are the same), "
+                               "counted once",
+                               candidates(all.same_plan))});
   if (all.pruned > 0)
     out.push_back({"pruned", "the space",
                    {{"candidates", static_cast<double>(all.pruned)}, {"bound_s", all.least_pruned.value()}, {"best_s", best.value()}},

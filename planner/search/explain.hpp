@@ -19,6 +19,9 @@ struct search_tally {
   std::int64_t illegal = 0;
   std::int64_t memory_cut = 0;     ///< candidates that do not fit (checked or cut off)
   std::int64_t structure_cut = 0;  ///< candidates of structures that fit nowhere
+  /// Candidates whose shard key forms another key's groups (the same plan,
+  /// counted once under the first: search.cpp's duplicate_shard).
+  std::int64_t same_plan = 0;
   std::int64_t pruned = 0;         ///< valid candidates never costed: their bound passed the k-th best step
   seconds least_pruned;            ///< the smallest bound among them
   /// With explain: structures none of whose candidates is legal, and the

@@ -316,7 +316,11 @@ class searcher {
                 memo.clear();
                 std::optional<double> bound;
                 for (std::size_t o = 0; o < n_orders; ++o) {
-                  if (!fits_so_far[o] || same_as_other[o]) continue;
+                  if (!fits_so_far[o]) continue;
+                  if (same_as_other[o]) {
+                    ++st.tally.same_plan;
+                    continue;
+                  }
                   s.order = orders[o];
                   if (!is_legal(p_, s)) {
                     ++st.tally.illegal;

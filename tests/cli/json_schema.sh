@@ -42,6 +42,10 @@ for plan in plans/*.dtp; do
 done
 expect_status 0 "$DTPLAN" plans/7b_2node.dtp --strategy current --emit "$TMP/bundle" --quiet
 docs+=("$TMP/bundle/plan.json")
+# Shard keys that form another key's groups, counted once (an explain kind
+# the plans' searches do not produce).
+json_doc same_plan 0 plans/7b_2node.dtp --optimize --explain --set search.shard=auto
+expect_contains "$TMP/same_plan.json" '"kind": "same_plan"'
 # fp4 (an enum value the plans do not use).
 json_doc fp4 0 plans/405b_gb200_nvl72.dtp --set model.precision=fp4 --strategy mlperf_v50
 expect_contains "$TMP/fp4.json" '"precision": "fp4"'
@@ -83,7 +87,7 @@ expect_contains "$TMP/out" "    not measured                 mixture of experts:
 expect_status 0 "$DTPLAN" tests/data/published/torchtitan_llama3_8b.dtp \
   --from torchtitan tests/data/published/torchtitan_llama3_8b.toml --format json
 cp "$TMP/out" "$TMP/imported.json" && docs+=("$TMP/imported.json")
-expect_contains "$TMP/imported.json" '"schema_version": 16,'
+expect_contains "$TMP/imported.json" '"schema_version": 17,'
 expect_contains "$TMP/imported.json" "\"dtplan_version\": \"$("$DTPLAN" --version | cut -d' ' -f2)\","
 n=$((n + 2))
 # Sizes past 2^63 bytes (a billion layers) are written whole, every digit,

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include <limits>
@@ -328,6 +329,47 @@ TEST_CASE("explain reports the time bound's pruning deterministically") {
   test::flat_cost_model flat;
   for (auto const& line : search(p, search_everything(), flat, with_threads(2, 1)).explanations)
     CHECK(line.text.find("time bound") == std::string::npos);
+}
+
+TEST_CASE("explain lists the reasons that rule out the most candidates first, the rest on one line") {
+  // 720 GPUs (many divisors) for a model of 6 heads and 4 layers: tp, pp
+  // and cp are ruled out for many different reasons.
+  auto g = test::h100_sxm();
+  auto p = test::program_of(test::decoder("few_heads", 4, 768, 6, 6, 3072, mlp_kind::gelu, 8192, 1024),
+                            test::nodes_of("ninety", 90, g, 8), 720);
+  test::fake_cost_model model;
+  auto const r = search(p, search_everything(), model, with_threads(2, 1));
+  auto const candidates = [](explanation const& e) {
+    for (auto const& [name, value] : e.figures)
+      if (name == "candidates") return value;
+    return 0.0;
+  };
+  std::vector<explanation> illegal;
+  for (auto const& e : r.explanations)
+    if (e.kind == "illegal") illegal.push_back(e);
+  REQUIRE(illegal.size() == 13);
+  for (std::size_t i = 1; i < 12; ++i)
+    CHECK(candidates(illegal[i - 1]) >= candidates(illegal[i]));
+  CHECK(illegal[0].text == "tp = 12, pp = 1, cp = 1, dp = 60 and 49 more: tp = 12 does not divide heads = 6 "
+                           "(217,504 candidates)");
+  auto const& more = illegal.back();
+  CHECK(more.subject == "65 more reasons");
+  CHECK(more.text == "65 more reasons rule out 256 more structures (418,776 candidates)");
+  CHECK(candidates(more) == 418776);
+  // Shard keys whose groups are another key's are counted once, and said.
+  auto const same = std::find_if(r.explanations.begin(), r.explanations.end(),
+                                 [](explanation const& e) { return e.kind == "same_plan"; });
+  REQUIRE(same != r.explanations.end());
+  CHECK(same->text == "546,096 candidates are another shard key's plan (their shard and replicate groups are the "
+                      "same), counted once");
+  // Every candidate is valid or in one line (the pruned are valid): nothing
+  // the cap hides is lost.
+  double listed = 0;
+  for (auto const& e : r.explanations)
+    if (e.kind != "pruned") listed += candidates(e);
+  CHECK(listed + static_cast<double>(r.stats.valid) == static_cast<double>(r.stats.candidates));
+  // The threads do not change the order.
+  CHECK(search(p, search_everything(), model, with_threads(1, 1)).explanations == r.explanations);
 }
 
 TEST_CASE("node_sync_members agrees with a walk of every sync group on every small layout") {
