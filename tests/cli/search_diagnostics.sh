@@ -95,4 +95,19 @@ expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32: 279.2 GiB per GPU
 expect_contains "$TMP/out" "  tp = 1, pp = 1, cp = 1, dp = 32, ep = 2: 153.2 GiB per GPU > 75.6 GiB usable"
 expect_contains "$TMP/out" "  tp = 1, pp = 8, cp = 1, dp = 4, ep = 8 and 2 more: ep = 8 does not divide dp x cp = 4 (36 candidates)"
 
+# Many reasons: the twelve that rule out the most candidates, then one line
+# for the rest; with thirteen, all thirteen (no "1 more reasons").
+sed -e 's/  tp          = {1, 2, 4, 8}/  tp = auto\n  cp = auto/' -e 's/  pp          = 1..4/  pp = auto/' \
+  plans/7b_2node.dtp >"$TMP/wide.dtp"
+expect_status 0 "$DTPLAN" "$TMP/wide.dtp" --optimize --strategy search --explain --top 1 --set cluster.nodes=9
+checks=$((checks + 1))
+[ "$(grep -c ' more: \| dp = [0-9]*: ' "$TMP/out")" = 12 ] || fail "9 nodes: not twelve reasons shown"
+expect_contains "$TMP/out" "  tp = 3, pp = 1, cp = 3, dp = 8 and 19 more: tp = 3 does not divide heads = 32 (828 candidates)"
+expect_contains "$TMP/out" "  6 more reasons rule out 9 more structures (378 candidates)"
+expect_status 0 "$DTPLAN" "$TMP/wide.dtp" --optimize --strategy search --explain --top 1 --set cluster.nodes=22
+checks=$((checks + 1))
+[ "$(grep -c ' more: \| dp = [0-9]*: ' "$TMP/out")" = 13 ] || fail "22 nodes: not thirteen reasons shown"
+expect_contains "$TMP/out" "  tp = 176, pp = 1, cp = 1, dp = 1: tp = 176 does not divide heads = 32 (42 candidates)"
+expect_lacks "$TMP/out" "more reasons"
+
 finish
