@@ -333,26 +333,30 @@ std::vector<std::int64_t> rank_layout::expert_data_group_of(std::int64_t rank, s
 
 std::vector<std::int64_t> rank_layout::expert_shard_group_of(std::int64_t rank, std::int64_t ep, std::int64_t etp,
                                                              shard_layout const& k) const {
-  // A rank's shard group is its position in its replicate group (one
-  // member per shard group, in their order): under `dp_block` its dp
-  // coordinate's block; under `node`, where every node holds the same n
-  // members of each sync group, its position in its sync group over n (the
-  // sync group ascending, a node's members are consecutive in it); else
-  // found in its replicate group.
-  auto const d = static_cast<int>(axis::dp);
-  auto const per_node = k.k == shard_layout::kind::node ? node_sync_members() : 0;
-  auto const shard_index = [&](std::int64_t q) -> std::int64_t {
-    if (k.k == shard_layout::kind::whole) return 0;
-    if (k.k == shard_layout::kind::dp_block && k.dp_block > 0) return of(q)[d] / k.dp_block;
-    if (per_node > 0) return expert_order(q, sizes_[static_cast<int>(axis::tp)]).at_rank / per_node;
-    auto const replicas = replicate_group_of(q, k);
-    return std::find(replicas.begin(), replicas.end(), q) - replicas.begin();
-  };
-  auto const mine = shard_index(rank);
+  auto const mine = shard_index(rank, k);
   std::vector<std::int64_t> out;
   for (auto q : expert_data_group_of(rank, ep, etp))
-    if (shard_index(q) == mine) out.push_back(q);
+    if (shard_index(q, k) == mine) out.push_back(q);
   return out;
+}
+
+std::int64_t rank_layout::shard_index(std::int64_t rank, shard_layout const& k) const {
+  // Under `dp_block` the dp coordinate's block; under `node`, where every
+  // node holds the same n members of each sync group, the position in the
+  // sync group (ascending: the expert order without tensor-parallel
+  // slices) over n, a node's members being consecutive in it; else found
+  // in the replicate group.
+  switch (k.k) {
+    case shard_layout::kind::whole: return 0;
+    case shard_layout::kind::dp_block:
+      if (k.dp_block > 0) return of(rank)[static_cast<int>(axis::dp)] / k.dp_block;
+      break;
+    case shard_layout::kind::node:
+      if (auto const n = node_sync_members(); n > 0) return expert_order(rank, sizes_[static_cast<int>(axis::tp)]).at_rank / n;
+      break;
+  }
+  auto const replicas = replicate_group_of(rank, k);
+  return std::find(replicas.begin(), replicas.end(), rank) - replicas.begin();
 }
 
 std::int64_t rank_layout::node_sync_members() const {

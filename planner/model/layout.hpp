@@ -110,6 +110,9 @@ class rank_layout {
   [[nodiscard]] std::vector<std::int64_t> shard_group_of(std::int64_t rank, shard_layout const& k) const;
   /// The ranks of `rank`'s sync group at its position in their shard groups.
   [[nodiscard]] std::vector<std::int64_t> replicate_group_of(std::int64_t rank, shard_layout const& k) const;
+  /// Which shard group of its sync group `rank` is in: its position in its
+  /// replicate group (one member per shard group, in their order).
+  [[nodiscard]] std::int64_t shard_index(std::int64_t rank, shard_layout const& k) const;
   /// Ranks per shard group.
   [[nodiscard]] std::int64_t shard_ranks(shard_layout const& k) const;
   /// The worst placement of shard and replicate groups.
