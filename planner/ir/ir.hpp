@@ -730,8 +730,7 @@ struct layer_split {
   [[nodiscard]] std::int64_t first_layer(std::int64_t c) const;
   [[nodiscard]] std::int64_t rank_layers(std::int64_t r) const;
   /// Why Megatron-Core would not build the split (its assertions), for a
-  /// Megatron split: "" where it does; `what` names the strategy's
-  /// degrees ("pp = 4" or "pp x virtual_stages = 4 x 2").
+  /// Megatron split: "" where it does.
   [[nodiscard]] std::string refusal() const;
   /// Whether Megatron-Core builds it: refusal() is empty, without writing
   /// the reason (the search asks of every candidate).

@@ -52,13 +52,14 @@ void explain(program const& p, strategy_spec const& spec, std::map<std::int64_t,
       entry.second.push_back(text);
   }
   // The reasons that rule out the most candidates first (then by text),
-  // the first `shown_reasons` of them and the rest summed on one line (or
-  // shown, where only one is left).
+  // the first `cap` of them and the rest summed on one line (or shown,
+  // where only one is left).
   std::vector<decltype(reasons)::const_pointer> ranked;
   for (auto const& r : reasons) ranked.push_back(&r);
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](auto const* a, auto const* b) { return a->second.first > b->second.first; });
-  std::size_t const shown_reasons = ranked.size() <= 13 ? ranked.size() : 12;
+  constexpr std::size_t cap = 12;
+  std::size_t const shown_reasons = ranked.size() <= cap + 1 ? ranked.size() : cap;
   std::int64_t more_candidates = 0;
   std::size_t more_structures = 0;
   for (std::size_t i = 0; i < ranked.size(); ++i) {
